@@ -1,0 +1,36 @@
+//! Typed argument parsing shared by every command family, so each error
+//! string and number rule exists once.
+
+use crate::error::Error;
+use crate::util::num;
+
+/// Parses an integer argument (`ERR value is not an integer or out of range`).
+pub fn int(arg: &[u8]) -> Result<i64, Error> {
+    num::parse_i64(arg).ok_or(Error::NotInteger)
+}
+
+/// Parses a float argument (`ERR value is not a valid float`).
+pub fn float(arg: &[u8]) -> Result<f64, Error> {
+    num::parse_f64(arg).ok_or(Error::NotFloat)
+}
+
+/// Parses a database index (`ERR value is not an integer or out of range`
+/// when not a number).
+pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Error> {
+    let n = int(arg)?;
+    if n < 0 || n as u64 >= databases as u64 {
+        return Err(Error::DbIndexOutOfRange);
+    }
+    Ok(n as usize)
+}
+
+/// Case-insensitive comparison of an argument with an ASCII keyword.
+#[inline]
+pub fn is(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// A lossy UTF-8 view of an argument, for error messages.
+pub fn lossy(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg).into_owned()
+}

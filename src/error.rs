@@ -1,0 +1,124 @@
+//! Every error a command can answer, typed once and rendered to Redis 7.0's
+//! exact strings in one place ([`Error::message`]).
+
+use std::borrow::Cow;
+
+/// A command failure; the reply writer renders it as a `-` error line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// `-WRONGTYPE ...`
+    WrongType,
+    /// `-ERR value is not an integer or out of range`
+    NotInteger,
+    /// `-ERR value is not a valid float`
+    NotFloat,
+    /// `-ERR syntax error`
+    Syntax,
+    /// `-ERR increment or decrement would overflow`
+    Overflow,
+    /// `-ERR wrong number of arguments for '<name>' command`
+    WrongArity(String),
+    /// `-ERR unknown command '<name>', with args beginning with: ...`
+    UnknownCommand(String),
+    /// `-ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+    UnknownSubcommand { sub: String, cmd: String },
+    /// `-ERR no such key`
+    NoSuchKey,
+    /// `-ERR DB index is out of range`
+    DbIndexOutOfRange,
+    /// `-ERR invalid expire time in '<cmd>' command`
+    InvalidExpire(String),
+    /// `-ERR timeout is not an integer or out of range`
+    TimeoutNotInteger,
+    /// `-NOAUTH Authentication required.`
+    NoAuth,
+    /// `-WRONGPASS invalid username-password pair or user is disabled.`
+    WrongPass,
+    /// `-ERR string exceeds maximum allowed size (proto-max-bulk-len)`
+    StringTooLong,
+    /// `-ERR Protocol error: <reason>`; the connection closes after it.
+    Protocol(Cow<'static, str>),
+    /// `-BUSY ...`
+    Busy,
+    /// `-ERR <text>`: a one-off message of Redis's with the ERR prefix.
+    Err(Cow<'static, str>),
+    /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
+    Raw(Cow<'static, str>),
+}
+
+impl Error {
+    /// An `ERR`-prefixed error from a static string.
+    pub const fn err(msg: &'static str) -> Self {
+        Error::Err(Cow::Borrowed(msg))
+    }
+
+    /// An error line with its own prefix.
+    pub const fn raw(msg: &'static str) -> Self {
+        Error::Raw(Cow::Borrowed(msg))
+    }
+
+    /// An `ERR`-prefixed error built at run time.
+    pub fn err_owned(msg: String) -> Self {
+        Error::Err(Cow::Owned(msg))
+    }
+
+    /// The error line without the leading `-` and trailing CRLF.
+    pub fn message(&self) -> Cow<'_, str> {
+        match self {
+            Error::WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value".into(),
+            Error::NotInteger => "ERR value is not an integer or out of range".into(),
+            Error::NotFloat => "ERR value is not a valid float".into(),
+            Error::Syntax => "ERR syntax error".into(),
+            Error::Overflow => "ERR increment or decrement would overflow".into(),
+            Error::WrongArity(name) => format!("ERR wrong number of arguments for '{name}' command").into(),
+            Error::UnknownCommand(detail) => format!("ERR unknown command {detail}").into(),
+            Error::UnknownSubcommand { sub, cmd } => {
+                format!("ERR unknown subcommand '{sub}'. Try {cmd} HELP.").into()
+            }
+            Error::NoSuchKey => "ERR no such key".into(),
+            Error::DbIndexOutOfRange => "ERR DB index is out of range".into(),
+            Error::InvalidExpire(cmd) => format!("ERR invalid expire time in '{cmd}' command").into(),
+            Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
+            Error::NoAuth => "NOAUTH Authentication required.".into(),
+            Error::WrongPass => "WRONGPASS invalid username-password pair or user is disabled.".into(),
+            Error::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into(),
+            Error::Protocol(reason) => format!("ERR Protocol error: {reason}").into(),
+            Error::Busy => {
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into()
+            }
+            Error::Err(msg) => format!("ERR {msg}").into(),
+            Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),
+        }
+    }
+
+    /// The unknown-command error with Redis's argument preview.
+    pub fn unknown_command(name: &[u8], args: &[&[u8]]) -> Self {
+        // Mirrors processCommand: each argument is cut to what is left of a
+        // 128-byte budget for the whole preview.
+        let mut preview: Vec<u8> = Vec::new();
+        for a in args {
+            if preview.len() >= 128 {
+                break;
+            }
+            let room = 128 - preview.len();
+            preview.push(b'\'');
+            preview.extend_from_slice(&a[..a.len().min(room)]);
+            preview.extend_from_slice(b"' ");
+        }
+        Error::UnknownCommand(format!(
+            "'{}', with args beginning with: {}",
+            sanitize(name, 128),
+            sanitize(&preview, usize::MAX)
+        ))
+    }
+}
+
+/// Redis shows client-provided names in errors with newlines replaced by
+/// spaces and truncated (sdscatlen of at most `max` bytes).
+fn sanitize(s: &[u8], max: usize) -> String {
+    let s = &s[..s.len().min(max)];
+    String::from_utf8_lossy(s).replace(['\r', '\n'], " ")
+}
+
+/// Result of a command handler.
+pub type CmdResult = Result<(), Error>;

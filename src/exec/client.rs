@@ -1,0 +1,115 @@
+//! Per-client state kept by the executor (Redis's `client` struct): the
+//! selected database, protocol, name, auth, reply mode and connection facts
+//! for CLIENT LIST.
+
+use std::net::SocketAddr;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::net::request::Batch;
+
+/// A message from the executor to a connection task.
+pub enum ToConn {
+    /// A batch's replies; the batch comes back so its buffers are reused.
+    Replies {
+        /// The batch, emptied.
+        batch: Batch,
+        /// Reply bytes to write.
+        out: Vec<u8>,
+        /// Close the connection once `out` is written (QUIT, CLIENT KILL of
+        /// itself, SHUTDOWN).
+        close: bool,
+    },
+    /// Bytes to write outside a reply (RESP3 push, pub/sub messages).
+    Push(Vec<u8>),
+    /// Close the connection now (CLIENT KILL, shutdown).
+    Close,
+}
+
+/// What CLIENT REPLY set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// Replies are discarded.
+    Off,
+    /// The next command's reply is discarded.
+    Skip,
+    /// The reply of the command running now is discarded.
+    SkipThis,
+}
+
+/// Client kinds CLIENT LIST and KILL distinguish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// An ordinary client.
+    Normal,
+    /// A client in subscriber mode.
+    PubSub,
+}
+
+/// One connected client.
+pub struct Client {
+    /// Unique, increasing id (CLIENT ID).
+    pub id: u64,
+    /// Selected database.
+    pub db: usize,
+    /// Negotiated RESP3 (HELLO 3).
+    pub resp3: bool,
+    /// CLIENT SETNAME name; empty when unset.
+    pub name: Vec<u8>,
+    /// Authenticated (always true without requirepass).
+    pub authenticated: bool,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Creation time in Unix milliseconds.
+    pub created_ms: u64,
+    /// Last command time in Unix milliseconds.
+    pub last_interaction_ms: u64,
+    /// Name of the last command run (CLIENT LIST `cmd=`).
+    pub last_cmd: String,
+    /// CLIENT REPLY state.
+    pub reply_mode: ReplyMode,
+    /// CLIENT NO-EVICT.
+    pub no_evict: bool,
+    /// Close once the current reply is written.
+    pub close_after_reply: bool,
+    /// Channel to the connection task.
+    pub tx: UnboundedSender<ToConn>,
+    /// Bytes of the query buffer (CLIENT LIST `qbuf`), as last reported.
+    pub qbuf: usize,
+    /// Kind for CLIENT KILL TYPE.
+    pub kind: ClientKind,
+}
+
+impl Client {
+    /// A fresh client in database 0 speaking RESP2.
+    pub fn new(
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        tx: UnboundedSender<ToConn>,
+        now_ms: u64,
+    ) -> Self {
+        Client {
+            id,
+            db: 0,
+            resp3: false,
+            name: Vec::new(),
+            authenticated: false,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            last_interaction_ms: now_ms,
+            last_cmd: "NULL".into(),
+            reply_mode: ReplyMode::On,
+            no_evict: false,
+            close_after_reply: false,
+            tx,
+            qbuf: 0,
+            kind: ClientKind::Normal,
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! The keyspace executor: one thread that alone owns the data. Connection
+//! tasks hand it whole batches of parsed commands ([`Request::Batch`]); it
+//! runs them in order, writes the replies into the batch's output buffer and
+//! sends the batch back. Nothing else touches the store, so nothing locks.
+//!
+//! The loop also drives timers: the active expiry cycle at `hz`, and later
+//! blocked-client timeouts. MULTI/EXEC, blocking pops and scripts all run
+//! here, which is what makes them atomic.
+
+pub mod call;
+pub mod client;
+pub mod clock;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use self::client::{Client, ToConn};
+use crate::cmd::table::CommandTable;
+use crate::config::Config;
+use crate::net::request::Batch;
+use crate::store::Store;
+
+/// A message from a connection task to the executor.
+pub enum Request {
+    /// A client connected.
+    Connect {
+        /// Its id.
+        id: u64,
+        /// Peer address.
+        addr: SocketAddr,
+        /// Local address.
+        laddr: SocketAddr,
+        /// Channel for replies.
+        tx: UnboundedSender<ToConn>,
+    },
+    /// Commands parsed from one read.
+    Batch {
+        /// The client.
+        id: u64,
+        /// The commands.
+        batch: Batch,
+        /// Output buffer to append replies to.
+        out: Vec<u8>,
+        /// Bytes still buffered after the batch (CLIENT LIST `qbuf`).
+        qbuf: usize,
+    },
+    /// A client went away.
+    Disconnect {
+        /// Its id.
+        id: u64,
+    },
+}
+
+/// State shared with the network side, read without going through the
+/// executor.
+#[derive(Default)]
+pub struct Shared {
+    /// proto-max-bulk-len, read by the request parser.
+    pub proto_max_bulk_len: AtomicUsize,
+    /// maxclients.
+    pub maxclients: AtomicUsize,
+    /// Connected clients.
+    pub connected_clients: AtomicUsize,
+    /// Connections accepted (INFO total_connections_received).
+    pub total_connections: AtomicU64,
+    /// Connections refused at maxclients.
+    pub rejected_connections: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Whether requirepass is set (unauthenticated clients get smaller
+    /// protocol limits).
+    pub auth_required: AtomicBool,
+    /// Set when the server is shutting down.
+    pub shutting_down: AtomicBool,
+    /// Wakes the listener when the server shuts down.
+    pub shutdown: tokio::sync::Notify,
+    /// Ids for new clients.
+    pub next_client_id: AtomicU64,
+}
+
+impl Shared {
+    /// A fresh id for a new client.
+    pub fn new_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+/// Server-wide counters for INFO stats.
+#[derive(Default, Clone)]
+pub struct ServerStats {
+    /// Commands run.
+    pub total_commands_processed: u64,
+    /// Commands refused before running (unknown, arity, auth).
+    pub rejected_calls: u64,
+    /// Commands that replied with an error.
+    pub failed_calls: u64,
+    /// Error replies by prefix (INFO errorstats).
+    pub errors: std::collections::BTreeMap<String, u64>,
+}
+
+/// Everything the executor owns besides the store and the client running a
+/// command; handlers reach it through `ctx.server`.
+pub struct ServerState {
+    /// The configuration (CONFIG GET/SET).
+    pub config: Config,
+    /// The command table.
+    pub table: CommandTable,
+    /// Every client but the one running a command.
+    pub clients: HashMap<u64, Client>,
+    /// State shared with the network side.
+    pub shared: Arc<Shared>,
+    /// Counters.
+    pub stats: ServerStats,
+    /// When the server started.
+    pub started: Instant,
+    /// Start time in Unix seconds.
+    pub started_unix: u64,
+    /// A random 40-hex-character run id.
+    pub run_id: String,
+    /// Unix time of the last successful save.
+    pub last_save: u64,
+    /// Set by SHUTDOWN: the executor stops after the current batch.
+    pub shutdown: bool,
+    /// The TCP port actually bound.
+    pub port: u16,
+    /// Path of the config file, if any (INFO `config_file`).
+    pub config_file: Option<String>,
+    /// Path of the executable (INFO `executable`).
+    pub executable: String,
+}
+
+/// The executor: the store plus server state, driven by [`Executor::run`].
+pub struct Executor {
+    /// The keyspace.
+    pub store: Store,
+    /// Everything else.
+    pub server: ServerState,
+    last_cycle: Instant,
+}
+
+impl Executor {
+    /// Creates an executor for `config`.
+    pub fn new(config: Config, shared: Arc<Shared>, port: u16) -> Self {
+        let store = Store::new(config.databases);
+        let now = clock::now_ms();
+        let run_id: String = (0..40)
+            .map(|_| format!("{:x}", rand::random::<u8>() % 16))
+            .collect();
+        Executor {
+            store,
+            server: ServerState {
+                config,
+                table: CommandTable::build(),
+                clients: HashMap::new(),
+                shared,
+                stats: ServerStats::default(),
+                started: Instant::now(),
+                started_unix: now / 1000,
+                run_id,
+                last_save: now / 1000,
+                shutdown: false,
+                port,
+                config_file: None,
+                executable: std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            },
+            last_cycle: Instant::now(),
+        }
+    }
+
+    /// Runs until every connection sender is gone or SHUTDOWN is called.
+    pub fn run(mut self, rx: Receiver<Request>) {
+        loop {
+            let timeout = self.next_timeout();
+            match rx.recv_timeout(timeout) {
+                Ok(req) => {
+                    self.handle(req);
+                    // Drain what else is queued before looking at timers.
+                    while let Ok(req) = rx.try_recv() {
+                        self.handle(req);
+                        if self.server.shutdown {
+                            break;
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if self.server.shutdown {
+                break;
+            }
+            self.timers();
+        }
+        self.stop();
+    }
+
+    fn period(&self) -> Duration {
+        Duration::from_micros(1_000_000 / u64::from(self.server.config.hz.clamp(1, 500)))
+    }
+
+    fn next_timeout(&self) -> Duration {
+        self.period().saturating_sub(self.last_cycle.elapsed())
+    }
+
+    /// Periodic work (Redis's serverCron): the active expiry cycle.
+    fn timers(&mut self) {
+        let period = self.period();
+        if self.last_cycle.elapsed() < period {
+            return;
+        }
+        self.last_cycle = Instant::now();
+        self.store.set_now(clock::now_ms());
+        // Redis's slow cycle may use 25% of each period.
+        self.store.active_expire_cycle(period / 4);
+        self.after_writes();
+    }
+
+    fn handle(&mut self, req: Request) {
+        match req {
+            Request::Connect {
+                id,
+                addr,
+                laddr,
+                tx,
+            } => {
+                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
+                c.authenticated = self.server.config.requirepass.is_none();
+                self.server.clients.insert(id, c);
+            }
+            Request::Batch {
+                id,
+                batch,
+                out,
+                qbuf,
+            } => self.run_batch(id, batch, out, qbuf),
+            Request::Disconnect { id } => {
+                self.server.clients.remove(&id);
+            }
+        }
+    }
+
+    /// Hook after a batch or cycle: WATCH and blocked clients consume the
+    /// touched-key lists here.
+    fn after_writes(&mut self) {
+        self.store.touched.clear();
+        self.store.touched_dbs.clear();
+    }
+
+    fn stop(&mut self) {
+        self.server
+            .shared
+            .shutting_down
+            .store(true, Ordering::SeqCst);
+        for c in self.server.clients.values() {
+            let _ = c.tx.send(ToConn::Close);
+        }
+        self.server.clients.clear();
+        self.server.shared.shutdown.notify_waiters();
+        self.server.shared.shutdown.notify_one();
+    }
+}

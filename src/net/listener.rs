@@ -1,0 +1,94 @@
+//! The accept loop: binds the configured addresses, enforces maxclients and
+//! spawns a connection task per client.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+use crate::exec::{Request, Shared};
+
+/// Binds every address; a leading `-` marks an optional address whose
+/// failure is not fatal (Redis's `bind 127.0.0.1 -::1`).
+pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpListener>> {
+    let mut listeners = Vec::new();
+    let mut port = port;
+    for a in addrs {
+        let (optional, host) = match a.strip_prefix('-') {
+            Some(h) => (true, h),
+            None => (false, a.as_str()),
+        };
+        let host = if host == "*" { "0.0.0.0" } else { host };
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        match TcpListener::bind(&addr).await {
+            Ok(l) => {
+                // With port 0 every address shares the first one's port.
+                if port == 0 {
+                    port = l.local_addr()?.port();
+                }
+                listeners.push(l);
+            }
+            Err(e) if optional => tracing::debug!("optional bind {addr} failed: {e}"),
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {addr}: {e}"),
+                ))
+            }
+        }
+    }
+    if listeners.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "no address could be bound",
+        ));
+    }
+    Ok(listeners)
+}
+
+/// Accepts connections on `listener` until shutdown.
+pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: Arc<Shared>) {
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shared.shutdown.notified() => return,
+        };
+        if shared.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let (mut sock, addr) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                // Back off briefly (e.g. out of file descriptors).
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        shared.total_connections.fetch_add(1, Ordering::Relaxed);
+        let n = shared.connected_clients.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > shared.maxclients.load(Ordering::Relaxed) {
+            shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = sock
+                    .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
+            });
+            continue;
+        }
+        tokio::spawn(super::conn::serve(sock, addr, exec.clone(), shared.clone()));
+    }
+}
+
+/// The address a listener is bound to.
+pub fn local_addr(l: &TcpListener) -> Option<SocketAddr> {
+    l.local_addr().ok()
+}

@@ -1,0 +1,8 @@
+//! The network side: accepting connections, framing requests, and writing
+//! replies. It never touches the keyspace; it hands batches to the executor.
+
+pub mod conn;
+pub mod inline;
+pub mod listener;
+pub mod reply;
+pub mod request;

@@ -1,0 +1,449 @@
+//! Request framing: turns the bytes a client sent into a [`Batch`] of
+//! commands, the way Redis's `processMultibulkBuffer` and
+//! `processInlineBuffer` do.
+//!
+//! Requests are RESP arrays of bulk strings (`*N` then `$len` items) or inline
+//! lines. The parser keeps its progress between reads (like Redis's
+//! `multibulklen`/`bulklen`), so a large frame arriving in many reads is
+//! scanned once, and it never allocates the size a client claims up front:
+//! the buffer grows only as bytes arrive. Arguments are recorded as spans into
+//! the read buffer, so a batch costs no allocation per command once its
+//! vectors have warmed up.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+use super::inline::split_args;
+use crate::util::num::parse_i64;
+
+/// Longest inline line or header line Redis accepts (PROTO_INLINE_MAX_SIZE).
+pub const INLINE_MAX: usize = 64 * 1024;
+
+/// Where an argument's bytes live.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    start: usize,
+    len: usize,
+}
+
+/// Marks spans that point into [`Batch::extra`] (unescaped inline args).
+const EXTRA_BIT: usize = 1 << (usize::BITS - 1);
+
+/// Complete commands parsed from one read, handed to the executor at once.
+#[derive(Default)]
+pub struct Batch {
+    /// The request bytes; multibulk argument spans point here.
+    pub input: Bytes,
+    /// Unescaped inline arguments.
+    pub extra: Vec<u8>,
+    /// Every argument of every command, in order.
+    pub spans: Vec<Span>,
+    /// Per command: index of its first span and its argument count.
+    pub cmds: Vec<(u32, u32)>,
+}
+
+impl Batch {
+    /// Number of commands.
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    /// True when the batch holds no command.
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    /// The arguments of command `i`.
+    pub fn argv(&self, i: usize) -> Argv<'_> {
+        let (first, n) = self.cmds[i];
+        Argv {
+            input: &self.input,
+            extra: &self.extra,
+            spans: &self.spans[first as usize..(first + n) as usize],
+        }
+    }
+
+    /// Empties the batch, keeping its allocations for the next read.
+    pub fn clear(&mut self) {
+        self.input = Bytes::new();
+        self.extra.clear();
+        self.spans.clear();
+        self.cmds.clear();
+    }
+}
+
+/// One command's arguments (argv[0] is the command name); borrowed from a
+/// [`Batch`] or built by [`OwnedArgv`].
+#[derive(Clone, Copy)]
+pub struct Argv<'a> {
+    input: &'a [u8],
+    extra: &'a [u8],
+    spans: &'a [Span],
+}
+
+impl<'a> Argv<'a> {
+    /// Number of arguments, the command name included.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when there is no argument at all.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Argument `i`; panics when out of range, so handlers index only
+    /// below an arity the dispatcher has checked.
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        let s = self.spans[i];
+        if s.start & EXTRA_BIT != 0 {
+            let start = s.start & !EXTRA_BIT;
+            &self.extra[start..start + s.len]
+        } else {
+            &self.input[s.start..s.start + s.len]
+        }
+    }
+
+    /// Argument `i` if present.
+    pub fn try_get(&self, i: usize) -> Option<&'a [u8]> {
+        (i < self.len()).then(|| self.get(i))
+    }
+
+    /// Iterates over the arguments from `from` on.
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (from..self.len()).map(move |i| self.get(i))
+    }
+
+    /// Copies the arguments into an owned form (MULTI queues, blocked clients).
+    pub fn to_owned(&self) -> OwnedArgv {
+        OwnedArgv::from_slices(self.iter_from(0))
+    }
+}
+
+/// An owned argument vector with the same accessors as [`Argv`].
+#[derive(Clone, Debug, Default)]
+pub struct OwnedArgv {
+    data: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+impl OwnedArgv {
+    /// Builds an argv from byte slices.
+    pub fn from_slices<'s>(args: impl IntoIterator<Item = &'s [u8]>) -> Self {
+        let mut v = OwnedArgv::default();
+        for a in args {
+            v.spans.push(Span {
+                start: v.data.len(),
+                len: a.len(),
+            });
+            v.data.extend_from_slice(a);
+        }
+        v
+    }
+
+    /// Bytes held, for memory accounting of queued commands.
+    pub fn size(&self) -> usize {
+        self.data.len() + self.spans.len() * std::mem::size_of::<Span>()
+    }
+
+    /// A borrowed view.
+    pub fn argv(&self) -> Argv<'_> {
+        Argv {
+            input: &self.data,
+            extra: &[],
+            spans: &self.spans,
+        }
+    }
+}
+
+/// A framing error: the reason goes after `Protocol error: `, and the
+/// connection is closed once earlier replies are written.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ProtocolError(pub Cow<'static, str>);
+
+/// Incremental request parser; one per connection.
+#[derive(Default)]
+pub struct RequestParser {
+    /// Bytes at the front of the buffer holding complete parsed commands.
+    consumed: usize,
+    /// Scan position inside the current incomplete multibulk command.
+    cursor: usize,
+    /// Arguments still expected by the current multibulk command (0: none).
+    remaining: usize,
+    /// Length of the bulk whose header has been read, if any.
+    bulk_len: Option<usize>,
+    /// Spans of the current incomplete command's arguments.
+    partial: Vec<Span>,
+}
+
+/// Limits taken from the configuration.
+#[derive(Clone, Copy)]
+pub struct Limits {
+    /// proto-max-bulk-len
+    pub max_bulk: usize,
+    /// Whether the client still has to authenticate (smaller limits apply).
+    pub unauthenticated: bool,
+}
+
+impl RequestParser {
+    /// Bytes at the front of the buffer that form complete commands.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// True when a command has been started but not completed.
+    pub fn in_progress(&self) -> bool {
+        self.remaining > 0 || self.cursor > self.consumed
+    }
+
+    /// Called after the caller split `n` consumed bytes off the buffer.
+    pub fn rebase(&mut self, n: usize) {
+        debug_assert!(n == self.consumed);
+        self.consumed -= n;
+        self.cursor -= n;
+        for s in &mut self.partial {
+            s.start -= n;
+        }
+    }
+
+    /// Parses every complete command in `buf` past what was parsed before,
+    /// appending them to `batch`. Spans refer to positions in `buf`, which
+    /// stay valid once the caller splits off `consumed()` bytes and freezes
+    /// them as `batch.input`.
+    pub fn parse(
+        &mut self,
+        buf: &[u8],
+        batch: &mut Batch,
+        limits: Limits,
+    ) -> Result<(), ProtocolError> {
+        loop {
+            if self.remaining == 0 {
+                let pos = self.consumed;
+                if pos >= buf.len() {
+                    return Ok(());
+                }
+                if buf[pos] == b'*' {
+                    match self.multibulk_header(buf, pos, limits)? {
+                        None => return Ok(()),
+                        Some(0) => continue,
+                        Some(_) => {}
+                    }
+                } else {
+                    if !self.inline(buf, pos, batch)? {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            }
+            if !self.bulks(buf, limits)? {
+                return Ok(());
+            }
+            // The command is complete.
+            let first = batch.spans.len() as u32;
+            batch.spans.append(&mut self.partial);
+            batch.cmds.push((first, batch.spans.len() as u32 - first));
+            self.consumed = self.cursor;
+        }
+    }
+
+    /// Reads `*N\r\n`; returns the count, `None` when incomplete.
+    fn multibulk_header(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        limits: Limits,
+    ) -> Result<Option<usize>, ProtocolError> {
+        let Some(cr) = find(&buf[pos..], b'\r') else {
+            if buf.len() - pos > INLINE_MAX {
+                return Err(ProtocolError("too big mbulk count string".into()));
+            }
+            return Ok(None);
+        };
+        // Redis requires one more byte (the '\n') before going on.
+        if pos + cr + 2 > buf.len() {
+            return Ok(None);
+        }
+        let n = match parse_i64(&buf[pos + 1..pos + cr]) {
+            Some(n) if n <= i64::from(i32::MAX) => n,
+            _ => return Err(ProtocolError("invalid multibulk length".into())),
+        };
+        if n > 10 && limits.unauthenticated {
+            return Err(ProtocolError("unauthenticated multibulk length".into()));
+        }
+        self.cursor = pos + cr + 2;
+        if n <= 0 {
+            // `*0` and `*-1` are skipped, as Redis does.
+            self.consumed = self.cursor;
+            return Ok(Some(0));
+        }
+        self.remaining = n as usize;
+        self.bulk_len = None;
+        self.partial.clear();
+        Ok(Some(n as usize))
+    }
+
+    /// Reads bulk items of the current command; true once all have arrived.
+    fn bulks(&mut self, buf: &[u8], limits: Limits) -> Result<bool, ProtocolError> {
+        while self.remaining > 0 {
+            let len = match self.bulk_len {
+                Some(len) => len,
+                None => {
+                    let pos = self.cursor;
+                    let Some(cr) = find(&buf[pos..], b'\r') else {
+                        if buf.len() - pos > INLINE_MAX {
+                            return Err(ProtocolError("too big bulk count string".into()));
+                        }
+                        return Ok(false);
+                    };
+                    if pos + cr + 2 > buf.len() {
+                        return Ok(false);
+                    }
+                    if buf[pos] != b'$' {
+                        return Err(ProtocolError(
+                            format!("expected '$', got '{}'", char::from(buf[pos])).into(),
+                        ));
+                    }
+                    let len = match parse_i64(&buf[pos + 1..pos + cr]) {
+                        Some(n) if n >= 0 && (n as u64) <= limits.max_bulk as u64 => n as usize,
+                        _ => return Err(ProtocolError("invalid bulk length".into())),
+                    };
+                    if len > 16384 && limits.unauthenticated {
+                        return Err(ProtocolError("unauthenticated bulk length".into()));
+                    }
+                    self.cursor = pos + cr + 2;
+                    self.bulk_len = Some(len);
+                    len
+                }
+            };
+            // Like Redis, the two bytes after the payload are skipped
+            // without checking that they are CRLF.
+            if buf.len() - self.cursor < len + 2 {
+                return Ok(false);
+            }
+            self.partial.push(Span {
+                start: self.cursor,
+                len,
+            });
+            self.cursor += len + 2;
+            self.bulk_len = None;
+            self.remaining -= 1;
+        }
+        Ok(true)
+    }
+
+    /// Reads one inline line; false when incomplete.
+    fn inline(&mut self, buf: &[u8], pos: usize, batch: &mut Batch) -> Result<bool, ProtocolError> {
+        let Some(nl) = find(&buf[pos..], b'\n') else {
+            if buf.len() - pos > INLINE_MAX {
+                return Err(ProtocolError("too big inline request".into()));
+            }
+            return Ok(false);
+        };
+        let mut line = &buf[pos..pos + nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        let mut lens = Vec::new();
+        let base = batch.extra.len();
+        if split_args(line, &mut batch.extra, &mut lens).is_err() {
+            batch.extra.truncate(base);
+            return Err(ProtocolError("unbalanced quotes in request".into()));
+        }
+        self.consumed = pos + nl + 1;
+        self.cursor = self.consumed;
+        if !lens.is_empty() {
+            let first = batch.spans.len() as u32;
+            let mut start = base;
+            for len in lens {
+                batch.spans.push(Span {
+                    start: start | EXTRA_BIT,
+                    len,
+                });
+                start += len;
+            }
+            batch.cmds.push((first, batch.spans.len() as u32 - first));
+        }
+        Ok(true)
+    }
+}
+
+fn find(hay: &[u8], needle: u8) -> Option<usize> {
+    hay.iter().position(|&c| c == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_bulk: 512 * 1024 * 1024,
+        unauthenticated: false,
+    };
+
+    fn parse_all(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
+        let mut p = RequestParser::default();
+        let mut buf = bytes::BytesMut::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            buf.extend_from_slice(c);
+            let mut batch = Batch::default();
+            let r = p.parse(&buf, &mut batch, LIMITS);
+            let n = p.consumed();
+            batch.input = buf.split_to(n).freeze();
+            p.rebase(n);
+            for i in 0..batch.len() {
+                out.push(batch.argv(i).iter_from(0).map(|a| a.to_vec()).collect());
+            }
+            if let Err(e) = r {
+                return (out, Some(e));
+            }
+        }
+        (out, None)
+    }
+
+    #[test]
+    fn pipelined_and_split_frames() {
+        let (cmds, err) = parse_all(&[
+            b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nE",
+            b"CHO\r\n$2\r\nhi\r\n",
+            b"PING\r\n",
+        ]);
+        assert!(err.is_none());
+        assert_eq!(
+            cmds,
+            vec![
+                vec![b"PING".to_vec()],
+                vec![b"ECHO".to_vec(), b"hi".to_vec()],
+                vec![b"PING".to_vec()]
+            ]
+        );
+    }
+
+    #[test]
+    fn protocol_errors() {
+        let (cmds, err) = parse_all(&[b"*2\r\n$4\r\nECHO\r\n$1\r\nx\r\n*1\r\n+PING\r\n"]);
+        assert_eq!(cmds.len(), 1);
+        assert_eq!(err, Some(ProtocolError("expected '$', got '+'".into())));
+        assert_eq!(
+            parse_all(&[b"*a\r\n"]).1,
+            Some(ProtocolError("invalid multibulk length".into()))
+        );
+        assert_eq!(
+            parse_all(&[b"*1\r\n$-1\r\n"]).1,
+            Some(ProtocolError("invalid bulk length".into()))
+        );
+        let long = vec![b'a'; INLINE_MAX + 1];
+        assert_eq!(
+            parse_all(&[&long]).1,
+            Some(ProtocolError("too big inline request".into()))
+        );
+    }
+
+    #[test]
+    fn empty_multibulk_and_inline_lines_are_skipped() {
+        let (cmds, err) = parse_all(&[b"*0\r\n*-1\r\n\r\n  \n", b"PING\n"]);
+        assert!(err.is_none());
+        assert_eq!(cmds, vec![vec![b"PING".to_vec()]]);
+    }
+}

@@ -1,0 +1,90 @@
+//! The active expiry cycle (Redis's `activeExpireCycle`): keys nobody reads
+//! again are still reclaimed. Each run walks bucket ranges of databases that
+//! hold volatile keys, removing expired entries, within a time budget.
+
+use std::time::{Duration, Instant};
+
+use super::Store;
+
+/// Buckets walked between clock checks.
+const CHECK_EVERY: usize = 64;
+
+impl Store {
+    /// Runs one cycle with the given time budget; returns keys reclaimed.
+    pub fn active_expire_cycle(&mut self, budget: Duration) -> usize {
+        let start = Instant::now();
+        let now = self.now();
+        let mut reclaimed = 0;
+        for db in 0..self.dbs.len() {
+            if self.dbs[db].volatile == 0 {
+                continue;
+            }
+            // Walk a tenth of the table per cycle, so at the default hz of 10
+            // every key is looked at about once a second, and keep going while
+            // the budget lasts if this pass is mostly finding expired keys.
+            let buckets = self.dbs[db].dict.buckets();
+            let quota = (buckets / 10).max(CHECK_EVERY);
+            let (mut walked, mut examined, mut expired_here) = (0usize, 0usize, 0usize);
+            loop {
+                let d = &mut self.dbs[db];
+                let cursor = d.expire_cursor;
+                let (next, seen, removed) = d.dict.sweep_bucket(cursor, |e| e.is_expired(now));
+                d.expire_cursor = next;
+                walked += 1;
+                examined += seen;
+                d.volatile -= removed.len();
+                expired_here += removed.len();
+                for e in removed {
+                    self.stats.expired_keys += 1;
+                    self.signal_modified(db, e.key.as_slice());
+                }
+                if next == 0 || self.dbs[db].volatile == 0 {
+                    break;
+                }
+                if walked % CHECK_EVERY == 0 {
+                    if start.elapsed() >= budget {
+                        break;
+                    }
+                    let mostly_expired = expired_here * 4 > examined;
+                    if walked >= quota && !mostly_expired {
+                        break;
+                    }
+                }
+            }
+            self.dbs[db].dict.compact();
+            reclaimed += expired_here;
+            if start.elapsed() >= budget {
+                break;
+            }
+        }
+        self.stats.expire_cycle_cpu_us += start.elapsed().as_micros() as u64;
+        reclaimed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Store, Ttl};
+    use crate::store::value::Value;
+    use std::time::Duration;
+
+    #[test]
+    fn reclaims_expired_keys_without_access() {
+        let mut s = Store::new(1);
+        s.set_now(1_000);
+        for i in 0..10_000 {
+            s.set(0, format!("k{i}").as_bytes(), Value::Int(i), Ttl::At(1_100));
+        }
+        s.set(0, b"forever", Value::Int(1), Ttl::None);
+        s.set_now(2_000);
+        for _ in 0..100 {
+            s.active_expire_cycle(Duration::from_millis(25));
+            if s.dbs[0].len() == 1 {
+                break;
+            }
+        }
+        assert_eq!(s.dbs[0].len(), 1);
+        assert_eq!(s.dbs[0].volatile(), 0);
+        assert_eq!(s.stats.expired_keys, 10_000);
+    }
+}

@@ -1,0 +1,297 @@
+//! The keyspace: 16 (by default) databases of keys, lazily expired on access
+//! and swept by the active expiry cycle (`expire.rs`). Only the executor
+//! thread owns a `Store`, so nothing here locks.
+//!
+//! Every write goes through [`Store::signal_modified`], the one place that
+//! WATCH invalidation, blocked-client wake-ups and the dirty counter hang
+//! off (Redis's `signalModifiedKey`).
+
+pub mod bytes;
+pub mod dict;
+pub mod expire;
+pub mod list;
+pub mod value;
+
+use self::bytes::CompactBytes;
+use self::dict::{Dict, Entry};
+use self::value::Value;
+
+/// One numbered database.
+#[derive(Default)]
+pub struct Db {
+    /// Keys, values and expiry times.
+    pub dict: Dict,
+    /// Keys that carry a TTL (INFO keyspace `expires`).
+    volatile: usize,
+    /// Where the active expiry cycle resumes its walk.
+    expire_cursor: u64,
+}
+
+impl Db {
+    /// Number of keys, expired-but-not-yet-reclaimed ones included.
+    pub fn len(&self) -> usize {
+        self.dict.len()
+    }
+
+    /// True when the database holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.dict.is_empty()
+    }
+
+    /// Keys with a TTL.
+    pub fn volatile(&self) -> usize {
+        self.volatile
+    }
+}
+
+/// Keyspace counters reported by INFO stats.
+#[derive(Default, Clone, Debug)]
+pub struct KeyStats {
+    /// Keys removed because their TTL passed.
+    pub expired_keys: u64,
+    /// Successful reads of existing keys.
+    pub keyspace_hits: u64,
+    /// Reads of missing keys.
+    pub keyspace_misses: u64,
+    /// Writes since the last save (rdb_changes_since_last_save).
+    pub dirty: u64,
+    /// Time spent in active expiry, in microseconds.
+    pub expire_cycle_cpu_us: u64,
+}
+
+/// All databases plus the per-command clock.
+pub struct Store {
+    /// The databases, indexed by SELECT number.
+    pub dbs: Vec<Db>,
+    /// Counters for INFO.
+    pub stats: KeyStats,
+    /// The command's time in Unix milliseconds; set before each command so
+    /// a command sees one consistent "now", as in Redis.
+    now_ms: u64,
+    /// Keys written since the executor last drained them (WATCH and blocked
+    /// clients look here); only recorded while `track_writes` is on.
+    pub touched: Vec<(usize, Vec<u8>)>,
+    /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
+    pub track_writes: bool,
+    /// Databases flushed or swapped since the last drain.
+    pub touched_dbs: Vec<usize>,
+}
+
+/// Expiry to apply when writing a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// No TTL.
+    None,
+    /// Keep the TTL the key had (SET KEEPTTL, SETRANGE, APPEND, INCR...).
+    Keep,
+    /// Expire at this Unix time in milliseconds.
+    At(u64),
+}
+
+impl Store {
+    /// A store with `databases` empty databases.
+    pub fn new(databases: usize) -> Self {
+        Store {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            stats: KeyStats::default(),
+            now_ms: 0,
+            touched: Vec::new(),
+            track_writes: false,
+            touched_dbs: Vec::new(),
+        }
+    }
+
+    /// Sets the clock for the next command.
+    #[inline]
+    pub fn set_now(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+    }
+
+    /// The current command's time in Unix milliseconds.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.now_ms
+    }
+
+    fn lru_clock(&self) -> u32 {
+        (self.now_ms / 1000) as u32
+    }
+
+    /// The live entry for `key`, expiring it first if its TTL has passed.
+    /// Does not count as a keyspace hit or miss (writes use this).
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now_ms;
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let expired = d.dict.get(h, key)?.is_expired(now);
+        if expired {
+            self.expire_now(db, h, key);
+            return None;
+        }
+        self.dbs[db].dict.get_mut(h, key)
+    }
+
+    /// Like [`Store::get`], for reads: counts hits and misses and stamps the
+    /// access time.
+    pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let lru = self.lru_clock();
+        let now = self.now_ms;
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let live = match d.dict.get(h, key) {
+            None => false,
+            Some(e) if e.is_expired(now) => {
+                self.expire_now(db, h, key);
+                false
+            }
+            Some(_) => true,
+        };
+        if !live {
+            self.stats.keyspace_misses += 1;
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        let e = self.dbs[db].dict.get_mut(h, key)?;
+        e.lru = lru;
+        Some(e)
+    }
+
+    /// The entry for `key` without expiring it or touching its stats
+    /// (used by commands such as OBJECT that must not change state).
+    pub fn peek(&self, db: usize, key: &[u8]) -> Option<&Entry> {
+        let d = &self.dbs[db];
+        d.dict
+            .get(d.dict.hash(key), key)
+            .filter(|e| !e.is_expired(self.now_ms))
+    }
+
+    /// True when `key` exists (and is not expired).
+    pub fn exists(&mut self, db: usize, key: &[u8]) -> bool {
+        self.get(db, key).is_some()
+    }
+
+    fn expire_now(&mut self, db: usize, hash: u64, key: &[u8]) {
+        if let Some(e) = self.dbs[db].dict.remove(hash, key) {
+            if e.expire_at != 0 {
+                self.dbs[db].volatile -= 1;
+            }
+            self.stats.expired_keys += 1;
+            self.signal_modified(db, key);
+        }
+    }
+
+    /// Writes `value` under `key`, replacing any previous value, with the
+    /// given TTL rule. Signals the modification.
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value, ttl: Ttl) {
+        let lru = self.lru_clock();
+        let now = self.now_ms;
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        match d.dict.get_mut(h, key) {
+            Some(e) => {
+                let was_volatile = e.expire_at != 0;
+                let expired = e.is_expired(now);
+                e.value = value;
+                e.lru = lru;
+                match ttl {
+                    Ttl::None => e.expire_at = 0,
+                    Ttl::At(at) => e.expire_at = at,
+                    // An expired key is a new key: its old TTL is gone.
+                    Ttl::Keep if expired => e.expire_at = 0,
+                    Ttl::Keep => {}
+                }
+                let is_volatile = e.expire_at != 0;
+                d.volatile = d.volatile + usize::from(is_volatile) - usize::from(was_volatile);
+            }
+            None => {
+                let at = match ttl {
+                    Ttl::At(at) => at,
+                    _ => 0,
+                };
+                d.dict.insert_new(h, CompactBytes::new(key), value, at, lru);
+                d.volatile += usize::from(at != 0);
+            }
+        }
+        self.signal_modified(db, key);
+    }
+
+    /// Inserts `key` known to be absent (after a failed [`Store::get`]).
+    pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> &mut Entry {
+        let lru = self.lru_clock();
+        self.signal_modified(db, key);
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        d.dict.insert_new(h, CompactBytes::new(key), value, 0, lru)
+    }
+
+    /// Removes `key`; returns the entry if it existed and was live.
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Box<Entry>> {
+        let now = self.now_ms;
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let e = d.dict.remove(h, key)?;
+        if e.expire_at != 0 {
+            d.volatile -= 1;
+        }
+        if e.is_expired(now) {
+            self.stats.expired_keys += 1;
+            self.signal_modified(db, key);
+            return None;
+        }
+        self.signal_modified(db, key);
+        Some(e)
+    }
+
+    /// Sets (`at` > 0) or clears (`at` = 0) the TTL of an existing key;
+    /// false when the key does not exist.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], at: u64) -> bool {
+        let Some(e) = self.get(db, key) else {
+            return false;
+        };
+        let was = e.expire_at != 0;
+        e.expire_at = at;
+        let d = &mut self.dbs[db];
+        d.volatile = d.volatile + usize::from(at != 0) - usize::from(was);
+        self.signal_modified(db, key);
+        true
+    }
+
+    /// Records a write to `key`: the dirty counter, and the touched list
+    /// that WATCH and blocked clients read.
+    #[inline]
+    pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
+        self.stats.dirty += 1;
+        if self.track_writes {
+            self.touched.push((db, key.to_vec()));
+        }
+    }
+
+    /// Empties database `db` and returns its old contents so the caller may
+    /// free them on another thread (FLUSHDB ASYNC).
+    pub fn flush_db(&mut self, db: usize) -> Dict {
+        let d = &mut self.dbs[db];
+        let n = d.len() as u64;
+        d.volatile = 0;
+        d.expire_cursor = 0;
+        self.stats.dirty += n;
+        if self.track_writes {
+            self.touched_dbs.push(db);
+        }
+        d.dict.take()
+    }
+
+    /// Swaps two databases (SWAPDB).
+    pub fn swap_db(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+        self.stats.dirty += 1;
+        if self.track_writes {
+            self.touched_dbs.push(a);
+            self.touched_dbs.push(b);
+        }
+    }
+
+    /// Total keys over all databases.
+    pub fn total_keys(&self) -> usize {
+        self.dbs.iter().map(Db::len).sum()
+    }
+}
