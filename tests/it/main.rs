@@ -1,1 +1,7 @@
-fn main() {}
+//! ferrokv's integration tests: one binary, modules named after the Redis
+//! test units they mirror. Every test starts its own servers on free
+//! loopback ports.
+
+mod support;
+
+mod basics;

@@ -1,0 +1,262 @@
+//! Test support: start ferrokv in-process and redis-server as a child on
+//! free loopback ports, talk raw RESP, compare replies, wait on conditions.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferrokv::config::Config;
+
+/// A ferrokv server started in this process.
+pub struct Ferrokv {
+    /// Its port.
+    pub port: u16,
+}
+
+/// Starts ferrokv on a free loopback port with `tweak` applied to the
+/// default config.
+pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
+    let mut config = Config::default();
+    config.port = 0;
+    config.bind = vec!["127.0.0.1".into()];
+    tweak(&mut config);
+    let port = ferrokv::spawn_background(config).expect("ferrokv starts");
+    Ferrokv { port }
+}
+
+/// Starts ferrokv with defaults on a free loopback port.
+pub fn start() -> Ferrokv {
+    start_with(|_| {})
+}
+
+impl Ferrokv {
+    /// A `redis` crate client.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .and_then(|c| c.get_connection())
+            .expect("connect to ferrokv")
+    }
+
+    /// A raw RESP connection.
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+}
+
+/// A redis-server child process, killed on drop.
+pub struct RedisServer {
+    /// Its port.
+    pub port: u16,
+    child: Child,
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Starts redis-server 7.0 on a free loopback port with extra arguments.
+pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--dir", std::env::temp_dir().to_str().unwrap_or("/tmp")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().expect("redis-server is installed (apt-get install redis-server)");
+        let mut server = RedisServer { port, child };
+        if wait_until(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+            return server;
+        }
+        let _ = server.child.kill();
+    }
+    panic!("redis-server did not start");
+}
+
+/// Starts redis-server with defaults.
+pub fn spawn_redis() -> RedisServer {
+    spawn_redis_with(&[])
+}
+
+/// Polls `cond` until it holds or `deadline` passes; returns whether it held.
+pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + deadline;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Length of the first complete RESP2/RESP3 value in `buf`, if complete.
+pub fn frame_len(buf: &[u8]) -> Option<usize> {
+    let nl = buf.iter().position(|&c| c == b'\n')?;
+    let head = std::str::from_utf8(&buf[1..nl.saturating_sub(1).max(1)]).ok()?;
+    let after = nl + 1;
+    match buf.first()? {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(after),
+        b'$' | b'=' | b'!' => {
+            let n: i64 = head.parse().ok()?;
+            if n < 0 {
+                return Some(after);
+            }
+            let end = after + n as usize + 2;
+            (buf.len() >= end).then_some(end)
+        }
+        t @ (b'*' | b'~' | b'%' | b'>' | b'|') => {
+            let n: i64 = head.parse().ok()?;
+            if n < 0 {
+                return Some(after);
+            }
+            let count = if matches!(t, b'%' | b'|') { 2 * n } else { n };
+            let mut pos = after;
+            for _ in 0..count {
+                pos += frame_len(&buf[pos..])?;
+            }
+            Some(pos)
+        }
+        _ => None,
+    }
+}
+
+/// Encodes a command as a RESP array of bulk strings.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+/// A raw RESP connection.
+pub struct Raw {
+    sock: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    /// Connects to a loopback port.
+    pub fn connect(port: u16) -> Raw {
+        let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        sock.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        sock.set_nodelay(true).expect("nodelay");
+        Raw { sock, buf: Vec::new() }
+    }
+
+    /// Sends bytes as they are.
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.sock.write_all(bytes).expect("write");
+    }
+
+    /// Reads one complete reply.
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(n) = frame_len(&self.buf) {
+                return self.buf.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.sock.read(&mut chunk).expect("read reply");
+            assert!(n > 0, "connection closed with {:?} buffered", String::from_utf8_lossy(&self.buf));
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends a command and returns its raw reply.
+    pub fn cmd(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.send(&encode(args));
+        self.read_reply()
+    }
+
+    /// Sends a command given as strings.
+    pub fn cmd_str(&mut self, args: &[&str]) -> Vec<u8> {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.cmd(&a)
+    }
+
+    /// Reads everything until the peer closes (or 5 s pass).
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        self.sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut out = std::mem::take(&mut self.buf);
+        let _ = self.sock.read_to_end(&mut out);
+        out
+    }
+
+    /// True once the peer has closed the connection (waits up to 5 s).
+    pub fn is_closed(&mut self) -> bool {
+        self.sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut b = [0u8; 1];
+        matches!(self.sock.read(&mut b), Ok(0))
+    }
+}
+
+/// A ferrokv and a redis-server side by side, for differential tests.
+pub struct Pair {
+    /// ferrokv.
+    pub ours: Raw,
+    /// redis-server.
+    pub theirs: Raw,
+    _server: Ferrokv,
+    _redis: RedisServer,
+}
+
+impl Pair {
+    /// Starts both servers and connects to each.
+    pub fn new() -> Pair {
+        let server = start();
+        let redis = spawn_redis();
+        Pair { ours: server.raw(), theirs: Raw::connect(redis.port), _server: server, _redis: redis }
+    }
+
+    /// Sends `args` to both and asserts the replies are byte-identical;
+    /// returns the reply.
+    pub fn same(&mut self, args: &[&str]) -> Vec<u8> {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.same_bytes(&a)
+    }
+
+    /// As [`Pair::same`] for binary arguments.
+    pub fn same_bytes(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let ours = self.ours.cmd(args);
+        let theirs = self.theirs.cmd(args);
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "reply differs for {:?}",
+            args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+        );
+        ours
+    }
+
+    /// Runs each command line (split on spaces) through [`Pair::same`].
+    pub fn script(&mut self, lines: &[&str]) {
+        for l in lines {
+            let args: Vec<&str> = l.split(' ').collect();
+            self.same(&args);
+        }
+    }
+
+    /// Sends to both and returns both replies without comparing (for
+    /// values that legitimately differ, such as TTLs).
+    pub fn both(&mut self, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        (self.ours.cmd_str(args), self.theirs.cmd_str(args))
+    }
+}
