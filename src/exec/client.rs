@@ -82,6 +82,9 @@ pub struct Client {
     pub qbuf: usize,
     /// Kind for CLIENT KILL TYPE.
     pub kind: ClientKind,
+    /// Set while commands run inside EXEC or a script: blocking commands
+    /// then act like their non-blocking forms, as in Redis.
+    pub deny_blocking: bool,
 }
 
 impl Client {
@@ -110,6 +113,7 @@ impl Client {
             tx,
             qbuf: 0,
             kind: ClientKind::Normal,
+            deny_blocking: false,
         }
     }
 }
