@@ -1,0 +1,37 @@
+//! The executor's per-command path (lookup, arity, handler, reply) on the
+//! commands that matter most, without the network.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ferrokv::config::Config;
+use ferrokv::exec::client::Client;
+use ferrokv::exec::{Executor, Shared};
+use ferrokv::net::request::OwnedArgv;
+
+fn dispatch(c: &mut Criterion) {
+    let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
+    let mut client = Client::new(1, addr, addr, tx, 0);
+    client.authenticated = true;
+    let mut out = Vec::with_capacity(1 << 16);
+    let cases: &[(&str, &[&[u8]])] = &[
+        ("SET", &[b"SET", b"key:00000001", b"vvvvvvvvvvvvvvvv"]),
+        ("GET", &[b"GET", b"key:00000001"]),
+        ("INCR", &[b"INCR", b"counter"]),
+    ];
+    for (name, args) in cases {
+        let argv = OwnedArgv::from_slices(args.iter().copied());
+        c.bench_function(&format!("exec_{name}"), |b| {
+            b.iter(|| {
+                out.clear();
+                exec.call(&mut client, argv.argv(), &mut out);
+            })
+        });
+    }
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Side-by-side throughput of ferrokv and redis-server with redis-benchmark.
+
+Both servers run on free loopback ports, each pinned to core 0 with taskset;
+redis-benchmark runs on core 1. Rounds are interleaved (ferrokv, redis,
+ferrokv, redis, ...) so machine noise hits both alike. For each test it prints
+the median requests/s of each server, the median of the per-round ratios,
+p99 latency, and server CPU time per request (utime+stime from /proc before
+and after), then geometric means per pipeline depth.
+
+Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--rounds 3] [--requests 100000]
+       [--clients 50] [--pipelines 1,16] [--tests set,get,...]
+"""
+import argparse
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+RATE_LIMITER = ("local c = redis.call('incr', KEYS[1]) "
+                "if c == 1 then redis.call('expire', KEYS[1], 60) end return c")
+
+# name -> redis-benchmark arguments after the common ones
+TESTS = {
+    "SET": ["-t", "set"],
+    "GET": ["-t", "get"],
+    "INCR": ["-t", "incr"],
+    "LPUSH": ["-t", "lpush"],
+    "RPUSH": ["-t", "rpush"],
+    "LPOP": ["-t", "lpop"],
+    "RPOP": ["-t", "rpop"],
+    "LRANGE_100": ["-t", "lrange_100"],
+    "MSET": ["-t", "mset"],
+    "SET_EX": ["-r", "100000", "SET", "key:__rand_int__", "val", "EX", "100"],
+    "EVAL_RATELIMIT": ["-r", "100000", "EVAL", RATE_LIMITER, "1", "rl:__rand_int__"],
+}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port, deadline=10.0):
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 (1-based) of the whole line.
+    return int(fields[11]) + int(fields[12])
+
+
+def start(kind, binary):
+    port = free_port()
+    if kind == "ferrokv":
+        cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    else:
+        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no"]
+    proc = subprocess.Popen(["taskset", "-c", "0"] + cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    if not wait_port(port):
+        proc.kill()
+        sys.exit(f"{kind} did not start: {' '.join(cmd)}")
+    return proc, port
+
+
+def run_bench(port, test_args, requests, clients, pipeline):
+    cmd = ["taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
+           "-n", str(requests), "-c", str(clients), "-P", str(pipeline), "--csv", "-q"] + test_args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
+    for line in out.splitlines():
+        parts = [p.strip('"') for p in line.split('","')]
+        if len(parts) >= 7 and parts[0] != "test":
+            # test, rps, avg, min, p50, p95, p99, max
+            return float(parts[1]), float(parts[6])
+    raise RuntimeError(f"no result from redis-benchmark: {out!r}")
+
+
+def flush(port):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+    s.recv(100)
+    s.close()
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=100000)
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--pipelines", default="1,16")
+    ap.add_argument("--tests", default=",".join(TESTS))
+    args = ap.parse_args()
+    tests = [t.strip().upper() for t in args.tests.split(",") if t.strip()]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+
+    servers = {k: start(k, args.ferrokv) for k in ("ferrokv", "redis")}
+    hz = os.sysconf("SC_CLK_TCK")
+    results = []
+    try:
+        for pipeline in pipelines:
+            for test in tests:
+                rps = {"ferrokv": [], "redis": []}
+                p99 = {"ferrokv": [], "redis": []}
+                cpu = {"ferrokv": 0.0, "redis": 0.0}
+                ratios = []
+                for _ in range(args.rounds):
+                    for kind in ("ferrokv", "redis"):
+                        proc, port = servers[kind]
+                        flush(port)
+                        before = cpu_ticks(proc.pid)
+                        r, lat = run_bench(port, TESTS[test], args.requests, args.clients, pipeline)
+                        cpu[kind] += (cpu_ticks(proc.pid) - before) / hz
+                        rps[kind].append(r)
+                        p99[kind].append(lat)
+                    ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])
+                total = args.requests * args.rounds
+                row = {
+                    "test": test, "pipeline": pipeline,
+                    "ferrokv": statistics.median(rps["ferrokv"]),
+                    "redis": statistics.median(rps["redis"]),
+                    "ratio": statistics.median(ratios),
+                    "p99_f": statistics.median(p99["ferrokv"]),
+                    "p99_r": statistics.median(p99["redis"]),
+                    "cpu_f": cpu["ferrokv"] / total * 1e6,
+                    "cpu_r": cpu["redis"] / total * 1e6,
+                }
+                results.append(row)
+                print(f"P{pipeline:<3} {test:<15} ferrokv {row['ferrokv']:>10.0f} rps  redis {row['redis']:>10.0f} rps  "
+                      f"ratio {row['ratio']:.2f}  p99 {row['p99_f']:.3f}/{row['p99_r']:.3f} ms  "
+                      f"cpu/req {row['cpu_f']:.2f}/{row['cpu_r']:.2f} us", flush=True)
+    finally:
+        for proc, _ in servers.values():
+            proc.kill()
+            proc.wait()
+
+    print()
+    for pipeline in pipelines:
+        rows = [r for r in results if r["pipeline"] == pipeline]
+        cpu_ratio = geomean([r["cpu_f"] / r["cpu_r"] for r in rows if r["cpu_r"] > 0])
+        print(f"P{pipeline}: rps ratio geomean {geomean([r['ratio'] for r in rows]):.2f}, "
+              f"min {min(r['ratio'] for r in rows):.2f} ({min(rows, key=lambda r: r['ratio'])['test']}), "
+              f"cpu/req ratio geomean {cpu_ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()

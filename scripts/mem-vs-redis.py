@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Memory per item of ferrokv next to redis-server.
+
+Each dataset is loaded into a freshly started server; the figure is the RSS
+growth (VmRSS from /proc) divided by the item count. Datasets:
+  strings  1,000,000 x SET key:NNNNNNN <16-byte value>
+  list     one list of 1,000,000 16-byte elements
+  ttl      200,000 x SET key:NNNNNNN <16-byte value> EX 10000
+
+Usage: scripts/mem-vs-redis.py [--ferrokv PATH] [--datasets strings,list,ttl]
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port):
+    end = time.time() + 10
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"server on {port} did not start")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def enc(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def pipeline(port, commands, batch=1000):
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb")
+    pending = 0
+    buf = []
+    for c in commands:
+        buf.append(c)
+        if len(buf) == batch:
+            s.sendall(b"".join(buf))
+            pending += len(buf)
+            buf = []
+            while pending > 0:
+                f.readline()
+                pending -= 1
+    if buf:
+        s.sendall(b"".join(buf))
+        for _ in buf:
+            f.readline()
+    s.close()
+
+
+VALUE = b"v" * 16
+
+
+def dataset(name):
+    if name == "strings":
+        return 1_000_000, (enc("SET", b"key:%07d" % i, VALUE) for i in range(1_000_000))
+    if name == "list":
+        per = 100
+        return 1_000_000, (enc("RPUSH", "biglist", *[b"%016d" % (i * per + j) for j in range(per)])
+                           for i in range(1_000_000 // per))
+    if name == "ttl":
+        return 200_000, (enc("SET", b"key:%07d" % i, VALUE, "EX", "10000") for i in range(200_000))
+    raise SystemExit(f"unknown dataset {name}")
+
+
+def measure(kind, binary, name):
+    port = free_port()
+    if kind == "ferrokv":
+        cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    else:
+        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        time.sleep(0.2)
+        before = rss_kib(proc.pid)
+        count, cmds = dataset(name)
+        pipeline(port, cmds)
+        time.sleep(0.5)
+        after = rss_kib(proc.pid)
+        return (after - before) * 1024 / count
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
+    ap.add_argument("--datasets", default="strings,list,ttl")
+    args = ap.parse_args()
+    print(f"{'dataset':<10} {'ferrokv B/item':>15} {'redis B/item':>13} {'ratio':>6}")
+    for name in args.datasets.split(","):
+        ours = measure("ferrokv", args.ferrokv, name)
+        theirs = measure("redis", args.ferrokv, name)
+        print(f"{name:<10} {ours:>15.1f} {theirs:>13.1f} {ours / theirs:>6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
