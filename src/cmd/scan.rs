@@ -117,6 +117,12 @@ fn scan(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             if !t.eq_ignore_ascii_case(actual.as_bytes()) {
                 return false;
             }
+            if actual == "none" {
+                // The lookup just deleted an expired key, so Redis's
+                // expiry check that follows finds nothing to expire and
+                // keeps it: `SCAN 0 TYPE none` lists expired keys.
+                return true;
+            }
         }
         let d = &ctx.store.dbs[db];
         let expired = d

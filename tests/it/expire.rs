@@ -295,7 +295,7 @@ fn expired_keys_return_memory_to_the_os() {
     // Long enough that loading (slow in a debug build) mostly finishes
     // before anything expires, so the peak is measured with the keys
     // resident.
-    load(port, 100_000, 5000, 100);
+    load(port, 100_000, 6000, 100);
     let dbsize = int_of(&c.cmd_str(&["DBSIZE"]));
     assert!(dbsize > 0, "everything expired while loading");
     let loaded = vm_rss_kb(pid);
