@@ -134,7 +134,9 @@ fn tune_allocator() {
     #[cfg(not(target_env = "msvc"))]
     {
         use tikv_jemalloc_ctl::raw;
-        let _ = tikv_jemalloc_ctl::background_thread::write(true);
+        if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+            tracing::debug!("jemalloc background thread not enabled: {e}");
+        }
         // SAFETY: the names are NUL-terminated mallctl keys whose values are
         // `ssize_t` (isize) and `unsigned` (u32), as jemalloc documents.
         unsafe {

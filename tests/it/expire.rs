@@ -315,3 +315,18 @@ fn expired_keys_return_memory_to_the_os() {
         "RSS before {before} kB, loaded {loaded} kB, emptied {emptied} kB, later {after} kB"
     );
 }
+
+#[test]
+fn odd_option_strings_in_errors() {
+    let mut p = Pair::new();
+    p.script(&["SET k v"]);
+    p.same(&["EXPIRE", "k", "10", ""]);
+    p.same(&["EXPIRE", "k", "10", "a\r\nb"]);
+    p.same(&["PEXPIRE", "k", "10", "nx", "bogus option"]);
+    p.same(&["EXPIRE", "k", "", "nx"]);
+    p.same(&["EXPIRE", "k", " 10"]);
+    p.same(&["EXPIRE", "k", "10 "]);
+    p.same(&["EXPIRE", "k", "+10"]);
+    p.same(&["EXPIRE", "k", "010"]);
+    close(&mut p, &["TTL", "k"], 1);
+}

@@ -511,3 +511,20 @@ fn resp3_replies_match() {
         "COPY k x",
     ]);
 }
+
+#[test]
+fn binary_keys() {
+    let mut p = Pair::new();
+    let k1: &[u8] = b"bin\x00key\xff";
+    let k2: &[u8] = b"\r\n*";
+    p.same_bytes(&[b"SET", k1, b"v"]);
+    p.same_bytes(&[b"SET", k2, b"v"]);
+    p.same_bytes(&[b"EXISTS", k1, k2]);
+    p.same_bytes(&[b"RENAME", k1, b"plain"]);
+    p.same_bytes(&[b"COPY", b"plain", k1]);
+    p.same_bytes(&[b"TYPE", k1]);
+    p.same_bytes(&[b"KEYS", b"\r\n?"]);
+    p.same_bytes(&[b"KEYS", b"bin\x00*"]);
+    p.same_bytes(&[b"DEL", k1, k2, b"plain"]);
+    p.same_bytes(&[b"SCAN", b"0", b"MATCH", b"\x00*"]);
+}
