@@ -256,6 +256,40 @@ fn active_expiry_reclaims_keys_nobody_reads() {
     );
 }
 
+#[test]
+fn active_expiry_spares_persistent_and_future_keys() {
+    let server = start();
+    let mut c = server.raw();
+    for i in 0..500 {
+        c.cmd_str(&["SET", &format!("p{i}"), "v"]);
+        c.cmd_str(&["SET", &format!("later{i}"), "v", "EX", "1000"]);
+    }
+    for db in ["0", "5"] {
+        c.cmd_str(&["SELECT", db]);
+        load_here(&mut c, 1500);
+    }
+    c.cmd_str(&["SELECT", "0"]);
+    assert!(wait_until(Duration::from_secs(2), || {
+        c.cmd_str(&["DBSIZE"]) == b":1000\r\n"
+    }));
+    c.cmd_str(&["SELECT", "5"]);
+    assert!(wait_until(Duration::from_secs(2), || {
+        c.cmd_str(&["DBSIZE"]) == b":0\r\n"
+    }));
+    c.cmd_str(&["SELECT", "0"]);
+    assert_eq!(c.cmd_str(&["EXISTS", "p0", "later499"]), b":2\r\n");
+}
+
+/// Writes `n` short-lived keys (PX 20) into the connection's database.
+fn load_here(c: &mut Raw, n: usize) {
+    for i in 0..n {
+        assert_eq!(
+            c.cmd_str(&["SET", &format!("short{i}"), "v", "PX", "20"]),
+            b"+OK\r\n"
+        );
+    }
+}
+
 /// A ferrokv binary child process, killed on drop.
 struct Child(std::process::Child);
 
