@@ -26,6 +26,11 @@ pub enum Error {
     NoSuchKey,
     /// `-ERR DB index is out of range`
     DbIndexOutOfRange,
+    /// `-ERR source and destination objects are the same`
+    SameObject,
+    /// `-ERR value is out of range, value must between -2147483648 and
+    /// 2147483647` (Redis's getIntFromObjectOrReply)
+    NotInt32,
     /// `-ERR invalid expire time in '<cmd>' command`
     InvalidExpire(String),
     /// `-ERR timeout is not an integer or out of range`
@@ -77,6 +82,10 @@ impl Error {
             }
             Error::NoSuchKey => "ERR no such key".into(),
             Error::DbIndexOutOfRange => "ERR DB index is out of range".into(),
+            Error::SameObject => "ERR source and destination objects are the same".into(),
+            Error::NotInt32 => {
+                "ERR value is out of range, value must between -2147483648 and 2147483647".into()
+            }
             Error::InvalidExpire(cmd) => format!("ERR invalid expire time in '{cmd}' command").into(),
             Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
             Error::NoAuth => "NOAUTH Authentication required.".into(),

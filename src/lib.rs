@@ -56,6 +56,7 @@ impl Server {
         config: Config,
         config_file: Option<String>,
     ) -> std::io::Result<Server> {
+        tune_allocator();
         let listeners = net::listener::bind_all(&config.bind, config.port).await?;
         let addrs: Vec<SocketAddr> = listeners
             .iter()
@@ -113,6 +114,38 @@ impl Server {
     pub fn join(mut self) {
         if let Some(h) = self.executor.take() {
             let _ = h.join();
+        }
+    }
+}
+
+/// How long jemalloc keeps freed (dirty) pages before returning them to the
+/// OS. Its default of 10 s makes memory freed by expiry or DEL show up in
+/// RSS only slowly; one second keeps reuse cheap and still lets RSS follow
+/// the dataset.
+#[cfg(not(target_env = "msvc"))]
+const DIRTY_DECAY_MS: isize = 1000;
+
+/// Asks jemalloc to purge freed pages from a background thread (as Redis's
+/// `jemalloc-bg-thread yes`) and shortens the decay time, so RSS falls
+/// after keys are deleted or expire without any allocation activity.
+/// Failures are ignored: when jemalloc is not the global allocator these
+/// settings only concern an unused heap.
+fn tune_allocator() {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        use tikv_jemalloc_ctl::raw;
+        if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+            tracing::debug!("jemalloc background thread not enabled: {e}");
+        }
+        // SAFETY: the names are NUL-terminated mallctl keys whose values are
+        // `ssize_t` (isize) and `unsigned` (u32), as jemalloc documents.
+        unsafe {
+            let _ = raw::write(b"arenas.dirty_decay_ms\0", DIRTY_DECAY_MS);
+            let n: u32 = raw::read(b"arenas.narenas\0").unwrap_or(0);
+            for i in 0..n {
+                let name = format!("arena.{i}.dirty_decay_ms\0");
+                let _ = raw::write(name.as_bytes(), DIRTY_DECAY_MS);
+            }
         }
     }
 }

@@ -9,7 +9,16 @@ use ferrokv::config::Config;
 use ferrokv::Server;
 
 fn main() {
-    let config = Config::default();
+    let mut config = Config::default();
+    // Temporary until command-line parsing lands: lets tests run the binary
+    // on a free port.
+    if let Some(port) = std::env::var("FERROKV_TEST_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        config.port = port;
+        config.bind = vec!["127.0.0.1".into()];
+    }
     tracing_subscriber::fmt().with_target(false).init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads.max(1))

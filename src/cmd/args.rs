@@ -14,6 +14,14 @@ pub fn float(arg: &[u8]) -> Result<f64, Error> {
     num::parse_f64(arg).ok_or(Error::NotFloat)
 }
 
+/// Parses a C `int` argument as Redis's getIntFromObjectOrReply does:
+/// not a number is `ERR value is not an integer or out of range`, outside
+/// the 32-bit range is [`Error::NotInt32`].
+pub fn int32(arg: &[u8]) -> Result<i32, Error> {
+    let n = int(arg)?;
+    i32::try_from(n).map_err(|_| Error::NotInt32)
+}
+
 /// Parses a database index (`ERR value is not an integer or out of range`
 /// when not a number).
 pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Error> {

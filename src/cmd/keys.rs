@@ -1,12 +1,37 @@
-//! Keyspace commands (Redis's `db.c` and the command half of `expire.c`):
-//! DEL, EXISTS, TYPE, RENAME, SCAN, EXPIRE and friends.
+//! Keyspace commands (Redis's `db.c` and `object.c`): DEL, UNLINK, EXISTS,
+//! TYPE, TOUCH, RENAME, RENAMENX, COPY, MOVE, SWAPDB, RANDOMKEY and OBJECT.
+//! KEYS and SCAN live in `scan.rs`, the TTL commands in `expire.rs`.
 
+use rand::Rng;
+
+use super::args::{self, is};
 use super::{Argv, Ctx, Handler};
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Error};
+use crate::store::value::Value;
+use crate::store::Ttl;
 
 /// The handlers this family registers.
-pub(super) const COMMANDS: &[(&str, Handler)] = &[("del", del), ("exists", exists)];
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("del", del),
+    ("unlink", del),
+    ("exists", exists),
+    ("type", type_cmd),
+    ("touch", touch),
+    ("rename", rename),
+    ("renamenx", renamenx),
+    ("copy", copy),
+    ("move", move_cmd),
+    ("swapdb", swapdb),
+    ("randomkey", randomkey),
+    ("object|encoding", object_encoding),
+    ("object|refcount", object_refcount),
+    ("object|idletime", object_idletime),
+    ("object|freq", object_freq),
+    ("object|help", object_help),
+];
 
+/// DEL and UNLINK: values are freed on the executor thread either way, so
+/// the two only differ in name.
 fn del(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let n = argv
@@ -17,12 +42,302 @@ fn del(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
+/// EXISTS counts repeated keys once per mention, as Redis does.
 fn exists(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let db = ctx.db();
+    let n = argv
+        .iter_from(1)
+        .filter(|k| ctx.store.get_read_notouch(db, k).is_some())
+        .count();
+    ctx.reply.int(n as i64);
+    Ok(())
+}
+
+fn type_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let db = ctx.db();
+    let name = ctx
+        .store
+        .get_read_notouch(db, argv.get(1))
+        .map_or("none", |e| e.value.type_name());
+    ctx.reply.simple(name);
+    Ok(())
+}
+
+/// TOUCH: a read of each key that only updates its access time.
+fn touch(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let n = argv
         .iter_from(1)
         .filter(|k| ctx.store.get_read(db, k).is_some())
         .count();
     ctx.reply.int(n as i64);
+    Ok(())
+}
+
+/// The TTL rule that recreates an entry's expiry elsewhere.
+fn ttl_of(expire_at: u64) -> Ttl {
+    if expire_at == 0 {
+        Ttl::None
+    } else {
+        Ttl::At(expire_at)
+    }
+}
+
+/// Writes `value` under `key` in `db` with the given expiry and access time
+/// (a moved object keeps its LRU stamp in Redis).
+fn put(ctx: &mut Ctx<'_>, db: usize, key: &[u8], value: Value, expire_at: u64, lru: u32) {
+    ctx.store.set(db, key, value, ttl_of(expire_at));
+    if let Some(e) = ctx.store.get(db, key) {
+        e.lru = lru;
+    }
+}
+
+/// Redis's renameGenericCommand.
+fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
+    let db = ctx.db();
+    let (src, dst) = (argv.get(1), argv.get(2));
+    if !ctx.store.exists(db, src) {
+        return Err(Error::NoSuchKey);
+    }
+    // Same name: nothing to do, but a missing key still errs (above).
+    if src == dst {
+        if nx {
+            ctx.reply.int(0);
+        } else {
+            ctx.reply.ok();
+        }
+        return Ok(());
+    }
+    if nx && ctx.store.exists(db, dst) {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let Some(entry) = ctx.store.remove(db, src) else {
+        return Err(Error::NoSuchKey);
+    };
+    let (expire_at, lru) = (entry.expire_at(), entry.lru);
+    put(ctx, db, dst, entry.value, expire_at, lru);
+    if nx {
+        ctx.reply.int(1);
+    } else {
+        ctx.reply.ok();
+    }
+    Ok(())
+}
+
+fn rename(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    rename_generic(ctx, argv, false)
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    rename_generic(ctx, argv, true)
+}
+
+/// A target database given as a C int (COPY DB, MOVE), with Redis's two
+/// distinct errors for "not an int" and "no such database".
+fn target_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Error> {
+    let id = args::int32(arg)?;
+    usize::try_from(id)
+        .ok()
+        .filter(|&i| i < ctx.store.dbs.len())
+        .ok_or(Error::DbIndexOutOfRange)
+}
+
+/// COPY source destination [DB index] [REPLACE] (Redis's copyCommand).
+fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let src_db = ctx.db();
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut j = 3;
+    while j < argv.len() {
+        let opt = argv.get(j);
+        if is(opt, "replace") {
+            replace = true;
+        } else if let (true, Some(n)) = (is(opt, "db"), argv.try_get(j + 1)) {
+            dst_db = target_db(ctx, n)?;
+            j += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let (key, newkey) = (argv.get(1), argv.get(2));
+    if src_db == dst_db && key == newkey {
+        return Err(Error::SameObject);
+    }
+    let Some(e) = ctx.store.get_read(src_db, key) else {
+        ctx.reply.int(0);
+        return Ok(());
+    };
+    let (value, expire_at) = (e.value.clone(), e.expire_at());
+    if ctx.store.exists(dst_db, newkey) && !replace {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let lru = (ctx.store.now() / 1000) as u32;
+    put(ctx, dst_db, newkey, value, expire_at, lru);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+/// MOVE key db (Redis's moveCommand).
+fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let src_db = ctx.db();
+    let dst_db = target_db(ctx, argv.get(2))?;
+    if src_db == dst_db {
+        return Err(Error::SameObject);
+    }
+    let key = argv.get(1);
+    if !ctx.store.exists(src_db, key) || ctx.store.exists(dst_db, key) {
+        ctx.reply.int(0);
+        return Ok(());
+    }
+    let Some(entry) = ctx.store.remove(src_db, key) else {
+        ctx.reply.int(0);
+        return Ok(());
+    };
+    let (expire_at, lru) = (entry.expire_at(), entry.lru);
+    put(ctx, dst_db, key, entry.value, expire_at, lru);
+    ctx.reply.int(1);
+    Ok(())
+}
+
+/// SWAPDB index1 index2; swapping a database with itself is allowed.
+fn swapdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let parse = |arg: &[u8], msg: &'static str| {
+        args::int(arg)
+            .ok()
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or(Error::err(msg))
+    };
+    let a = parse(argv.get(1), "invalid first DB index")?;
+    let b = parse(argv.get(2), "invalid second DB index")?;
+    let n = ctx.store.dbs.len();
+    let index = |i: i32| usize::try_from(i).ok().filter(|&i| i < n);
+    let (Some(a), Some(b)) = (index(a), index(b)) else {
+        return Err(Error::DbIndexOutOfRange);
+    };
+    ctx.store.swap_db(a, b);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// RANDOMKEY: a random live key. Expired keys met on the way are deleted
+/// and another pick is made (Redis's dbRandomKey).
+fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let db = ctx.db();
+    let now = ctx.store.now();
+    let mut rng = rand::rng();
+    loop {
+        let picked = ctx.store.dbs[db]
+            .dict
+            .random(|n| rng.random_range(0..n))
+            .map(|e| (e.key.clone(), e.is_expired(now)));
+        match picked {
+            None => {
+                ctx.reply.null();
+                return Ok(());
+            }
+            Some((key, true)) => {
+                // Expires and deletes it; each round shrinks the table.
+                ctx.store.get(db, key.as_slice());
+            }
+            Some((key, false)) => {
+                ctx.reply.bulk(key.as_slice());
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Looks a key up for OBJECT (counts as a read without touching the access
+/// time); replies null and returns None when it is missing.
+fn object_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c crate::store::dict::Entry> {
+    let db = ctx.db();
+    match ctx.store.get_read_notouch(db, key) {
+        Some(e) => Some(e),
+        None => {
+            ctx.reply.null();
+            None
+        }
+    }
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if let Some(e) = object_lookup(ctx, argv.get(2)) {
+        let enc = e.value.encoding();
+        ctx.reply.bulk(enc.as_bytes());
+    }
+    Ok(())
+}
+
+/// Redis shares the objects of integers 0..9999 and reports INT_MAX as
+/// their reference count; every other value is referenced once.
+fn object_refcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if let Some(e) = object_lookup(ctx, argv.get(2)) {
+        let shared = matches!(e.value, Value::Int(n) if (0..10_000).contains(&n));
+        let n = if shared { i64::from(i32::MAX) } else { 1 };
+        ctx.reply.int(n);
+    }
+    Ok(())
+}
+
+/// Whether the eviction policy tracks access frequency (LFU) rather than
+/// access time. Without maxmemory-policy support it is never LFU, the
+/// Redis default (noeviction) being an LRU-clock policy.
+fn lfu_policy(_ctx: &Ctx<'_>) -> bool {
+    false
+}
+
+fn object_idletime(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let now_s = (ctx.store.now() / 1000) as u32;
+    let Some(lru) = object_lookup(ctx, argv.get(2)).map(|e| e.lru) else {
+        return Ok(());
+    };
+    if lfu_policy(ctx) {
+        return Err(Error::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
+    }
+    ctx.reply.int(i64::from(now_s.saturating_sub(lru)));
+    Ok(())
+}
+
+fn object_freq(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if object_lookup(ctx, argv.get(2)).is_none() {
+        return Ok(());
+    }
+    if !lfu_policy(ctx) {
+        return Err(Error::err(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
+    }
+    ctx.reply.int(0);
+    Ok(())
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn object_help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.reply.array(OBJECT_HELP.len());
+    for line in OBJECT_HELP {
+        ctx.reply.simple(line);
+    }
     Ok(())
 }

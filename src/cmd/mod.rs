@@ -9,7 +9,9 @@
 pub mod args;
 pub mod command;
 pub mod connection;
+pub mod expire;
 pub mod keys;
+pub mod scan;
 pub mod server;
 pub mod spec;
 pub mod string;
@@ -49,6 +51,8 @@ pub type Handler = fn(&mut Ctx<'_>, Argv<'_>) -> CmdResult;
 pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
     keys::COMMANDS,
+    scan::COMMANDS,
+    expire::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,

@@ -156,6 +156,28 @@ impl Store {
         Some(e)
     }
 
+    /// Like [`Store::get_read`] but leaves the access time alone (Redis's
+    /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
+    pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now_ms;
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let live = match d.dict.get(h, key) {
+            None => false,
+            Some(e) if e.is_expired(now) => {
+                self.expire_now(db, h, key);
+                false
+            }
+            Some(_) => true,
+        };
+        if !live {
+            self.stats.keyspace_misses += 1;
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        self.dbs[db].dict.get_mut(h, key)
+    }
+
     /// The entry for `key` without expiring it or touching its stats
     /// (used by commands such as OBJECT that must not change state).
     pub fn peek(&self, db: usize, key: &[u8]) -> Option<&Entry> {
