@@ -129,3 +129,55 @@ fn resp3_shapes() {
     assert_eq!(h.run("GETEX zz"), "_\r\n");
     assert_eq!(h.run("INCRBYFLOAT f 1.5"), "$3\r\n1.5\r\n");
 }
+
+#[test]
+fn wrong_type_replies() {
+    const WT: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
+    const LCS_ERR: &str = "-ERR The specified keys must contain string values\r\n";
+    // (command, reply, whether the list survives) as redis-server 7.0.15
+    // answers them against a list key `l`.
+    let cases: &[(&str, &str, bool)] = &[
+        ("GET l", WT, true),
+        ("SET l v GET", WT, true),
+        ("SET l v NX GET", WT, true),
+        ("SET l v XX", "+OK\r\n", false),
+        ("SET l v", "+OK\r\n", false),
+        ("GETSET l v", WT, true),
+        ("GETDEL l", WT, true),
+        ("GETEX l", WT, true),
+        ("GETEX l EX 0", WT, true),
+        ("GETEX l FOO", "-ERR syntax error\r\n", true),
+        ("MGET l", "*1\r\n$-1\r\n", true),
+        ("MSETNX l 1 x 2", ":0\r\n", true),
+        ("SETNX l 1", ":0\r\n", true),
+        ("APPEND l x", WT, true),
+        ("STRLEN l", WT, true),
+        ("GETRANGE l 0 1", WT, true),
+        ("GETRANGE l a 1", NOT_INT, true),
+        ("SUBSTR l 0 1", WT, true),
+        ("SETRANGE l 0 x", WT, true),
+        ("SETRANGE l -1 x", "-ERR offset is out of range\r\n", true),
+        ("INCR l", WT, true),
+        ("INCRBY l x", NOT_INT, true),
+        ("DECRBY l 1", WT, true),
+        ("INCRBYFLOAT l 1", WT, true),
+        ("INCRBYFLOAT l x", WT, true),
+        ("LCS l x", LCS_ERR, true),
+        ("LCS x l", LCS_ERR, true),
+        ("LCS l x FOO", LCS_ERR, true),
+    ];
+    for &(cmd, want, survives) in cases {
+        let mut h = Harness::new();
+        h.ex.store.set(
+            0,
+            b"l",
+            crate::store::value::Value::List(Box::default()),
+            crate::store::Ttl::None,
+        );
+        assert_eq!(h.run(cmd), want, "{cmd}");
+        let kind = h.ex.store.peek(0, b"l").map(|e| e.value.type_name());
+        let want_kind = if survives { "list" } else { "string" };
+        assert_eq!(kind, Some(want_kind), "{cmd}");
+    }
+}
