@@ -85,22 +85,45 @@ fn set_option_tokens() -> Vec<Vec<String>> {
     t
 }
 
+/// Sends `cmds` to both servers as one pipeline and asserts the replies
+/// are identical, command by command.
+fn same_pipelined(p: &mut Pair, cmds: &[Vec<String>]) {
+    let mut wire = Vec::new();
+    for c in cmds {
+        let args: Vec<&[u8]> = c.iter().map(|s| s.as_bytes()).collect();
+        wire.extend_from_slice(&encode(&args));
+    }
+    p.ours.send(&wire);
+    p.theirs.send(&wire);
+    for c in cmds {
+        let (a, b) = (p.ours.read_reply(), p.theirs.read_reply());
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "reply differs for {c:?}"
+        );
+    }
+}
+
 /// Runs `SET k new <opts>` against a missing, a string and an integer key
 /// and compares the reply and the resulting value.
 fn check_set(p: &mut Pair, opts: &[&Vec<String>]) {
-    let mut cmd: Vec<&str> = vec!["SET", "k", "new"];
+    let mut cmd: Vec<String> = vec!["SET".into(), "k".into(), "new".into()];
     for o in opts {
-        cmd.extend(o.iter().map(String::as_str));
+        cmd.extend(o.iter().cloned());
     }
+    let line = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let mut cmds = Vec::new();
     for setup in [None, Some("old"), Some("7")] {
-        p.same(&["DEL", "k"]);
+        cmds.push(line("DEL k"));
         if let Some(v) = setup {
-            p.same(&["SET", "k", v]);
+            cmds.push(line(&format!("SET k {v}")));
         }
-        p.same(&cmd);
-        p.same(&["GET", "k"]);
-        p.same(&["EXISTS", "k"]);
+        cmds.push(cmd.clone());
+        cmds.push(line("GET k"));
+        cmds.push(line("EXISTS k"));
     }
+    same_pipelined(p, &cmds);
 }
 
 #[test]
@@ -637,7 +660,7 @@ mod random {
     fn random_sequences_match_redis() {
         let pair = std::cell::RefCell::new(Pair::new());
         let config = Config {
-            cases: 64,
+            cases: 128,
             failure_persistence: None,
             ..Config::default()
         };
@@ -646,13 +669,23 @@ mod random {
         let result = runner.run(&proptest::collection::vec(command(), 1..40), |cmds| {
             let mut p = pair.borrow_mut();
             p.same(&["FLUSHALL"]);
+            let mut wire = Vec::new();
             for cmd in &cmds {
                 let args: Vec<&[u8]> = cmd.iter().map(|s| s.as_bytes()).collect();
-                let ours = p.ours.cmd(&args);
-                let theirs = p.theirs.cmd(&args);
+                wire.extend_from_slice(&encode(&args));
+            }
+            p.ours.send(&wire);
+            p.theirs.send(&wire);
+            // Read every reply before judging, so a failing case leaves both
+            // connections in step for the shrinking runs.
+            let replies: Vec<(Vec<u8>, Vec<u8>)> = cmds
+                .iter()
+                .map(|_| (p.ours.read_reply(), p.theirs.read_reply()))
+                .collect();
+            for (cmd, (ours, theirs)) in cmds.iter().zip(&replies) {
                 prop_assert_eq!(
-                    String::from_utf8_lossy(&ours),
-                    String::from_utf8_lossy(&theirs),
+                    String::from_utf8_lossy(ours),
+                    String::from_utf8_lossy(theirs),
                     "command {:?}",
                     cmd
                 );
