@@ -23,7 +23,9 @@ static int parse_ld(const char *s, size_t len, long double *out) {
     buf[len] = '\0';
     errno = 0;
     value = strtold(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    /* eptr-buf != len refuses an embedded NUL ("1\0"), as Redis does. */
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
+        errno == EINVAL ||
         (errno == ERANGE && (value == HUGE_VAL || value == -HUGE_VAL || fpclassify(value) == FP_ZERO)) ||
         isnan(value))
         return 0;
@@ -95,7 +97,7 @@ int ferrokv_parse_double(const char *s, size_t len, double *out) {
     buf[len] = '\0';
     errno = 0;
     v = strtod(buf, &eptr);
-    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' || (size_t)(eptr - buf) != len ||
         (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || fpclassify(v) == FP_ZERO)) ||
         isnan(v))
         return 0;

@@ -1,9 +1,16 @@
-//! String commands (Redis's `t_string.c`): GET, SET and its options,
-//! counters, ranges and the rest of the family.
+//! String commands (Redis's `t_string.c`): GET, SET and its options, the
+//! GET*/SET* variants and MGET/MSET. Counters live in `string/incr.rs`,
+//! byte ranges (APPEND, GETRANGE, SETRANGE...) in `string/range.rs` and LCS
+//! in `string/lcs.rs`.
 
-use super::args::{self, is};
+mod incr;
+mod lcs;
+mod range;
+
+use super::args;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::net::reply::ReplyBuf;
 use crate::store::value::Value;
 use crate::store::Ttl;
 
@@ -12,30 +19,68 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("get", get),
     ("set", set),
     ("setnx", setnx),
-    ("incr", incr),
-    ("decr", decr),
-    ("incrby", incrby),
-    ("decrby", decrby),
+    ("setex", setex),
+    ("psetex", psetex),
+    ("getset", getset),
+    ("getdel", getdel),
+    ("getex", getex),
+    ("mget", mget),
+    ("mset", mset),
+    ("msetnx", msetnx),
+    ("incr", incr::incr),
+    ("decr", incr::decr),
+    ("incrby", incr::incrby),
+    ("decrby", incr::decrby),
+    ("incrbyfloat", incr::incrbyfloat),
+    ("append", range::append),
+    ("strlen", range::strlen),
+    ("getrange", range::getrange),
+    ("substr", range::getrange),
+    ("setrange", range::setrange),
+    ("lcs", lcs::lcs),
 ];
 
-/// Replies with the string at `key` (null when missing); WRONGTYPE for
-/// other types. Redis's getGenericCommand.
-pub(super) fn reply_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
-    let db = ctx.db();
-    match ctx.store.get_read(db, key) {
-        None => ctx.reply.null(),
-        Some(e) => match &e.value {
-            Value::Int(n) => ctx.reply.bulk_i64(*n),
-            Value::Str(s) => ctx.reply.bulk(s.as_slice()),
-            Value::Raw(v) => ctx.reply.bulk(v),
-            _ => return Err(Error::WrongType),
-        },
+/// Writes a string value as a bulk reply; WRONGTYPE for other types.
+pub(super) fn write_string(reply: &mut ReplyBuf<'_>, value: &Value) -> CmdResult {
+    match value {
+        Value::Int(n) => reply.bulk_i64(*n),
+        Value::Str(s) => reply.bulk(s.as_slice()),
+        Value::Raw(v) => reply.bulk(v),
+        _ => return Err(Error::WrongType),
     }
     Ok(())
 }
 
+/// Replies with the string at `key` (null when missing) and tells whether
+/// the key existed; WRONGTYPE for other types. Redis's getGenericCommand.
+fn reply_string_found(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, Error> {
+    let db = ctx.db();
+    match ctx.store.get_read(db, key) {
+        None => {
+            ctx.reply.null();
+            Ok(false)
+        }
+        Some(e) => write_string(&mut ctx.reply, &e.value).map(|()| true),
+    }
+}
+
+/// Replies with the string at `key` (null when missing); WRONGTYPE for
+/// other types. Redis's getGenericCommand.
+pub(super) fn reply_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    reply_string_found(ctx, key).map(|_| ())
+}
+
 fn get(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     reply_string(ctx, argv.get(1))
+}
+
+/// An option keyword as Redis compares it: the C string up to the first NUL
+/// byte (Redis matches `argv[j]->ptr` with strcasecmp or char by char).
+pub(super) fn keyword(arg: &[u8]) -> &[u8] {
+    match arg.iter().position(|&c| c == 0) {
+        Some(n) => &arg[..n],
+        None => arg,
+    }
 }
 
 /// Options of SET (and GETEX), as parseExtendedStringArgumentsOrReply reads
@@ -52,7 +97,7 @@ pub(super) struct SetOptions<'a> {
 }
 
 /// The unit and base of an expiry argument.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum ExpireUnit {
     Ex,
     Px,
@@ -60,41 +105,51 @@ pub(super) enum ExpireUnit {
     PxAt,
 }
 
+impl ExpireUnit {
+    /// The unit named by an option keyword, if any.
+    fn from_keyword(opt: &[u8]) -> Option<Self> {
+        [
+            ("ex", ExpireUnit::Ex),
+            ("px", ExpireUnit::Px),
+            ("exat", ExpireUnit::ExAt),
+            ("pxat", ExpireUnit::PxAt),
+        ]
+        .iter()
+        .find(|(name, _)| args::is(opt, name))
+        .map(|(_, u)| *u)
+    }
+}
+
 impl<'a> SetOptions<'a> {
     /// Parses options from `argv[from..]`; `for_set` selects SET's option
-    /// set, otherwise GETEX's.
+    /// set, otherwise GETEX's. As in Redis, conflicting options (NX with XX,
+    /// two different expiry kinds, KEEPTTL or PERSIST with an expiry) are a
+    /// syntax error, while repeating the same option is allowed (the last
+    /// expiry argument wins).
     pub fn parse(argv: Argv<'a>, from: usize, for_set: bool) -> Result<Self, Error> {
         let mut o = SetOptions::default();
         let mut j = from;
         while j < argv.len() {
-            let opt = argv.get(j);
+            let opt = keyword(argv.get(j));
             let next = argv.try_get(j + 1);
             let has_expire = o.expire.is_some();
-            let expire_kind =
+            let other_expire =
                 |o: &SetOptions<'_>, u: ExpireUnit| o.expire.is_some_and(|(k, _)| k != u);
-            if for_set && is(opt, "nx") && !o.xx {
+            if for_set && args::is(opt, "nx") && !o.xx {
                 o.nx = true;
-            } else if for_set && is(opt, "xx") && !o.nx {
+            } else if for_set && args::is(opt, "xx") && !o.nx {
                 o.xx = true;
-            } else if for_set && is(opt, "get") {
+            } else if for_set && args::is(opt, "get") {
                 o.get = true;
-            } else if for_set && is(opt, "keepttl") && !o.persist && !has_expire {
+            } else if for_set && args::is(opt, "keepttl") && !o.persist && !has_expire {
                 o.keepttl = true;
-            } else if !for_set && is(opt, "persist") && !has_expire && !o.keepttl {
+            } else if !for_set && args::is(opt, "persist") && !has_expire && !o.keepttl {
                 o.persist = true;
-            } else if let Some(unit) = [
-                ("ex", ExpireUnit::Ex),
-                ("px", ExpireUnit::Px),
-                ("exat", ExpireUnit::ExAt),
-                ("pxat", ExpireUnit::PxAt),
-            ]
-            .iter()
-            .find(|(name, _)| is(opt, name))
-            .map(|(_, u)| *u)
-            .filter(|&u| !o.keepttl && !o.persist && !expire_kind(&o, u) && next.is_some())
-            {
-                // invariant: the filter above required `next`.
-                o.expire = Some((unit, next.expect("checked")));
+            } else if let (Some(unit), Some(arg)) = (ExpireUnit::from_keyword(opt), next) {
+                if o.keepttl || o.persist || other_expire(&o, unit) {
+                    return Err(Error::Syntax);
+                }
+                o.expire = Some((unit, arg));
                 j += 1;
             } else {
                 return Err(Error::Syntax);
@@ -107,30 +162,40 @@ impl<'a> SetOptions<'a> {
     /// Converts the expiry argument to an absolute Unix time in ms, with
     /// Redis's checks (getExpireMillisecondsOrReply).
     pub fn expire_at(&self, now_ms: u64, cmd: &str) -> Result<Option<u64>, Error> {
-        let Some((unit, arg)) = self.expire else {
-            return Ok(None);
-        };
-        let n = args::int(arg)?;
-        let invalid = || Error::InvalidExpire(cmd.to_string());
-        let seconds = matches!(unit, ExpireUnit::Ex | ExpireUnit::ExAt);
-        if n <= 0 || (seconds && n > i64::MAX / 1000) {
-            return Err(invalid());
+        match self.expire {
+            None => Ok(None),
+            Some((unit, arg)) => expire_ms(unit, arg, now_ms, cmd).map(Some),
         }
-        let mut ms = if seconds { n * 1000 } else { n };
-        if matches!(unit, ExpireUnit::Ex | ExpireUnit::Px) {
-            ms = ms.checked_add(now_ms as i64).ok_or_else(invalid)?;
-        }
-        if ms <= 0 {
-            return Err(invalid());
-        }
-        Ok(Some(ms as u64))
     }
 }
 
-fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let opts = SetOptions::parse(argv, 3, true)?;
-    let expire_at = opts.expire_at(ctx.store.now(), "set")?;
-    let (key, val) = (argv.get(1), argv.get(2));
+/// An expiry argument as an absolute Unix time in ms: not positive, or
+/// overflowing once scaled or made absolute, is `invalid expire time`.
+fn expire_ms(unit: ExpireUnit, arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64, Error> {
+    let n = args::int(arg)?;
+    let invalid = || Error::InvalidExpire(cmd.to_string());
+    let seconds = matches!(unit, ExpireUnit::Ex | ExpireUnit::ExAt);
+    if n <= 0 || (seconds && n > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    let mut ms = if seconds { n * 1000 } else { n };
+    if matches!(unit, ExpireUnit::Ex | ExpireUnit::Px) {
+        ms = ms.checked_add(now_ms as i64).ok_or_else(invalid)?;
+    }
+    Ok(ms as u64)
+}
+
+/// Redis's setGenericCommand: writes `val` under `key` unless NX/XX say
+/// otherwise. `ok`/`abort` are the replies for success and for an NX/XX
+/// refusal (None: `+OK` and null).
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    opts: &SetOptions<'_>,
+    expire_at: Option<u64>,
+    key: &[u8],
+    val: &[u8],
+    replies: Option<(i64, i64)>,
+) -> CmdResult {
     let db = ctx.db();
     if opts.get {
         reply_string(ctx, key)?;
@@ -138,7 +203,10 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let found = ctx.store.exists(db, key);
     if (opts.nx && found) || (opts.xx && !found) {
         if !opts.get {
-            ctx.reply.null();
+            match replies {
+                Some((_, abort)) => ctx.reply.int(abort),
+                None => ctx.reply.null(),
+            }
         }
         return Ok(());
     }
@@ -149,74 +217,146 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     ctx.store.set(db, key, Value::string(val), ttl);
     if !opts.get {
+        match replies {
+            Some((ok, _)) => ctx.reply.int(ok),
+            None => ctx.reply.ok(),
+        }
+    }
+    Ok(())
+}
+
+fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let opts = SetOptions::parse(argv, 3, true)?;
+    let expire_at = opts.expire_at(ctx.store.now(), "set")?;
+    set_generic(ctx, &opts, expire_at, argv.get(1), argv.get(2), None)
+}
+
+fn setnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let opts = SetOptions {
+        nx: true,
+        ..SetOptions::default()
+    };
+    set_generic(ctx, &opts, None, argv.get(1), argv.get(2), Some((1, 0)))
+}
+
+/// SETEX and PSETEX: SET with a mandatory relative expiry.
+fn set_with_expire(ctx: &mut Ctx<'_>, argv: Argv<'_>, unit: ExpireUnit, cmd: &str) -> CmdResult {
+    let at = expire_ms(unit, argv.get(2), ctx.store.now(), cmd)?;
+    let opts = SetOptions::default();
+    set_generic(ctx, &opts, Some(at), argv.get(1), argv.get(3), None)
+}
+
+fn setex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    set_with_expire(ctx, argv, ExpireUnit::Ex, "setex")
+}
+
+fn psetex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    set_with_expire(ctx, argv, ExpireUnit::Px, "psetex")
+}
+
+fn getset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let key = argv.get(1);
+    reply_string(ctx, key)?;
+    let db = ctx.db();
+    ctx.store
+        .set(db, key, Value::string(argv.get(2)), Ttl::None);
+    Ok(())
+}
+
+fn getdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let key = argv.get(1);
+    if reply_string_found(ctx, key)? {
+        let db = ctx.db();
+        ctx.store.remove(db, key);
+    }
+    Ok(())
+}
+
+/// GETEX: GET that also sets or clears the TTL. As in Redis, a missing key
+/// answers null before the expiry argument is even checked, and an EXAT or
+/// PXAT time already past deletes the key after replying with its value.
+fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let opts = SetOptions::parse(argv, 2, false)?;
+    let key = argv.get(1);
+    let db = ctx.db();
+    let now = ctx.store.now();
+    let Some(e) = ctx.store.get_read(db, key) else {
+        ctx.reply.null();
+        return Ok(());
+    };
+    if !e.value.is_string() {
+        return Err(Error::WrongType);
+    }
+    let at = opts.expire_at(now, "getex")?;
+    write_string(&mut ctx.reply, &e.value)?;
+    let had_ttl = e.expire_at() != 0;
+    let absolute = matches!(opts.expire, Some((ExpireUnit::ExAt | ExpireUnit::PxAt, _)));
+    match at {
+        Some(at) if absolute && at <= now => {
+            ctx.store.remove(db, key);
+        }
+        Some(at) => {
+            ctx.store.set_expire(db, key, at);
+        }
+        None if opts.persist && had_ttl => {
+            ctx.store.set_expire(db, key, 0);
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// MGET: null for missing keys and for keys of other types.
+fn mget(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let db = ctx.db();
+    ctx.reply.array(argv.len() - 1);
+    for key in argv.iter_from(1) {
+        match ctx.store.get_read(db, key) {
+            Some(e) if e.value.is_string() => write_string(&mut ctx.reply, &e.value)?,
+            _ => ctx.reply.null(),
+        }
+    }
+    Ok(())
+}
+
+/// MSET and MSETNX; MSETNX writes nothing when any key exists.
+fn mset_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
+    if argv.len() % 2 == 0 {
+        let name = if nx { "msetnx" } else { "mset" };
+        return Err(Error::WrongArity(name.into()));
+    }
+    let db = ctx.db();
+    if nx {
+        let mut i = 1;
+        while i < argv.len() {
+            if ctx.store.exists(db, argv.get(i)) {
+                ctx.reply.int(0);
+                return Ok(());
+            }
+            i += 2;
+        }
+    }
+    let mut i = 1;
+    while i + 1 < argv.len() {
+        let (key, val) = (argv.get(i), argv.get(i + 1));
+        ctx.store.set(db, key, Value::string(val), Ttl::None);
+        i += 2;
+    }
+    if nx {
+        ctx.reply.int(1);
+    } else {
         ctx.reply.ok();
     }
     Ok(())
 }
 
-fn setnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let db = ctx.db();
-    let key = argv.get(1);
-    if ctx.store.exists(db, key) {
-        ctx.reply.int(0);
-    } else {
-        ctx.store
-            .set(db, key, Value::string(argv.get(2)), Ttl::None);
-        ctx.reply.int(1);
-    }
-    Ok(())
+fn mset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    mset_generic(ctx, argv, false)
 }
 
-/// The integer value of a string at `key` (0 when missing), with Redis's
-/// errors for other types and non-integers.
-pub(super) fn int_value(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<i64>, Error> {
-    let db = ctx.db();
-    match ctx.store.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Int(n) => Ok(Some(*n)),
-            Value::Str(s) => args::int(s.as_slice()).map(Some),
-            Value::Raw(v) => args::int(v).map(Some),
-            _ => Err(Error::WrongType),
-        },
-    }
+fn msetnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    mset_generic(ctx, argv, true)
 }
 
-/// INCR/DECR/INCRBY/DECRBY: adds `by`, keeping any TTL.
-fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
-    let db = ctx.db();
-    let old = int_value(ctx, key)?;
-    let new = old.unwrap_or(0).checked_add(by).ok_or(Error::Overflow)?;
-    match ctx.store.get(db, key) {
-        Some(e) => {
-            e.value = Value::Int(new);
-            ctx.store.signal_modified(db, key);
-        }
-        None => {
-            ctx.store.insert_new(db, key, Value::Int(new));
-        }
-    }
-    ctx.reply.int(new);
-    Ok(())
-}
-
-fn incr(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    incr_by(ctx, argv.get(1), 1)
-}
-
-fn decr(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    incr_by(ctx, argv.get(1), -1)
-}
-
-fn incrby(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let by = args::int(argv.get(2))?;
-    incr_by(ctx, argv.get(1), by)
-}
-
-fn decrby(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let by = args::int(argv.get(2))?;
-    if by == i64::MIN {
-        return Err(Error::err("decrement would overflow"));
-    }
-    incr_by(ctx, argv.get(1), -by)
-}
+#[cfg(test)]
+mod tests;

@@ -7,3 +7,5 @@ mod support;
 mod basics;
 mod expire;
 mod keys;
+mod incr;
+mod string;
