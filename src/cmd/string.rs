@@ -321,7 +321,7 @@ fn mget(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// MSET and MSETNX; MSETNX writes nothing when any key exists.
 fn mset_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         let name = if nx { "msetnx" } else { "mset" };
         return Err(Error::WrongArity(name.into()));
     }

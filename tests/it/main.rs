@@ -7,3 +7,4 @@ mod support;
 mod basics;
 mod incr;
 mod string;
+mod string_random;
