@@ -504,3 +504,35 @@ fn resp3_replies() {
         "LCS missing missing2 IDX",
     ]);
 }
+
+#[test]
+fn in_place_writes_keep_the_ttl() {
+    let server = start();
+    let mut raw = server.raw();
+    // Each write below must keep the 150 ms TTL, so every key expires.
+    let writes: [&[&str]; 6] = [
+        &["SET", "k0", "v", "KEEPTTL"],
+        &["INCR", "k1"],
+        &["INCRBYFLOAT", "k2", "1.5"],
+        &["APPEND", "k3", "x"],
+        &["SETRANGE", "k4", "0", "x"],
+        &["DECRBY", "k5", "2"],
+    ];
+    for (i, w) in writes.iter().enumerate() {
+        let key = format!("k{i}");
+        assert_eq!(raw.cmd_str(&["SET", &key, "1", "PX", "150"]), b"+OK\r\n");
+        let reply = raw.cmd_str(w);
+        assert!(
+            !reply.starts_with(b"-"),
+            "{w:?}: {}",
+            String::from_utf8_lossy(&reply)
+        );
+    }
+    // GETEX EX sets a TTL on a persistent key too.
+    assert_eq!(raw.cmd_str(&["SET", "k6", "v"]), b"+OK\r\n");
+    assert_eq!(raw.cmd_str(&["GETEX", "k6", "PX", "150"]), b"$1\r\nv\r\n");
+    let all_gone = wait_until(std::time::Duration::from_secs(3), || {
+        (0..7).all(|i| raw.cmd_str(&["EXISTS", &format!("k{i}")]) == b":0\r\n")
+    });
+    assert!(all_gone, "every key expired with its original TTL");
+}
