@@ -87,10 +87,15 @@ pub(super) fn keyword(arg: &[u8]) -> &[u8] {
 /// them.
 #[derive(Default)]
 pub(super) struct SetOptions<'a> {
+    /// NX: only set a missing key.
     pub nx: bool,
+    /// XX: only set an existing key.
     pub xx: bool,
+    /// GET: reply with the old value instead of OK.
     pub get: bool,
+    /// KEEPTTL: keep the key's TTL.
     pub keepttl: bool,
+    /// PERSIST (GETEX): clear the TTL.
     pub persist: bool,
     /// EX/PX/EXAT/PXAT with its argument.
     pub expire: Option<(ExpireUnit, &'a [u8])>,
@@ -99,9 +104,13 @@ pub(super) struct SetOptions<'a> {
 /// The unit and base of an expiry argument.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum ExpireUnit {
+    /// Seconds from now.
     Ex,
+    /// Milliseconds from now.
     Px,
+    /// Unix time in seconds.
     ExAt,
+    /// Unix time in milliseconds.
     PxAt,
 }
 
@@ -186,8 +195,8 @@ fn expire_ms(unit: ExpireUnit, arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64
 }
 
 /// Redis's setGenericCommand: writes `val` under `key` unless NX/XX say
-/// otherwise. `ok`/`abort` are the replies for success and for an NX/XX
-/// refusal (None: `+OK` and null).
+/// otherwise. `replies` holds the integer replies for success and for an
+/// NX/XX refusal (SETNX); None means `+OK` and null.
 fn set_generic(
     ctx: &mut Ctx<'_>,
     opts: &SetOptions<'_>,
@@ -200,6 +209,8 @@ fn set_generic(
     if opts.get {
         reply_string(ctx, key)?;
     }
+    // Looked up even without NX/XX: as in Redis, an expired key is reaped
+    // (and counted in expired_keys) before it is overwritten.
     let found = ctx.store.exists(db, key);
     if (opts.nx && found) || (opts.xx && !found) {
         if !opts.get {
@@ -321,7 +332,7 @@ fn mget(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// MSET and MSETNX; MSETNX writes nothing when any key exists.
 fn mset_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         let name = if nx { "msetnx" } else { "mset" };
         return Err(Error::WrongArity(name.into()));
     }

@@ -9,3 +9,4 @@ mod expire;
 mod keys;
 mod incr;
 mod string;
+mod string_random;

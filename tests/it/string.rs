@@ -1,7 +1,7 @@
 //! String commands (Redis's `unit/type/string.tcl`), compared byte for byte
 //! with redis-server: GET/SET and every SET option combination, the GET*
-//! and SET* variants, MGET/MSET, ranges, LCS, RESP3 shapes, and a
-//! property-based random command sequence.
+//! and SET* variants, MGET/MSET, ranges, LCS and RESP3 shapes. Random
+//! command sequences live in `string_random.rs`.
 
 use crate::support::*;
 
@@ -505,195 +505,34 @@ fn resp3_replies() {
     ]);
 }
 
-mod random {
-    //! Random command sequences over a small keyspace, sent to both
-    //! servers; proptest shrinks any mismatch to a minimal sequence.
-
-    use super::*;
-    use proptest::prelude::*;
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-
-    const KEYS: &[&str] = &["a", "b", "c", "d"];
-    const VALUES: &[&str] = &[
-        "",
-        "0",
-        "1",
-        "-1",
-        "10",
-        "007",
-        "3.5",
-        "-2.25",
-        "1e3",
-        "abc",
-        "hello world",
-        " 1",
-        "9223372036854775807",
-        "-9223372036854775808",
-        "inf",
-        "1.0",
-        "0x10",
-        "a\0b",
-        "x",
-        "5e-3",
-        "99999999999999999999",
+#[test]
+fn in_place_writes_keep_the_ttl() {
+    let server = start();
+    let mut raw = server.raw();
+    // Each write below must keep the 150 ms TTL, so every key expires.
+    let writes: [&[&str]; 6] = [
+        &["SET", "k0", "v", "KEEPTTL"],
+        &["INCR", "k1"],
+        &["INCRBYFLOAT", "k2", "1.5"],
+        &["APPEND", "k3", "x"],
+        &["SETRANGE", "k4", "0", "x"],
+        &["DECRBY", "k5", "2"],
     ];
-    const INTS: &[&str] = &[
-        "0",
-        "1",
-        "2",
-        "3",
-        "5",
-        "-1",
-        "-3",
-        "100",
-        "-100",
-        "x",
-        "9223372036854775807",
-        "-9223372036854775808",
-        "1.5",
-    ];
-    const FLOATS: &[&str] = &[
-        "0", "1", "-1", "0.1", "1.5e2", "-3.25", "abc", "inf", "1e308", "5.0e3", "nan", "+1",
-    ];
-
-    fn key() -> impl Strategy<Value = String> {
-        proptest::sample::select(KEYS).prop_map(str::to_string)
+    for (i, w) in writes.iter().enumerate() {
+        let key = format!("k{i}");
+        assert_eq!(raw.cmd_str(&["SET", &key, "1", "PX", "150"]), b"+OK\r\n");
+        let reply = raw.cmd_str(w);
+        assert!(
+            !reply.starts_with(b"-"),
+            "{w:?}: {}",
+            String::from_utf8_lossy(&reply)
+        );
     }
-    fn value() -> impl Strategy<Value = String> {
-        proptest::sample::select(VALUES).prop_map(str::to_string)
-    }
-    fn int() -> impl Strategy<Value = String> {
-        proptest::sample::select(INTS).prop_map(str::to_string)
-    }
-    fn float() -> impl Strategy<Value = String> {
-        proptest::sample::select(FLOATS).prop_map(str::to_string)
-    }
-    fn set_opts() -> impl Strategy<Value = Vec<String>> {
-        proptest::sample::subsequence(
-            vec!["NX", "XX", "GET", "KEEPTTL", "EX 100", "PX 100000"],
-            0..=3,
-        )
-        .prop_map(|v| {
-            v.iter()
-                .flat_map(|s| s.split(' '))
-                .map(str::to_string)
-                .collect()
-        })
-    }
-
-    /// One command line as its arguments.
-    fn command() -> impl Strategy<Value = Vec<String>> {
-        let c = |name: &str| vec![name.to_string()];
-        let one = |name: &'static str| key().prop_map(move |k| vec![name.to_string(), k]);
-        prop_oneof![
-            one("GET"),
-            (key(), value(), set_opts()).prop_map(move |(k, v, o)| {
-                let mut x = c("SET");
-                x.extend([k, v]);
-                x.extend(o);
-                x
-            }),
-            (key(), value()).prop_map(|(k, v)| vec!["SETNX".into(), k, v]),
-            (key(), value()).prop_map(|(k, v)| vec!["GETSET".into(), k, v]),
-            one("GETDEL"),
-            (
-                key(),
-                proptest::sample::select(vec!["", "PERSIST", "EX 100", "PX 0", "FOO"])
-            )
-                .prop_map(|(k, o)| {
-                    let mut x = vec!["GETEX".to_string(), k];
-                    x.extend(o.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
-                    x
-                }),
-            proptest::collection::vec(key(), 1..4).prop_map(|ks| {
-                let mut x = vec!["MGET".to_string()];
-                x.extend(ks);
-                x
-            }),
-            proptest::collection::vec((key(), value()), 1..3).prop_map(|kv| {
-                let mut x = vec!["MSET".to_string()];
-                x.extend(kv.into_iter().flat_map(|(k, v)| [k, v]));
-                x
-            }),
-            proptest::collection::vec((key(), value()), 1..3).prop_map(|kv| {
-                let mut x = vec!["MSETNX".to_string()];
-                x.extend(kv.into_iter().flat_map(|(k, v)| [k, v]));
-                x
-            }),
-            (key(), value()).prop_map(|(k, v)| vec!["APPEND".into(), k, v]),
-            one("STRLEN"),
-            (key(), int(), int()).prop_map(|(k, a, b)| vec!["GETRANGE".into(), k, a, b]),
-            (key(), int(), int()).prop_map(|(k, a, b)| vec!["SUBSTR".into(), k, a, b]),
-            (
-                key(),
-                proptest::sample::select(vec!["0", "1", "3", "7", "-1", "x"]),
-                value()
-            )
-                .prop_map(|(k, o, v)| vec!["SETRANGE".into(), k, o.into(), v]),
-            one("INCR"),
-            one("DECR"),
-            (key(), int()).prop_map(|(k, n)| vec!["INCRBY".into(), k, n]),
-            (key(), int()).prop_map(|(k, n)| vec!["DECRBY".into(), k, n]),
-            (key(), float()).prop_map(|(k, f)| vec!["INCRBYFLOAT".into(), k, f]),
-            (
-                key(),
-                key(),
-                proptest::sample::select(vec![
-                    "",
-                    "LEN",
-                    "IDX",
-                    "IDX WITHMATCHLEN",
-                    "IDX MINMATCHLEN 2"
-                ])
-            )
-                .prop_map(|(a, b, o)| {
-                    let mut x = vec!["LCS".to_string(), a, b];
-                    x.extend(o.split(' ').filter(|s| !s.is_empty()).map(str::to_string));
-                    x
-                }),
-            one("DEL"),
-            one("EXISTS"),
-        ]
-    }
-
-    #[test]
-    fn random_sequences_match_redis() {
-        let pair = std::cell::RefCell::new(Pair::new());
-        let config = Config {
-            cases: 128,
-            failure_persistence: None,
-            ..Config::default()
-        };
-        let mut runner =
-            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let result = runner.run(&proptest::collection::vec(command(), 1..40), |cmds| {
-            let mut p = pair.borrow_mut();
-            p.same(&["FLUSHALL"]);
-            let mut wire = Vec::new();
-            for cmd in &cmds {
-                let args: Vec<&[u8]> = cmd.iter().map(|s| s.as_bytes()).collect();
-                wire.extend_from_slice(&encode(&args));
-            }
-            p.ours.send(&wire);
-            p.theirs.send(&wire);
-            // Read every reply before judging, so a failing case leaves both
-            // connections in step for the shrinking runs.
-            let replies: Vec<(Vec<u8>, Vec<u8>)> = cmds
-                .iter()
-                .map(|_| (p.ours.read_reply(), p.theirs.read_reply()))
-                .collect();
-            for (cmd, (ours, theirs)) in cmds.iter().zip(&replies) {
-                prop_assert_eq!(
-                    String::from_utf8_lossy(ours),
-                    String::from_utf8_lossy(theirs),
-                    "command {:?}",
-                    cmd
-                );
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            panic!("{e}");
-        }
-    }
+    // GETEX EX sets a TTL on a persistent key too.
+    assert_eq!(raw.cmd_str(&["SET", "k6", "v"]), b"+OK\r\n");
+    assert_eq!(raw.cmd_str(&["GETEX", "k6", "PX", "150"]), b"$1\r\nv\r\n");
+    let all_gone = wait_until(std::time::Duration::from_secs(3), || {
+        (0..7).all(|i| raw.cmd_str(&["EXISTS", &format!("k{i}")]) == b":0\r\n")
+    });
+    assert!(all_gone, "every key expired with its original TTL");
 }
