@@ -14,6 +14,7 @@ pub mod server;
 pub mod spec;
 pub mod string;
 pub mod table;
+pub mod tx;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -52,4 +53,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    tx::COMMANDS,
 ];
