@@ -24,13 +24,16 @@ struct Watcher {
     expired: bool,
 }
 
+/// A watched key: database and name.
+type DbKey = (usize, Box<[u8]>);
+
 /// Watched keys per database and per client, and the dirty clients.
 #[derive(Default)]
 pub struct Watches {
     /// Per database: key → clients watching it.
     by_key: Vec<HashMap<Box<[u8]>, Vec<Watcher>>>,
     /// Per client: the (db, key) pairs it watches, in WATCH order.
-    by_client: HashMap<u64, Vec<(usize, Box<[u8]>)>>,
+    by_client: HashMap<u64, Vec<DbKey>>,
     /// Clients one of whose watched keys was touched.
     dirty: HashSet<u64>,
     /// Number of (db, key) pairs with at least one watcher; the write hook
@@ -214,5 +217,68 @@ impl Store {
         }
         self.watches.by_key[emptied] = map;
         self.watches.dirty.extend(dirty);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::value::Value;
+    use crate::store::Ttl;
+
+    #[test]
+    fn registry_empties_so_writes_skip_it() {
+        let mut s = Store::new(2);
+        s.watch_key(1, 0, b"k");
+        s.watch_key(1, 0, b"k");
+        s.watch_key(2, 0, b"k");
+        s.watch_key(2, 1, b"k");
+        assert!(s.watches.active());
+        assert_eq!(s.watches.watching(1), 1);
+        assert_eq!(s.watches.watching(2), 2);
+        s.set(1, b"k", Value::Int(1), Ttl::None);
+        assert!(!s.watches.is_dirty(1));
+        assert!(s.watches.is_dirty(2));
+        s.watches.unwatch_all(1);
+        s.watches.unwatch_all(2);
+        assert!(!s.watches.active());
+        assert!(!s.watches.is_dirty(2));
+        assert!(s.watches.by_key.iter().all(HashMap::is_empty));
+        assert!(s.watches.by_client.is_empty());
+    }
+
+    #[test]
+    fn flush_touches_only_present_keys() {
+        let mut s = Store::new(1);
+        s.set(0, b"here", Value::Int(1), Ttl::None);
+        s.watch_key(1, 0, b"here");
+        s.watch_key(2, 0, b"gone");
+        drop(s.flush_db(0));
+        assert!(s.watches.is_dirty(1));
+        assert!(!s.watches.is_dirty(2));
+    }
+
+    #[test]
+    fn key_expired_at_watch_time_is_not_touched_by_its_deletion() {
+        let mut s = Store::new(1);
+        s.set_now(1000);
+        s.set(0, b"k", Value::Int(1), Ttl::At(500));
+        s.watch_key(1, 0, b"k");
+        assert!(!s.watched_key_expired(1));
+        assert!(s.get(0, b"k").is_none());
+        assert!(!s.watches.is_dirty(1));
+        s.set(0, b"k", Value::Int(2), Ttl::None);
+        assert!(s.watches.is_dirty(1));
+    }
+
+    #[test]
+    fn key_expiring_after_watch_fails_exec() {
+        let mut s = Store::new(1);
+        s.set_now(1000);
+        s.set(0, b"k", Value::Int(1), Ttl::At(2000));
+        s.watch_key(1, 0, b"k");
+        assert!(!s.watched_key_expired(1));
+        s.set_now(3000);
+        assert!(s.watched_key_expired(1));
     }
 }

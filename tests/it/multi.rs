@@ -600,7 +600,33 @@ fn watch_swapdb() {
         "A MULTI",
         "A PING",
         "A EXEC",
+        "B FLUSHALL",
     ]);
+    // A missing key replaced by an expired one: no change.
+    t.run(&["B SELECT 1", "B SET e v PX 20", "B SELECT 0"]);
+    let_time_pass(100);
+    t.run(&["A WATCH e", "B SWAPDB 0 1", "A MULTI", "A PING", "A EXEC"]);
+    // An expired key replaced by nothing, then by an expired one: no change.
+    t.run(&["A WATCH e", "B SWAPDB 0 1", "A MULTI", "A PING", "A EXEC"]);
+    t.run(&[
+        "B FLUSHALL",
+        "B SET e v PX 20",
+        "B SELECT 1",
+        "B SET e v PX 20",
+    ]);
+    t.run(&["B SELECT 0"]);
+    let_time_pass(100);
+    t.run(&["A WATCH e", "B SWAPDB 0 1", "A MULTI", "A PING", "A EXEC"]);
+    // An expired key replaced by a live one.
+    t.run(&[
+        "B FLUSHALL",
+        "B SET e v PX 20",
+        "B SELECT 1",
+        "B SET e live",
+    ]);
+    t.run(&["B SELECT 0"]);
+    let_time_pass(100);
+    t.run(&["A WATCH e", "B SWAPDB 0 1", "A MULTI", "A PING", "A EXEC"]);
 }
 
 #[test]
