@@ -59,34 +59,46 @@ impl Watches {
         self.by_client.get(&client).map_or(0, Vec::len)
     }
 
-    /// Marks `client` dirty: its next EXEC fails.
+    /// Marks `client` dirty: its next EXEC fails. Its watches are dropped
+    /// at once, as Redis does: they cannot matter any more, and later
+    /// writes to those keys then cost nothing.
     pub fn mark_dirty(&mut self, client: u64) {
-        self.dirty.insert(client);
+        if self.dirty.insert(client) {
+            self.forget(client);
+        }
     }
 
     /// Starts watching `key` of `db` for `client`; `expired` tells whether
     /// the key is logically expired right now. Watching a key twice is a
     /// no-op, as in Redis.
     pub fn watch(&mut self, client: u64, db: usize, key: &[u8], expired: bool) {
-        let mine = self.by_client.entry(client).or_default();
-        if mine.iter().any(|(d, k)| *d == db && &k[..] == key) {
-            return;
-        }
-        mine.push((db, key.into()));
         if self.by_key.len() <= db {
             self.by_key.resize_with(db + 1, HashMap::new);
         }
-        let list = self.by_key[db].entry(key.into()).or_insert_with(|| {
-            self.keys += 1;
-            Vec::new()
-        });
-        list.push(Watcher { client, expired });
+        let map = &mut self.by_key[db];
+        match map.get_mut(key) {
+            Some(list) if list.iter().any(|w| w.client == client) => return,
+            Some(list) => list.push(Watcher { client, expired }),
+            None => {
+                map.insert(key.into(), vec![Watcher { client, expired }]);
+                self.keys += 1;
+            }
+        }
+        self.by_client
+            .entry(client)
+            .or_default()
+            .push((db, key.into()));
     }
 
     /// Forgets every key `client` watches and its dirty flag (UNWATCH,
     /// EXEC, DISCARD, RESET, disconnection).
     pub fn unwatch_all(&mut self, client: u64) {
         self.dirty.remove(&client);
+        self.forget(client);
+    }
+
+    /// Drops the watches of `client`, keeping its dirty flag.
+    fn forget(&mut self, client: u64) {
         let Some(mine) = self.by_client.remove(&client) else {
             return;
         };
@@ -176,7 +188,9 @@ impl Store {
             }
             dirty.push(w.client);
         }
-        self.watches.dirty.extend(dirty);
+        for c in dirty {
+            self.watches.mark_dirty(c);
+        }
     }
 
     /// Touches the watched keys of database `emptied` before it is flushed
@@ -216,7 +230,9 @@ impl Store {
             }
         }
         self.watches.by_key[emptied] = map;
-        self.watches.dirty.extend(dirty);
+        for c in dirty {
+            self.watches.mark_dirty(c);
+        }
     }
 }
 
@@ -239,6 +255,9 @@ mod tests {
         s.set(1, b"k", Value::Int(1), Ttl::None);
         assert!(!s.watches.is_dirty(1));
         assert!(s.watches.is_dirty(2));
+        // A dirty client's watches are dropped, its flag kept.
+        assert_eq!(s.watches.watching(2), 0);
+        assert_eq!(s.watches.watching(1), 1);
         s.watches.unwatch_all(1);
         s.watches.unwatch_all(2);
         assert!(!s.watches.active());
