@@ -709,13 +709,20 @@ fn optimistic_counter_under_contention() {
                 let mut retries = 0u64;
                 for _ in 0..500 {
                     loop {
-                        assert_eq!(c.cmd_str(&["WATCH", "counter"]), b"+OK\r\n");
-                        let reply = c.cmd_str(&["GET", "counter"]);
-                        let n = bulk_int(&reply).unwrap_or(0);
-                        assert_eq!(c.cmd_str(&["MULTI"]), b"+OK\r\n");
+                        // WATCH and GET in one write, then MULTI, SET and
+                        // EXEC in another: two round trips per attempt.
+                        c.send(&encode(&[b"WATCH", b"counter"]));
+                        c.send(&encode(&[b"GET", b"counter"]));
+                        assert_eq!(c.read_reply(), b"+OK\r\n");
+                        let n = bulk_int(&c.read_reply()).unwrap_or(0);
                         let next = (n + 1).to_string();
-                        assert_eq!(c.cmd_str(&["SET", "counter", &next]), b"+QUEUED\r\n");
-                        match c.cmd_str(&["EXEC"]).as_slice() {
+                        let mut tx = encode(&[b"MULTI"]);
+                        tx.extend(encode(&[b"SET", b"counter", next.as_bytes()]));
+                        tx.extend(encode(&[b"EXEC"]));
+                        c.send(&tx);
+                        assert_eq!(c.read_reply(), b"+OK\r\n");
+                        assert_eq!(c.read_reply(), b"+QUEUED\r\n");
+                        match c.read_reply().as_slice() {
                             b"*1\r\n+OK\r\n" => break,
                             b"*-1\r\n" => retries += 1,
                             other => panic!("EXEC: {}", String::from_utf8_lossy(other)),
@@ -726,11 +733,13 @@ fn optimistic_counter_under_contention() {
             })
         })
         .collect();
-    for w in workers {
-        w.join().expect("worker");
-    }
+    let retries: u64 = workers.into_iter().map(|w| w.join().expect("worker")).sum();
     let mut c = server.raw();
-    assert_eq!(c.cmd_str(&["GET", "counter"]), b"$4\r\n4000\r\n");
+    assert_eq!(
+        c.cmd_str(&["GET", "counter"]),
+        b"$4\r\n4000\r\n",
+        "after {retries} retries"
+    );
 }
 
 /// A fixed-window rate limiter (MULTI, create the window key with a TTL if
