@@ -84,10 +84,10 @@ fn dispatch(
     invoke(store, server, client, id, argv, out)
 }
 
-/// The checks before a command may run or be queued, in Redis's order.
-/// A failure carries the command when it was found (for EXEC's own
-/// rejection).
-fn check(
+/// The checks before a command may run or be queued, in Redis's order:
+/// existence, arity, authentication, no_multi inside MULTI. A failure
+/// carries the command when it was found (for EXEC's own rejection).
+pub(crate) fn check(
     server: &ServerState,
     client: &Client,
     argv: Argv<'_>,
