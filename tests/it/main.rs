@@ -6,3 +6,5 @@ mod support;
 
 mod basics;
 mod multi;
+mod multi_load;
+mod watch;
