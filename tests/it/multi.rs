@@ -258,3 +258,40 @@ fn pipelined_transaction_in_one_write() {
     }
     t.run(&["A GET k"]);
 }
+
+#[test]
+#[ignore = "needs RESET"]
+fn reset_discards_the_transaction_and_the_watches() {
+    let mut t = Tx::new();
+    t.run(&[
+        "A MULTI",
+        "A SET k v",
+        "A RESET",
+        "A EXEC",
+        "A GET k",
+        "A WATCH k",
+        "A RESET",
+        "B SET k 1",
+        "A MULTI",
+        "A GET k",
+        "A EXEC",
+    ]);
+}
+
+/// Inside EXEC a blocking command does not block: it answers as if its
+/// timeout had passed.
+#[test]
+#[ignore = "needs BLPOP"]
+fn blocking_commands_do_not_block_in_exec() {
+    let mut t = Tx::new();
+    t.run(&[
+        "A MULTI",
+        "A BLPOP nolist 0",
+        "A SET k v",
+        "A EXEC",
+        "A RPUSH l a",
+        "A MULTI",
+        "A BLPOP l 0",
+        "A EXEC",
+    ]);
+}
