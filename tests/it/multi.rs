@@ -150,6 +150,11 @@ fn queue_time_errors_abort_exec() {
         "A SET k 2",
         "A EXEC",
         "A GET k",
+        // Unknown subcommand.
+        "A MULTI",
+        "A COMMAND NOSUCH",
+        "A SET k 2",
+        "A EXEC",
         // Wrong arity.
         "A MULTI",
         "A SET k",
