@@ -45,6 +45,13 @@ pub enum Error {
     Protocol(Cow<'static, str>),
     /// `-BUSY ...`
     Busy,
+    /// `-ERR Command not allowed inside a transaction` (no_multi commands).
+    NotAllowedInMulti,
+    /// `-EXECABORT Transaction discarded because of previous errors.`
+    ExecAbort,
+    /// `-EXECABORT Transaction discarded because of: <reason>` (EXEC itself
+    /// was rejected, e.g. by its arity check).
+    ExecAbortBecause(String),
     /// `-ERR <text>`: a one-off message of Redis's with the ERR prefix.
     Err(Cow<'static, str>),
     /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
@@ -94,6 +101,11 @@ impl Error {
             Error::Protocol(reason) => format!("ERR Protocol error: {reason}").into(),
             Error::Busy => {
                 "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into()
+            }
+            Error::NotAllowedInMulti => "ERR Command not allowed inside a transaction".into(),
+            Error::ExecAbort => "EXECABORT Transaction discarded because of previous errors.".into(),
+            Error::ExecAbortBecause(reason) => {
+                format!("EXECABORT Transaction discarded because of: {reason}").into()
             }
             Error::Err(msg) => format!("ERR {msg}").into(),
             Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),

@@ -16,6 +16,7 @@ pub mod server;
 pub mod spec;
 pub mod string;
 pub mod table;
+pub mod tx;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -56,4 +57,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    tx::COMMANDS,
 ];

@@ -27,6 +27,9 @@ pub struct Config {
     pub protected_mode: bool,
     /// Network threads.
     pub io_threads: usize,
+    /// client-query-buffer-limit: a client whose MULTI queue would hold
+    /// more bytes than this is closed.
+    pub client_query_buffer_limit: usize,
 }
 
 impl Default for Config {
@@ -43,6 +46,7 @@ impl Default for Config {
             logfile: String::new(),
             protected_mode: true,
             io_threads: 1,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
         }
     }
 }

@@ -1,14 +1,15 @@
 //! Running one command, in Redis's `processCommand` order: lookup, arity,
-//! authentication, then the handler. Replies go straight into the batch's
-//! output buffer.
+//! authentication, the MULTI checks, then either queueing (inside MULTI) or
+//! the handler. Replies go straight into the batch's output buffer.
 
 use super::client::{Client, ReplyMode, ToConn};
-use super::{clock, Executor};
-use crate::cmd::table::flag;
+use super::{clock, multi, Executor, ServerState};
+use crate::cmd::table::{flag, CommandId};
 use crate::cmd::{Argv, Ctx};
-use crate::error::Error;
+use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::net::request::Batch;
+use crate::store::Store;
 
 impl Executor {
     /// Runs every command of a batch for client `id` and sends the replies.
@@ -29,7 +30,9 @@ impl Executor {
         // A send fails only when the connection task is gone; its
         // Disconnect message will follow.
         let _ = client.tx.send(ToConn::Replies { batch, out, close });
-        if !close {
+        if close {
+            self.store.watches.unwatch_all(id);
+        } else {
             self.server.clients.insert(id, client);
         }
     }
@@ -43,10 +46,9 @@ impl Executor {
         if client.reply_mode == ReplyMode::Skip {
             client.reply_mode = ReplyMode::SkipThis;
         }
-        let resp3 = client.resp3;
-        let result = self.dispatch(client, argv, out, resp3);
+        let result = dispatch(&mut self.store, &mut self.server, client, argv, out);
         if let Err(e) = result {
-            self.count_error(&e);
+            count_error(&mut self.server, &e);
             ReplyBuf::new(out, client.resp3).error(&e);
         }
         match client.reply_mode {
@@ -59,71 +61,127 @@ impl Executor {
             ReplyMode::Skip => {}
         }
     }
+}
 
-    fn dispatch(
-        &mut self,
-        client: &mut Client,
-        argv: Argv<'_>,
-        out: &mut Vec<u8>,
-        resp3: bool,
-    ) -> Result<(), Error> {
-        let table = &self.server.table;
-        let name = argv.get(0);
-        let Some(mut id) = table.lookup(name) else {
-            self.server.stats.rejected_calls += 1;
-            let args: Vec<&[u8]> = argv.iter_from(1).collect();
-            return Err(Error::unknown_command(name, &args));
-        };
-        if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
-            match table.lookup_sub(id, argv.get(1)) {
-                Some(sub) => id = sub,
-                None => {
-                    self.server.stats.rejected_calls += 1;
-                    let mut sub = String::from_utf8_lossy(argv.get(1)).into_owned();
-                    sub.truncate(128);
-                    return Err(Error::UnknownSubcommand {
-                        sub,
-                        cmd: table.commands[id].name.to_uppercase(),
-                    });
-                }
+/// Checks a command and runs or queues it (Redis `processCommand`).
+fn dispatch(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    let id = match check(server, client, argv) {
+        Ok(id) => id,
+        Err((id, e)) => return Err(reject(store, server, client, id, e)),
+    };
+    let cmd = &server.table.commands[id];
+    client.last_cmd.clear();
+    client.last_cmd.push_str(&cmd.name);
+    if client.multi.is_some() && !multi::runs_in_multi(&cmd.name) {
+        return multi::queue(store, server, client, id, argv, out);
+    }
+    invoke(store, server, client, id, argv, out)
+}
+
+/// The checks before a command may run or be queued, in Redis's order:
+/// existence, arity, authentication, no_multi inside MULTI. A failure
+/// carries the command when it was found (for EXEC's own rejection).
+pub(crate) fn check(
+    server: &ServerState,
+    client: &Client,
+    argv: Argv<'_>,
+) -> Result<CommandId, (Option<CommandId>, Error)> {
+    let table = &server.table;
+    let name = argv.get(0);
+    let Some(mut id) = table.lookup(name) else {
+        let args: Vec<&[u8]> = argv.iter_from(1).collect();
+        return Err((None, Error::unknown_command(name, &args)));
+    };
+    if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
+        match table.lookup_sub(id, argv.get(1)) {
+            Some(sub) => id = sub,
+            None => {
+                let mut sub = String::from_utf8_lossy(argv.get(1)).into_owned();
+                sub.truncate(128);
+                let cmd = table.commands[id].name.to_uppercase();
+                return Err((None, Error::UnknownSubcommand { sub, cmd }));
             }
         }
-        let cmd = &table.commands[id];
-        if !cmd.arity_ok(argv.len()) || cmd.handler.is_none() {
-            self.server.stats.rejected_calls += 1;
-            return Err(Error::WrongArity(cmd.name.clone()));
-        }
-        if !client.authenticated && !cmd.has(flag::NO_AUTH) {
-            self.server.stats.rejected_calls += 1;
-            return Err(Error::NoAuth);
-        }
-        // invariant: handler checked for None just above.
-        let handler = cmd.handler.expect("checked above");
-        client.last_cmd.clear();
-        client.last_cmd.push_str(&cmd.name);
-        let started = std::time::Instant::now();
-        let result = {
-            let mut ctx = Ctx {
-                store: &mut self.store,
-                client,
-                reply: ReplyBuf::new(out, resp3),
-                server: &mut self.server,
-            };
-            handler(&mut ctx, argv)
-        };
-        let cmd = &mut self.server.table.commands[id];
-        cmd.calls += 1;
-        cmd.usec += started.elapsed().as_micros() as u64;
-        self.server.stats.total_commands_processed += 1;
-        if result.is_err() {
-            self.server.stats.failed_calls += 1;
-        }
-        result
     }
+    let cmd = &table.commands[id];
+    if !cmd.arity_ok(argv.len()) || cmd.handler.is_none() {
+        return Err((Some(id), Error::WrongArity(cmd.name.clone())));
+    }
+    if !client.authenticated && !cmd.has(flag::NO_AUTH) {
+        return Err((Some(id), Error::NoAuth));
+    }
+    if client.multi.is_some() && cmd.has(flag::NO_MULTI) {
+        return Err((Some(id), Error::NotAllowedInMulti));
+    }
+    Ok(id)
+}
 
-    fn count_error(&mut self, e: &Error) {
-        let msg = e.message();
-        let prefix = msg.split(' ').next().unwrap_or("ERR").to_string();
-        *self.server.stats.errors.entry(prefix).or_insert(0) += 1;
+/// Redis `rejectCommand`: counts the rejection and flags an open
+/// transaction so its EXEC fails. When EXEC itself is rejected, the
+/// transaction is discarded and the error says so (execCommandAbort), even
+/// outside MULTI.
+fn reject(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    id: Option<CommandId>,
+    e: Error,
+) -> Error {
+    server.stats.rejected_calls += 1;
+    multi::flag_transaction(client);
+    let is_exec = id.is_some_and(|id| server.table.commands[id].name == "exec");
+    if !is_exec {
+        return e;
     }
+    multi::discard_transaction(client, store);
+    let msg = e.message();
+    let reason = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    Error::ExecAbortBecause(reason.to_string())
+}
+
+/// Runs the handler of the resolved command `id` and keeps its statistics
+/// (Redis `call`). Used for direct commands and for each command of EXEC.
+pub(crate) fn invoke(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    id: CommandId,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    let Some(handler) = server.table.commands[id].handler else {
+        return Err(Error::WrongArity(server.table.commands[id].name.clone()));
+    };
+    let started = std::time::Instant::now();
+    let resp3 = client.resp3;
+    let result = {
+        let mut ctx = Ctx {
+            store,
+            client,
+            reply: ReplyBuf::new(out, resp3),
+            server,
+        };
+        handler(&mut ctx, argv)
+    };
+    let cmd = &mut server.table.commands[id];
+    cmd.calls += 1;
+    cmd.usec += started.elapsed().as_micros() as u64;
+    server.stats.total_commands_processed += 1;
+    if result.is_err() {
+        server.stats.failed_calls += 1;
+    }
+    result
+}
+
+/// Counts an error reply by its prefix (INFO errorstats).
+pub(crate) fn count_error(server: &mut ServerState, e: &Error) {
+    let msg = e.message();
+    let prefix = msg.split(' ').next().unwrap_or("ERR").to_string();
+    *server.stats.errors.entry(prefix).or_insert(0) += 1;
 }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::multi::MultiState;
 use crate::net::request::Batch;
 
 /// A message from the executor to a connection task.
@@ -85,6 +86,9 @@ pub struct Client {
     /// Set while commands run inside EXEC or a script: blocking commands
     /// then act like their non-blocking forms, as in Redis.
     pub deny_blocking: bool,
+    /// The open transaction, between MULTI and EXEC/DISCARD (Redis
+    /// `CLIENT_MULTI` plus `mstate`).
+    pub multi: Option<Box<MultiState>>,
 }
 
 impl Client {
@@ -114,6 +118,14 @@ impl Client {
             qbuf: 0,
             kind: ClientKind::Normal,
             deny_blocking: false,
+            multi: None,
         }
+    }
+
+    /// Commands queued when the client is in MULTI (CLIENT LIST `multi=`,
+    /// `-1` when None; flag `x` when Some). The count stays while EXEC
+    /// runs, as in Redis.
+    pub fn multi_len(&self) -> Option<usize> {
+        self.multi.as_ref().map(|m| m.len())
     }
 }

@@ -10,6 +10,7 @@
 pub mod call;
 pub mod client;
 pub mod clock;
+pub mod multi;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -244,6 +245,7 @@ impl Executor {
             } => self.run_batch(id, batch, out, qbuf),
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
+                self.store.watches.unwatch_all(id);
             }
         }
     }

@@ -11,10 +11,12 @@ pub mod dict;
 pub mod expire;
 pub mod list;
 pub mod value;
+pub mod watch;
 
 use self::bytes::CompactBytes;
 use self::dict::{Dict, Entry};
 use self::value::Value;
+use self::watch::Watches;
 
 /// One numbered database.
 #[derive(Default)]
@@ -75,6 +77,8 @@ pub struct Store {
     pub track_writes: bool,
     /// Databases flushed or swapped since the last drain.
     pub touched_dbs: Vec<usize>,
+    /// WATCHed keys and the clients whose watched keys changed.
+    pub watches: Watches,
 }
 
 /// Expiry to apply when writing a key.
@@ -98,6 +102,7 @@ impl Store {
             touched: Vec::new(),
             track_writes: false,
             touched_dbs: Vec::new(),
+            watches: Watches::default(),
         }
     }
 
@@ -240,7 +245,8 @@ impl Store {
     /// Inserts `key` known to be absent (after a failed [`Store::get`]).
     pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> &mut Entry {
         let lru = self.lru_clock();
-        self.signal_modified(db, key);
+        // Signalled before the insert, so tell WATCH the key will exist.
+        self.note_write(db, key, Some(true));
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
         d.dict.insert_new(h, CompactBytes::new(key), value, 0, lru)
@@ -282,15 +288,29 @@ impl Store {
     /// that WATCH and blocked clients read.
     #[inline]
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
+        self.note_write(db, key, None);
+    }
+
+    /// [`Store::signal_modified`] with what is known about the key's
+    /// presence after the write (None: WATCH looks it up if it needs to).
+    #[inline]
+    fn note_write(&mut self, db: usize, key: &[u8], present: Option<bool>) {
         self.stats.dirty += 1;
         if self.track_writes {
             self.touched.push((db, key.to_vec()));
+        }
+        if self.watches.active() {
+            self.touch_watched(db, key, present);
         }
     }
 
     /// Empties database `db` and returns its old contents so the caller may
     /// free them on another thread (FLUSHDB ASYNC).
     pub fn flush_db(&mut self, db: usize) -> Dict {
+        // While the keys are still there, as Redis's signalFlushedDb.
+        if self.watches.active() {
+            self.touch_all_watched(db, None);
+        }
         let d = &mut self.dbs[db];
         let n = d.len() as u64;
         d.volatile = 0;
@@ -304,6 +324,12 @@ impl Store {
 
     /// Swaps two databases (SWAPDB).
     pub fn swap_db(&mut self, a: usize, b: usize) {
+        // Watchers stay with their database number, so each sees the other
+        // database's keys afterwards (Redis dbSwapDatabases).
+        if a != b && self.watches.active() {
+            self.touch_all_watched(a, Some(b));
+            self.touch_all_watched(b, Some(a));
+        }
         self.dbs.swap(a, b);
         self.stats.dirty += 1;
         if self.track_writes {

@@ -10,3 +10,6 @@ mod keys;
 mod incr;
 mod string;
 mod string_random;
+mod multi;
+mod multi_load;
+mod watch;

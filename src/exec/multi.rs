@@ -1,0 +1,154 @@
+//! MULTI/EXEC machinery (the client half of Redis's `multi.c`): the queue
+//! of commands a client builds between MULTI and EXEC, the queue-time
+//! checks, and running the queue.
+//!
+//! The keyspace half of WATCH (who watches what, who is dirty) is
+//! `store/watch.rs`. The command handlers are `cmd/tx.rs`.
+//!
+//! A transaction is atomic because the executor is one thread: EXEC runs
+//! every queued command before it returns, and nothing else runs meanwhile.
+//!
+//! Memory bound: queued commands are copied out of the request buffer, so a
+//! client could grow without limit by queueing. Redis 7.0 only bounds this
+//! through client eviction (`maxmemory-clients`, off by default), which
+//! closes the connection. ferrokv closes a client whose queued commands
+//! (argument bytes plus per-argument overhead) would pass
+//! `client-query-buffer-limit` (1 GB by default), the same bound and the
+//! same outcome as for an oversized query buffer.
+
+use super::call;
+use super::client::Client;
+use super::ServerState;
+use crate::cmd::table::CommandId;
+use crate::cmd::Argv;
+use crate::error::{CmdResult, Error};
+use crate::net::reply::ReplyBuf;
+use crate::net::request::OwnedArgv;
+use crate::store::Store;
+
+/// One queued command, resolved at queue time as Redis does.
+struct Queued {
+    id: CommandId,
+    argv: OwnedArgv,
+}
+
+/// The state of a client between MULTI and EXEC/DISCARD.
+#[derive(Default)]
+pub struct MultiState {
+    cmds: Vec<Queued>,
+    /// Commands queued (CLIENT LIST `multi=`); kept while EXEC runs them.
+    count: usize,
+    /// Memory held by the queue, in bytes.
+    bytes: usize,
+    /// A command was rejected while queueing (Redis `CLIENT_DIRTY_EXEC`):
+    /// EXEC answers EXECABORT.
+    pub dirty_exec: bool,
+}
+
+impl MultiState {
+    /// Number of commands queued.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes held by the queued commands (CLIENT LIST `multi-mem`).
+    pub fn mem(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Commands that run at once inside MULTI instead of being queued (the
+/// list in Redis 7.0's processCommand).
+pub fn runs_in_multi(name: &str) -> bool {
+    matches!(
+        name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Redis `flagTransaction`: a command was rejected while the client is in
+/// MULTI, so its EXEC must fail.
+pub fn flag_transaction(client: &mut Client) {
+    if let Some(m) = client.multi.as_mut() {
+        m.dirty_exec = true;
+    }
+}
+
+/// Redis `discardTransaction`: leaves MULTI, drops the queue and every
+/// watched key (DISCARD, EXEC, RESET).
+pub fn discard_transaction(client: &mut Client, store: &mut Store) {
+    client.multi = None;
+    store.watches.unwatch_all(client.id);
+}
+
+/// Queues `argv` (command `id`) and replies `+QUEUED`. Nothing is stored
+/// once the transaction is bound to fail (a rejected command, a touched
+/// watched key), as in Redis 7.0's queueMultiCommand.
+pub fn queue(
+    store: &Store,
+    server: &ServerState,
+    client: &mut Client,
+    id: CommandId,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    let dirty_cas = store.watches.is_dirty(client.id);
+    let limit = server.config.client_query_buffer_limit;
+    let Some(m) = client.multi.as_mut() else {
+        return Err(Error::err("EXEC without MULTI"));
+    };
+    if !m.dirty_exec && !dirty_cas {
+        let argv = argv.to_owned();
+        let size = argv.size() + std::mem::size_of::<Queued>();
+        if m.bytes.saturating_add(size) > limit {
+            tracing::warn!(
+                client = client.id,
+                "closing client whose MULTI queue reached client-query-buffer-limit"
+            );
+            client.multi = None;
+            client.close_after_reply = true;
+            return Ok(());
+        }
+        m.bytes += size;
+        m.count += 1;
+        m.cmds.push(Queued { id, argv });
+    }
+    ReplyBuf::new(out, client.resp3).simple("QUEUED");
+    Ok(())
+}
+
+/// Runs the queue of a client whose EXEC may proceed (no queue-time error,
+/// no touched watched key) and writes the array of replies. Commands run in
+/// order without anything in between; an error is replied in place and the
+/// rest still run. Blocking commands act non-blocking meanwhile.
+pub fn run_queue(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    // Unwatch first, as Redis does: the transaction's own writes must not
+    // mark this client dirty.
+    store.watches.unwatch_all(client.id);
+    let cmds = match client.multi.as_mut() {
+        Some(m) => std::mem::take(&mut m.cmds),
+        None => return Err(Error::err("EXEC without MULTI")),
+    };
+    let deny_blocking = client.deny_blocking;
+    client.deny_blocking = true;
+    ReplyBuf::new(out, client.resp3).array(cmds.len());
+    for q in &cmds {
+        if let Err(e) = call::invoke(store, server, client, q.id, q.argv.argv(), out) {
+            call::count_error(server, &e);
+            ReplyBuf::new(out, client.resp3).error(&e);
+        }
+    }
+    client.deny_blocking = deny_blocking;
+    client.multi = None;
+    Ok(())
+}
