@@ -6,10 +6,10 @@ mod support;
 
 mod basics;
 mod expire;
-mod keys;
 mod incr;
-mod string;
-mod string_random;
+mod keys;
 mod multi;
 mod multi_load;
+mod string;
+mod string_random;
 mod watch;

@@ -140,7 +140,6 @@ fn fixed_window_rate_limiter() {
 }
 
 #[test]
-#[ignore = "needs EXPIRE"]
 fn fixed_window_rate_limiter_with_expire() {
     let server = start();
     let port = server.port;

@@ -239,7 +239,6 @@ fn watch_and_expiry() {
 }
 
 #[test]
-#[ignore = "needs EXPIRE and PERSIST"]
 fn watch_expire_commands() {
     let mut t = Tx::new();
     t.run(&[
@@ -264,7 +263,6 @@ fn watch_expire_commands() {
 }
 
 #[test]
-#[ignore = "needs RENAME"]
 fn watch_rename() {
     let mut t = Tx::new();
     t.run(&[
@@ -309,7 +307,6 @@ fn watch_flushdb() {
 }
 
 #[test]
-#[ignore = "needs SWAPDB"]
 fn watch_swapdb() {
     let mut t = Tx::new();
     t.run(&[
@@ -373,7 +370,6 @@ fn watch_swapdb() {
 }
 
 #[test]
-#[ignore = "needs MOVE"]
 fn watch_move() {
     let mut t = Tx::new();
     t.run(&[
