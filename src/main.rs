@@ -1,16 +1,49 @@
-//! The `ferrokv` binary: parse the command line like redis-server, start the
-//! server, wait for SHUTDOWN or a signal.
+//! The `ferrokv` binary: parse the command line like redis-server, load the
+//! configuration, start the server, wait for SHUTDOWN or a signal.
 
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-use ferrokv::config::Config;
+use ferrokv::config::cli::{self, Action};
+use ferrokv::config::{file, Config};
 use ferrokv::Server;
 
 fn main() {
-    let config = Config::default();
-    tracing_subscriber::fmt().with_target(false).init();
+    let (file_path, from_stdin, options) = match cli::parse(std::env::args().skip(1).collect()) {
+        Action::Version => {
+            println!("{}", cli::version_line());
+            std::process::exit(0);
+        }
+        Action::Help => {
+            eprint!("{}", cli::USAGE);
+            std::process::exit(1);
+        }
+        Action::Run {
+            file,
+            from_stdin,
+            options,
+        } => (file, from_stdin, options),
+    };
+    let mut config = Config::default();
+    if let Err(e) = file::load(&mut config, file_path.as_deref(), from_stdin, &options) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    if let Err(e) = cli::init_logging(&config.loglevel, &config.logfile) {
+        eprintln!("Can't open the log file: {e}");
+        std::process::exit(1);
+    }
+    if file_path.is_none() && !from_stdin {
+        tracing::warn!(
+            "Warning: no config file specified, using the default config. In order to specify a config file use ferrokv /path/to/redis.conf"
+        );
+    }
+    let config_file = file_path.map(|p| {
+        std::fs::canonicalize(&p)
+            .map(|c| c.display().to_string())
+            .unwrap_or(p)
+    });
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads.max(1))
         .enable_all()
@@ -23,24 +56,46 @@ fn main() {
         }
     };
     let code = rt.block_on(async move {
-        let server = match Server::start(config).await {
+        let server = match Server::start_with_file(config, config_file).await {
             Ok(s) => s,
             Err(e) => {
-                tracing::error!("{e}");
+                tracing::warn!("{e}");
                 return 1;
             }
         };
         tracing::info!(
-            version = ferrokv::VERSION,
-            port = server.port(),
-            pid = std::process::id(),
-            "ferrokv ready to accept connections"
+            "ferrokv {} (Redis {} compatible) started, port={} pid={}",
+            ferrokv::VERSION,
+            ferrokv::REDIS_VERSION,
+            server.port(),
+            std::process::id()
         );
-        tokio::select! {
-            _ = server.wait() => {}
-            _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT, shutting down"),
-        }
+        tracing::info!("Ready to accept connections");
+        wait_for_exit(&server).await;
+        tracing::info!("ferrokv is now ready to exit, bye bye...");
         0
     });
     std::process::exit(code);
+}
+
+/// Returns on SHUTDOWN, SIGINT or SIGTERM.
+async fn wait_for_exit(server: &Server) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        if let (Ok(mut term), Ok(mut int)) = (term, int) {
+            tokio::select! {
+                _ = server.wait() => {}
+                _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
+                _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+            }
+            return;
+        }
+    }
+    tokio::select! {
+        _ = server.wait() => {}
+        _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+    }
 }

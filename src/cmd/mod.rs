@@ -8,7 +8,9 @@
 
 pub mod args;
 pub mod command;
+pub mod config;
 pub mod connection;
+pub mod info;
 pub mod keys;
 pub mod server;
 pub mod spec;
@@ -51,5 +53,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     keys::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    config::COMMANDS,
     command::COMMANDS,
 ];

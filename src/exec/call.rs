@@ -90,11 +90,14 @@ impl Executor {
         }
         let cmd = &table.commands[id];
         if !cmd.arity_ok(argv.len()) || cmd.handler.is_none() {
+            let e = Error::WrongArity(cmd.name.clone());
             self.server.stats.rejected_calls += 1;
-            return Err(Error::WrongArity(cmd.name.clone()));
+            self.server.table.commands[id].rejected_calls += 1;
+            return Err(e);
         }
         if !client.authenticated && !cmd.has(flag::NO_AUTH) {
             self.server.stats.rejected_calls += 1;
+            self.server.table.commands[id].rejected_calls += 1;
             return Err(Error::NoAuth);
         }
         // invariant: handler checked for None just above.
@@ -117,6 +120,7 @@ impl Executor {
         self.server.stats.total_commands_processed += 1;
         if result.is_err() {
             self.server.stats.failed_calls += 1;
+            cmd.failed_calls += 1;
         }
         result
     }
