@@ -56,6 +56,9 @@ fn main() {
         }
     };
     let code = rt.block_on(async move {
+        // Handlers go in before the port opens, so a SIGTERM sent as soon
+        // as clients can connect is already a graceful shutdown.
+        let signals = Signals::install();
         let server = match Server::start_with_file(config, config_file).await {
             Ok(s) => s,
             Err(e) => {
@@ -71,21 +74,41 @@ fn main() {
             std::process::id()
         );
         tracing::info!("Ready to accept connections");
-        wait_for_exit(&server).await;
+        signals.wait(&server).await;
         tracing::info!("ferrokv is now ready to exit, bye bye...");
         0
     });
     std::process::exit(code);
 }
 
-/// Returns on SHUTDOWN, SIGINT or SIGTERM.
-async fn wait_for_exit(server: &Server) {
+/// SIGTERM and SIGINT listeners.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let term = signal(SignalKind::terminate());
-        let int = signal(SignalKind::interrupt());
-        if let (Ok(mut term), Ok(mut int)) = (term, int) {
+    unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let unix = match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                (Ok(t), Ok(i)) => Some((t, i)),
+                _ => None,
+            };
+            Signals { unix }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// Returns on SHUTDOWN, SIGINT or SIGTERM.
+    async fn wait(self, server: &Server) {
+        #[cfg(unix)]
+        if let Some((mut term, mut int)) = self.unix {
             tokio::select! {
                 _ = server.wait() => {}
                 _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
@@ -93,9 +116,9 @@ async fn wait_for_exit(server: &Server) {
             }
             return;
         }
-    }
-    tokio::select! {
-        _ = server.wait() => {}
-        _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        tokio::select! {
+            _ = server.wait() => {}
+            _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
+        }
     }
 }

@@ -315,6 +315,14 @@ impl Config {
                 }
                 value::normalize_notify(args[0])?
             }
+            (Kind::Special, "shutdown-on-sigint" | "shutdown-on-sigterm") => {
+                let args: &[&[u8]] = if args.len() == 1 && args[0].is_empty() {
+                    &[]
+                } else {
+                    args
+                };
+                value::normalize_shutdown_flags(args)?
+            }
             (Kind::Special, "replicaof") => value::normalize_replicaof(args)?,
             (Kind::Special, "latency-tracking-info-percentiles") => {
                 value::normalize_percentiles(args)?
@@ -367,6 +375,14 @@ mod tests {
                 "no default for {}",
                 p.name
             );
+        }
+    }
+
+    #[test]
+    fn every_captured_name_is_a_param() {
+        for line in params::DEFAULTS_TSV.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split('\t').next().unwrap_or("");
+            assert!(params::lookup(name.as_bytes()).is_some(), "unknown {name}");
         }
     }
 

@@ -362,6 +362,46 @@ pub fn normalize_percentiles(args: &[&[u8]]) -> Result<String, ValueError> {
     Ok(out.join(" "))
 }
 
+/// shutdown-on-sigint/sigterm: a set of flags (`default` is none).
+pub fn normalize_shutdown_flags(args: &[&[u8]]) -> Result<String, ValueError> {
+    const NAMES: [&str; 5] = ["default", "save", "nosave", "now", "force"];
+    let mut bits = 0u8;
+    for a in args {
+        match NAMES
+            .iter()
+            .position(|n| n.as_bytes().eq_ignore_ascii_case(a))
+        {
+            Some(0) => {}
+            Some(i) => bits |= 1 << (i - 1),
+            None => {
+                return Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    NAMES.join(", ")
+                )
+                .into())
+            }
+        }
+    }
+    if args.is_empty() {
+        return Err(format!(
+            "argument(s) must be one of the following: {}",
+            NAMES.join(", ")
+        )
+        .into());
+    }
+    if bits & 0b11 == 0b11 {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    if bits == 0 {
+        return Ok("default".into());
+    }
+    let set: Vec<&str> = (1..5)
+        .filter(|i| bits & (1 << (i - 1)) != 0)
+        .map(|i| NAMES[i])
+        .collect();
+    Ok(set.join(" "))
+}
+
 /// replicaof: `no one` or `host port`.
 pub fn normalize_replicaof(args: &[&[u8]]) -> Result<String, ValueError> {
     if args.len() != 2 {

@@ -1,0 +1,521 @@
+//! CONFIG GET/SET/RESETSTAT/HELP against redis-server, and the binary's
+//! command line and config file handling (mirrors Redis's
+//! unit/introspection and the config file tests).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::*;
+
+/// The bulk strings of a flat RESP2 array (or RESP3 map) reply.
+pub fn bulks(reply: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pos = reply
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(reply.len(), |n| n + 1);
+    while pos < reply.len() {
+        let nl = pos
+            + reply[pos..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .expect("line end");
+        let len: usize = std::str::from_utf8(&reply[pos + 1..nl - 1])
+            .expect("utf8")
+            .parse()
+            .expect("bulk length");
+        out.push(String::from_utf8_lossy(&reply[nl + 1..nl + 1 + len]).into_owned());
+        pos = nl + 1 + len + 2;
+    }
+    out
+}
+
+fn as_map(reply: &[u8]) -> BTreeMap<String, String> {
+    let b = bulks(reply);
+    b.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect()
+}
+
+/// Parameters whose defaults differ on purpose (ferrokv's documented
+/// defaults, or how the test servers are started).
+const DIFFERENT: &[&str] = &[
+    "bind",
+    "dir",
+    "port",
+    "save",
+    "pidfile",
+    "daemonize",
+    "logfile",
+];
+
+#[test]
+fn config_get_star_has_redis_names_and_defaults() {
+    let mut p = Pair::new();
+    let (ours, theirs) = p.both(&["CONFIG", "GET", "*"]);
+    let (ours, theirs) = (as_map(&ours), as_map(&theirs));
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (k, v) in &theirs {
+        if !DIFFERENT.contains(&k.as_str()) {
+            assert_eq!(&ours[k], v, "default of {k}");
+        }
+    }
+}
+
+#[test]
+fn config_get_patterns_and_aliases() {
+    let mut p = Pair::new();
+    for name in [
+        "maxmemory",
+        "lua-time-limit",
+        "busy-reply-threshold",
+        "slaveof",
+        "HZ",
+        "hash-max-ziplist-entries",
+        "nosuch",
+        "rdb-key-save-delay",
+    ] {
+        p.same(&["CONFIG", "GET", name]);
+    }
+    for pats in [
+        &["*max*"][..],
+        &["PO*", "port"],
+        &["*-ziplist-*", "hz", "lua*"],
+        &["[a-c]*"],
+        &["?z"],
+    ] {
+        let mut args = vec!["CONFIG", "GET"];
+        args.extend_from_slice(pats);
+        let (ours, theirs) = p.both(&args);
+        let (mut ours, mut theirs) = (as_map(&ours), as_map(&theirs));
+        for k in DIFFERENT {
+            ours.remove(*k);
+            theirs.remove(*k);
+        }
+        assert_eq!(ours, theirs, "CONFIG GET {pats:?}");
+    }
+    p.same(&["CONFIG", "GET"]);
+    p.same(&["CONFIG"]);
+}
+
+#[test]
+fn config_get_resp3_is_a_map() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "GET", "maxmemory-policy"]);
+    let (ours, _) = p.both(&["HELLO", "3"]);
+    if ours.starts_with(b"-") {
+        // HELLO is served by the connection family; without it there is no
+        // RESP3 to compare.
+        return;
+    }
+    p.same(&["CONFIG", "GET", "maxmemory-policy"]);
+    p.same(&["CONFIG", "GET", "no-such-param"]);
+}
+
+#[test]
+fn config_set_errors_match_redis() {
+    let mut p = Pair::new();
+    let cases: &[&[&str]] = &[
+        &["CONFIG", "SET", "port"],
+        &["CONFIG", "SET", "foo", "bar"],
+        &["CONFIG", "SET", "daemonize", "yes"],
+        &["CONFIG", "SET", "hz", "abc"],
+        &["CONFIG", "SET", "hz", "-1"],
+        &["CONFIG", "SET", "maxclients", "0"],
+        &["CONFIG", "SET", "loglevel", "foo"],
+        &["CONFIG", "SET", "protected-mode", "maybe"],
+        &["CONFIG", "SET", "proto-max-bulk-len", "10"],
+        &["CONFIG", "SET", "maxmemory", "1xb"],
+        &["CONFIG", "SET", "maxmemory", "-1"],
+        &["CONFIG", "SET", "hz", "10", "hz", "11"],
+        &["CONFIG", "SET", "hz", "10", "foo", "1", "daemonize", "no"],
+        &["CONFIG", "SET", "daemonize", "no", "foo", "1"],
+        &["CONFIG", "SET", "save", "abc"],
+        &["CONFIG", "SET", "save", "10"],
+        &["CONFIG", "SET", "save", "0 1"],
+        &["CONFIG", "SET", "dir", "/nonexistent"],
+        &["CONFIG", "SET", "dbfilename", "a/b"],
+        &["CONFIG", "SET", "maxmemory-clients", "200%"],
+        &["CONFIG", "SET", "maxmemory-clients", "-5"],
+        &["CONFIG", "SET", "unixsocketperm", "8"],
+        &["CONFIG", "SET", "notify-keyspace-events", "q"],
+        &["CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "master 1 2 3",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal x 2 3",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 abc",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 101",
+        ],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2 3000"],
+        &["CONFIG", "SET", "shutdown-on-sigint", "save nosave"],
+        &["CONFIG", "SET", "shutdown-on-sigterm", "bogus"],
+        &["CONFIG", "SET", "appendfsync", "sometimes"],
+        &["CONFIG", "SET", "maxmemory-policy", "lru"],
+        &["CONFIG", "SET", "list-max-listpack-size", "1.5"],
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-2"],
+        &["CONFIG", "SET", "replicaof", "no one"],
+        &["CONFIG", "SET", "lua-time-limit", "abc"],
+        &["CONFIG", "SET", "Port", "99999"],
+    ];
+    for c in cases {
+        let r = p.same(c);
+        assert!(r.starts_with(b"-ERR"), "{c:?} should fail");
+    }
+}
+
+#[test]
+fn config_set_values_read_back_like_redis() {
+    let mut p = Pair::new();
+    let cases: &[(&str, &str)] = &[
+        ("maxmemory", "1gb"),
+        ("maxmemory", "100mb"),
+        ("maxmemory-clients", "10%"),
+        ("notify-keyspace-events", "KEA"),
+        ("notify-keyspace-events", "Kgxe"),
+        ("notify-keyspace-events", ""),
+        ("save", "100 10 200 20"),
+        ("save", ""),
+        (
+            "client-output-buffer-limit",
+            "normal 1mb 2kb 3 pubsub 1 2 3",
+        ),
+        ("latency-tracking-info-percentiles", "50 99.99 100"),
+        ("shutdown-on-sigint", "NOW save force"),
+        ("shutdown-on-sigterm", "default now"),
+        ("oom-score-adj", "YES"),
+        ("loglevel", "WARNING"),
+        ("hz", "1000"),
+        ("lua-time-limit", "1234"),
+        ("timeout", "30"),
+        ("appendfsync", "always"),
+        ("slave-read-only", "no"),
+        ("proto-max-bulk-len", "2mb"),
+        ("active-defrag-ignore-bytes", "200mb"),
+        ("maxmemory-policy", "ALLKEYS-LRU"),
+        ("list-max-ziplist-size", "-3"),
+        ("requirepass", ""),
+    ];
+    for (name, value) in cases {
+        p.same(&["CONFIG", "SET", name, value]);
+        p.same(&["CONFIG", "GET", name]);
+    }
+    p.same(&["CONFIG", "GET", "busy-reply-threshold"]);
+    p.same(&["CONFIG", "GET", "replica-read-only"]);
+    // Several pairs at once, atomically: a bad value leaves all unchanged.
+    p.same(&["CONFIG", "SET", "maxmemory", "10mb", "timeout", "5"]);
+    p.same(&["CONFIG", "SET", "maxmemory", "20mb", "timeout", "abc"]);
+    p.same(&["CONFIG", "GET", "maxmemory"]);
+    p.same(&["CONFIG", "GET", "timeout"]);
+    p.same(&[
+        "CONFIG",
+        "SET",
+        "lua-time-limit",
+        "1",
+        "busy-reply-threshold",
+        "2",
+    ]);
+}
+
+#[test]
+fn config_help_resetstat_rewrite_match_redis() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "HELP"]);
+    p.same(&["CONFIG", "RESETSTAT"]);
+    p.same(&["CONFIG", "REWRITE"]);
+    p.same(&["CONFIG", "NOSUCH"]);
+    p.same(&["SET", "k", "v"]);
+    p.same(&["CONFIG", "RESETSTAT"]);
+    let (ours, theirs) = p.both(&["INFO", "stats"]);
+    for r in [ours, theirs] {
+        let s = String::from_utf8_lossy(&r).into_owned();
+        assert!(s.contains("total_commands_processed:1\r\n"), "{s}");
+    }
+}
+
+#[test]
+fn config_set_takes_effect() {
+    let server = start();
+    let mut c = server.raw();
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "requirepass", "s3cret"]),
+        b"+OK\r\n"
+    );
+    let mut other = server.raw();
+    assert!(other.cmd_str(&["GET", "k"]).starts_with(b"-NOAUTH"));
+    // Clients connected before the password was set stay authenticated.
+    assert_eq!(c.cmd_str(&["CONFIG", "SET", "requirepass", ""]), b"+OK\r\n");
+    let mut third = server.raw();
+    assert_eq!(third.cmd_str(&["GET", "k"]), b"$-1\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]),
+        b"+OK\r\n"
+    );
+    let big = "x".repeat(1024 * 1024 + 1);
+    let r = c.cmd_str(&["SET", "k", &big]);
+    assert!(
+        r.starts_with(b"-ERR Protocol error: invalid bulk length"),
+        "{}",
+        String::from_utf8_lossy(&r)
+    );
+    let mut d = server.raw();
+    assert_eq!(
+        d.cmd_str(&["CONFIG", "SET", "databases", "4"])[..5],
+        b"-ERR "[..]
+    );
+    assert_eq!(
+        d.cmd_str(&["CONFIG", "GET", "port"]),
+        encode_map(&["port", &server.port.to_string()])
+    );
+}
+
+fn encode_map(kv: &[&str]) -> Vec<u8> {
+    let a: Vec<&[u8]> = kv.iter().map(|s| s.as_bytes()).collect();
+    encode(&a)
+}
+
+// ---- the binary ----
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "ferrokv-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A ferrokv process, killed on drop.
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_bin(args: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    // A config file must come first, as for redis-server.
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend([
+        "--port".into(),
+        port.to_string(),
+        "--bind".into(),
+        "127.0.0.1".into(),
+    ]);
+    let child = bin()
+        .args(&all)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ferrokv");
+    let up = wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let mut proc = Proc(child);
+    assert!(up, "ferrokv did not start: {:?}", proc.0.try_wait());
+    (proc, port)
+}
+
+fn wait_exit(p: &mut Proc) -> Option<i32> {
+    let mut status = None;
+    wait_until(Duration::from_secs(5), || {
+        status = p.0.try_wait().ok().flatten();
+        status.is_some()
+    });
+    status.and_then(|s| s.code())
+}
+
+#[test]
+fn binary_port_flag_and_shutdown_exit_zero() {
+    let (mut proc, port) = spawn_bin(&["--save", "", "--hz", "20"]);
+    let mut c = Raw::connect(port);
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "hz"]),
+        encode_map(&["hz", "20"])
+    );
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "save"]),
+        encode_map(&["save", ""])
+    );
+    c.send(&encode(&[b"SHUTDOWN", b"NOSAVE"]));
+    assert!(c.is_closed());
+    assert_eq!(wait_exit(&mut proc), Some(0));
+}
+
+#[test]
+fn binary_sigterm_exits_zero() {
+    let (mut proc, _port) = spawn_bin(&[]);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(proc.0.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait_exit(&mut proc), Some(0));
+}
+
+#[test]
+fn binary_reads_config_file_with_quotes_include_and_units() {
+    let dir = temp_dir("conf");
+    let inc = dir.join("extra.conf");
+    std::fs::write(&inc, "hz 25\nmaxmemory 512mb\n").expect("write");
+    let main = dir.join("main.conf");
+    let text = format!(
+        "# a comment\n\n  masteruser \"pa ss\\x21\"\ninclude {}\nproto-max-bulk-len 2gb\nsave 100 1\nsave 200 2\nnotify-keyspace-events 'KEA'\nlua-time-limit 777\n",
+        inc.display()
+    );
+    std::fs::write(&main, text).expect("write");
+    let (_proc, port) = spawn_bin(&[main.to_str().expect("path")]);
+    let mut c = Raw::connect(port);
+    for (k, v) in [
+        ("masteruser", "pa ss!"),
+        ("hz", "25"),
+        ("maxmemory", "536870912"),
+        ("proto-max-bulk-len", "2147483648"),
+        ("save", "100 1 200 2"),
+        ("notify-keyspace-events", "AKE"),
+        ("busy-reply-threshold", "777"),
+    ] {
+        assert_eq!(c.cmd_str(&["CONFIG", "GET", k]), encode_map(&[k, v]), "{k}");
+    }
+    let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "server"])).into_owned();
+    assert!(
+        info.contains(&format!(
+            "config_file:{}",
+            std::fs::canonicalize(&main).expect("path").display()
+        )),
+        "{info}"
+    );
+    // requirepass from a file takes effect for new clients.
+    let auth = dir.join("auth.conf");
+    std::fs::write(&auth, "requirepass 'x y'\n").expect("write");
+    let (_proc2, port2) = spawn_bin(&[auth.to_str().expect("path")]);
+    assert!(Raw::connect(port2)
+        .cmd_str(&["PING"])
+        .starts_with(b"-NOAUTH"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Runs a binary and returns (exit code, stdout, stderr).
+fn run(mut cmd: Command) -> (Option<i32>, String, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_config_reports_like_redis_and_exits_1() {
+    let dir = temp_dir("bad");
+    let cases: &[(&str, &[&str])] = &[
+        ("port 7777\nfoo bar\n", &[]),
+        ("databases abc\n", &[]),
+        ("port \"7777\n", &[]),
+        ("maxmemory 1xb\n", &[]),
+        ("loglevel loud\n", &[]),
+        ("", &["--foo", "bar"]),
+        ("", &["--port"]),
+        ("", &["--hz", "abc"]),
+    ];
+    for (i, (text, extra)) in cases.iter().enumerate() {
+        let f = dir.join(format!("bad{i}.conf"));
+        std::fs::write(&f, text).expect("write");
+        let mut ours = bin();
+        ours.arg(&f).args(*extra);
+        let mut theirs = Command::new("redis-server");
+        theirs.arg(&f).args(*extra);
+        let (oc, _, oe) = run(ours);
+        let (tc, _, te) = run(theirs);
+        assert_eq!(oc, Some(1), "{text:?} {extra:?}");
+        assert_eq!(tc, Some(1));
+        assert_eq!(oe, te, "{text:?} {extra:?}");
+    }
+    let (code, _, err) = run({
+        let mut c = bin();
+        c.arg(dir.join("missing.conf"));
+        c
+    });
+    assert_eq!(code, Some(1));
+    assert!(err.contains("Fatal error, can't open config file"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn version_and_help() {
+    for flag in ["-v", "--version"] {
+        let (code, out, _) = run({
+            let mut c = bin();
+            c.arg(flag);
+            c
+        });
+        assert_eq!(code, Some(0));
+        assert!(out.starts_with("Redis server v=7.0.15 "), "{out}");
+        assert!(out.contains(&format!("ferrokv={}", env!("CARGO_PKG_VERSION"))));
+    }
+    for flag in ["-h", "--help"] {
+        let (code, _, err) = run({
+            let mut c = bin();
+            c.arg(flag);
+            c
+        });
+        assert_eq!(code, Some(1));
+        assert!(
+            err.starts_with("Usage: ./ferrokv [/path/to/redis.conf] [options] [-]"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn config_from_stdin() {
+    let port = free_port();
+    let mut child = bin()
+        .args(["-", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(b"maxmemory 1mb\n").expect("write stdin");
+    }
+    let mut proc = Proc(child);
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let mut c = Raw::connect(port);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "maxmemory"]),
+        encode_map(&["maxmemory", "1048576"])
+    );
+    c.send(&encode(&[b"SHUTDOWN"]));
+    assert_eq!(wait_exit(&mut proc), Some(0));
+}
