@@ -139,6 +139,9 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     shared
         .auth_required
         .store(next.requirepass.is_some(), Ordering::Relaxed);
+    shared
+        .protected_mode
+        .store(next.protected_mode, Ordering::Relaxed);
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);
     }

@@ -96,7 +96,7 @@ pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
             "cluster" => f.kv("cluster_enabled", 0),
             "keyspace" => {
                 for (i, db) in ctx.store.dbs.iter().enumerate() {
-                    if db.len() > 0 {
+                    if !db.is_empty() {
                         f.kv(
                             &format!("db{i}"),
                             format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile()),

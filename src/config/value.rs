@@ -280,7 +280,7 @@ pub fn normalize_obuf(current: &str, args: &[&[u8]]) -> Result<String, ValueErro
         .chunks(4)
         .map(|c| c.iter().map(|s| s.to_string()).collect())
         .collect();
-    if args.len() % 4 != 0 {
+    if !args.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut updates = Vec::new();

@@ -78,6 +78,8 @@ pub struct Shared {
     /// Whether requirepass is set (unauthenticated clients get smaller
     /// protocol limits).
     pub auth_required: AtomicBool,
+    /// protected-mode: refuse non-loopback clients while no password is set.
+    pub protected_mode: AtomicBool,
     /// Set when the server is shutting down.
     pub shutting_down: AtomicBool,
     /// Wakes the listener when the server shuts down.
@@ -221,7 +223,32 @@ impl Executor {
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
         self.store.active_expire_cycle(period / 4);
+        self.close_idle_clients();
         self.after_writes();
+    }
+
+    /// `timeout`: closes clients idle longer than the limit
+    /// (clientsCronHandleTimeout). Pub/sub clients are exempt, as in Redis.
+    fn close_idle_clients(&mut self) {
+        let limit_ms = self.server.config.timeout.saturating_mul(1000);
+        if limit_ms == 0 {
+            return;
+        }
+        let now = clock::now_ms();
+        let idle: Vec<u64> = self
+            .server
+            .clients
+            .values()
+            .filter(|c| c.kind == client::ClientKind::Normal)
+            .filter(|c| now.saturating_sub(c.last_interaction_ms) > limit_ms)
+            .map(|c| c.id)
+            .collect();
+        for id in idle {
+            if let Some(c) = self.server.clients.remove(&id) {
+                tracing::debug!("Closing idle client");
+                let _ = c.tx.send(ToConn::Close);
+            }
+        }
     }
 
     fn handle(&mut self, req: Request) {

@@ -84,6 +84,17 @@ pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: A
             });
             continue;
         }
+        if shared.protected_mode.load(Ordering::Relaxed)
+            && !shared.auth_required.load(Ordering::Relaxed)
+            && !addr.ip().is_loopback()
+            && !matches!(addr.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+        {
+            shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = sock.write_all(crate::error::DENIED_PROTECTED_MODE).await;
+            });
+            continue;
+        }
         tokio::spawn(super::conn::serve(sock, addr, exec.clone(), shared.clone()));
     }
 }

@@ -519,3 +519,70 @@ fn config_from_stdin() {
     c.send(&encode(&[b"SHUTDOWN"]));
     assert_eq!(wait_exit(&mut proc), Some(0));
 }
+
+#[test]
+fn timeout_closes_idle_clients() {
+    let server = start_with(|c| {
+        c.timeout = 1;
+        c.hz = 100;
+    });
+    let mut idle = server.raw();
+    assert_eq!(idle.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(
+        idle.is_closed(),
+        "idle client closed after `timeout` seconds"
+    );
+    let mut c = server.raw();
+    assert_eq!(c.cmd_str(&["CONFIG", "SET", "timeout", "0"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+/// A non-loopback address of this host, if it has one.
+fn external_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // No packet is sent: connecting a UDP socket only picks the route.
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+fn first_reply(ip: std::net::IpAddr, port: u16) -> Vec<u8> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect((ip, port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = s.write_all(b"PING\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn protected_mode_denies_non_loopback_clients_like_redis() {
+    let server = start_with(|c| c.bind = vec!["0.0.0.0".into()]);
+    let mut local = server.raw();
+    assert_eq!(local.cmd_str(&["PING"]), b"+PONG\r\n");
+    let Some(ip) = external_ip() else {
+        return;
+    };
+    let redis = spawn_redis_with(&["--bind", "0.0.0.0", "--protected-mode", "yes"]);
+    let ours = first_reply(ip, server.port);
+    assert!(ours.starts_with(b"-DENIED Redis is running in protected mode"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&first_reply(ip, redis.port))
+    );
+    assert_eq!(
+        local.cmd_str(&["CONFIG", "SET", "protected-mode", "no"]),
+        b"+OK\r\n"
+    );
+    use std::io::Read;
+    let mut remote = std::net::TcpStream::connect((ip, server.port)).expect("connect");
+    remote
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    remote.write_all(b"PING\r\n").expect("write");
+    let mut buf = [0u8; 7];
+    remote.read_exact(&mut buf).expect("read");
+    assert_eq!(&buf, b"+PONG\r\n");
+}
