@@ -586,3 +586,78 @@ fn protected_mode_denies_non_loopback_clients_like_redis() {
     remote.read_exact(&mut buf).expect("read");
     assert_eq!(&buf, b"+PONG\r\n");
 }
+
+#[test]
+fn config_rewrite_round_trips_through_the_file() {
+    let dir = temp_dir("rewrite");
+    let f = dir.join("r.conf");
+    std::fs::write(&f, "# keep me\nhz 15\nsave 100 1\nsave 200 2\n").expect("write");
+    let path = f.to_str().expect("path");
+    let (mut proc, port) = spawn_bin(&[path]);
+    let mut c = Raw::connect(port);
+    assert_eq!(
+        c.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "2mb",
+            "hz",
+            "30",
+            "requirepass",
+            "a b"
+        ]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd_str(&["CONFIG", "REWRITE"]), b"+OK\r\n");
+    c.send(&encode(&[b"SHUTDOWN"]));
+    assert_eq!(wait_exit(&mut proc), Some(0));
+    let text = std::fs::read_to_string(&f).expect("read");
+    assert!(text.starts_with("# keep me\nhz 30\n"), "{text}");
+    let (_proc, port) = spawn_bin(&[path]);
+    let mut c = Raw::connect(port);
+    assert!(c.cmd_str(&["PING"]).starts_with(b"-NOAUTH"));
+    let (_proc3, port3) = spawn_bin(&[path, "--requirepass", ""]);
+    let mut c = Raw::connect(port3);
+    for (k, v) in [
+        ("maxmemory", "2097152"),
+        ("hz", "30"),
+        ("save", "100 1 200 2"),
+    ] {
+        assert_eq!(c.cmd_str(&["CONFIG", "GET", k]), encode_map(&[k, v]), "{k}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn logfile_and_loglevel() {
+    let dir = temp_dir("log");
+    for (level, expect_ready) in [("notice", true), ("warning", false)] {
+        let log = dir.join(format!("{level}.log"));
+        let (mut proc, port) = spawn_bin(&[
+            "--logfile",
+            log.to_str().expect("path"),
+            "--loglevel",
+            level,
+        ]);
+        let mut c = Raw::connect(port);
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "GET", "loglevel"]),
+            encode_map(&["loglevel", level])
+        );
+        c.send(&encode(&[b"SHUTDOWN"]));
+        assert_eq!(wait_exit(&mut proc), Some(0));
+        let text = std::fs::read_to_string(&log).expect("log written");
+        assert_eq!(
+            text.contains("Ready to accept connections"),
+            expect_ready,
+            "{text}"
+        );
+        assert!(text.contains("User requested shutdown"), "{text}");
+        assert_eq!(
+            text.contains(&format!("port={port}")),
+            expect_ready,
+            "{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
