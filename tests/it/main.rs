@@ -5,5 +5,6 @@
 mod support;
 
 mod basics;
+mod cli;
 mod config;
 mod server;
