@@ -31,7 +31,8 @@ fn get(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let has_glob = arg.iter().any(|c| matches!(c, b'[' | b'*' | b'?'));
         if !has_glob {
             let name = String::from_utf8_lossy(arg).into_owned();
-            if matches.iter().any(|(n, _)| *n == name) {
+            // Redis's match dict compares names ignoring case.
+            if matches.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
                 continue;
             }
             if let Some((p, _)) = params::lookup(arg) {
@@ -44,7 +45,7 @@ fn get(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 continue;
             }
             for name in std::iter::once(p.name).chain(p.alias) {
-                if matches.iter().any(|(n, _)| n == name) {
+                if matches.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                     continue;
                 }
                 if glob_match(arg, name.as_bytes(), true) {
