@@ -44,6 +44,17 @@ fn main() {
             .map(|c| c.display().to_string())
             .unwrap_or(p)
     });
+    // Like Redis, which chdir()s while reading `dir`: relative file names
+    // (dbfilename, appenddirname) resolve inside it.
+    if let Err(e) = std::env::set_current_dir(&config.dir) {
+        tracing::warn!("Can't chdir to '{}': {e}", config.dir);
+    }
+    let pidfile = config.pidfile.clone();
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file: {e}");
+        }
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads.max(1))
         .enable_all()
@@ -78,6 +89,9 @@ fn main() {
         tracing::info!("ferrokv is now ready to exit, bye bye...");
         0
     });
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
     std::process::exit(code);
 }
 

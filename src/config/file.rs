@@ -19,6 +19,8 @@ pub enum LoadError {
         /// strerror text.
         reason: String,
     },
+    /// A fatal problem found after parsing (logged by Redis, then exit 1).
+    Fatal(String),
     /// A bad line; printed as Redis's FATAL CONFIG FILE ERROR block.
     Bad {
         /// Line number and trimmed text, when the error is about a line.
@@ -34,6 +36,7 @@ impl fmt::Display for LoadError {
             LoadError::CantOpen { path, reason } => {
                 write!(f, "Fatal error, can't open config file '{path}': {reason}")
             }
+            LoadError::Fatal(msg) => write!(f, "{msg}"),
             LoadError::Bad { line, reason } => {
                 writeln!(
                     f,
@@ -57,6 +60,8 @@ struct LoadState {
     save_loaded: bool,
     /// Include depth, to stop include loops.
     depth: usize,
+    /// A module parameter (`name.param value`) was given.
+    module_config: bool,
 }
 
 fn strerror(e: &std::io::Error) -> String {
@@ -101,6 +106,13 @@ pub fn load(
     }
     let mut state = LoadState::default();
     load_string(config, &text, &mut state)?;
+    if state.module_config {
+        // No module can claim it, as in Redis without the loadmodule.
+        return Err(LoadError::Fatal(
+            "Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting"
+                .into(),
+        ));
+    }
     if !config.logfile.is_empty() {
         if let Err(e) = std::fs::OpenOptions::new()
             .create(true)
@@ -179,9 +191,10 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
             b"user" if argc >= 2 => {}
             b"loadmodule" if argc >= 2 => {}
             _ if name.contains(&b'.') => {
-                if argc != 2 {
+                if argc < 2 {
                     return Err(bad("Module config specified without value".into()));
                 }
+                state.module_config = true;
             }
             b"sentinel" => {
                 if argc != 1 {

@@ -136,7 +136,9 @@ fn validate_string(name: &str, arg: &[u8]) -> Result<(), ValueError> {
             Err("Hostnames must be less than 256 characters".into())
         }
         "cluster-announce-hostname"
-            if !arg.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.') =>
+            if !arg
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.') =>
         {
             Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
         }

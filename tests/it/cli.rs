@@ -155,6 +155,13 @@ fn bad_config_reports_like_redis_and_exits_1() {
         ("", &["--foo", "bar"]),
         ("", &["--port"]),
         ("", &["--hz", "abc"]),
+        ("dir /nonexistent/dir\n", &[]),
+        ("logfile /nonexistent/dir/x.log\n", &[]),
+        ("save 10\n", &[]),
+        ("bind\n", &[]),
+        ("include\n", &[]),
+        ("sentinel monitor x\n", &[]),
+        ("port 1 2\n", &[]),
     ];
     for (i, (text, extra)) in cases.iter().enumerate() {
         let f = dir.join(format!("bad{i}.conf"));

@@ -96,6 +96,8 @@ fn config_get_patterns_and_aliases() {
         }
         assert_eq!(ours, theirs, "CONFIG GET {pats:?}");
     }
+    p.same(&["CONFIG", "GET", "hz", "HZ"]);
+    p.same(&["CONFIG", "GET", "hz", "h?"]);
     p.same(&["CONFIG", "GET"]);
     p.same(&["CONFIG"]);
 }
@@ -177,6 +179,12 @@ fn config_set_errors_match_redis() {
         &["CONFIG", "SET", "replicaof", "no one"],
         &["CONFIG", "SET", "lua-time-limit", "abc"],
         &["CONFIG", "SET", "Port", "99999"],
+        &["CONFIG", "SET", "cluster-announce-hostname", "a_b"],
+        &["CONFIG", "SET", "proc-title-template", "{foo}"],
+        &["CONFIG", "SET", "proc-title-template", "{title"],
+        &["CONFIG", "SET", "activedefrag", "yes"],
+        &["CONFIG", "SET", "dbfilename", "x", "hz", "abc"],
+        &["CONFIG", "SET", "a", "b", "c"],
     ];
     for c in cases {
         let r = p.same(c);
@@ -193,6 +201,8 @@ fn config_set_values_read_back_like_redis() {
         ("maxmemory-clients", "10%"),
         ("notify-keyspace-events", "KEA"),
         ("notify-keyspace-events", "Kgxe"),
+        ("notify-keyspace-events", "AKEmn"),
+        ("proc-title-template", "{{x}} {title} }"),
         ("notify-keyspace-events", ""),
         ("save", "100 10 200 20"),
         ("save", ""),
