@@ -284,12 +284,17 @@ fn logfile_and_loglevel() {
     let dir = temp_dir("log");
     for (level, expect_ready) in [("notice", true), ("warning", false)] {
         let log = dir.join(format!("{level}.log"));
+        let pid = dir.join(format!("{level}.pid"));
         let (mut proc, port) = spawn_bin(&[
             "--logfile",
             log.to_str().expect("path"),
             "--loglevel",
             level,
+            "--pidfile",
+            pid.to_str().expect("path"),
         ]);
+        let written = std::fs::read_to_string(&pid).expect("pidfile written");
+        assert_eq!(written.trim(), proc.0.id().to_string());
         let mut c = Raw::connect(port);
         assert_eq!(
             c.cmd_str(&["CONFIG", "GET", "loglevel"]),
@@ -297,6 +302,7 @@ fn logfile_and_loglevel() {
         );
         c.send(&encode(&[b"SHUTDOWN"]));
         assert_eq!(wait_exit(&mut proc), Some(0));
+        assert!(!pid.exists(), "pidfile removed at exit");
         let text = std::fs::read_to_string(&log).expect("log written");
         assert_eq!(
             text.contains("Ready to accept connections"),
