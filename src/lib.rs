@@ -81,8 +81,9 @@ impl Server {
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
             .spawn(move || executor.run(rx))?;
-        for l in listeners {
-            tokio::spawn(net::listener::accept_loop(l, tx.clone(), shared.clone()));
+        let ctl = net::listener::Listeners::start(listeners, tx, &shared);
+        if let Ok(mut slot) = shared.listeners.lock() {
+            *slot = Some(ctl);
         }
         Ok(Server {
             addrs,

@@ -124,6 +124,38 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             return Err(set_failed(registered, &why));
         }
     }
+    let cur = &ctx.server.config;
+    if next.port != cur.port || next.bind != cur.bind {
+        // Redis applies bind before port; report the one that changed.
+        let (name, why) = if next.bind != cur.bind {
+            ("bind", "Failed to bind to specified addresses.")
+        } else {
+            ("port", "Unable to listen on this port. Check server logs.")
+        };
+        let registered = found
+            .iter()
+            .find(|(p, _, _)| p.name == name)
+            .map_or(name, |f| f.1);
+        let old_port = if cur.port == 0 {
+            ctx.server.port
+        } else {
+            cur.port
+        };
+        let shared = ctx.server.shared.clone();
+        let mut slot = shared
+            .listeners
+            .lock()
+            .map_err(|_| set_failed(registered, why))?;
+        if let Some(l) = slot.as_mut() {
+            match l.rebind(&shared, &next.bind, next.port, (&cur.bind, old_port)) {
+                Ok(port) => ctx.server.port = port,
+                Err(e) => {
+                    tracing::warn!("Failed to listen: {e}");
+                    return Err(set_failed(registered, why));
+                }
+            }
+        }
+    }
     apply(ctx, next);
     ctx.reply.ok();
     Ok(())

@@ -86,6 +86,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::Notify,
     /// Ids for new clients.
     pub next_client_id: AtomicU64,
+    /// The accept loops, for CONFIG SET port/bind.
+    pub listeners: std::sync::Mutex<Option<crate::net::listener::Listeners>>,
 }
 
 impl Shared {
@@ -291,6 +293,11 @@ impl Executor {
             let _ = c.tx.send(ToConn::Close);
         }
         self.server.clients.clear();
+        // Dropping the accept loops' controller stops them and closes the
+        // listening sockets.
+        if let Ok(mut l) = self.server.shared.listeners.lock() {
+            l.take();
+        }
         self.server.shared.shutdown.notify_waiters();
         self.server.shared.shutdown.notify_one();
     }

@@ -370,3 +370,50 @@ fn protected_mode_denies_non_loopback_clients_like_redis() {
     remote.read_exact(&mut buf).expect("read");
     assert_eq!(&buf, b"+PONG\r\n");
 }
+
+#[test]
+fn config_set_port_and_bind_move_the_listener() {
+    let mut p = Pair::new();
+    // A port someone else holds: both refuse and keep listening.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port().to_string();
+    p.same(&["CONFIG", "SET", "port", &taken_port]);
+    p.same(&["PING"]);
+    drop(taken);
+
+    let server = start();
+    let mut c = server.raw();
+    let new_port = free_port();
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "port", &new_port.to_string()]),
+        b"+OK\r\n"
+    );
+    // The existing connection stays; new clients use the new port.
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "port"]),
+        encode_map(&["port", &new_port.to_string()])
+    );
+    let mut moved = Raw::connect(new_port);
+    assert_eq!(moved.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err()
+    }));
+    let r = c.cmd_str(&["CONFIG", "SET", "bind", "192.0.2.254"]);
+    assert!(
+        r.starts_with(
+            b"-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind"
+        ),
+        "{}",
+        String::from_utf8_lossy(&r)
+    );
+    assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "bind"]),
+        encode_map(&["bind", "127.0.0.1"])
+    );
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "bind", "127.0.0.1 -::1"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
+}
