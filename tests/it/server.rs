@@ -181,6 +181,8 @@ fn shutdown_stops_an_in_process_server() {
     let mut c = server.raw();
     assert_eq!(c.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
     let mut other = server.raw();
+    // Make sure it was accepted: one still in the listen backlog is reset.
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
     c.send(&encode(&[b"SHUTDOWN", b"NOSAVE"]));
     assert!(c.is_closed());
     assert!(other.is_closed());
