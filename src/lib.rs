@@ -75,6 +75,9 @@ impl Server {
         shared
             .protected_mode
             .store(config.protected_mode, Ordering::Relaxed);
+        shared
+            .query_buffer_limit
+            .store(config.client_query_buffer_limit as usize, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         let mut executor = Executor::new(config, shared.clone(), port);
         executor.server.config_file = config_file;

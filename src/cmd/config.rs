@@ -175,6 +175,9 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     shared
         .protected_mode
         .store(next.protected_mode, Ordering::Relaxed);
+    shared
+        .query_buffer_limit
+        .store(next.client_query_buffer_limit as usize, Ordering::Relaxed);
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);
     }

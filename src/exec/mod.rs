@@ -65,6 +65,8 @@ pub struct Shared {
     pub proto_max_bulk_len: AtomicUsize,
     /// maxclients.
     pub maxclients: AtomicUsize,
+    /// client-query-buffer-limit (0: the 1 GB default).
+    pub query_buffer_limit: AtomicUsize,
     /// Connected clients.
     pub connected_clients: AtomicUsize,
     /// Connections accepted (INFO total_connections_received).

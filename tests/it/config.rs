@@ -417,3 +417,44 @@ fn config_set_port_and_bind_move_the_listener() {
     );
     assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
 }
+
+/// Sends a 3 MB bulk string in pieces; true when the server closed the
+/// connection on the way.
+fn closed_by_big_query(port: u16) -> bool {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    if s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n")
+        .is_err()
+    {
+        return true;
+    }
+    let chunk = vec![b'x'; 100_000];
+    for _ in 0..30 {
+        if s.write_all(&chunk).is_err() {
+            return true;
+        }
+    }
+    let _ = s.write_all(b"\r\n");
+    let mut buf = [0u8; 64];
+    matches!(s.read(&mut buf), Ok(0) | Err(_))
+}
+
+#[test]
+fn client_query_buffer_limit_closes_like_redis() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"]);
+    let server_port = {
+        let (ours, _) = p.both(&["CONFIG", "GET", "port"]);
+        bulks(&ours)[1].parse::<u16>().expect("port")
+    };
+    let redis_port = {
+        let (_, theirs) = p.both(&["CONFIG", "GET", "port"]);
+        bulks(&theirs)[1].parse::<u16>().expect("port")
+    };
+    assert!(closed_by_big_query(redis_port));
+    assert!(closed_by_big_query(server_port));
+    p.same(&["CONFIG", "SET", "client-query-buffer-limit", "1gb"]);
+    assert!(!closed_by_big_query(server_port));
+}
