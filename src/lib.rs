@@ -111,6 +111,17 @@ impl Server {
         }
     }
 
+    /// Stops the server as SHUTDOWN does (used on SIGTERM/SIGINT); returns
+    /// once the executor has stopped.
+    pub async fn shutdown(&self) {
+        if let Ok(slot) = self.shared.listeners.lock() {
+            if let Some(l) = slot.as_ref() {
+                l.request_shutdown();
+            }
+        }
+        self.wait().await;
+    }
+
     /// True once shutdown began.
     pub fn is_shut_down(&self) -> bool {
         self.shared.shutting_down.load(Ordering::SeqCst)

@@ -124,15 +124,17 @@ impl Signals {
         #[cfg(unix)]
         if let Some((mut term, mut int)) = self.unix {
             tokio::select! {
-                _ = server.wait() => {}
+                _ = server.wait() => return,
                 _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
                 _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
             }
+            server.shutdown().await;
             return;
         }
         tokio::select! {
-            _ = server.wait() => {}
+            _ = server.wait() => return,
             _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
         }
+        server.shutdown().await;
     }
 }

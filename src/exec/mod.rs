@@ -55,6 +55,8 @@ pub enum Request {
         /// Its id.
         id: u64,
     },
+    /// SIGTERM/SIGINT: stop as SHUTDOWN does.
+    Shutdown,
 }
 
 /// State shared with the network side, read without going through the
@@ -276,6 +278,7 @@ impl Executor {
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
             }
+            Request::Shutdown => self.server.shutdown = true,
         }
     }
 

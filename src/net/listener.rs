@@ -90,6 +90,11 @@ impl Listeners {
         }
     }
 
+    /// Asks the executor to shut down (signals), as SHUTDOWN would.
+    pub fn request_shutdown(&self) {
+        let _ = self.exec.send(Request::Shutdown);
+    }
+
     /// Closes the current sockets and listens on `bind`/`port` instead;
     /// when that fails, listens on `old` again and returns the error.
     /// Returns the port bound. Called from the executor thread, outside
