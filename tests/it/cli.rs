@@ -84,11 +84,16 @@ fn binary_port_flag_and_shutdown_exit_zero() {
 }
 
 #[test]
-fn binary_sigterm_exits_zero() {
-    let (mut proc, _port) = spawn_bin(&[]);
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc::kill(proc.0.id() as i32, libc::SIGTERM) };
-    assert_eq!(wait_exit(&mut proc), Some(0));
+fn binary_sigterm_and_sigint_exit_zero() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let (mut proc, port) = spawn_bin(&[]);
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(proc.0.id() as i32, sig) };
+        assert_eq!(wait_exit(&mut proc), Some(0));
+        assert!(c.is_closed());
+    }
 }
 
 #[test]
