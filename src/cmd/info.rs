@@ -88,6 +88,7 @@ pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
             "replication" => replication(ctx, &mut f),
             "cpu" => cpu(&mut f),
             "commandstats" => commandstats(ctx, &mut f),
+            "latencystats" => latencystats(ctx, &mut f),
             "errorstats" => {
                 for (prefix, n) in &ctx.server.stats.errors {
                     f.kv(&format!("errorstat_{prefix}"), format!("count={n}"));
@@ -496,5 +497,32 @@ fn commandstats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
                 c.calls, c.usec, per, c.rejected_calls, c.failed_calls
             ),
         );
+    }
+}
+
+/// Per-command latency percentiles. ferrokv keeps no histogram, so every
+/// percentile reports the mean call time; names and shape are Redis's.
+fn latencystats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let cfg = &ctx.server.config;
+    if !cfg.get_bool("latency-tracking") {
+        return;
+    }
+    let percentiles = cfg.get("latency-tracking-info-percentiles");
+    let mut cmds: Vec<_> = ctx
+        .server
+        .table
+        .commands
+        .iter()
+        .filter(|c| c.calls > 0)
+        .collect();
+    cmds.sort_by(|a, b| a.name.cmp(&b.name));
+    for c in cmds {
+        let mean = c.usec as f64 / c.calls as f64;
+        let v: Vec<String> = percentiles
+            .split(' ')
+            .filter(|p| !p.is_empty())
+            .map(|p| format!("p{p}={mean:.3}"))
+            .collect();
+        f.kv(&format!("latency_percentiles_usec_{}", c.name), v.join(","));
     }
 }

@@ -191,3 +191,35 @@ fn shutdown_stops_an_in_process_server() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
     }));
 }
+
+#[test]
+fn info_commandstats_and_latencystats_lines() {
+    let mut p = Pair::new();
+    p.script(&["SET a 1", "GET a", "GET a", "DBSIZE"]);
+    for section in ["commandstats", "latencystats"] {
+        let (ours, theirs) = p.both(&["INFO", section]);
+        let names = |r: &[u8]| {
+            let text = String::from_utf8_lossy(r).into_owned();
+            let mut v: Vec<String> = text
+                .split("\r\n")
+                .skip(1)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| {
+                    let (name, value) = l.split_once(':').expect("field");
+                    // The value's keys, without the numbers.
+                    let keys: Vec<&str> = value
+                        .split(',')
+                        .map(|kv| kv.split('=').next().unwrap_or(""))
+                        .collect();
+                    format!("{name}:{}", keys.join(","))
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&ours), names(&theirs), "INFO {section}");
+    }
+    let (ours, _) = p.both(&["INFO", "commandstats"]);
+    let text = String::from_utf8_lossy(&ours).into_owned();
+    assert!(text.contains("\r\ncmdstat_get:calls=2,"), "{text}");
+}
