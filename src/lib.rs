@@ -73,14 +73,21 @@ impl Server {
         shared
             .auth_required
             .store(config.requirepass.is_some(), Ordering::Relaxed);
+        shared
+            .protected_mode
+            .store(config.protected_mode, Ordering::Relaxed);
+        shared
+            .query_buffer_limit
+            .store(config.client_query_buffer_limit as usize, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         let mut executor = Executor::new(config, shared.clone(), port);
         executor.server.config_file = config_file;
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
             .spawn(move || executor.run(rx))?;
-        for l in listeners {
-            tokio::spawn(net::listener::accept_loop(l, tx.clone(), shared.clone()));
+        let ctl = net::listener::Listeners::start(listeners, tx, &shared);
+        if let Ok(mut slot) = shared.listeners.lock() {
+            *slot = Some(ctl);
         }
         Ok(Server {
             addrs,
@@ -103,6 +110,17 @@ impl Server {
             }
             notified.await;
         }
+    }
+
+    /// Stops the server as SHUTDOWN does (used on SIGTERM/SIGINT); returns
+    /// once the executor has stopped.
+    pub async fn shutdown(&self) {
+        if let Ok(slot) = self.shared.listeners.lock() {
+            if let Some(l) = slot.as_ref() {
+                l.request_shutdown();
+            }
+        }
+        self.wait().await;
     }
 
     /// True once shutdown began.

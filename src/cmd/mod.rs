@@ -8,8 +8,10 @@
 
 pub mod args;
 pub mod command;
+pub mod config;
 pub mod connection;
 pub mod expire;
+pub mod info;
 pub mod keys;
 pub mod scan;
 pub mod server;
@@ -56,6 +58,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     expire::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    config::COMMANDS,
     command::COMMANDS,
     tx::COMMANDS,
 ];

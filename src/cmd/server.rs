@@ -1,11 +1,27 @@
-//! Server commands: INFO, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME, SHUTDOWN,
-//! LASTSAVE.
+//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, TIME, SHUTDOWN,
+//! LASTSAVE. CONFIG lives in `config.rs`, the INFO text in `info.rs`.
 
+use super::args::is;
 use super::{Argv, Ctx, Handler};
-use crate::error::CmdResult;
+use crate::error::{CmdResult, Error};
 
 /// The handlers this family registers.
-pub(super) const COMMANDS: &[(&str, Handler)] = &[("dbsize", dbsize), ("flushall", flushall)];
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("info", info),
+    ("dbsize", dbsize),
+    ("flushdb", flushdb),
+    ("flushall", flushall),
+    ("time", time),
+    ("shutdown", shutdown),
+    ("lastsave", lastsave),
+];
+
+fn info(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let args: Vec<Vec<u8>> = argv.iter_from(1).map(<[u8]>::to_vec).collect();
+    let text = super::info::generate(ctx, &args);
+    ctx.reply.verbatim(text.as_bytes());
+    Ok(())
+}
 
 fn dbsize(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let n = ctx.store.dbs[ctx.db()].len();
@@ -13,10 +29,100 @@ fn dbsize(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-fn flushall(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    for db in 0..ctx.store.dbs.len() {
-        drop(ctx.store.flush_db(db));
+/// FLUSHDB/FLUSHALL's optional ASYNC|SYNC (getFlushCommandFlags); without
+/// one, `lazyfree-lazy-user-flush` decides.
+fn flush_async(ctx: &Ctx<'_>, argv: &Argv<'_>) -> Result<bool, Error> {
+    match argv.len() {
+        1 => Ok(ctx.server.config.get_bool("lazyfree-lazy-user-flush")),
+        2 if is(argv.get(1), "async") => Ok(true),
+        2 if is(argv.get(1), "sync") => Ok(false),
+        _ => Err(Error::Syntax),
     }
+}
+
+/// Frees flushed databases, on a background thread for ASYNC (Redis's
+/// lazyfree), so a big keyspace does not stall the executor.
+fn dispose(old: Vec<crate::store::dict::Dict>, lazy: bool) {
+    if lazy {
+        let spawned = std::thread::Builder::new()
+            .name("ferrokv-lazyfree".into())
+            .spawn(move || drop(old));
+        // If no thread can be started the dicts were dropped with the error.
+        let _ = spawned;
+    } else {
+        drop(old);
+    }
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let lazy = flush_async(ctx, &argv)?;
+    let db = ctx.db();
+    let old = ctx.store.flush_db(db);
+    dispose(vec![old], lazy);
     ctx.reply.ok();
+    Ok(())
+}
+
+fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let lazy = flush_async(ctx, &argv)?;
+    let old: Vec<_> = (0..ctx.store.dbs.len())
+        .map(|db| ctx.store.flush_db(db))
+        .collect();
+    dispose(old, lazy);
+    ctx.reply.ok();
+    Ok(())
+}
+
+fn time(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.reply.array(2);
+    ctx.reply.bulk_i64(now.as_secs() as i64);
+    ctx.reply.bulk_i64(i64::from(now.subsec_micros()));
+    Ok(())
+}
+
+fn lastsave(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.reply.int(ctx.server.last_save as i64);
+    Ok(())
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] (shutdownCommand). On
+/// success nothing is replied: the executor stops after this command, the
+/// connections close and the binary exits 0.
+fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
+    for a in argv.iter_from(1) {
+        if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "now") {
+            now = true;
+        } else if is(a, "force") {
+            force = true;
+        } else if is(a, "abort") {
+            abort = true;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let any_flag = nosave || save || now || force;
+    if (abort && any_flag) || (nosave && save) {
+        return Err(Error::Syntax);
+    }
+    if abort {
+        // A shutdown here is never left pending, so there is nothing to abort.
+        return Err(Error::err("No shutdown in progress."));
+    }
+    if !now && ctx.client.deny_blocking {
+        return Err(Error::err(
+            "SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
+        ));
+    }
+    tracing::warn!("User requested shutdown...");
+    ctx.server.shutdown = true;
+    ctx.client.close_after_reply = true;
     Ok(())
 }

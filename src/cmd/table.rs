@@ -103,6 +103,10 @@ pub struct Command {
     pub calls: u64,
     /// Microseconds spent (INFO commandstats).
     pub usec: u64,
+    /// Calls refused before running (INFO commandstats).
+    pub rejected_calls: u64,
+    /// Calls that replied with an error (INFO commandstats).
+    pub failed_calls: u64,
 }
 
 impl Command {
@@ -194,6 +198,8 @@ impl CommandTable {
             parent: None,
             calls: 0,
             usec: 0,
+            rejected_calls: 0,
+            failed_calls: 0,
         });
         id
     }

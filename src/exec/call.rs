@@ -134,6 +134,9 @@ fn reject(
     e: Error,
 ) -> Error {
     server.stats.rejected_calls += 1;
+    if let Some(id) = id {
+        server.table.commands[id].rejected_calls += 1;
+    }
     multi::flag_transaction(client);
     let is_exec = id.is_some_and(|id| server.table.commands[id].name == "exec");
     if !is_exec {
@@ -175,6 +178,7 @@ pub(crate) fn invoke(
     server.stats.total_commands_processed += 1;
     if result.is_err() {
         server.stats.failed_calls += 1;
+        cmd.failed_calls += 1;
     }
     result
 }

@@ -56,6 +56,8 @@ pub enum Request {
         /// Its id.
         id: u64,
     },
+    /// SIGTERM/SIGINT: stop as SHUTDOWN does.
+    Shutdown,
 }
 
 /// State shared with the network side, read without going through the
@@ -66,6 +68,8 @@ pub struct Shared {
     pub proto_max_bulk_len: AtomicUsize,
     /// maxclients.
     pub maxclients: AtomicUsize,
+    /// client-query-buffer-limit (0: the 1 GB default).
+    pub query_buffer_limit: AtomicUsize,
     /// Connected clients.
     pub connected_clients: AtomicUsize,
     /// Connections accepted (INFO total_connections_received).
@@ -79,12 +83,16 @@ pub struct Shared {
     /// Whether requirepass is set (unauthenticated clients get smaller
     /// protocol limits).
     pub auth_required: AtomicBool,
+    /// protected-mode: refuse non-loopback clients while no password is set.
+    pub protected_mode: AtomicBool,
     /// Set when the server is shutting down.
     pub shutting_down: AtomicBool,
     /// Wakes the listener when the server shuts down.
     pub shutdown: tokio::sync::Notify,
     /// Ids for new clients.
     pub next_client_id: AtomicU64,
+    /// The accept loops, for CONFIG SET port/bind.
+    pub listeners: std::sync::Mutex<Option<crate::net::listener::Listeners>>,
 }
 
 impl Shared {
@@ -222,7 +230,32 @@ impl Executor {
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
         self.store.active_expire_cycle(period / 4);
+        self.close_idle_clients();
         self.after_writes();
+    }
+
+    /// `timeout`: closes clients idle longer than the limit
+    /// (clientsCronHandleTimeout). Pub/sub clients are exempt, as in Redis.
+    fn close_idle_clients(&mut self) {
+        let limit_ms = self.server.config.timeout.saturating_mul(1000);
+        if limit_ms == 0 {
+            return;
+        }
+        let now = clock::now_ms();
+        let idle: Vec<u64> = self
+            .server
+            .clients
+            .values()
+            .filter(|c| c.kind == client::ClientKind::Normal)
+            .filter(|c| now.saturating_sub(c.last_interaction_ms) > limit_ms)
+            .map(|c| c.id)
+            .collect();
+        for id in idle {
+            if let Some(c) = self.server.clients.remove(&id) {
+                tracing::debug!("Closing idle client");
+                let _ = c.tx.send(ToConn::Close);
+            }
+        }
     }
 
     fn handle(&mut self, req: Request) {
@@ -247,6 +280,7 @@ impl Executor {
                 self.server.clients.remove(&id);
                 self.store.watches.unwatch_all(id);
             }
+            Request::Shutdown => self.server.shutdown = true,
         }
     }
 
@@ -266,6 +300,11 @@ impl Executor {
             let _ = c.tx.send(ToConn::Close);
         }
         self.server.clients.clear();
+        // Dropping the accept loops' controller stops them and closes the
+        // listening sockets.
+        if let Ok(mut l) = self.server.shared.listeners.lock() {
+            l.take();
+        }
         self.server.shared.shutdown.notify_waiters();
         self.server.shared.shutdown.notify_one();
     }

@@ -98,7 +98,7 @@ pub fn queue(
     out: &mut Vec<u8>,
 ) -> CmdResult {
     let dirty_cas = store.watches.is_dirty(client.id);
-    let limit = server.config.client_query_buffer_limit;
+    let limit = usize::try_from(server.config.client_query_buffer_limit).unwrap_or(usize::MAX);
     let Some(m) = client.multi.as_mut() else {
         return Err(Error::err("EXEC without MULTI"));
     };

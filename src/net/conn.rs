@@ -19,8 +19,16 @@ use crate::error::Error;
 use crate::exec::client::ToConn;
 use crate::exec::{Request, Shared};
 
-/// Redis closes a client whose query buffer passes client-query-buffer-limit.
+/// Redis closes a client whose query buffer passes client-query-buffer-limit
+/// (this default applies until the config sets the shared value).
 const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
+
+fn query_buffer_limit(shared: &Shared) -> usize {
+    match shared.query_buffer_limit.load(Ordering::Relaxed) {
+        0 => QUERY_BUFFER_LIMIT,
+        n => n,
+    }
+}
 
 /// Serves one client until it disconnects, is killed, or the server stops.
 pub async fn serve(
@@ -88,7 +96,8 @@ pub async fn serve(
                 break;
             }
         }
-        let can_read = !eof && pending_error.is_none() && inbuf.len() < QUERY_BUFFER_LIMIT;
+        let limit = query_buffer_limit(&shared);
+        let can_read = !eof && pending_error.is_none() && inbuf.len() < limit;
         tokio::select! {
             msg = rx.recv() => match msg {
                 Some(ToConn::Replies { batch: b, out: o, close }) => {
@@ -140,7 +149,7 @@ pub async fn serve(
                 }
             },
         }
-        if inbuf.len() >= QUERY_BUFFER_LIMIT && !in_flight && batch.is_empty() {
+        if inbuf.len() >= limit && !in_flight && batch.is_empty() {
             tracing::warn!(
                 client = id,
                 "closing client that reached the query buffer limit"

@@ -53,12 +53,101 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
     Ok(listeners)
 }
 
-/// Accepts connections on `listener` until shutdown.
-pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: Arc<Shared>) {
+/// The running accept loops, kept so CONFIG SET port/bind can replace the
+/// listening sockets (Redis's changeListenPort/changeBindAddr).
+pub struct Listeners {
+    rt: tokio::runtime::Handle,
+    exec: Sender<Request>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Listeners {
+    /// Starts one accept loop per listener; call inside the runtime.
+    pub fn start(listeners: Vec<TcpListener>, exec: Sender<Request>, shared: &Arc<Shared>) -> Self {
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let mut l = Listeners {
+            rt: tokio::runtime::Handle::current(),
+            exec,
+            stop,
+            tasks: Vec::new(),
+        };
+        l.spawn(listeners, shared);
+        l
+    }
+
+    fn spawn(&mut self, listeners: Vec<TcpListener>, shared: &Arc<Shared>) {
+        let (stop, _) = tokio::sync::watch::channel(false);
+        self.stop = stop;
+        for listener in listeners {
+            let task = accept_loop(
+                listener,
+                self.exec.clone(),
+                shared.clone(),
+                self.stop.subscribe(),
+            );
+            self.tasks.push(self.rt.spawn(task));
+        }
+    }
+
+    /// Asks the executor to shut down (signals), as SHUTDOWN would.
+    pub fn request_shutdown(&self) {
+        let _ = self.exec.send(Request::Shutdown);
+    }
+
+    /// Closes the current sockets and listens on `bind`/`port` instead;
+    /// when that fails, listens on `old` again and returns the error.
+    /// Returns the port bound. Called from the executor thread, outside
+    /// the runtime.
+    pub fn rebind(
+        &mut self,
+        shared: &Arc<Shared>,
+        bind: &[String],
+        port: u16,
+        old: (&[String], u16),
+    ) -> std::io::Result<u16> {
+        let _ = self.stop.send(true);
+        let tasks = std::mem::take(&mut self.tasks);
+        let rt = self.rt.clone();
+        // The old loops own their sockets; wait until they are closed so
+        // the same address can be bound again.
+        rt.block_on(async {
+            for t in tasks {
+                let _ = t.await;
+            }
+        });
+        match rt.block_on(bind_all(bind, port)) {
+            Ok(listeners) => {
+                let port = listeners
+                    .first()
+                    .and_then(local_addr)
+                    .map_or(port, |a| a.port());
+                self.spawn(listeners, shared);
+                Ok(port)
+            }
+            Err(e) => {
+                if let Ok(listeners) = rt.block_on(bind_all(old.0, old.1)) {
+                    self.spawn(listeners, shared);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Accepts connections on `listener` until shutdown or until `stop`
+/// changes (the sockets are being replaced).
+pub async fn accept_loop(
+    listener: TcpListener,
+    exec: Sender<Request>,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shared.shutdown.notified() => return,
+            _ = stop.changed() => return,
         };
         if shared.shutting_down.load(Ordering::SeqCst) {
             return;
@@ -81,6 +170,17 @@ pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: A
                 let _ = sock
                     .write_all(b"-ERR max number of clients reached\r\n")
                     .await;
+            });
+            continue;
+        }
+        if shared.protected_mode.load(Ordering::Relaxed)
+            && !shared.auth_required.load(Ordering::Relaxed)
+            && !addr.ip().is_loopback()
+            && !matches!(addr.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+        {
+            shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = sock.write_all(crate::error::DENIED_PROTECTED_MODE).await;
             });
             continue;
         }

@@ -313,7 +313,14 @@ fn vm_rss_kb(pid: u32) -> u64 {
 fn expired_keys_return_memory_to_the_os() {
     let port = free_port();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"))
-        .env("FERROKV_TEST_PORT", port.to_string())
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

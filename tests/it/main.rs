@@ -5,11 +5,14 @@
 mod support;
 
 mod basics;
+mod cli;
+mod config;
 mod expire;
 mod incr;
 mod keys;
 mod multi;
 mod multi_load;
+mod server;
 mod string;
 mod string_random;
 mod watch;

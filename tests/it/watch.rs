@@ -281,7 +281,6 @@ fn watch_rename() {
 }
 
 #[test]
-#[ignore = "needs FLUSHDB"]
 fn watch_flushdb() {
     let mut t = Tx::new();
     t.run(&[

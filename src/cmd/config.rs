@@ -1,0 +1,245 @@
+//! CONFIG GET/SET/RESETSTAT/REWRITE/HELP (Redis's config.c command side).
+
+use std::sync::atomic::Ordering;
+
+use super::{Argv, Ctx, Handler};
+use crate::config::params::{self, Param, HIDDEN, IMMUTABLE, PROTECTED};
+use crate::error::{CmdResult, Error};
+use crate::util::glob::glob_match;
+
+/// The handlers this family registers.
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("config|get", get),
+    ("config|set", set),
+    ("config|resetstat", resetstat),
+    ("config|rewrite", rewrite),
+    ("config|help", help),
+];
+
+fn value_of(ctx: &Ctx<'_>, p: &Param) -> String {
+    // With `port 0` the port actually bound is the useful answer.
+    if p.name == "port" && ctx.server.config.port == 0 {
+        return ctx.server.port.to_string();
+    }
+    ctx.server.config.get(p.name)
+}
+
+fn get(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    // (name as reported, parameter) in match order.
+    let mut matches: Vec<(String, &'static Param)> = Vec::new();
+    for arg in argv.iter_from(2) {
+        let has_glob = arg.iter().any(|c| matches!(c, b'[' | b'*' | b'?'));
+        if !has_glob {
+            let name = String::from_utf8_lossy(arg).into_owned();
+            // Redis's match dict compares names ignoring case.
+            if matches.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+                continue;
+            }
+            if let Some((p, _)) = params::lookup(arg) {
+                matches.push((name, p));
+            }
+            continue;
+        }
+        for p in params::PARAMS {
+            if p.flags & HIDDEN != 0 {
+                continue;
+            }
+            for name in std::iter::once(p.name).chain(p.alias) {
+                if matches.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                    continue;
+                }
+                if glob_match(arg, name.as_bytes(), true) {
+                    matches.push((name.to_string(), p));
+                }
+            }
+        }
+    }
+    ctx.reply.map(matches.len());
+    for (name, p) in matches {
+        let v = value_of(ctx, p);
+        ctx.reply.bulk(name.as_bytes());
+        ctx.reply.bulk(v.as_bytes());
+    }
+    Ok(())
+}
+
+fn set_failed(name: &str, why: &str) -> Error {
+    Error::err_owned(format!(
+        "CONFIG SET failed (possibly related to argument '{name}') - {why}"
+    ))
+}
+
+fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() % 2 == 1 {
+        return Err(Error::Syntax);
+    }
+    let n = (argv.len() - 2) / 2;
+    // First pass, as configSetCommand: unknown names win over everything
+    // seen after them; immutable/protected/duplicate are reported by the
+    // name as the client wrote it.
+    let mut found: Vec<(&'static Param, &'static str, &[u8])> = Vec::with_capacity(n);
+    let mut failed: Option<Error> = None;
+    for i in 0..n {
+        let name = argv.get(2 + i * 2);
+        let value = argv.get(3 + i * 2);
+        let Some((p, registered)) = params::lookup(name) else {
+            if failed.is_none() {
+                return Err(Error::err_owned(format!(
+                    "Unknown option or number of arguments for CONFIG SET - '{}'",
+                    String::from_utf8_lossy(name)
+                )));
+            }
+            continue;
+        };
+        if failed.is_some() {
+            continue;
+        }
+        let shown = String::from_utf8_lossy(name);
+        if p.flags & IMMUTABLE != 0 {
+            failed = Some(set_failed(&shown, "can't set immutable config"));
+            continue;
+        }
+        if p.flags & PROTECTED != 0 && ctx.server.config.get("enable-protected-configs") != "yes" {
+            let local = ctx.client.addr.ip().is_loopback();
+            if !(local && ctx.server.config.get("enable-protected-configs") == "local") {
+                failed = Some(set_failed(&shown, "can't set protected config"));
+                continue;
+            }
+        }
+        // Redis compares registered entries: a name and its alias are
+        // distinct entries, so only the same spelling is a duplicate.
+        if found.iter().any(|(_, r, _)| *r == registered) {
+            failed = Some(set_failed(&shown, "duplicate parameter"));
+            continue;
+        }
+        found.push((p, registered, value));
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // Set every value on a copy, so a failure leaves nothing changed.
+    let mut next = ctx.server.config.clone();
+    for (p, registered, value) in &found {
+        if let Err(why) = next.set_value(p, value) {
+            return Err(set_failed(registered, &why));
+        }
+    }
+    let cur = &ctx.server.config;
+    if next.port != cur.port || next.bind != cur.bind {
+        // Redis applies bind before port; report the one that changed.
+        let (name, why) = if next.bind != cur.bind {
+            ("bind", "Failed to bind to specified addresses.")
+        } else {
+            ("port", "Unable to listen on this port. Check server logs.")
+        };
+        let registered = found
+            .iter()
+            .find(|(p, _, _)| p.name == name)
+            .map_or(name, |f| f.1);
+        let old_port = if cur.port == 0 {
+            ctx.server.port
+        } else {
+            cur.port
+        };
+        let shared = ctx.server.shared.clone();
+        let mut slot = shared
+            .listeners
+            .lock()
+            .map_err(|_| set_failed(registered, why))?;
+        if let Some(l) = slot.as_mut() {
+            match l.rebind(&shared, &next.bind, next.port, (&cur.bind, old_port)) {
+                Ok(port) => ctx.server.port = port,
+                Err(e) => {
+                    tracing::warn!("Failed to listen: {e}");
+                    return Err(set_failed(registered, why));
+                }
+            }
+        }
+    }
+    apply(ctx, next);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Installs a new configuration and pushes what the network side reads
+/// without the executor into the shared atomics.
+fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
+    let shared = &ctx.server.shared;
+    shared
+        .proto_max_bulk_len
+        .store(next.proto_max_bulk_len, Ordering::Relaxed);
+    shared.maxclients.store(next.maxclients, Ordering::Relaxed);
+    shared
+        .auth_required
+        .store(next.requirepass.is_some(), Ordering::Relaxed);
+    shared
+        .protected_mode
+        .store(next.protected_mode, Ordering::Relaxed);
+    shared
+        .query_buffer_limit
+        .store(next.client_query_buffer_limit as usize, Ordering::Relaxed);
+    if next.loglevel != ctx.server.config.loglevel {
+        crate::config::cli::set_log_level(&next.loglevel);
+    }
+    ctx.server.config = next;
+}
+
+fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let s = &mut ctx.server;
+    s.stats = Default::default();
+    for c in &mut s.table.commands {
+        c.calls = 0;
+        c.usec = 0;
+        c.rejected_calls = 0;
+        c.failed_calls = 0;
+    }
+    for a in [
+        &s.shared.total_connections,
+        &s.shared.rejected_connections,
+        &s.shared.net_input_bytes,
+        &s.shared.net_output_bytes,
+    ] {
+        a.store(0, Ordering::Relaxed);
+    }
+    let dirty = ctx.store.stats.dirty;
+    ctx.store.stats = Default::default();
+    // Not a statistic: the unsaved-changes counter survives RESETSTAT.
+    ctx.store.stats.dirty = dirty;
+    ctx.reply.ok();
+    Ok(())
+}
+
+fn rewrite(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let Some(path) = ctx.server.config_file.clone() else {
+        return Err(Error::err("The server is running without a config file"));
+    };
+    match crate::config::file::rewrite(&path, &ctx.server.config) {
+        Ok(()) => {
+            ctx.reply.ok();
+            Ok(())
+        }
+        Err(e) => Err(Error::err_owned(format!("Rewriting config file: {e}"))),
+    }
+}
+
+const HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.reply.array(HELP.len());
+    for line in HELP {
+        ctx.reply.simple(line);
+    }
+    Ok(())
+}

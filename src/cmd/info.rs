@@ -1,0 +1,528 @@
+//! INFO: Redis 7.0's sections and field names, in Redis's order, with the
+//! values ferrokv has (memory from jemalloc and /proc, CPU from getrusage)
+//! and Redis's idle values for features it does not have.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Ctx;
+
+/// Sections in output order, and whether `INFO` without arguments
+/// (`default`) includes each.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// Which sections the arguments select (genInfoSectionDict).
+fn selected(args: &[Vec<u8>]) -> Vec<&'static str> {
+    if args.is_empty() {
+        return SECTIONS.iter().filter(|s| s.1).map(|s| s.0).collect();
+    }
+    let mut want = Vec::new();
+    for a in args {
+        let a = a.to_ascii_lowercase();
+        match a.as_slice() {
+            b"all" | b"everything" => want.extend(SECTIONS.iter().map(|s| s.0)),
+            b"default" => want.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0)),
+            _ => {
+                if let Some(s) = SECTIONS.iter().find(|s| s.0.as_bytes() == a.as_slice()) {
+                    want.push(s.0);
+                }
+            }
+        }
+    }
+    SECTIONS
+        .iter()
+        .map(|s| s.0)
+        .filter(|s| want.contains(s))
+        .collect()
+}
+
+fn title(name: &str) -> &'static str {
+    match name {
+        "server" => "Server",
+        "clients" => "Clients",
+        "memory" => "Memory",
+        "persistence" => "Persistence",
+        "stats" => "Stats",
+        "replication" => "Replication",
+        "cpu" => "CPU",
+        "modules" => "Modules",
+        "commandstats" => "Commandstats",
+        "errorstats" => "Errorstats",
+        "latencystats" => "Latencystats",
+        "cluster" => "Cluster",
+        _ => "Keyspace",
+    }
+}
+
+/// Builds the INFO text for the given section arguments.
+pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
+    let mut out = String::with_capacity(4096);
+    for (i, s) in selected(args).into_iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {}\r\n", title(s));
+        let mut f = Fields(&mut out);
+        match s {
+            "server" => server(ctx, &mut f),
+            "clients" => clients(ctx, &mut f),
+            "memory" => memory(ctx, &mut f),
+            "persistence" => persistence(ctx, &mut f),
+            "stats" => stats(ctx, &mut f),
+            "replication" => replication(ctx, &mut f),
+            "cpu" => cpu(&mut f),
+            "commandstats" => commandstats(ctx, &mut f),
+            "latencystats" => latencystats(ctx, &mut f),
+            "errorstats" => {
+                for (prefix, n) in &ctx.server.stats.errors {
+                    f.kv(&format!("errorstat_{prefix}"), format!("count={n}"));
+                }
+            }
+            "cluster" => f.kv("cluster_enabled", 0),
+            "keyspace" => {
+                for (i, db) in ctx.store.dbs.iter().enumerate() {
+                    if !db.is_empty() {
+                        f.kv(
+                            &format!("db{i}"),
+                            format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile()),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Fields<'a>(&'a mut String);
+
+impl Fields<'_> {
+    fn kv(&mut self, k: &str, v: impl std::fmt::Display) {
+        let _ = write!(self.0, "{k}:{v}\r\n");
+    }
+}
+
+/// Redis's bytesToHuman.
+fn human(n: u64) -> String {
+    let d = n as f64;
+    const K: f64 = 1024.0;
+    if d < K {
+        format!("{n}B")
+    } else if d < K * K {
+        format!("{:.2}K", d / K)
+    } else if d < K * K * K {
+        format!("{:.2}M", d / (K * K))
+    } else if d < K * K * K * K {
+        format!("{:.2}G", d / (K * K * K))
+    } else if d < K * K * K * K * K {
+        format!("{:.2}T", d / (K * K * K * K))
+    } else {
+        format!("{:.2}P", d / (K * K * K * K * K))
+    }
+}
+
+fn uname() -> String {
+    // SAFETY: utsname is plain old data; uname fills it and returns 0 on
+    // success, and the fields are NUL-terminated C strings.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return String::new();
+        }
+        let f = |s: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(s.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.machine))
+    }
+}
+
+fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let s = &*ctx.server;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let uptime = s.started.elapsed().as_secs();
+    f.kv("redis_version", crate::REDIS_VERSION);
+    f.kv("redis_git_sha1", "00000000");
+    f.kv("redis_git_dirty", 0);
+    f.kv("redis_build_id", "0000000000000000");
+    f.kv("redis_mode", "standalone");
+    f.kv("os", uname());
+    f.kv("arch_bits", usize::BITS);
+    f.kv("monotonic_clock", "POSIX clock_gettime");
+    f.kv("multiplexing_api", "epoll");
+    f.kv("atomicvar_api", "c11-builtin");
+    f.kv("gcc_version", "0.0.0");
+    f.kv("process_id", std::process::id());
+    f.kv("process_supervised", "no");
+    f.kv("run_id", &s.run_id);
+    f.kv("tcp_port", s.port);
+    f.kv("server_time_usec", now.as_micros());
+    f.kv("uptime_in_seconds", uptime);
+    f.kv("uptime_in_days", uptime / 86400);
+    f.kv("hz", s.config.hz);
+    f.kv("configured_hz", s.config.hz);
+    f.kv("lru_clock", now.as_secs() & ((1 << 24) - 1));
+    f.kv("executable", &s.executable);
+    f.kv("config_file", s.config_file.as_deref().unwrap_or(""));
+    f.kv("io_threads_active", 0);
+    f.kv("ferrokv_version", crate::VERSION);
+}
+
+fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let s = &*ctx.server;
+    // The client running INFO is out of the map during its batch.
+    f.kv("connected_clients", s.clients.len() + 1);
+    f.kv("cluster_connections", 0);
+    f.kv("maxclients", s.config.maxclients);
+    f.kv("client_recent_max_input_buffer", 0);
+    f.kv("client_recent_max_output_buffer", 0);
+    f.kv("blocked_clients", 0);
+    f.kv("tracking_clients", 0);
+    f.kv("clients_in_timeout_table", 0);
+}
+
+/// (allocated, active, resident) bytes from jemalloc.
+fn allocator() -> (u64, u64, u64) {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        use tikv_jemalloc_ctl::{epoch, stats};
+        let _ = epoch::advance();
+        (
+            stats::allocated::read().unwrap_or(0) as u64,
+            stats::active::read().unwrap_or(0) as u64,
+            stats::resident::read().unwrap_or(0) as u64,
+        )
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        (0, 0, 0)
+    }
+}
+
+/// Resident set size from /proc/self/status (VmRSS, in kB).
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn total_system_memory() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages < 0 || size < 0 {
+        0
+    } else {
+        pages as u64 * size as u64
+    }
+}
+
+fn ratio(a: u64, b: u64) -> String {
+    if b == 0 {
+        "0.00".into()
+    } else {
+        format!("{:.2}", a as f64 / b as f64)
+    }
+}
+
+fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let (allocated, active, resident) = allocator();
+    let rss = rss();
+    let used = allocated.max(1);
+    let peak = PEAK_MEMORY.fetch_max(used, Ordering::Relaxed).max(used);
+    let cfg = &ctx.server.config;
+    let startup = used.min(1 << 20);
+    let overhead = startup;
+    let dataset = used.saturating_sub(overhead);
+    f.kv("used_memory", used);
+    f.kv("used_memory_human", human(used));
+    f.kv("used_memory_rss", rss);
+    f.kv("used_memory_rss_human", human(rss));
+    f.kv("used_memory_peak", peak);
+    f.kv("used_memory_peak_human", human(peak));
+    f.kv(
+        "used_memory_peak_perc",
+        format!("{:.2}%", used as f64 * 100.0 / peak as f64),
+    );
+    f.kv("used_memory_overhead", overhead);
+    f.kv("used_memory_startup", startup);
+    f.kv("used_memory_dataset", dataset);
+    f.kv(
+        "used_memory_dataset_perc",
+        format!("{:.2}%", dataset as f64 * 100.0 / used as f64),
+    );
+    f.kv("allocator_allocated", allocated);
+    f.kv("allocator_active", active);
+    f.kv("allocator_resident", resident);
+    let total = total_system_memory();
+    f.kv("total_system_memory", total);
+    f.kv("total_system_memory_human", human(total));
+    f.kv("used_memory_lua", 0);
+    f.kv("used_memory_vm_eval", 0);
+    f.kv("used_memory_lua_human", human(0));
+    f.kv("used_memory_scripts_eval", 0);
+    f.kv("number_of_cached_scripts", 0);
+    f.kv("number_of_functions", 0);
+    f.kv("number_of_libraries", 0);
+    f.kv("used_memory_vm_functions", 0);
+    f.kv("used_memory_vm_total", 0);
+    f.kv("used_memory_vm_total_human", human(0));
+    f.kv("used_memory_functions", 0);
+    f.kv("used_memory_scripts", 0);
+    f.kv("used_memory_scripts_human", human(0));
+    f.kv("maxmemory", cfg.maxmemory);
+    f.kv("maxmemory_human", human(cfg.maxmemory));
+    f.kv("maxmemory_policy", &cfg.maxmemory_policy);
+    f.kv("allocator_frag_ratio", ratio(active, allocated));
+    f.kv("allocator_frag_bytes", active.saturating_sub(allocated));
+    f.kv("allocator_rss_ratio", ratio(resident, active));
+    f.kv("allocator_rss_bytes", resident.saturating_sub(active));
+    f.kv("rss_overhead_ratio", ratio(rss, resident));
+    f.kv("rss_overhead_bytes", rss as i64 - resident as i64);
+    f.kv("mem_fragmentation_ratio", ratio(rss, used));
+    f.kv("mem_fragmentation_bytes", rss as i64 - used as i64);
+    f.kv("mem_not_counted_for_evict", 0);
+    f.kv("mem_replication_backlog", 0);
+    f.kv("mem_total_replication_buffers", 0);
+    f.kv("mem_clients_slaves", 0);
+    f.kv("mem_clients_normal", 0);
+    f.kv("mem_cluster_links", 0);
+    f.kv("mem_aof_buffer", 0);
+    f.kv("mem_allocator", "jemalloc-5.3.0");
+    f.kv("active_defrag_running", 0);
+    f.kv("lazyfree_pending_objects", 0);
+    f.kv("lazyfreed_objects", 0);
+}
+
+fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    for k in [
+        "loading",
+        "async_loading",
+        "current_cow_peak",
+        "current_cow_size",
+        "current_cow_size_age",
+    ] {
+        f.kv(k, 0);
+    }
+    f.kv("current_fork_perc", "0.00");
+    f.kv("current_save_keys_processed", 0);
+    f.kv("current_save_keys_total", 0);
+    f.kv("rdb_changes_since_last_save", ctx.store.stats.dirty);
+    f.kv("rdb_bgsave_in_progress", 0);
+    f.kv("rdb_last_save_time", ctx.server.last_save);
+    f.kv("rdb_last_bgsave_status", "ok");
+    f.kv("rdb_last_bgsave_time_sec", -1);
+    f.kv("rdb_current_bgsave_time_sec", -1);
+    f.kv("rdb_saves", 0);
+    f.kv("rdb_last_cow_size", 0);
+    f.kv("rdb_last_load_keys_expired", 0);
+    f.kv("rdb_last_load_keys_loaded", 0);
+    f.kv("aof_enabled", u8::from(ctx.server.config.appendonly));
+    f.kv("aof_rewrite_in_progress", 0);
+    f.kv("aof_rewrite_scheduled", 0);
+    f.kv("aof_last_rewrite_time_sec", -1);
+    f.kv("aof_current_rewrite_time_sec", -1);
+    f.kv("aof_last_bgrewrite_status", "ok");
+    f.kv("aof_rewrites", 0);
+    f.kv("aof_rewrites_consecutive_failures", 0);
+    f.kv("aof_last_write_status", "ok");
+    f.kv("aof_last_cow_size", 0);
+    f.kv("module_fork_in_progress", 0);
+    f.kv("module_fork_last_cow_size", 0);
+}
+
+fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let sh = &ctx.server.shared;
+    let st = &ctx.server.stats;
+    let ks = &ctx.store.stats;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    f.kv("total_connections_received", load(&sh.total_connections));
+    f.kv("total_commands_processed", st.total_commands_processed);
+    f.kv("instantaneous_ops_per_sec", 0);
+    f.kv("total_net_input_bytes", load(&sh.net_input_bytes));
+    f.kv("total_net_output_bytes", load(&sh.net_output_bytes));
+    f.kv("total_net_repl_input_bytes", 0);
+    f.kv("total_net_repl_output_bytes", 0);
+    for k in [
+        "instantaneous_input_kbps",
+        "instantaneous_output_kbps",
+        "instantaneous_input_repl_kbps",
+        "instantaneous_output_repl_kbps",
+    ] {
+        f.kv(k, "0.00");
+    }
+    f.kv("rejected_connections", load(&sh.rejected_connections));
+    f.kv("sync_full", 0);
+    f.kv("sync_partial_ok", 0);
+    f.kv("sync_partial_err", 0);
+    f.kv("expired_keys", ks.expired_keys);
+    f.kv("expired_stale_perc", "0.00");
+    f.kv("expired_time_cap_reached_count", 0);
+    f.kv(
+        "expire_cycle_cpu_milliseconds",
+        ks.expire_cycle_cpu_us / 1000,
+    );
+    f.kv("evicted_keys", 0);
+    f.kv("evicted_clients", 0);
+    f.kv("total_eviction_exceeded_time", 0);
+    f.kv("current_eviction_exceeded_time", 0);
+    f.kv("keyspace_hits", ks.keyspace_hits);
+    f.kv("keyspace_misses", ks.keyspace_misses);
+    for k in [
+        "pubsub_channels",
+        "pubsub_patterns",
+        "pubsubshard_channels",
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "slave_expires_tracked_keys",
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+        "unexpected_error_replies",
+    ] {
+        f.kv(k, 0);
+    }
+    let errors: u64 = st.errors.values().sum();
+    f.kv("total_error_replies", errors);
+    for k in [
+        "dump_payload_sanitizations",
+        "total_reads_processed",
+        "total_writes_processed",
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+        "reply_buffer_shrinks",
+        "reply_buffer_expands",
+    ] {
+        f.kv(k, 0);
+    }
+}
+
+fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    f.kv("role", "master");
+    f.kv("connected_slaves", 0);
+    f.kv("master_failover_state", "no-failover");
+    f.kv("master_replid", &ctx.server.run_id);
+    f.kv("master_replid2", "0000000000000000000000000000000000000000");
+    f.kv("master_repl_offset", 0);
+    f.kv("second_repl_offset", -1);
+    f.kv("repl_backlog_active", 0);
+    f.kv(
+        "repl_backlog_size",
+        ctx.server.config.get("repl-backlog-size"),
+    );
+    f.kv("repl_backlog_first_byte_offset", 0);
+    f.kv("repl_backlog_histlen", 0);
+}
+
+fn rusage(who: libc::c_int) -> (String, String) {
+    // SAFETY: getrusage fills a plain struct; zeroed is a valid initial value.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| format!("{}.{:06}", t.tv_sec, t.tv_usec);
+    (tv(ru.ru_stime), tv(ru.ru_utime))
+}
+
+fn cpu(f: &mut Fields<'_>) {
+    let (sys, user) = rusage(libc::RUSAGE_SELF);
+    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    // INFO runs on the executor thread, ferrokv's "main thread".
+    let (tsys, tuser) = rusage(libc::RUSAGE_THREAD);
+    f.kv("used_cpu_sys", sys);
+    f.kv("used_cpu_user", user);
+    f.kv("used_cpu_sys_children", csys);
+    f.kv("used_cpu_user_children", cuser);
+    f.kv("used_cpu_sys_main_thread", tsys);
+    f.kv("used_cpu_user_main_thread", tuser);
+}
+
+fn commandstats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let mut cmds: Vec<_> = ctx
+        .server
+        .table
+        .commands
+        .iter()
+        .filter(|c| c.calls > 0 || c.rejected_calls > 0 || c.failed_calls > 0)
+        .collect();
+    cmds.sort_by(|a, b| a.name.cmp(&b.name));
+    for c in cmds {
+        let per = if c.calls == 0 {
+            0.0
+        } else {
+            c.usec as f64 / c.calls as f64
+        };
+        f.kv(
+            &format!("cmdstat_{}", c.name),
+            format!(
+                "calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}",
+                c.calls, c.usec, per, c.rejected_calls, c.failed_calls
+            ),
+        );
+    }
+}
+
+/// Per-command latency percentiles. ferrokv keeps no histogram, so every
+/// percentile reports the mean call time; names and shape are Redis's.
+fn latencystats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let cfg = &ctx.server.config;
+    if !cfg.get_bool("latency-tracking") {
+        return;
+    }
+    let percentiles = cfg.get("latency-tracking-info-percentiles");
+    let mut cmds: Vec<_> = ctx
+        .server
+        .table
+        .commands
+        .iter()
+        .filter(|c| c.calls > 0)
+        .collect();
+    cmds.sort_by(|a, b| a.name.cmp(&b.name));
+    for c in cmds {
+        let mean = c.usec as f64 / c.calls as f64;
+        let v: Vec<String> = percentiles
+            .split(' ')
+            .filter(|p| !p.is_empty())
+            .map(|p| format!("p{p}={mean:.3}"))
+            .collect();
+        f.kv(&format!("latency_percentiles_usec_{}", c.name), v.join(","));
+    }
+}

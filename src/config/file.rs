@@ -1,0 +1,358 @@
+//! redis.conf parsing, as Redis's `loadServerConfigFromString`: one
+//! directive per line, arguments split with `sdssplitargs` quoting rules,
+//! `include` files, and a fatal, line-numbered report for anything wrong.
+//! Also the CONFIG REWRITE writer.
+
+use std::fmt;
+
+use super::params::{self, MULTI_ARG};
+use super::Config;
+use crate::net::inline::split_args;
+
+/// Why the configuration could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A file could not be read (Redis logs it and exits 1).
+    CantOpen {
+        /// The path.
+        path: String,
+        /// strerror text.
+        reason: String,
+    },
+    /// A fatal problem found after parsing (logged by Redis, then exit 1).
+    Fatal(String),
+    /// A bad line; printed as Redis's FATAL CONFIG FILE ERROR block.
+    Bad {
+        /// Line number and trimmed text, when the error is about a line.
+        line: Option<(usize, String)>,
+        /// The reason.
+        reason: String,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::CantOpen { path, reason } => {
+                write!(f, "Fatal error, can't open config file '{path}': {reason}")
+            }
+            LoadError::Fatal(msg) => write!(f, "{msg}"),
+            LoadError::Bad { line, reason } => {
+                writeln!(
+                    f,
+                    "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***",
+                    crate::REDIS_VERSION
+                )?;
+                if let Some((n, text)) = line {
+                    writeln!(f, "Reading the configuration file, at line {n}")?;
+                    writeln!(f, ">>> '{text}'")?;
+                }
+                write!(f, "{reason}")
+            }
+        }
+    }
+}
+
+/// Loading state shared across included files.
+#[derive(Default)]
+struct LoadState {
+    /// The first `save` line replaces the defaults; later ones add points.
+    save_loaded: bool,
+    /// Include depth, to stop include loops.
+    depth: usize,
+    /// A module parameter (`name.param value`) was given.
+    module_config: bool,
+}
+
+fn strerror(e: &std::io::Error) -> String {
+    let msg = e.to_string();
+    match msg.find(" (os error") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    }
+}
+
+fn read_file(path: &str) -> Result<String, LoadError> {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| LoadError::CantOpen {
+            path: path.to_string(),
+            reason: strerror(&e),
+        })
+}
+
+/// Loads `file` (if any), then standard input (if asked), then `options`
+/// (the command line's `--name value` directives), as redis-server does:
+/// the three are joined into one text, so line numbers run on across them.
+pub fn load(
+    config: &mut Config,
+    file: Option<&str>,
+    from_stdin: bool,
+    options: &str,
+) -> Result<(), LoadError> {
+    let mut text = String::new();
+    if let Some(path) = file {
+        text.push_str(&read_file(path)?);
+    }
+    if from_stdin {
+        use std::io::Read;
+        let mut s = String::new();
+        let _ = std::io::stdin().read_to_string(&mut s);
+        text.push_str(&s);
+    }
+    if !options.is_empty() {
+        text.push('\n');
+        text.push_str(options);
+    }
+    let mut state = LoadState::default();
+    load_string(config, &text, &mut state)?;
+    if state.module_config {
+        // No module can claim it, as in Redis without the loadmodule.
+        return Err(LoadError::Fatal(
+            "Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting"
+                .into(),
+        ));
+    }
+    if !config.logfile.is_empty() {
+        if let Err(e) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&config.logfile)
+        {
+            return Err(LoadError::Bad {
+                line: None,
+                reason: format!("Can't open the log file: {}", strerror(&e)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Parses configuration text (for tests and `include`).
+pub fn load_str(config: &mut Config, text: &str) -> Result<(), LoadError> {
+    load_string(config, text, &mut LoadState::default())
+}
+
+fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result<(), LoadError> {
+    for (i, raw) in text.split('\n').enumerate() {
+        let line = raw.trim_matches([' ', '\t', '\r', '\n']);
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |reason: String| LoadError::Bad {
+            line: Some((i + 1, line.to_string())),
+            reason,
+        };
+        let mut buf = Vec::new();
+        let mut lens = Vec::new();
+        if split_args(line.as_bytes(), &mut buf, &mut lens).is_err() {
+            return Err(bad("Unbalanced quotes in configuration line".into()));
+        }
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(lens.len());
+        let mut at = 0;
+        for l in &lens {
+            argv.push(&buf[at..at + l]);
+            at += l;
+        }
+        let Some(first) = argv.first() else { continue };
+        let name = first.to_ascii_lowercase();
+        let args = &argv[1..];
+        if let Some((p, _)) = params::lookup(&name) {
+            if p.flags & MULTI_ARG == 0 && args.len() != 1 {
+                return Err(bad("wrong number of arguments".into()));
+            }
+            let append = p.name == "save" && state.save_loaded;
+            if p.name == "save" {
+                state.save_loaded = true;
+            }
+            config
+                .set_args(p, args, append)
+                .map_err(|e| bad(e.into_owned()))?;
+            continue;
+        }
+        let argc = argv.len();
+        match name.as_slice() {
+            b"list-max-ziplist-entries" | b"list-max-ziplist-value" | b"lua-replicate-commands"
+                if argc == 2 => {}
+            b"include" if argc == 2 => {
+                if state.depth > 32 {
+                    return Err(bad("Too many nested includes".into()));
+                }
+                let path = String::from_utf8_lossy(args[0]).into_owned();
+                let included = read_included(&path)?;
+                state.depth += 1;
+                let r = load_string(config, &included, state);
+                state.depth -= 1;
+                r?;
+            }
+            // Accepted for compatibility; ferrokv has no module loader, ACL
+            // users beyond `default`, or command renaming at load time.
+            b"rename-command" if argc == 3 => {}
+            b"user" if argc >= 2 => {}
+            b"loadmodule" if argc >= 2 => {}
+            _ if name.contains(&b'.') => {
+                if argc < 2 {
+                    return Err(bad("Module config specified without value".into()));
+                }
+                state.module_config = true;
+            }
+            b"sentinel" => {
+                if argc != 1 {
+                    return Err(bad("sentinel directive while not in sentinel mode".into()));
+                }
+            }
+            _ => return Err(bad("Bad directive or wrong number of arguments".into())),
+        }
+    }
+    Ok(())
+}
+
+/// Reads an included file; a pattern with wildcards includes every match
+/// (none is fine), as Redis does with glob(3).
+fn read_included(path: &str) -> Result<String, LoadError> {
+    if !path.contains(['*', '?', '[']) {
+        return read_file(path);
+    }
+    let p = std::path::Path::new(path);
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(std::path::Path::new("."));
+    let pattern = p
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| {
+                    crate::util::glob::glob_match(
+                        pattern.as_bytes(),
+                        e.file_name().to_string_lossy().as_bytes(),
+                        false,
+                    )
+                })
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let mut text = String::new();
+    for n in names {
+        text.push_str(&read_file(&n.display().to_string())?);
+    }
+    Ok(text)
+}
+
+/// Quotes a value for a config file when it needs it (Redis's sdscatrepr).
+fn repr(v: &str) -> String {
+    if !v.is_empty() && !v.contains([' ', '"', '\'', '\\', '\t', '\n', '\r']) {
+        return v.to_string();
+    }
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// The config-file lines for a parameter's current value.
+fn lines_for(p: &params::Param, config: &Config) -> Vec<String> {
+    let v = config.get(p.name);
+    if p.name == "save" {
+        if config.save.is_empty() {
+            return vec!["save \"\"".into()];
+        }
+        return config
+            .save
+            .iter()
+            .map(|(s, c)| format!("save {s} {c}"))
+            .collect();
+    }
+    if p.flags & MULTI_ARG != 0 && !v.is_empty() {
+        return vec![format!("{} {}", p.name, v)];
+    }
+    vec![format!("{} {}", p.name, repr(&v))]
+}
+
+/// CONFIG REWRITE: rewrites the directives of `path` with the current
+/// values, keeping comments and unknown lines, and appends parameters that
+/// differ from their defaults.
+pub fn rewrite(path: &str, config: &Config) -> std::io::Result<()> {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let defaults = Config::default();
+    let mut done: Vec<&'static str> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    for line in old.lines() {
+        if line.trim() == "# Generated by CONFIG REWRITE" {
+            continue;
+        }
+        let t = line.trim();
+        let name = t
+            .split([' ', '\t'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        match (t.starts_with('#'), params::lookup(name.as_bytes())) {
+            (false, Some((p, _))) => {
+                if !done.contains(&p.name) {
+                    done.push(p.name);
+                    out.extend(lines_for(p, config));
+                }
+            }
+            _ => out.push(line.to_string()),
+        }
+    }
+    let mut header = false;
+    for p in params::PARAMS {
+        if done.contains(&p.name) || config.get(p.name) == defaults.get(p.name) {
+            continue;
+        }
+        if p.name == "dir" || p.name == "port" && config.port == 0 {
+            continue;
+        }
+        if !header {
+            out.push("# Generated by CONFIG REWRITE".into());
+            header = true;
+        }
+        out.extend(lines_for(p, config));
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    std::fs::write(path, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_quotes_units_and_save_lines() {
+        let mut c = Config::default();
+        load_str(
+            &mut c,
+            "# comment\nport 7000\nrequirepass \"a b\\x41\"\nmaxmemory 1gb\nsave 10 1\nsave 20 2\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.requirepass.as_deref(), Some(&b"a bA"[..]));
+        assert_eq!(c.maxmemory, 1 << 30);
+        assert_eq!(c.save, vec![(10, 1), (20, 2)]);
+    }
+
+    #[test]
+    fn bad_directive_message() {
+        let mut c = Config::default();
+        let e = load_str(&mut c, "port 1\nfoo bar\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 2\n>>> 'foo bar'\nBad directive or wrong number of arguments"
+        );
+    }
+}

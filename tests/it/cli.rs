@@ -1,0 +1,325 @@
+//! The `ferrokv` binary: command line, config files, logging, signals and
+//! exit codes, checked against redis-server where both can run.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::config::encode_map;
+use crate::support::*;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "ferrokv-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A ferrokv process, killed on drop.
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_bin(args: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    // A config file must come first, as for redis-server.
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend([
+        "--port".into(),
+        port.to_string(),
+        "--bind".into(),
+        "127.0.0.1".into(),
+    ]);
+    let child = bin()
+        .args(&all)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ferrokv");
+    let up = wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let mut proc = Proc(child);
+    assert!(up, "ferrokv did not start: {:?}", proc.0.try_wait());
+    (proc, port)
+}
+
+fn wait_exit(p: &mut Proc) -> Option<i32> {
+    let mut status = None;
+    wait_until(Duration::from_secs(5), || {
+        status = p.0.try_wait().ok().flatten();
+        status.is_some()
+    });
+    status.and_then(|s| s.code())
+}
+
+#[test]
+fn binary_port_flag_and_shutdown_exit_zero() {
+    let (mut proc, port) = spawn_bin(&["--save", "", "--hz", "20"]);
+    let mut c = Raw::connect(port);
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "hz"]),
+        encode_map(&["hz", "20"])
+    );
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "save"]),
+        encode_map(&["save", ""])
+    );
+    c.send(&encode(&[b"SHUTDOWN", b"NOSAVE"]));
+    assert!(c.is_closed());
+    assert_eq!(wait_exit(&mut proc), Some(0));
+}
+
+#[test]
+fn binary_sigterm_and_sigint_exit_zero() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let (mut proc, port) = spawn_bin(&[]);
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(proc.0.id() as i32, sig) };
+        assert_eq!(wait_exit(&mut proc), Some(0));
+        assert!(c.is_closed());
+    }
+}
+
+#[test]
+fn binary_reads_config_file_with_quotes_include_and_units() {
+    let dir = temp_dir("conf");
+    let inc = dir.join("extra.conf");
+    std::fs::write(&inc, "hz 25\nmaxmemory 512mb\n").expect("write");
+    let main = dir.join("main.conf");
+    let text = format!(
+        "# a comment\n\n  masteruser \"pa ss\\x21\"\ninclude {}\nproto-max-bulk-len 2gb\nsave 100 1\nsave 200 2\nnotify-keyspace-events 'KEA'\nlua-time-limit 777\n",
+        inc.display()
+    );
+    std::fs::write(&main, text).expect("write");
+    let (_proc, port) = spawn_bin(&[main.to_str().expect("path")]);
+    let mut c = Raw::connect(port);
+    for (k, v) in [
+        ("masteruser", "pa ss!"),
+        ("hz", "25"),
+        ("maxmemory", "536870912"),
+        ("proto-max-bulk-len", "2147483648"),
+        ("save", "100 1 200 2"),
+        ("notify-keyspace-events", "AKE"),
+        ("busy-reply-threshold", "777"),
+    ] {
+        assert_eq!(c.cmd_str(&["CONFIG", "GET", k]), encode_map(&[k, v]), "{k}");
+    }
+    let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "server"])).into_owned();
+    assert!(
+        info.contains(&format!(
+            "config_file:{}",
+            std::fs::canonicalize(&main).expect("path").display()
+        )),
+        "{info}"
+    );
+    // requirepass from a file takes effect for new clients.
+    let auth = dir.join("auth.conf");
+    std::fs::write(&auth, "requirepass 'x y'\n").expect("write");
+    let (_proc2, port2) = spawn_bin(&[auth.to_str().expect("path")]);
+    assert!(Raw::connect(port2)
+        .cmd_str(&["PING"])
+        .starts_with(b"-NOAUTH"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Runs a binary and returns (exit code, stdout, stderr).
+fn run(mut cmd: Command) -> (Option<i32>, String, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("run");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_config_reports_like_redis_and_exits_1() {
+    let dir = temp_dir("bad");
+    let cases: &[(&str, &[&str])] = &[
+        ("port 7777\nfoo bar\n", &[]),
+        ("databases abc\n", &[]),
+        ("port \"7777\n", &[]),
+        ("maxmemory 1xb\n", &[]),
+        ("loglevel loud\n", &[]),
+        ("", &["--foo", "bar"]),
+        ("", &["--port"]),
+        ("", &["--hz", "abc"]),
+        ("dir /nonexistent/dir\n", &[]),
+        ("logfile /nonexistent/dir/x.log\n", &[]),
+        ("save 10\n", &[]),
+        ("bind\n", &[]),
+        ("include\n", &[]),
+        ("sentinel monitor x\n", &[]),
+        ("port 1 2\n", &[]),
+    ];
+    for (i, (text, extra)) in cases.iter().enumerate() {
+        let f = dir.join(format!("bad{i}.conf"));
+        std::fs::write(&f, text).expect("write");
+        let mut ours = bin();
+        ours.arg(&f).args(*extra);
+        let mut theirs = Command::new("redis-server");
+        theirs.arg(&f).args(*extra);
+        let (oc, _, oe) = run(ours);
+        let (tc, _, te) = run(theirs);
+        assert_eq!(oc, Some(1), "{text:?} {extra:?}");
+        assert_eq!(tc, Some(1));
+        assert_eq!(oe, te, "{text:?} {extra:?}");
+    }
+    let (code, _, err) = run({
+        let mut c = bin();
+        c.arg(dir.join("missing.conf"));
+        c
+    });
+    assert_eq!(code, Some(1));
+    assert!(err.contains("Fatal error, can't open config file"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn version_and_help() {
+    for flag in ["-v", "--version"] {
+        let (code, out, _) = run({
+            let mut c = bin();
+            c.arg(flag);
+            c
+        });
+        assert_eq!(code, Some(0));
+        assert!(out.starts_with("Redis server v=7.0.15 "), "{out}");
+        assert!(out.contains(&format!("ferrokv={}", env!("CARGO_PKG_VERSION"))));
+    }
+    for flag in ["-h", "--help"] {
+        let (code, _, err) = run({
+            let mut c = bin();
+            c.arg(flag);
+            c
+        });
+        assert_eq!(code, Some(1));
+        assert!(
+            err.starts_with("Usage: ./ferrokv [/path/to/redis.conf] [options] [-]"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn config_from_stdin() {
+    let port = free_port();
+    let mut child = bin()
+        .args(["-", "--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(b"maxmemory 1mb\n").expect("write stdin");
+    }
+    let mut proc = Proc(child);
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let mut c = Raw::connect(port);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "maxmemory"]),
+        encode_map(&["maxmemory", "1048576"])
+    );
+    c.send(&encode(&[b"SHUTDOWN"]));
+    assert_eq!(wait_exit(&mut proc), Some(0));
+}
+
+#[test]
+fn config_rewrite_round_trips_through_the_file() {
+    let dir = temp_dir("rewrite");
+    let f = dir.join("r.conf");
+    std::fs::write(&f, "# keep me\nhz 15\nsave 100 1\nsave 200 2\n").expect("write");
+    let path = f.to_str().expect("path");
+    let (mut proc, port) = spawn_bin(&[path]);
+    let mut c = Raw::connect(port);
+    assert_eq!(
+        c.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "2mb",
+            "hz",
+            "30",
+            "requirepass",
+            "a b"
+        ]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd_str(&["CONFIG", "REWRITE"]), b"+OK\r\n");
+    c.send(&encode(&[b"SHUTDOWN"]));
+    assert_eq!(wait_exit(&mut proc), Some(0));
+    let text = std::fs::read_to_string(&f).expect("read");
+    assert!(text.starts_with("# keep me\nhz 30\n"), "{text}");
+    let (_proc, port) = spawn_bin(&[path]);
+    let mut c = Raw::connect(port);
+    assert!(c.cmd_str(&["PING"]).starts_with(b"-NOAUTH"));
+    let (_proc3, port3) = spawn_bin(&[path, "--requirepass", ""]);
+    let mut c = Raw::connect(port3);
+    for (k, v) in [
+        ("maxmemory", "2097152"),
+        ("hz", "30"),
+        ("save", "100 1 200 2"),
+    ] {
+        assert_eq!(c.cmd_str(&["CONFIG", "GET", k]), encode_map(&[k, v]), "{k}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn logfile_and_loglevel() {
+    let dir = temp_dir("log");
+    for (level, expect_ready) in [("notice", true), ("warning", false)] {
+        let log = dir.join(format!("{level}.log"));
+        let pid = dir.join(format!("{level}.pid"));
+        let (mut proc, port) = spawn_bin(&[
+            "--logfile",
+            log.to_str().expect("path"),
+            "--loglevel",
+            level,
+            "--pidfile",
+            pid.to_str().expect("path"),
+        ]);
+        let written = std::fs::read_to_string(&pid).expect("pidfile written");
+        assert_eq!(written.trim(), proc.0.id().to_string());
+        let mut c = Raw::connect(port);
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "GET", "loglevel"]),
+            encode_map(&["loglevel", level])
+        );
+        c.send(&encode(&[b"SHUTDOWN"]));
+        assert_eq!(wait_exit(&mut proc), Some(0));
+        assert!(!pid.exists(), "pidfile removed at exit");
+        let text = std::fs::read_to_string(&log).expect("log written");
+        assert_eq!(
+            text.contains("Ready to accept connections"),
+            expect_ready,
+            "{text}"
+        );
+        assert!(text.contains("User requested shutdown"), "{text}");
+        assert_eq!(
+            text.contains(&format!("port={port}")),
+            expect_ready,
+            "{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,460 @@
+//! CONFIG GET/SET/RESETSTAT/HELP against redis-server, and the binary's
+//! command line and config file handling (mirrors Redis's
+//! unit/introspection and the config file tests).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::support::*;
+
+/// The bulk strings of a flat RESP2 array (or RESP3 map) reply.
+pub fn bulks(reply: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pos = reply
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(reply.len(), |n| n + 1);
+    while pos < reply.len() {
+        let nl = pos
+            + reply[pos..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .expect("line end");
+        let len: usize = std::str::from_utf8(&reply[pos + 1..nl - 1])
+            .expect("utf8")
+            .parse()
+            .expect("bulk length");
+        out.push(String::from_utf8_lossy(&reply[nl + 1..nl + 1 + len]).into_owned());
+        pos = nl + 1 + len + 2;
+    }
+    out
+}
+
+fn as_map(reply: &[u8]) -> BTreeMap<String, String> {
+    let b = bulks(reply);
+    b.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect()
+}
+
+/// Parameters whose defaults differ on purpose (ferrokv's documented
+/// defaults, or how the test servers are started).
+const DIFFERENT: &[&str] = &[
+    "bind",
+    "dir",
+    "port",
+    "save",
+    "pidfile",
+    "daemonize",
+    "logfile",
+];
+
+#[test]
+fn config_get_star_has_redis_names_and_defaults() {
+    let mut p = Pair::new();
+    let (ours, theirs) = p.both(&["CONFIG", "GET", "*"]);
+    let (ours, theirs) = (as_map(&ours), as_map(&theirs));
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (k, v) in &theirs {
+        if !DIFFERENT.contains(&k.as_str()) {
+            assert_eq!(&ours[k], v, "default of {k}");
+        }
+    }
+}
+
+#[test]
+fn config_get_patterns_and_aliases() {
+    let mut p = Pair::new();
+    for name in [
+        "maxmemory",
+        "lua-time-limit",
+        "busy-reply-threshold",
+        "slaveof",
+        "HZ",
+        "hash-max-ziplist-entries",
+        "nosuch",
+        "rdb-key-save-delay",
+    ] {
+        p.same(&["CONFIG", "GET", name]);
+    }
+    for pats in [
+        &["*max*"][..],
+        &["PO*", "port"],
+        &["*-ziplist-*", "hz", "lua*"],
+        &["[a-c]*"],
+        &["?z"],
+    ] {
+        let mut args = vec!["CONFIG", "GET"];
+        args.extend_from_slice(pats);
+        let (ours, theirs) = p.both(&args);
+        let (mut ours, mut theirs) = (as_map(&ours), as_map(&theirs));
+        for k in DIFFERENT {
+            ours.remove(*k);
+            theirs.remove(*k);
+        }
+        assert_eq!(ours, theirs, "CONFIG GET {pats:?}");
+    }
+    p.same(&["CONFIG", "GET", "hz", "HZ"]);
+    p.same(&["CONFIG", "GET", "hz", "h?"]);
+    p.same(&["CONFIG", "GET"]);
+    p.same(&["CONFIG"]);
+}
+
+#[test]
+fn config_get_resp3_is_a_map() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "GET", "maxmemory-policy"]);
+    let (ours, _) = p.both(&["HELLO", "3"]);
+    if ours.starts_with(b"-") {
+        // HELLO is served by the connection family; without it there is no
+        // RESP3 to compare.
+        return;
+    }
+    p.same(&["CONFIG", "GET", "maxmemory-policy"]);
+    p.same(&["CONFIG", "GET", "no-such-param"]);
+}
+
+#[test]
+fn config_set_errors_match_redis() {
+    let mut p = Pair::new();
+    let cases: &[&[&str]] = &[
+        &["CONFIG", "SET", "port"],
+        &["CONFIG", "SET", "foo", "bar"],
+        &["CONFIG", "SET", "daemonize", "yes"],
+        &["CONFIG", "SET", "hz", "abc"],
+        &["CONFIG", "SET", "hz", "-1"],
+        &["CONFIG", "SET", "maxclients", "0"],
+        &["CONFIG", "SET", "loglevel", "foo"],
+        &["CONFIG", "SET", "protected-mode", "maybe"],
+        &["CONFIG", "SET", "proto-max-bulk-len", "10"],
+        &["CONFIG", "SET", "maxmemory", "1xb"],
+        &["CONFIG", "SET", "maxmemory", "-1"],
+        &["CONFIG", "SET", "hz", "10", "hz", "11"],
+        &["CONFIG", "SET", "hz", "10", "foo", "1", "daemonize", "no"],
+        &["CONFIG", "SET", "daemonize", "no", "foo", "1"],
+        &["CONFIG", "SET", "save", "abc"],
+        &["CONFIG", "SET", "save", "10"],
+        &["CONFIG", "SET", "save", "0 1"],
+        &["CONFIG", "SET", "dir", "/nonexistent"],
+        &["CONFIG", "SET", "dbfilename", "a/b"],
+        &["CONFIG", "SET", "maxmemory-clients", "200%"],
+        &["CONFIG", "SET", "maxmemory-clients", "-5"],
+        &["CONFIG", "SET", "unixsocketperm", "8"],
+        &["CONFIG", "SET", "notify-keyspace-events", "q"],
+        &["CONFIG", "SET", "client-output-buffer-limit", "normal 1 2"],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "master 1 2 3",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal x 2 3",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 abc",
+        ],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "50 101",
+        ],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2 3000"],
+        &["CONFIG", "SET", "shutdown-on-sigint", "save nosave"],
+        &["CONFIG", "SET", "shutdown-on-sigterm", "bogus"],
+        &["CONFIG", "SET", "appendfsync", "sometimes"],
+        &["CONFIG", "SET", "maxmemory-policy", "lru"],
+        &["CONFIG", "SET", "list-max-listpack-size", "1.5"],
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-2"],
+        &["CONFIG", "SET", "replicaof", "no one"],
+        &["CONFIG", "SET", "lua-time-limit", "abc"],
+        &["CONFIG", "SET", "Port", "99999"],
+        &["CONFIG", "SET", "cluster-announce-hostname", "a_b"],
+        &["CONFIG", "SET", "proc-title-template", "{foo}"],
+        &["CONFIG", "SET", "proc-title-template", "{title"],
+        &["CONFIG", "SET", "activedefrag", "yes"],
+        &["CONFIG", "SET", "dbfilename", "x", "hz", "abc"],
+        &["CONFIG", "SET", "a", "b", "c"],
+    ];
+    for c in cases {
+        let r = p.same(c);
+        assert!(r.starts_with(b"-ERR"), "{c:?} should fail");
+    }
+}
+
+#[test]
+fn config_set_values_read_back_like_redis() {
+    let mut p = Pair::new();
+    let cases: &[(&str, &str)] = &[
+        ("maxmemory", "1gb"),
+        ("maxmemory", "100mb"),
+        ("maxmemory-clients", "10%"),
+        ("notify-keyspace-events", "KEA"),
+        ("notify-keyspace-events", "Kgxe"),
+        ("notify-keyspace-events", "AKEmn"),
+        ("proc-title-template", "{{x}} {title} }"),
+        ("notify-keyspace-events", ""),
+        ("save", "100 10 200 20"),
+        ("save", ""),
+        (
+            "client-output-buffer-limit",
+            "normal 1mb 2kb 3 pubsub 1 2 3",
+        ),
+        ("latency-tracking-info-percentiles", "50 99.99 100"),
+        ("shutdown-on-sigint", "NOW save force"),
+        ("shutdown-on-sigterm", "default now"),
+        ("oom-score-adj", "YES"),
+        ("loglevel", "WARNING"),
+        ("hz", "1000"),
+        ("lua-time-limit", "1234"),
+        ("timeout", "30"),
+        ("appendfsync", "always"),
+        ("slave-read-only", "no"),
+        ("proto-max-bulk-len", "2mb"),
+        ("active-defrag-ignore-bytes", "200mb"),
+        ("maxmemory-policy", "ALLKEYS-LRU"),
+        ("list-max-ziplist-size", "-3"),
+        ("requirepass", ""),
+    ];
+    for (name, value) in cases {
+        p.same(&["CONFIG", "SET", name, value]);
+        p.same(&["CONFIG", "GET", name]);
+    }
+    p.same(&["CONFIG", "GET", "busy-reply-threshold"]);
+    p.same(&["CONFIG", "GET", "replica-read-only"]);
+    // Several pairs at once, atomically: a bad value leaves all unchanged.
+    p.same(&["CONFIG", "SET", "maxmemory", "10mb", "timeout", "5"]);
+    p.same(&["CONFIG", "SET", "maxmemory", "20mb", "timeout", "abc"]);
+    p.same(&["CONFIG", "GET", "maxmemory"]);
+    p.same(&["CONFIG", "GET", "timeout"]);
+    p.same(&[
+        "CONFIG",
+        "SET",
+        "lua-time-limit",
+        "1",
+        "busy-reply-threshold",
+        "2",
+    ]);
+}
+
+#[test]
+fn config_help_resetstat_rewrite_match_redis() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "HELP"]);
+    p.same(&["CONFIG", "RESETSTAT"]);
+    p.same(&["CONFIG", "REWRITE"]);
+    p.same(&["CONFIG", "NOSUCH"]);
+    p.same(&["SET", "k", "v"]);
+    p.same(&["CONFIG", "RESETSTAT"]);
+    let (ours, theirs) = p.both(&["INFO", "stats"]);
+    for r in [ours, theirs] {
+        let s = String::from_utf8_lossy(&r).into_owned();
+        assert!(s.contains("total_commands_processed:1\r\n"), "{s}");
+    }
+}
+
+#[test]
+fn config_set_takes_effect() {
+    let server = start();
+    let mut c = server.raw();
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "requirepass", "s3cret"]),
+        b"+OK\r\n"
+    );
+    let mut other = server.raw();
+    assert!(other.cmd_str(&["GET", "k"]).starts_with(b"-NOAUTH"));
+    // Clients connected before the password was set stay authenticated.
+    assert_eq!(c.cmd_str(&["CONFIG", "SET", "requirepass", ""]), b"+OK\r\n");
+    let mut third = server.raw();
+    assert_eq!(third.cmd_str(&["GET", "k"]), b"$-1\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"]),
+        b"+OK\r\n"
+    );
+    let big = "x".repeat(1024 * 1024 + 1);
+    let r = c.cmd_str(&["SET", "k", &big]);
+    assert!(
+        r.starts_with(b"-ERR Protocol error: invalid bulk length"),
+        "{}",
+        String::from_utf8_lossy(&r)
+    );
+    let mut d = server.raw();
+    assert_eq!(
+        d.cmd_str(&["CONFIG", "SET", "databases", "4"])[..5],
+        b"-ERR "[..]
+    );
+    assert_eq!(
+        d.cmd_str(&["CONFIG", "GET", "port"]),
+        encode_map(&["port", &server.port.to_string()])
+    );
+}
+
+pub fn encode_map(kv: &[&str]) -> Vec<u8> {
+    let a: Vec<&[u8]> = kv.iter().map(|s| s.as_bytes()).collect();
+    encode(&a)
+}
+
+#[test]
+fn timeout_closes_idle_clients() {
+    let server = start_with(|c| {
+        c.timeout = 1;
+        c.hz = 100;
+    });
+    let mut idle = server.raw();
+    assert_eq!(idle.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(
+        idle.is_closed(),
+        "idle client closed after `timeout` seconds"
+    );
+    let mut c = server.raw();
+    assert_eq!(c.cmd_str(&["CONFIG", "SET", "timeout", "0"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+/// A non-loopback address of this host, if it has one.
+fn external_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // No packet is sent: connecting a UDP socket only picks the route.
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+fn first_reply(ip: std::net::IpAddr, port: u16) -> Vec<u8> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect((ip, port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = s.write_all(b"PING\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn protected_mode_denies_non_loopback_clients_like_redis() {
+    let server = start_with(|c| c.bind = vec!["0.0.0.0".into()]);
+    let mut local = server.raw();
+    assert_eq!(local.cmd_str(&["PING"]), b"+PONG\r\n");
+    let Some(ip) = external_ip() else {
+        return;
+    };
+    let redis = spawn_redis_with(&["--bind", "0.0.0.0", "--protected-mode", "yes"]);
+    let ours = first_reply(ip, server.port);
+    assert!(ours.starts_with(b"-DENIED Redis is running in protected mode"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&first_reply(ip, redis.port))
+    );
+    assert_eq!(
+        local.cmd_str(&["CONFIG", "SET", "protected-mode", "no"]),
+        b"+OK\r\n"
+    );
+    use std::io::Read;
+    let mut remote = std::net::TcpStream::connect((ip, server.port)).expect("connect");
+    remote
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    remote.write_all(b"PING\r\n").expect("write");
+    let mut buf = [0u8; 7];
+    remote.read_exact(&mut buf).expect("read");
+    assert_eq!(&buf, b"+PONG\r\n");
+}
+
+#[test]
+fn config_set_port_and_bind_move_the_listener() {
+    let mut p = Pair::new();
+    // A port someone else holds: both refuse and keep listening.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken_port = taken.local_addr().expect("addr").port().to_string();
+    p.same(&["CONFIG", "SET", "port", &taken_port]);
+    p.same(&["PING"]);
+    drop(taken);
+
+    let server = start();
+    let mut c = server.raw();
+    let new_port = free_port();
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "port", &new_port.to_string()]),
+        b"+OK\r\n"
+    );
+    // The existing connection stays; new clients use the new port.
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "port"]),
+        encode_map(&["port", &new_port.to_string()])
+    );
+    let mut moved = Raw::connect(new_port);
+    assert_eq!(moved.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err()
+    }));
+    let r = c.cmd_str(&["CONFIG", "SET", "bind", "192.0.2.254"]);
+    assert!(
+        r.starts_with(
+            b"-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind"
+        ),
+        "{}",
+        String::from_utf8_lossy(&r)
+    );
+    assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "bind"]),
+        encode_map(&["bind", "127.0.0.1"])
+    );
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "bind", "127.0.0.1 -::1"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+/// Sends a 3 MB bulk string in pieces; true when the server closed the
+/// connection on the way.
+fn closed_by_big_query(port: u16) -> bool {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    if s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n")
+        .is_err()
+    {
+        return true;
+    }
+    let chunk = vec![b'x'; 100_000];
+    for _ in 0..30 {
+        if s.write_all(&chunk).is_err() {
+            return true;
+        }
+    }
+    let _ = s.write_all(b"\r\n");
+    let mut buf = [0u8; 64];
+    matches!(s.read(&mut buf), Ok(0) | Err(_))
+}
+
+#[test]
+fn client_query_buffer_limit_closes_like_redis() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"]);
+    let server_port = {
+        let (ours, _) = p.both(&["CONFIG", "GET", "port"]);
+        bulks(&ours)[1].parse::<u16>().expect("port")
+    };
+    let redis_port = {
+        let (_, theirs) = p.both(&["CONFIG", "GET", "port"]);
+        bulks(&theirs)[1].parse::<u16>().expect("port")
+    };
+    assert!(closed_by_big_query(redis_port));
+    assert!(closed_by_big_query(server_port));
+    p.same(&["CONFIG", "SET", "client-query-buffer-limit", "1gb"]);
+    assert!(!closed_by_big_query(server_port));
+}

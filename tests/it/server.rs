@@ -1,0 +1,225 @@
+//! INFO, DBSIZE, FLUSHDB/FLUSHALL, TIME, LASTSAVE and SHUTDOWN against
+//! redis-server (mirrors Redis's unit/info and unit/other tests).
+
+use std::time::Duration;
+
+use crate::support::*;
+
+/// The field names of an INFO reply, section headers included, without
+/// the per-command/per-error/per-db lines whose names depend on history.
+fn field_names(reply: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(reply).into_owned();
+    let body = text.split_once("\r\n").map_or("", |(_, b)| b);
+    body.split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(':').next().unwrap_or("").to_string())
+        .filter(|n| {
+            !n.starts_with("cmdstat_")
+                && !n.starts_with("errorstat_")
+                && !n.starts_with("latency_percentiles_usec_")
+                && !n.starts_with("db")
+                && n != "ferrokv_version"
+        })
+        .collect()
+}
+
+#[test]
+fn info_field_names_match_redis() {
+    let mut p = Pair::new();
+    p.same(&["SET", "k", "v"]);
+    let sections: &[&[&str]] = &[
+        &[],
+        &["server"],
+        &["clients"],
+        &["memory"],
+        &["persistence"],
+        &["stats"],
+        &["replication"],
+        &["cpu"],
+        &["keyspace"],
+        &["errorstats"],
+        &["commandstats"],
+        &["cluster"],
+        &["modules"],
+        &["all"],
+        &["everything"],
+        &["default"],
+        &["SERVER", "keyspace"],
+        &["nosuchsection"],
+    ];
+    for s in sections {
+        let mut args = vec!["INFO"];
+        args.extend_from_slice(s);
+        let (ours, theirs) = p.both(&args);
+        assert_eq!(field_names(&ours), field_names(&theirs), "INFO {s:?}");
+    }
+    let (ours, _) = p.both(&["INFO", "server"]);
+    let text = String::from_utf8_lossy(&ours).into_owned();
+    assert!(text.contains("\r\nredis_version:7.0.15\r\n"), "{text}");
+    assert!(text.contains(&format!(
+        "\r\nferrokv_version:{}\r\n",
+        env!("CARGO_PKG_VERSION")
+    )));
+}
+
+#[test]
+fn info_keyspace_and_errorstats_lines() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SET a 1",
+        "SET b 2 EX 100",
+        "SELECT 2",
+        "SET c 3",
+        "SELECT 0",
+    ]);
+    p.same(&["INFO", "keyspace"]);
+    p.same(&["NOSUCHCMD"]);
+    p.same(&["INFO", "errorstats"]);
+}
+
+#[test]
+fn info_resp3_is_verbatim() {
+    let server = start();
+    let mut c = server.raw();
+    let r = c.cmd_str(&["INFO", "server"]);
+    assert!(r.starts_with(b"$"), "RESP2 INFO is a bulk string");
+    if c.cmd_str(&["HELLO", "3"]).starts_with(b"-") {
+        // HELLO is served by the connection family; without it there is no
+        // RESP3 to check here.
+        return;
+    }
+    let r = c.cmd_str(&["INFO", "server"]);
+    let text = String::from_utf8_lossy(&r).into_owned();
+    assert!(text.starts_with('='), "{text}");
+    assert!(text.contains("\r\ntxt:# Server\r\n"), "{text}");
+}
+
+#[test]
+fn dbsize_flushdb_flushall_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SET a 1",
+        "SET b 2",
+        "SELECT 1",
+        "SET c 3",
+        "DBSIZE",
+        "FLUSHDB",
+        "DBSIZE",
+        "SELECT 0",
+        "DBSIZE",
+        "FLUSHDB foo",
+        "FLUSHDB ASYNC extra",
+        "FLUSHALL foo",
+        "FLUSHALL ASYNC",
+        "DBSIZE",
+        "SET a 1",
+        "FLUSHALL SYNC",
+        "DBSIZE",
+        "SET a 1",
+        "FLUSHDB async",
+        "DBSIZE",
+        "FLUSHALL",
+        "DBSIZE a",
+    ]);
+}
+
+#[test]
+fn flushall_async_frees_a_big_keyspace() {
+    let server = start();
+    let mut c = server.raw();
+    let mut pipeline = Vec::new();
+    for i in 0..20_000 {
+        pipeline.extend(encode(&[b"SET", format!("key:{i}").as_bytes(), b"value"]));
+    }
+    c.send(&pipeline);
+    for _ in 0..20_000 {
+        c.read_reply();
+    }
+    assert_eq!(c.cmd_str(&["DBSIZE"]), b":20000\r\n");
+    assert_eq!(c.cmd_str(&["FLUSHALL", "ASYNC"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["DBSIZE"]), b":0\r\n");
+}
+
+#[test]
+fn time_and_lastsave_shape() {
+    let mut p = Pair::new();
+    let (ours, theirs) = p.both(&["TIME"]);
+    for r in [&ours, &theirs] {
+        let s = String::from_utf8_lossy(r).into_owned();
+        let parts: Vec<&str> = s.split("\r\n").collect();
+        assert_eq!(parts[0], "*2", "{s}");
+        let secs: u64 = parts[2].parse().expect("seconds");
+        let usec: u64 = parts[4].parse().expect("micros");
+        assert!(usec < 1_000_000);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs();
+        assert!(secs.abs_diff(now) <= 2);
+    }
+    let (ours, theirs) = p.both(&["LASTSAVE"]);
+    assert!(ours.starts_with(b":") && theirs.starts_with(b":"));
+    p.same(&["TIME", "x"]);
+    p.same(&["LASTSAVE", "x"]);
+}
+
+#[test]
+fn shutdown_argument_errors_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SHUTDOWN ABORT",
+        "SHUTDOWN SAVE NOSAVE",
+        "SHUTDOWN foo",
+        "SHUTDOWN ABORT NOW",
+        "SHUTDOWN NOSAVE ABORT",
+    ]);
+}
+
+#[test]
+fn shutdown_stops_an_in_process_server() {
+    let server = start();
+    let mut c = server.raw();
+    assert_eq!(c.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+    let mut other = server.raw();
+    // Make sure it was accepted: one still in the listen backlog is reset.
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
+    c.send(&encode(&[b"SHUTDOWN", b"NOSAVE"]));
+    assert!(c.is_closed());
+    assert!(other.is_closed());
+    let port = server.port;
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    }));
+}
+
+#[test]
+fn info_commandstats_and_latencystats_lines() {
+    let mut p = Pair::new();
+    p.script(&["SET a 1", "GET a", "GET a", "DBSIZE"]);
+    for section in ["commandstats", "latencystats"] {
+        let (ours, theirs) = p.both(&["INFO", section]);
+        let names = |r: &[u8]| {
+            let text = String::from_utf8_lossy(r).into_owned();
+            let mut v: Vec<String> = text
+                .split("\r\n")
+                .skip(1)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| {
+                    let (name, value) = l.split_once(':').expect("field");
+                    // The value's keys, without the numbers.
+                    let keys: Vec<&str> = value
+                        .split(',')
+                        .map(|kv| kv.split('=').next().unwrap_or(""))
+                        .collect();
+                    format!("{name}:{}", keys.join(","))
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&ours), names(&theirs), "INFO {section}");
+    }
+    let (ours, _) = p.both(&["INFO", "commandstats"]);
+    let text = String::from_utf8_lossy(&ours).into_owned();
+    assert!(text.contains("\r\ncmdstat_get:calls=2,"), "{text}");
+}
