@@ -10,6 +10,8 @@ pub mod args;
 pub mod command;
 pub mod connection;
 pub mod keys;
+pub mod list;
+pub mod list_blocking;
 pub mod server;
 pub mod spec;
 pub mod string;
@@ -52,4 +54,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    list::COMMANDS,
+    list_blocking::COMMANDS,
 ];

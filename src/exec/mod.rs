@@ -7,6 +7,7 @@
 //! blocked-client timeouts. MULTI/EXEC, blocking pops and scripts all run
 //! here, which is what makes them atomic.
 
+pub mod blocking;
 pub mod call;
 pub mod client;
 pub mod clock;
@@ -135,6 +136,9 @@ pub struct ServerState {
     pub config_file: Option<String>,
     /// Path of the executable (INFO `executable`).
     pub executable: String,
+    /// Clients blocked by BLPOP and friends; `blocking.blocked_clients()`
+    /// is INFO's `blocked_clients`.
+    pub blocking: blocking::Blocking,
 }
 
 /// The executor: the store plus server state, driven by [`Executor::run`].
@@ -172,6 +176,7 @@ impl Executor {
                 executable: std::env::current_exe()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                blocking: blocking::Blocking::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -198,6 +203,7 @@ impl Executor {
             if self.server.shutdown {
                 break;
             }
+            self.expire_blocked();
             self.timers();
         }
         self.stop();
@@ -208,7 +214,12 @@ impl Executor {
     }
 
     fn next_timeout(&self) -> Duration {
-        self.period().saturating_sub(self.last_cycle.elapsed())
+        let cycle = self.period().saturating_sub(self.last_cycle.elapsed());
+        match self.server.blocking.next_deadline() {
+            // Wake for the nearest blocked-client timeout too.
+            Some(at) => cycle.min(Duration::from_millis(at.saturating_sub(clock::now_ms()))),
+            None => cycle,
+        }
     }
 
     /// Periodic work (Redis's serverCron): the active expiry cycle.
@@ -244,6 +255,7 @@ impl Executor {
             } => self.run_batch(id, batch, out, qbuf),
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
+                self.forget_blocked(id);
             }
         }
     }
@@ -253,6 +265,7 @@ impl Executor {
     fn after_writes(&mut self) {
         self.store.touched.clear();
         self.store.touched_dbs.clear();
+        self.server.blocking.reset_touched();
     }
 
     fn stop(&mut self) {
