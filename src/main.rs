@@ -9,7 +9,15 @@ use ferrokv::config::Config;
 use ferrokv::Server;
 
 fn main() {
-    let config = Config::default();
+    let mut config = Config::default();
+    // Until the command line is parsed: lets tests and benchmarks pick the
+    // port of the real binary.
+    if let Some(port) = std::env::var("FERROKV_TEST_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        config.port = port;
+    }
     tracing_subscriber::fmt().with_target(false).init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads.max(1))

@@ -8,9 +8,7 @@
 //! in Redis.
 
 use super::args::{self, is};
-use super::list::{
-    after_removal, list_mut, lmove_generic, mpop_first, parse_end, parse_mpop,
-};
+use super::list::{after_removal, list_mut, lmove_generic, mpop_first, parse_end, parse_mpop};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::exec::blocking::{BlockOp, BlockRequest};
@@ -95,7 +93,13 @@ fn brpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// BLMOVE/BRPOPLPUSH once ends and timeout are parsed
 /// (blmoveGenericCommand).
-fn blmove_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, from: End, to: End, deadline: u64) -> CmdResult {
+fn blmove_generic(
+    ctx: &mut Ctx<'_>,
+    argv: Argv<'_>,
+    from: End,
+    to: End,
+    deadline: u64,
+) -> CmdResult {
     let db = ctx.db();
     if list_mut(ctx.store, db, argv.get(1))?.is_some() {
         return lmove_generic(ctx, argv, from, to);

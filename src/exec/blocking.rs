@@ -248,7 +248,8 @@ impl Executor {
             };
             let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
             let mut reply = ReplyBuf::new(&mut p.out, resp3);
-            let result = crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply);
+            let result =
+                crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply);
             if let Err(e) = result {
                 reply.error(&e);
             }

@@ -150,8 +150,7 @@ impl Chunk {
         }
         // A chunk past three quarters full is not recentred: a new chunk is
         // cheaper than moving its bytes again and again.
-        if self.count > 0 && used + need > CHUNK_MAX * 3 / 4 && self.buf.capacity() >= CHUNK_MAX
-        {
+        if self.count > 0 && used + need > CHUNK_MAX * 3 / 4 && self.buf.capacity() >= CHUNK_MAX {
             return false;
         }
         if self.count > 0 && used + need > CHUNK_MAX {
@@ -161,7 +160,10 @@ impl Chunk {
         let new_cap = if used + need <= cap && cap >= CHUNK_MIN {
             cap
         } else {
-            (used + need).next_power_of_two().clamp(CHUNK_MIN, CHUNK_MAX).max(used + need)
+            (used + need)
+                .next_power_of_two()
+                .clamp(CHUNK_MIN, CHUNK_MAX)
+                .max(used + need)
         };
         let mut nb = Vec::with_capacity(new_cap);
         if front {
@@ -321,7 +323,9 @@ impl List {
         };
         if !fits {
             let cap = if self.chunks.is_empty() {
-                need.next_power_of_two().clamp(CHUNK_MIN, CHUNK_MAX).max(need)
+                need.next_power_of_two()
+                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .max(need)
             } else {
                 need.max(CHUNK_MAX)
             };
@@ -342,7 +346,9 @@ impl List {
         };
         if !fits {
             let cap = if self.chunks.is_empty() {
-                need.next_power_of_two().clamp(CHUNK_MIN, CHUNK_MAX).max(need)
+                need.next_power_of_two()
+                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .max(need)
             } else {
                 need.max(CHUNK_MAX)
             };
@@ -412,7 +418,11 @@ impl List {
     /// Converts a Redis index (negative counts from the tail) to a position.
     pub fn resolve(&self, index: i64) -> Option<usize> {
         let len = self.len as i64;
-        let i = if index < 0 { len.checked_add(index)? } else { index };
+        let i = if index < 0 {
+            len.checked_add(index)?
+        } else {
+            index
+        };
         (0..len).contains(&i).then_some(i as usize)
     }
 
@@ -605,7 +615,11 @@ impl List {
         }
         let (ci, k) = self.locate(from);
         let pos = self.chunks.get(ci).map_or(0, |c| c.offset_of(k));
-        Iter { list: self, ci, pos }
+        Iter {
+            list: self,
+            ci,
+            pos,
+        }
     }
 
     /// Iterates from position `from` toward the head.
@@ -723,7 +737,9 @@ mod tests {
         let mut m: VecDeque<Vec<u8>> = VecDeque::new();
         let mut seed = 12345u64;
         let mut rnd = |n: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
         for step in 0..20000 {

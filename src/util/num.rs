@@ -76,7 +76,7 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 }
 
 /// A blocking command's timeout in seconds converted to milliseconds as
-/// Redis 7.0 does (`long double` times 1000, truncated); None when the text
+/// Redis 7.0.15 does (`long double` times 1000, rounded up); None when the text
 /// is not a float.
 pub fn timeout_ms(s: &[u8]) -> Option<i64> {
     let mut out = 0i64;
