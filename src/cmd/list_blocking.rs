@@ -152,9 +152,11 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// timed out, or with an UNBLOCKED error.
 fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 4 {
-        return Err(Error::err(
-            "unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
-        ));
+        // Redis echoes the subcommand as the client typed it.
+        return Err(Error::err_owned(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            args::lossy(argv.get(1))
+        )));
     }
     let mut error = false;
     if let Some(reason) = argv.try_get(3) {

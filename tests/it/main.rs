@@ -6,3 +6,4 @@ mod support;
 
 mod basics;
 mod list;
+mod list_blocking;
