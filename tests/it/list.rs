@@ -373,3 +373,84 @@ fn object_encoding_and_type_are_list() {
         "{e:?}"
     );
 }
+
+/// Resident set size of process `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// RSS growth in bytes of process `pid` while 1,000,000 16-byte elements
+/// are pushed into one list at `port` (1000 RPUSH of 1000, one at a time).
+fn list_growth(pid: u32, port: u16) -> u64 {
+    let mut c = Raw::connect(port);
+    let before = rss_kib(pid);
+    for i in 0..1000 {
+        let vals: Vec<String> = (0..1000).map(|j| format!("{:016}", i * 1000 + j)).collect();
+        let mut args: Vec<&[u8]> = vec![b"RPUSH", b"biglist"];
+        args.extend(vals.iter().map(|v| v.as_bytes()));
+        let r = c.cmd(&args);
+        assert_eq!(r, format!(":{}\r\n", (i + 1) * 1000).into_bytes());
+    }
+    (rss_kib(pid) - before) * 1024
+}
+
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_and_wait(mut cmd: std::process::Command, port: u16) -> Child {
+    let child = Child(
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn server"),
+    );
+    assert!(wait_until(std::time::Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    child
+}
+
+#[test]
+fn million_small_elements_cost_no_more_than_redis() {
+    let port = free_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+    cmd.env("FERROKV_TEST_PORT", port.to_string());
+    let ours = spawn_and_wait(cmd, port);
+    let ours_growth = list_growth(ours.0.id(), port);
+
+    let rport = free_port();
+    let mut cmd = std::process::Command::new("redis-server");
+    cmd.args([
+        "--port",
+        &rport.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]);
+    let redis = spawn_and_wait(cmd, rport);
+    let redis_growth = list_growth(redis.0.id(), rport);
+
+    eprintln!(
+        "1M x 16-byte list: ferrokv {:.1} B/element, redis {:.1} B/element",
+        ours_growth as f64 / 1e6,
+        redis_growth as f64 / 1e6
+    );
+    assert!(
+        ours_growth * 10 <= redis_growth * 12,
+        "ferrokv {ours_growth} bytes vs redis {redis_growth} bytes"
+    );
+}
