@@ -120,6 +120,23 @@ fn blmove_chains_and_wrongtype_destination() {
 }
 
 #[test]
+fn commands_sent_while_blocked_run_after_the_reply() {
+    on_both(|port| {
+        let mut c = Raw::connect(port);
+        let mut p = Raw::connect(port);
+        block(&mut c, &["BRPOP", "q", "0"]);
+        // Sent in a later write while blocked: they wait their turn.
+        c.send(&encode(&[b"RPUSH", b"q", b"mine"]));
+        c.send(&encode(&[b"LLEN", b"q"]));
+        assert_eq!(p.cmd_str(&["LPUSH", "q", "a", "b"]), b":2\r\n");
+        assert_eq!(c.read_reply(), bulk_array(&["q", "a"]));
+        assert_eq!(c.read_reply(), b":2\r\n");
+        assert_eq!(c.read_reply(), b":2\r\n");
+        assert_eq!(p.cmd_str(&["LRANGE", "q", "0", "-1"]), bulk_array(&["b", "mine"]));
+    });
+}
+
+#[test]
 fn same_client_pipeline_and_databases() {
     on_both(|port| {
         let mut c = Raw::connect(port);
