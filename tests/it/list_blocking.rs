@@ -132,7 +132,10 @@ fn commands_sent_while_blocked_run_after_the_reply() {
         assert_eq!(c.read_reply(), bulk_array(&["q", "a"]));
         assert_eq!(c.read_reply(), b":2\r\n");
         assert_eq!(c.read_reply(), b":2\r\n");
-        assert_eq!(p.cmd_str(&["LRANGE", "q", "0", "-1"]), bulk_array(&["b", "mine"]));
+        assert_eq!(
+            p.cmd_str(&["LRANGE", "q", "0", "-1"]),
+            bulk_array(&["b", "mine"])
+        );
     });
 }
 
@@ -330,12 +333,8 @@ fn reliable_queue_with_blmove() {
 /// The list-based rate limiter from Redis's INCR documentation, driven by
 /// several clients at once: exactly `LIMIT` calls per window are allowed.
 /// Needs MULTI/EXEC, which lands separately.
-#[test]
-#[ignore = "needs MULTI"]
-fn rate_limiter_pattern_allows_exactly_the_limit() {
+fn rate_limiter_scenario(port: u16) {
     const LIMIT: usize = 10;
-    let server = start();
-    let port = server.port;
     let allowed = Arc::new(Mutex::new(0usize));
     let threads: Vec<_> = (0..4)
         .map(|_| {
@@ -381,26 +380,48 @@ fn rate_limiter_pattern_allows_exactly_the_limit() {
     assert!((LIMIT..LIMIT + 4).contains(&n), "{n}");
 }
 
+#[test]
+#[ignore = "needs MULTI"]
+fn rate_limiter_pattern_allows_exactly_the_limit() {
+    rate_limiter_scenario(start().port);
+}
+
+/// The same scenario against redis-server, so the expectations above are
+/// known to be Redis's.
+#[test]
+fn rate_limiter_pattern_on_redis() {
+    let redis = spawn_redis();
+    rate_limiter_scenario(redis.port);
+}
+
 /// Inside MULTI/EXEC a blocking pop on an empty list answers at once, and
 /// a push inside a transaction wakes waiters only after EXEC.
+fn multi_exec_scenario(port: u16) {
+    let mut c = Raw::connect(port);
+    let mut p = Raw::connect(port);
+    assert_eq!(c.cmd_str(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["BLPOP", "e", "0"]), b"+QUEUED\r\n");
+    assert_eq!(
+        c.cmd_str(&["BLMOVE", "e", "d", "LEFT", "LEFT", "0"]),
+        b"+QUEUED\r\n"
+    );
+    assert_eq!(c.cmd_str(&["EXEC"]), b"*2\r\n*-1\r\n$-1\r\n");
+    block(&mut c, &["BLPOP", "k", "0"]);
+    assert_eq!(p.cmd_str(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(p.cmd_str(&["RPUSH", "k", "a", "b"]), b"+QUEUED\r\n");
+    assert_eq!(p.cmd_str(&["LPOP", "k"]), b"+QUEUED\r\n");
+    assert_eq!(p.cmd_str(&["EXEC"]), b"*2\r\n:2\r\n$1\r\na\r\n");
+    assert_eq!(c.read_reply(), bulk_array(&["k", "b"]));
+}
+
 #[test]
 #[ignore = "needs MULTI"]
 fn multi_exec_does_not_block_and_wakes_after_exec() {
-    on_both(|port| {
-        let mut c = Raw::connect(port);
-        let mut p = Raw::connect(port);
-        assert_eq!(c.cmd_str(&["MULTI"]), b"+OK\r\n");
-        assert_eq!(c.cmd_str(&["BLPOP", "e", "0"]), b"+QUEUED\r\n");
-        assert_eq!(
-            c.cmd_str(&["BLMOVE", "e", "d", "LEFT", "LEFT", "0"]),
-            b"+QUEUED\r\n"
-        );
-        assert_eq!(c.cmd_str(&["EXEC"]), b"*2\r\n*-1\r\n$-1\r\n");
-        block(&mut c, &["BLPOP", "k", "0"]);
-        assert_eq!(p.cmd_str(&["MULTI"]), b"+OK\r\n");
-        assert_eq!(p.cmd_str(&["RPUSH", "k", "a", "b"]), b"+QUEUED\r\n");
-        assert_eq!(p.cmd_str(&["LPOP", "k"]), b"+QUEUED\r\n");
-        assert_eq!(p.cmd_str(&["EXEC"]), b"*2\r\n:2\r\n$1\r\na\r\n");
-        assert_eq!(c.read_reply(), bulk_array(&["k", "b"]));
-    });
+    multi_exec_scenario(start().port);
+}
+
+#[test]
+fn multi_exec_scenario_on_redis() {
+    let redis = spawn_redis();
+    multi_exec_scenario(redis.port);
 }
