@@ -7,7 +7,7 @@
 pub const CHUNK_MAX: usize = 8192;
 
 /// Smallest chunk allocation.
-pub(super) const CHUNK_MIN: usize = 32;
+pub(super) const CHUNK_MIN: usize = 16;
 
 /// Bytes of the LEB128 form of `n`.
 #[inline]

@@ -80,6 +80,7 @@ impl List {
             } else {
                 need.max(CHUNK_MAX)
             };
+            self.reserve_chunk();
             self.chunks.push_back(Chunk::with_capacity(cap));
         }
         // invariant: a chunk was pushed just above when none had room.
@@ -106,12 +107,21 @@ impl List {
             let mut c = Chunk::with_capacity(cap);
             c.buf.resize(cap, 0);
             c.start = cap;
+            self.reserve_chunk();
             self.chunks.push_front(c);
         }
         // invariant: a chunk was pushed just above when none had room.
         let c = self.chunks.front_mut().expect("chunk exists");
         c.push_front(s);
         self.len += 1;
+    }
+
+    /// Room for one more chunk: a one-chunk list (most small lists) gets a
+    /// deque of one slot instead of the default four.
+    fn reserve_chunk(&mut self) {
+        if self.chunks.capacity() == 0 {
+            self.chunks.reserve_exact(1);
+        }
     }
 
     /// Pushes at `end`.
