@@ -124,6 +124,13 @@ impl Blocking {
         Some(p)
     }
 
+    /// Forgets client `id` entirely (disconnect, CLIENT KILL): it leaves
+    /// every wait list and any pending resumption.
+    pub fn forget(&mut self, id: u64) {
+        drop(self.unblock(id));
+        self.served.retain(|(c, _)| *c != id);
+    }
+
     /// Queues an unblocked client whose reply is in `p.out` so the rest of
     /// its batch runs after the current command.
     pub fn finish(&mut self, id: u64, p: Parked) {
@@ -290,7 +297,6 @@ impl Executor {
 
     /// Forgets a blocked client that disconnected; its keys keep their data.
     pub(super) fn forget_blocked(&mut self, id: u64) {
-        drop(self.server.blocking.unblock(id));
-        self.server.blocking.served.retain(|(c, _)| *c != id);
+        self.server.blocking.forget(id);
     }
 }
