@@ -293,12 +293,9 @@ impl List {
             }
             let mut drop = vec![false; offsets.len()];
             let mut any = false;
-            let order: Box<dyn Iterator<Item = usize>> = if from_tail {
-                Box::new((0..offsets.len()).rev())
-            } else {
-                Box::new(0..offsets.len())
-            };
-            for j in order {
+            let m = offsets.len();
+            for t in 0..m {
+                let j = if from_tail { m - 1 - t } else { t };
                 if limit != 0 && removed >= limit {
                     break;
                 }
