@@ -222,16 +222,23 @@ fn disconnected_waiter_is_forgotten() {
 #[test]
 fn client_unblock_timeout_and_error() {
     let server = start();
-    // Client ids start at 1 on a fresh server.
+    // A fresh server numbers its two clients 1 and 2, in either order.
     let mut c = server.raw();
     let mut p = server.raw();
     block(&mut c, &["BLPOP", "k", "0"]);
-    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", "2"]), b":0\r\n");
-    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", "1", "TIMEOUT"]), b":1\r\n");
+    let hits: Vec<Vec<u8>> = ["1", "2"]
+        .iter()
+        .map(|id| p.cmd_str(&["CLIENT", "UNBLOCK", id, "TIMEOUT"]))
+        .collect();
+    let id = match (hits[0].as_slice(), hits[1].as_slice()) {
+        (b":1\r\n", b":0\r\n") => "1",
+        (b":0\r\n", b":1\r\n") => "2",
+        other => panic!("unexpected CLIENT UNBLOCK replies {other:?}"),
+    };
     assert_eq!(c.read_reply(), b"*-1\r\n");
-    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", "1"]), b":0\r\n");
+    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", id]), b":0\r\n");
     block(&mut c, &["BLMOVE", "k", "d", "LEFT", "LEFT", "0"]);
-    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", "1", "ERROR"]), b":1\r\n");
+    assert_eq!(p.cmd_str(&["CLIENT", "UNBLOCK", id, "ERROR"]), b":1\r\n");
     assert_eq!(
         c.read_reply(),
         b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
