@@ -204,6 +204,14 @@ impl Executor {
             return;
         }
         self.server.blocking.serving = true;
+        // Someone else may have drained the lists since the last look.
+        let b = &mut self.server.blocking;
+        if b.touched_seen > self.store.touched.len() {
+            b.touched_seen = 0;
+        }
+        if b.dbs_seen > self.store.touched_dbs.len() {
+            b.dbs_seen = 0;
+        }
         loop {
             let b = &mut self.server.blocking;
             if b.touched_seen < self.store.touched.len() {
