@@ -3,8 +3,8 @@
 //! runs them in order, writes the replies into the batch's output buffer and
 //! sends the batch back. Nothing else touches the store, so nothing locks.
 //!
-//! The loop also drives timers: the active expiry cycle at `hz`, and later
-//! blocked-client timeouts. MULTI/EXEC, blocking pops and scripts all run
+//! The loop also drives timers: the active expiry cycle at `hz`, and
+//! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and scripts all run
 //! here, which is what makes them atomic.
 
 pub mod blocking;
