@@ -4,8 +4,8 @@
 //! sends the batch back. Nothing else touches the store, so nothing locks.
 //!
 //! The loop also drives timers: the active expiry cycle at `hz`, and
-//! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and scripts all run
-//! here, which is what makes them atomic.
+//! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and
+//! scripts all run here, which is what makes them atomic.
 
 pub mod blocking;
 pub mod call;
