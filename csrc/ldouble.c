@@ -6,6 +6,7 @@
  * formatting live here, with the same rules as Redis's string2ld/ld2string. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,5 +103,21 @@ int ferrokv_parse_double(const char *s, size_t len, double *out) {
         isnan(v))
         return 0;
     *out = v;
+    return 1;
+}
+
+/* The seconds path of Redis 7.0's getTimeoutFromObjectOrReply: 1 with the
+ * timeout in milliseconds in *out when the text is a valid long double, 0
+ * otherwise. 7.0.15 rounds up (`ceill`, so 0.0001 waits 1 ms rather than
+ * forever); out-of-range values
+ * give LLONG_MIN, as the x86-64 conversion does, so they read as negative. */
+int ferrokv_timeout_ms(const char *s, size_t len, long long *out) {
+    long double v;
+    if (!parse_ld(s, len, &v)) return 0;
+    v = ceill(v * 1000.0);
+    if (!(v >= -9223372036854775808.0L && v < 9223372036854775808.0L))
+        *out = LLONG_MIN;
+    else
+        *out = (long long)v;
     return 1;
 }

@@ -13,6 +13,8 @@ pub mod connection;
 pub mod expire;
 pub mod info;
 pub mod keys;
+pub mod list;
+pub mod list_blocking;
 pub mod scan;
 pub mod server;
 pub mod spec;
@@ -61,4 +63,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     config::COMMANDS,
     command::COMMANDS,
     tx::COMMANDS,
+    list::COMMANDS,
+    list_blocking::COMMANDS,
 ];

@@ -13,18 +13,39 @@ use crate::store::Store;
 
 impl Executor {
     /// Runs every command of a batch for client `id` and sends the replies.
-    pub(super) fn run_batch(&mut self, id: u64, mut batch: Batch, mut out: Vec<u8>, qbuf: usize) {
+    pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>, qbuf: usize) {
         let Some(mut client) = self.server.clients.remove(&id) else {
             return;
         };
         client.qbuf = qbuf;
-        for i in 0..batch.len() {
+        self.run_from(client, batch, out, 0);
+        self.after_writes();
+    }
+
+    /// Runs the commands of `batch` from index `start` on, then sends the
+    /// replies; a command that blocks parks the client with the rest of
+    /// its batch instead (see `blocking.rs`). Blocked clients whose keys
+    /// were written are served after each command.
+    pub(super) fn run_from(
+        &mut self,
+        mut client: Client,
+        mut batch: Batch,
+        mut out: Vec<u8>,
+        start: usize,
+    ) {
+        let id = client.id;
+        for i in start..batch.len() {
             self.call(&mut client, batch.argv(i), &mut out);
+            if let Some(req) = self.server.blocking.pending.take() {
+                self.park(client, batch, out, i, req);
+                self.handle_ready();
+                return;
+            }
+            self.handle_ready();
             if client.close_after_reply || self.server.shutdown {
                 break;
             }
         }
-        self.after_writes();
         batch.clear();
         let close = client.close_after_reply;
         // A send fails only when the connection task is gone; its

@@ -3,10 +3,11 @@
 //! runs them in order, writes the replies into the batch's output buffer and
 //! sends the batch back. Nothing else touches the store, so nothing locks.
 //!
-//! The loop also drives timers: the active expiry cycle at `hz`, and later
-//! blocked-client timeouts. MULTI/EXEC, blocking pops and scripts all run
-//! here, which is what makes them atomic.
+//! The loop also drives timers: the active expiry cycle at `hz`, and
+//! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and
+//! scripts all run here, which is what makes them atomic.
 
+pub mod blocking;
 pub mod call;
 pub mod client;
 pub mod clock;
@@ -144,6 +145,9 @@ pub struct ServerState {
     pub config_file: Option<String>,
     /// Path of the executable (INFO `executable`).
     pub executable: String,
+    /// Clients blocked by BLPOP and friends; `blocking.blocked_clients()`
+    /// is INFO's `blocked_clients`.
+    pub blocking: blocking::Blocking,
 }
 
 /// The executor: the store plus server state, driven by [`Executor::run`].
@@ -181,6 +185,7 @@ impl Executor {
                 executable: std::env::current_exe()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                blocking: blocking::Blocking::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -207,6 +212,7 @@ impl Executor {
             if self.server.shutdown {
                 break;
             }
+            self.expire_blocked();
             self.timers();
         }
         self.stop();
@@ -217,7 +223,12 @@ impl Executor {
     }
 
     fn next_timeout(&self) -> Duration {
-        self.period().saturating_sub(self.last_cycle.elapsed())
+        let cycle = self.period().saturating_sub(self.last_cycle.elapsed());
+        match self.server.blocking.next_deadline() {
+            // Wake for the nearest blocked-client timeout too.
+            Some(at) => cycle.min(Duration::from_millis(at.saturating_sub(clock::now_ms()))),
+            None => cycle,
+        }
     }
 
     /// Periodic work (Redis's serverCron): the active expiry cycle.
@@ -279,6 +290,7 @@ impl Executor {
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
                 self.store.watches.unwatch_all(id);
+                self.forget_blocked(id);
             }
             Request::Shutdown => self.server.shutdown = true,
         }
@@ -289,6 +301,7 @@ impl Executor {
     fn after_writes(&mut self) {
         self.store.touched.clear();
         self.store.touched_dbs.clear();
+        self.server.blocking.reset_touched();
     }
 
     fn stop(&mut self) {

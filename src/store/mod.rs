@@ -75,6 +75,10 @@ pub struct Store {
     pub touched: Vec<(usize, Vec<u8>)>,
     /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
     pub track_writes: bool,
+    /// Set while clients are blocked on keys: they need
+    /// [`Store::touched`] too (kept apart from `track_writes` so each user
+    /// turns only its own need on and off).
+    pub track_blocked: bool,
     /// Databases flushed or swapped since the last drain.
     pub touched_dbs: Vec<usize>,
     /// WATCHed keys and the clients whose watched keys changed.
@@ -101,6 +105,7 @@ impl Store {
             now_ms: 0,
             touched: Vec::new(),
             track_writes: false,
+            track_blocked: false,
             touched_dbs: Vec::new(),
             watches: Watches::default(),
         }
@@ -296,7 +301,7 @@ impl Store {
     #[inline]
     fn note_write(&mut self, db: usize, key: &[u8], present: Option<bool>) {
         self.stats.dirty += 1;
-        if self.track_writes {
+        if self.track_writes || self.track_blocked {
             self.touched.push((db, key.to_vec()));
         }
         if self.watches.active() {
@@ -316,7 +321,7 @@ impl Store {
         d.volatile = 0;
         d.expire_cursor = 0;
         self.stats.dirty += n;
-        if self.track_writes {
+        if self.track_writes || self.track_blocked {
             self.touched_dbs.push(db);
         }
         d.dict.take()
@@ -332,7 +337,7 @@ impl Store {
         }
         self.dbs.swap(a, b);
         self.stats.dirty += 1;
-        if self.track_writes {
+        if self.track_writes || self.track_blocked {
             self.touched_dbs.push(a);
             self.touched_dbs.push(b);
         }

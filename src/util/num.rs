@@ -17,6 +17,7 @@ extern "C" {
     fn ferrokv_fmt_g17(d: f64, out: *mut c_char, cap: usize) -> usize;
     fn ferrokv_fmt_g(d: f64, prec: c_int, out: *mut c_char, cap: usize) -> usize;
     fn ferrokv_parse_double(s: *const c_char, len: usize, out: *mut f64) -> c_int;
+    fn ferrokv_timeout_ms(s: *const c_char, len: usize, out: *mut i64) -> c_int;
 }
 
 /// Parses a signed 64-bit integer with Redis's `string2ll` rules: no spaces,
@@ -71,6 +72,17 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     // SAFETY: the pointer and length describe a live slice; the C side copies
     // at most `len` bytes into its own buffer.
     let ok = unsafe { ferrokv_parse_double(s.as_ptr().cast(), s.len(), &mut out) };
+    (ok == 1).then_some(out)
+}
+
+/// A blocking command's timeout in seconds converted to milliseconds as
+/// Redis 7.0.15 does (`long double` times 1000, rounded up); None when the text
+/// is not a float.
+pub fn timeout_ms(s: &[u8]) -> Option<i64> {
+    let mut out = 0i64;
+    // SAFETY: the pointer and length describe a live slice; the C side copies
+    // at most `len` bytes into its own buffer.
+    let ok = unsafe { ferrokv_timeout_ms(s.as_ptr().cast(), s.len(), &mut out) };
     (ok == 1).then_some(out)
 }
 

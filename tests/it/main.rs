@@ -10,6 +10,8 @@ mod config;
 mod expire;
 mod incr;
 mod keys;
+mod list;
+mod list_blocking;
 mod multi;
 mod multi_load;
 mod server;

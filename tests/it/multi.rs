@@ -286,7 +286,6 @@ fn reset_discards_the_transaction_and_the_watches() {
 /// Inside EXEC a blocking command does not block: it answers as if its
 /// timeout had passed.
 #[test]
-#[ignore = "needs BLPOP"]
 fn blocking_commands_do_not_block_in_exec() {
     let mut t = Tx::new();
     t.run(&[

@@ -1,0 +1,310 @@
+//! Blocked clients (Redis's `blocked.c` for lists): BLPOP, BRPOP, BLMOVE,
+//! BRPOPLPUSH and BLMPOP park their client here when every key is empty.
+//!
+//! A blocking handler records a [`BlockRequest`] in [`Blocking::pending`]
+//! instead of replying. The batch runner then parks the client with the rest
+//! of its batch and its output buffer. After every top-level command (so
+//! never inside MULTI/EXEC or a script) the executor looks at the keys the
+//! command wrote (`Store::touched`); a written key that now holds a
+//! non-empty list serves its waiters in the order they blocked, as Redis's
+//! `handleClientsBlockedOnKeys` does. A served, timed-out or unblocked
+//! client gets its reply and the rest of its batch runs.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use super::client::ToConn;
+use super::{clock, Executor};
+use crate::net::reply::ReplyBuf;
+use crate::net::request::Batch;
+use crate::store::list::End;
+use crate::store::value::Value;
+
+/// What a blocked client does once one of its keys holds elements.
+#[derive(Debug, Clone)]
+pub enum BlockOp {
+    /// BLPOP/BRPOP: reply `[key, element]`.
+    Pop {
+        /// Which end to pop.
+        end: End,
+    },
+    /// BLMPOP: reply `[key, [elements...]]`.
+    MPop {
+        /// Which end to pop.
+        end: End,
+        /// Most elements to pop.
+        count: usize,
+    },
+    /// BLMOVE/BRPOPLPUSH: move one element to `dst`, reply with it.
+    Move {
+        /// Destination key.
+        dst: Vec<u8>,
+        /// End of the source to pop.
+        from: End,
+        /// End of the destination to push.
+        to: End,
+    },
+}
+
+/// A handler's request to block the calling client.
+#[derive(Debug, Clone)]
+pub struct BlockRequest {
+    /// Database of the keys.
+    pub db: usize,
+    /// Keys waited on, without duplicates, in command order.
+    pub keys: Vec<Vec<u8>>,
+    /// Absolute deadline in Unix ms; 0 waits forever.
+    pub deadline: u64,
+    /// What to do when served.
+    pub op: BlockOp,
+}
+
+/// A parked client's unfinished batch.
+pub struct Parked {
+    req: BlockRequest,
+    batch: Batch,
+    /// Output buffer the blocked command's reply goes to.
+    pub out: Vec<u8>,
+    /// Index of the blocking command in `batch`.
+    next: usize,
+}
+
+/// Every blocked client; lives in `ServerState::blocking`.
+#[derive(Default)]
+pub struct Blocking {
+    /// Set by a blocking handler; taken by the batch runner right after.
+    pub pending: Option<BlockRequest>,
+    parked: HashMap<u64, Parked>,
+    waiters: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
+    deadlines: BTreeSet<(u64, u64)>,
+    /// Clients whose reply is written and whose batch must continue.
+    served: VecDeque<(u64, Parked)>,
+    /// How far `Store::touched` / `touched_dbs` have been looked at.
+    touched_seen: usize,
+    dbs_seen: usize,
+    serving: bool,
+}
+
+impl Blocking {
+    /// Clients blocked now (INFO `blocked_clients`).
+    pub fn blocked_clients(&self) -> usize {
+        self.parked.len()
+    }
+
+    /// Distinct keys clients are blocked on (INFO `total_blocking_keys`).
+    pub fn blocking_keys(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// True when client `id` is blocked (CLIENT LIST flag `b`).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.parked.contains_key(&id)
+    }
+
+    /// Forgets that the touched lists were read (they were just cleared).
+    pub fn reset_touched(&mut self) {
+        self.touched_seen = 0;
+        self.dbs_seen = 0;
+    }
+
+    /// Removes client `id` from every wait list; returns its parked state.
+    pub fn unblock(&mut self, id: u64) -> Option<Parked> {
+        let p = self.parked.remove(&id)?;
+        for k in &p.req.keys {
+            let wk = (p.req.db, k.clone());
+            if let Some(q) = self.waiters.get_mut(&wk) {
+                q.retain(|&c| c != id);
+                if q.is_empty() {
+                    self.waiters.remove(&wk);
+                }
+            }
+        }
+        if p.req.deadline != 0 {
+            self.deadlines.remove(&(p.req.deadline, id));
+        }
+        Some(p)
+    }
+
+    /// Forgets client `id` entirely (disconnect, CLIENT KILL): it leaves
+    /// every wait list and any pending resumption.
+    pub fn forget(&mut self, id: u64) {
+        drop(self.unblock(id));
+        self.served.retain(|(c, _)| *c != id);
+    }
+
+    /// Queues an unblocked client whose reply is in `p.out` so the rest of
+    /// its batch runs after the current command.
+    pub fn finish(&mut self, id: u64, p: Parked) {
+        self.served.push_back((id, p));
+    }
+
+    /// The nearest timeout, in Unix ms.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadlines.first().map(|&(t, _)| t)
+    }
+
+    fn first_waiter(&self, db: usize, key: &[u8]) -> Option<u64> {
+        // Allocation only while clients are blocked.
+        self.waiters
+            .get(&(db, key.to_vec()))
+            .and_then(|q| q.front().copied())
+    }
+}
+
+impl Executor {
+    /// Parks `client` (whose command at `next` asked to block) until served,
+    /// timed out or unblocked. Replies already made are sent now, as Redis
+    /// would have written them before blocking.
+    pub(super) fn park(
+        &mut self,
+        client: super::client::Client,
+        batch: Batch,
+        mut out: Vec<u8>,
+        next: usize,
+        req: BlockRequest,
+    ) {
+        if !out.is_empty() {
+            let _ = client.tx.send(ToConn::Push(std::mem::take(&mut out)));
+        }
+        let id = client.id;
+        let b = &mut self.server.blocking;
+        for k in &req.keys {
+            b.waiters
+                .entry((req.db, k.clone()))
+                .or_default()
+                .push_back(id);
+        }
+        if req.deadline != 0 {
+            b.deadlines.insert((req.deadline, id));
+        }
+        b.parked.insert(
+            id,
+            Parked {
+                req,
+                batch,
+                out,
+                next,
+            },
+        );
+        self.store.track_blocked = true;
+        self.server.clients.insert(id, client);
+    }
+
+    /// Serves clients blocked on keys written since the last look, then
+    /// resumes the batches of served clients; loops until nothing changes.
+    /// Runs after each top-level command (Redis's handleClientsBlockedOnKeys
+    /// in processCommand).
+    pub(super) fn handle_ready(&mut self) {
+        if self.server.blocking.serving {
+            return;
+        }
+        if self.server.blocking.parked.is_empty() && self.server.blocking.served.is_empty() {
+            self.server.blocking.touched_seen = self.store.touched.len();
+            self.server.blocking.dbs_seen = self.store.touched_dbs.len();
+            self.store.track_blocked = false;
+            return;
+        }
+        self.server.blocking.serving = true;
+        // Someone else may have drained the lists since the last look.
+        let b = &mut self.server.blocking;
+        if b.touched_seen > self.store.touched.len() {
+            b.touched_seen = 0;
+        }
+        if b.dbs_seen > self.store.touched_dbs.len() {
+            b.dbs_seen = 0;
+        }
+        loop {
+            let b = &mut self.server.blocking;
+            if b.touched_seen < self.store.touched.len() {
+                let (db, key) = self.store.touched[b.touched_seen].clone();
+                b.touched_seen += 1;
+                self.serve_key(db, &key);
+                continue;
+            }
+            if b.dbs_seen < self.store.touched_dbs.len() {
+                let db = self.store.touched_dbs[b.dbs_seen];
+                b.dbs_seen += 1;
+                let keys: Vec<Vec<u8>> = b
+                    .waiters
+                    .keys()
+                    .filter(|(d, _)| *d == db)
+                    .map(|(_, k)| k.clone())
+                    .collect();
+                for k in keys {
+                    self.serve_key(db, &k);
+                }
+                continue;
+            }
+            if let Some((id, p)) = b.served.pop_front() {
+                self.resume(id, p);
+                continue;
+            }
+            break;
+        }
+        let b = &mut self.server.blocking;
+        b.serving = false;
+        if b.parked.is_empty() {
+            self.store.track_blocked = false;
+        }
+    }
+
+    /// Serves the clients waiting on `key` while it holds a non-empty list
+    /// (Redis's serveClientsBlockedOnListKey).
+    fn serve_key(&mut self, db: usize, key: &[u8]) {
+        while let Some(id) = self.server.blocking.first_waiter(db, key) {
+            let ready = matches!(
+                self.store.get(db, key).map(|e| &e.value),
+                Some(Value::List(l)) if !l.is_empty()
+            );
+            if !ready {
+                return;
+            }
+            let Some(mut p) = self.server.blocking.unblock(id) else {
+                return;
+            };
+            let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
+            let mut reply = ReplyBuf::new(&mut p.out, resp3);
+            let result =
+                crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply);
+            if let Err(e) = result {
+                reply.error(&e);
+            }
+            self.server.blocking.finish(id, p);
+        }
+    }
+
+    /// Continues a served client's batch after its blocking command.
+    fn resume(&mut self, id: u64, p: Parked) {
+        let Some(client) = self.server.clients.remove(&id) else {
+            return;
+        };
+        self.run_from(client, p.batch, p.out, p.next + 1);
+    }
+
+    /// Answers clients whose timeout passed (null array, as Redis's
+    /// replyToBlockedClientTimedOut) and resumes them.
+    pub(super) fn expire_blocked(&mut self) {
+        let now = clock::now_ms();
+        let mut any = false;
+        while let Some(&(t, id)) = self.server.blocking.deadlines.first() {
+            if t > now {
+                break;
+            }
+            self.server.blocking.deadlines.pop_first();
+            if let Some(mut p) = self.server.blocking.unblock(id) {
+                let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
+                ReplyBuf::new(&mut p.out, resp3).null_array();
+                self.server.blocking.finish(id, p);
+                any = true;
+            }
+        }
+        if any {
+            self.handle_ready();
+            self.after_writes();
+        }
+    }
+
+    /// Forgets a blocked client that disconnected; its keys keep their data.
+    pub(super) fn forget_blocked(&mut self, id: u64) {
+        self.server.blocking.forget(id);
+    }
+}

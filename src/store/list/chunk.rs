@@ -1,0 +1,262 @@
+//! The packed chunk a list is made of, and its element encoding:
+//! `varint(len) bytes rvarint(len)`. The LEB128 length before the bytes lets
+//! iteration walk forward; the same length written backwards after them
+//! lets it walk backward (listpack's `backlen`).
+
+/// Largest chunk payload, as Redis's default `list-max-listpack-size -2`.
+pub const CHUNK_MAX: usize = 8192;
+
+/// Smallest chunk allocation.
+pub(super) const CHUNK_MIN: usize = 16;
+
+/// Bytes of the LEB128 form of `n`.
+#[inline]
+pub(super) fn varint_len(mut n: usize) -> usize {
+    let mut l = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        l += 1;
+    }
+    l
+}
+
+/// Encoded size of an element of `len` bytes.
+#[inline]
+pub(super) fn entry_size(len: usize) -> usize {
+    2 * varint_len(len) + len
+}
+
+/// Appends the encoding of `s` to `out`.
+pub(super) fn encode_into(s: &[u8], out: &mut Vec<u8>) {
+    let mut tmp = [0u8; 10];
+    let mut n = s.len();
+    let mut k = 0;
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            tmp[k] = b;
+            k += 1;
+            break;
+        }
+        tmp[k] = b | 0x80;
+        k += 1;
+    }
+    out.extend_from_slice(&tmp[..k]);
+    out.extend_from_slice(s);
+    // The trailing length, reversed: its last byte holds the low bits, and
+    // a set high bit means more bytes precede it.
+    for &b in tmp[..k].iter().rev() {
+        out.push(b);
+    }
+}
+
+/// Writes the encoding of `s` into `dst`, which is exactly `entry_size` long.
+pub(super) fn encode_at(s: &[u8], dst: &mut [u8]) {
+    let k = varint_len(s.len());
+    let mut n = s.len();
+    for i in 0..k {
+        let b = (n & 0x7f) as u8 | if i + 1 < k { 0x80 } else { 0 };
+        n >>= 7;
+        dst[i] = b;
+        dst[2 * k + s.len() - 1 - i] = b;
+    }
+    dst[k..k + s.len()].copy_from_slice(s);
+}
+
+/// Reads the element starting at `pos`: (data start, data len, next pos).
+#[inline]
+pub(super) fn read_fwd(buf: &[u8], pos: usize) -> (usize, usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    let mut p = pos;
+    loop {
+        let b = buf[p];
+        p += 1;
+        n |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    let k = p - pos;
+    (p, n, p + n + k)
+}
+
+/// Reads the element ending at `end`: (element start, data start, data len).
+#[inline]
+pub(super) fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    let mut p = end;
+    loop {
+        p -= 1;
+        let b = buf[p];
+        n |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    let k = end - p;
+    let start = end - 2 * k - n;
+    (start, start + k, n)
+}
+
+/// One packed run of elements.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Chunk {
+    /// Encoded elements live in `buf[start..]`.
+    pub(super) buf: Vec<u8>,
+    /// Free bytes before the first element.
+    pub(super) start: usize,
+    /// Elements held.
+    pub(super) count: usize,
+}
+
+impl Chunk {
+    pub(super) fn with_capacity(cap: usize) -> Chunk {
+        Chunk {
+            buf: Vec::with_capacity(cap),
+            start: 0,
+            count: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn used(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// Makes room for `need` more bytes at the front or back; false when
+    /// the chunk should not grow (the caller starts a new chunk).
+    pub(super) fn make_room(&mut self, need: usize, front: bool) -> bool {
+        let used = self.used();
+        let free = if front {
+            self.start
+        } else {
+            self.buf.capacity() - self.buf.len()
+        };
+        if free >= need {
+            return true;
+        }
+        // A chunk past three quarters full is not recentred: a new chunk is
+        // cheaper than moving its bytes again and again.
+        if self.count > 0 && used + need > CHUNK_MAX * 3 / 4 && self.buf.capacity() >= CHUNK_MAX {
+            return false;
+        }
+        if self.count > 0 && used + need > CHUNK_MAX {
+            return false;
+        }
+        let cap = self.buf.capacity();
+        let new_cap = if used + need <= cap && cap >= CHUNK_MIN {
+            cap
+        } else {
+            (used + need)
+                .next_power_of_two()
+                .clamp(CHUNK_MIN, CHUNK_MAX)
+                .max(used + need)
+        };
+        let mut nb = Vec::with_capacity(new_cap);
+        if front {
+            let gap = new_cap - used;
+            nb.resize(gap, 0);
+            nb.extend_from_slice(&self.buf[self.start..]);
+            self.start = gap;
+        } else {
+            nb.extend_from_slice(&self.buf[self.start..]);
+            self.start = 0;
+        }
+        self.buf = nb;
+        true
+    }
+
+    pub(super) fn push_back(&mut self, s: &[u8]) {
+        encode_into(s, &mut self.buf);
+        self.count += 1;
+    }
+
+    pub(super) fn push_front(&mut self, s: &[u8]) {
+        let size = entry_size(s.len());
+        let at = self.start - size;
+        encode_at(s, &mut self.buf[at..self.start]);
+        self.start = at;
+        self.count += 1;
+    }
+
+    pub(super) fn front(&self) -> &[u8] {
+        let (d, n, _) = read_fwd(&self.buf, self.start);
+        &self.buf[d..d + n]
+    }
+
+    pub(super) fn back(&self) -> &[u8] {
+        let (_, d, n) = read_back(&self.buf, self.buf.len());
+        &self.buf[d..d + n]
+    }
+
+    pub(super) fn drop_front(&mut self) {
+        let (_, _, next) = read_fwd(&self.buf, self.start);
+        self.start = next;
+        self.count -= 1;
+        if self.count == 0 {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    pub(super) fn drop_back(&mut self) {
+        let (s, _, _) = read_back(&self.buf, self.buf.len());
+        self.buf.truncate(s);
+        self.count -= 1;
+        if self.count == 0 {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    /// Byte offset of element `i` (0 <= i < count).
+    pub(super) fn offset_of(&self, i: usize) -> usize {
+        if i < self.count / 2 {
+            let mut p = self.start;
+            for _ in 0..i {
+                p = read_fwd(&self.buf, p).2;
+            }
+            p
+        } else {
+            let mut p = self.buf.len();
+            for _ in 0..self.count - i {
+                p = read_back(&self.buf, p).0;
+            }
+            p
+        }
+    }
+
+    /// Compacts the chunk into a fresh buffer, replacing the `old_len`
+    /// bytes at offset `at` with `new` (encoded elements) when given.
+    pub(super) fn rebuild(&mut self, replace: Option<(usize, usize, &[u8])>) {
+        let mut nb = Vec::with_capacity(self.used().next_power_of_two().max(CHUNK_MIN));
+        match replace {
+            Some((at, old_len, new)) => {
+                nb.extend_from_slice(&self.buf[self.start..at]);
+                nb.extend_from_slice(new);
+                nb.extend_from_slice(&self.buf[at + old_len..]);
+            }
+            None => nb.extend_from_slice(&self.buf[self.start..]),
+        }
+        self.buf = nb;
+        self.start = 0;
+    }
+
+    /// Splits off the second half of an oversized chunk.
+    pub(super) fn split(&mut self) -> Chunk {
+        let half = self.count / 2;
+        let at = self.offset_of(half);
+        let mut tail = Chunk::with_capacity((self.buf.len() - at).max(CHUNK_MIN));
+        tail.buf.extend_from_slice(&self.buf[at..]);
+        tail.count = self.count - half;
+        self.buf.truncate(at);
+        self.count = half;
+        self.rebuild(None);
+        tail
+    }
+}

@@ -1,0 +1,467 @@
+//! List values, stored the way Redis's quicklist of listpacks is: a deque of
+//! chunks, each a packed byte buffer of length-prefixed elements of at most
+//! [`CHUNK_MAX`] bytes (Redis's `list-max-listpack-size -2`, 8 KB).
+//!
+//! An element is encoded as `varint(len) bytes rvarint(len)`: the LEB128
+//! length before the bytes lets iteration walk forward, the same length
+//! written backwards after them lets it walk backward (listpack's
+//! `backlen`). A 16-byte element costs 18 bytes, close to Redis's listpack.
+//!
+//! Each chunk keeps free space at its front (`start`) as well as its back,
+//! so pushes and pops at both ends of the list are O(1) amortised; changes
+//! in the middle (LSET, LINSERT, LREM) rewrite one chunk, as Redis does.
+
+mod chunk;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+
+pub use self::chunk::CHUNK_MAX;
+use self::chunk::{encode_into, entry_size, read_back, read_fwd, Chunk, CHUNK_MIN};
+
+/// A list of byte strings.
+#[derive(Clone, Debug, Default)]
+pub struct List {
+    chunks: VecDeque<Chunk>,
+    len: usize,
+}
+
+/// Which end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The head (LEFT).
+    Left,
+    /// The tail (RIGHT).
+    Right,
+}
+
+impl List {
+    /// An empty list.
+    pub fn new() -> List {
+        List::default()
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The name OBJECT ENCODING reports: Redis 7.0 encodes every list as a
+    /// quicklist (listpack-encoded lists arrived in 7.2).
+    pub fn encoding(&self) -> &'static str {
+        "quicklist"
+    }
+
+    /// Approximate heap bytes owned.
+    pub fn heap_size(&self) -> usize {
+        self.chunks.iter().map(|c| c.buf.capacity() + 40).sum()
+    }
+
+    /// Appends `s` at the tail.
+    pub fn push_back(&mut self, s: &[u8]) {
+        let need = entry_size(s.len());
+        let fits = match self.chunks.back_mut() {
+            Some(c) => c.make_room(need, false),
+            None => false,
+        };
+        if !fits {
+            let cap = if self.chunks.is_empty() {
+                need.next_power_of_two()
+                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .max(need)
+            } else {
+                need.max(CHUNK_MAX)
+            };
+            self.reserve_chunk();
+            self.chunks.push_back(Chunk::with_capacity(cap));
+        }
+        // invariant: a chunk was pushed just above when none had room.
+        let c = self.chunks.back_mut().expect("chunk exists");
+        c.push_back(s);
+        self.len += 1;
+    }
+
+    /// Prepends `s` at the head.
+    pub fn push_front(&mut self, s: &[u8]) {
+        let need = entry_size(s.len());
+        let fits = match self.chunks.front_mut() {
+            Some(c) => c.make_room(need, true),
+            None => false,
+        };
+        if !fits {
+            let cap = if self.chunks.is_empty() {
+                need.next_power_of_two()
+                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .max(need)
+            } else {
+                need.max(CHUNK_MAX)
+            };
+            let mut c = Chunk::with_capacity(cap);
+            c.buf.resize(cap, 0);
+            c.start = cap;
+            self.reserve_chunk();
+            self.chunks.push_front(c);
+        }
+        // invariant: a chunk was pushed just above when none had room.
+        let c = self.chunks.front_mut().expect("chunk exists");
+        c.push_front(s);
+        self.len += 1;
+    }
+
+    /// Room for one more chunk: a one-chunk list (most small lists) gets a
+    /// deque of one slot instead of the default four.
+    fn reserve_chunk(&mut self) {
+        if self.chunks.capacity() == 0 {
+            self.chunks.reserve_exact(1);
+        }
+    }
+
+    /// Pushes at `end`.
+    pub fn push(&mut self, end: End, s: &[u8]) {
+        match end {
+            End::Left => self.push_front(s),
+            End::Right => self.push_back(s),
+        }
+    }
+
+    /// The element at `end`, if any.
+    pub fn peek(&self, end: End) -> Option<&[u8]> {
+        match end {
+            End::Left => self.chunks.front().map(Chunk::front),
+            End::Right => self.chunks.back().map(Chunk::back),
+        }
+    }
+
+    /// Drops the element at `end` (no-op when empty).
+    pub fn drop_end(&mut self, end: End) {
+        let (c, empty) = match end {
+            End::Left => match self.chunks.front_mut() {
+                Some(c) => {
+                    c.drop_front();
+                    (true, c.count == 0)
+                }
+                None => (false, false),
+            },
+            End::Right => match self.chunks.back_mut() {
+                Some(c) => {
+                    c.drop_back();
+                    (true, c.count == 0)
+                }
+                None => (false, false),
+            },
+        };
+        if c {
+            self.len -= 1;
+        }
+        if empty {
+            match end {
+                End::Left => self.chunks.pop_front(),
+                End::Right => self.chunks.pop_back(),
+            };
+        }
+    }
+
+    /// Removes and returns the element at `end`.
+    pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
+        let v = self.peek(end)?.to_vec();
+        self.drop_end(end);
+        Some(v)
+    }
+
+    /// Converts a Redis index (negative counts from the tail) to a position.
+    pub fn resolve(&self, index: i64) -> Option<usize> {
+        let len = self.len as i64;
+        let i = if index < 0 {
+            len.checked_add(index)?
+        } else {
+            index
+        };
+        (0..len).contains(&i).then_some(i as usize)
+    }
+
+    /// Finds the chunk holding element `i`: (chunk, index in chunk).
+    fn locate(&self, i: usize) -> (usize, usize) {
+        if i < self.len / 2 {
+            let mut rem = i;
+            for (ci, c) in self.chunks.iter().enumerate() {
+                if rem < c.count {
+                    return (ci, rem);
+                }
+                rem -= c.count;
+            }
+        } else {
+            let mut rem = self.len - i;
+            for (ci, c) in self.chunks.iter().enumerate().rev() {
+                if rem <= c.count {
+                    return (ci, c.count - rem);
+                }
+                rem -= c.count;
+            }
+        }
+        (self.chunks.len(), 0)
+    }
+
+    /// The element at position `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        if i >= self.len {
+            return None;
+        }
+        let (ci, k) = self.locate(i);
+        let c = self.chunks.get(ci)?;
+        let (d, n, _) = read_fwd(&c.buf, c.offset_of(k));
+        Some(&c.buf[d..d + n])
+    }
+
+    /// Replaces the element at position `i`; false when out of range.
+    pub fn set(&mut self, i: usize, s: &[u8]) -> bool {
+        if i >= self.len {
+            return false;
+        }
+        let (ci, k) = self.locate(i);
+        let Some(c) = self.chunks.get_mut(ci) else {
+            return false;
+        };
+        let at = c.offset_of(k);
+        let (_, _, next) = read_fwd(&c.buf, at);
+        let mut enc = Vec::with_capacity(entry_size(s.len()));
+        encode_into(s, &mut enc);
+        c.rebuild(Some((at, next - at, &enc)));
+        self.fix_size(ci);
+        true
+    }
+
+    /// Inserts `s` so that it becomes element `i` (0 <= i <= len).
+    pub fn insert(&mut self, i: usize, s: &[u8]) {
+        if i == 0 {
+            return self.push_front(s);
+        }
+        if i >= self.len {
+            return self.push_back(s);
+        }
+        let (ci, k) = self.locate(i);
+        let Some(c) = self.chunks.get_mut(ci) else {
+            return;
+        };
+        let at = c.offset_of(k);
+        let mut enc = Vec::with_capacity(entry_size(s.len()));
+        encode_into(s, &mut enc);
+        c.rebuild(Some((at, 0, &enc)));
+        c.count += 1;
+        self.len += 1;
+        self.fix_size(ci);
+    }
+
+    /// Splits chunk `ci` when it grew past the limit.
+    fn fix_size(&mut self, ci: usize) {
+        let Some(c) = self.chunks.get_mut(ci) else {
+            return;
+        };
+        if c.used() > CHUNK_MAX && c.count > 1 {
+            let tail = c.split();
+            self.chunks.insert(ci + 1, tail);
+            self.fix_size(ci + 1);
+            self.fix_size(ci);
+        }
+    }
+
+    /// Removes up to `limit` elements equal to `s` (0 = all), scanning from
+    /// the tail when `from_tail`; returns how many went (LREM).
+    pub fn remove_matching(&mut self, s: &[u8], limit: usize, from_tail: bool) -> usize {
+        let mut removed = 0;
+        let n = self.chunks.len();
+        let mut offsets: Vec<(usize, usize)> = Vec::new();
+        for step in 0..n {
+            if limit != 0 && removed >= limit {
+                break;
+            }
+            let ci = if from_tail { n - 1 - step } else { step };
+            let c = &mut self.chunks[ci];
+            offsets.clear();
+            let mut p = c.start;
+            while p < c.buf.len() {
+                let next = read_fwd(&c.buf, p).2;
+                offsets.push((p, next));
+                p = next;
+            }
+            let mut drop = vec![false; offsets.len()];
+            let mut any = false;
+            let m = offsets.len();
+            for t in 0..m {
+                let j = if from_tail { m - 1 - t } else { t };
+                if limit != 0 && removed >= limit {
+                    break;
+                }
+                let (p, _) = offsets[j];
+                let (d, len, _) = read_fwd(&c.buf, p);
+                if &c.buf[d..d + len] == s {
+                    drop[j] = true;
+                    removed += 1;
+                    any = true;
+                }
+            }
+            if any {
+                let mut nb = Vec::with_capacity(c.used().next_power_of_two().max(CHUNK_MIN));
+                let mut kept = 0;
+                for (j, &(p, next)) in offsets.iter().enumerate() {
+                    if !drop[j] {
+                        nb.extend_from_slice(&c.buf[p..next]);
+                        kept += 1;
+                    }
+                }
+                c.buf = nb;
+                c.start = 0;
+                c.count = kept;
+            }
+        }
+        self.chunks.retain(|c| c.count > 0);
+        self.len -= removed;
+        removed
+    }
+
+    /// Removes `n` elements from `end`.
+    pub fn drop_n(&mut self, end: End, mut n: usize) {
+        n = n.min(self.len);
+        while n > 0 {
+            let whole = match end {
+                End::Left => self.chunks.front().map_or(0, |c| c.count),
+                End::Right => self.chunks.back().map_or(0, |c| c.count),
+            };
+            if whole <= n {
+                match end {
+                    End::Left => self.chunks.pop_front(),
+                    End::Right => self.chunks.pop_back(),
+                };
+                self.len -= whole;
+                n -= whole;
+            } else {
+                for _ in 0..n {
+                    self.drop_end(end);
+                }
+                n = 0;
+            }
+        }
+    }
+
+    /// Keeps only positions `start..=end` (LTRIM, already clamped).
+    pub fn retain_range(&mut self, start: usize, end: usize) {
+        if start > end || start >= self.len {
+            self.chunks.clear();
+            self.len = 0;
+            return;
+        }
+        let tail = self.len - 1 - end.min(self.len - 1);
+        self.drop_n(End::Right, tail);
+        self.drop_n(End::Left, start);
+    }
+
+    /// Iterates from position `from` toward the tail.
+    pub fn iter_from(&self, from: usize) -> Iter<'_> {
+        if from >= self.len {
+            return Iter {
+                list: self,
+                ci: self.chunks.len(),
+                pos: 0,
+            };
+        }
+        let (ci, k) = self.locate(from);
+        let pos = self.chunks.get(ci).map_or(0, |c| c.offset_of(k));
+        Iter {
+            list: self,
+            ci,
+            pos,
+        }
+    }
+
+    /// Iterates from position `from` toward the head.
+    pub fn iter_rev_from(&self, from: usize) -> RevIter<'_> {
+        if from >= self.len {
+            return RevIter {
+                list: self,
+                ci: 0,
+                end: 0,
+                done: true,
+            };
+        }
+        let (ci, k) = self.locate(from);
+        let end = self.chunks.get(ci).map_or(0, |c| {
+            let p = c.offset_of(k);
+            read_fwd(&c.buf, p).2
+        });
+        RevIter {
+            list: self,
+            ci,
+            end,
+            done: false,
+        }
+    }
+
+    /// Iterates over every element, head to tail.
+    pub fn iter(&self) -> Iter<'_> {
+        self.iter_from(0)
+    }
+}
+
+/// Forward iterator over a list's elements.
+pub struct Iter<'a> {
+    list: &'a List,
+    ci: usize,
+    pos: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            let c = self.list.chunks.get(self.ci)?;
+            if self.pos < c.buf.len() {
+                let (d, n, next) = read_fwd(&c.buf, self.pos);
+                self.pos = next;
+                return Some(&c.buf[d..d + n]);
+            }
+            self.ci += 1;
+            self.pos = self.list.chunks.get(self.ci).map_or(0, |c| c.start);
+        }
+    }
+}
+
+/// Backward iterator over a list's elements.
+pub struct RevIter<'a> {
+    list: &'a List,
+    ci: usize,
+    end: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for RevIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let c = self.list.chunks.get(self.ci)?;
+            if self.end > c.start {
+                let (s, d, n) = read_back(&c.buf, self.end);
+                self.end = s;
+                return Some(&c.buf[d..d + n]);
+            }
+            if self.ci == 0 {
+                self.done = true;
+                return None;
+            }
+            self.ci -= 1;
+            self.end = self.list.chunks.get(self.ci).map_or(0, |c| c.buf.len());
+        }
+    }
+}
