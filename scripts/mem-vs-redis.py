@@ -99,8 +99,9 @@ def measure(kind, binary, name):
         time.sleep(0.2)
         before = rss_kib(proc.pid)
         count, cmds = dataset(name)
-        pipeline(port, cmds)
-        time.sleep(0.5)
+        pipeline(port, cmds, batch=100)
+        # Let freed request buffers go back to the OS before reading RSS.
+        time.sleep(2.0)
         after = rss_kib(proc.pid)
         return (after - before) * 1024 / count
     finally:
