@@ -72,6 +72,9 @@ impl Server {
         shared
             .auth_required
             .store(config.requirepass.is_some(), Ordering::Relaxed);
+        shared
+            .protected_mode
+            .store(config.protected_mode, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
         let mut executor = Executor::new(config, shared.clone(), port);
         executor.server.config_file = config_file;

@@ -7,6 +7,7 @@
 //! Returning `Err` writes the error reply instead.
 
 pub mod args;
+pub mod client;
 pub mod command;
 pub mod connection;
 pub mod keys;
@@ -50,6 +51,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
     keys::COMMANDS,
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
 ];

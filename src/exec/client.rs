@@ -3,6 +3,8 @@
 //! for CLIENT LIST.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -58,8 +60,14 @@ pub struct Client {
     pub resp3: bool,
     /// CLIENT SETNAME name; empty when unset.
     pub name: Vec<u8>,
-    /// Authenticated (always true without requirepass).
+    /// Authenticated (always true without requirepass). Change it with
+    /// [`Client::set_authenticated`] so the connection task sees it too.
     pub authenticated: bool,
+    /// Mirror of `authenticated` shared with the connection task, which
+    /// applies Redis's smaller request limits to unauthenticated clients.
+    pub auth_flag: Arc<AtomicBool>,
+    /// The socket's file descriptor (CLIENT LIST `fd`).
+    pub fd: i64,
     /// Peer address.
     pub addr: SocketAddr,
     /// Local address.
@@ -95,13 +103,17 @@ impl Client {
         laddr: SocketAddr,
         tx: UnboundedSender<ToConn>,
         now_ms: u64,
+        auth_flag: Arc<AtomicBool>,
+        fd: i64,
     ) -> Self {
         Client {
             id,
             db: 0,
             resp3: false,
             name: Vec::new(),
-            authenticated: false,
+            authenticated: auth_flag.load(Ordering::Relaxed),
+            auth_flag,
+            fd,
             addr,
             laddr,
             created_ms: now_ms,
@@ -115,5 +127,11 @@ impl Client {
             kind: ClientKind::Normal,
             deny_blocking: false,
         }
+    }
+
+    /// Sets the authentication state, here and for the connection task.
+    pub fn set_authenticated(&mut self, yes: bool) {
+        self.authenticated = yes;
+        self.auth_flag.store(yes, Ordering::Relaxed);
     }
 }

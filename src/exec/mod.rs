@@ -38,6 +38,10 @@ pub enum Request {
         laddr: SocketAddr,
         /// Channel for replies.
         tx: UnboundedSender<ToConn>,
+        /// Authentication state shared with the connection task.
+        auth: Arc<AtomicBool>,
+        /// The socket's file descriptor (CLIENT LIST).
+        fd: i64,
     },
     /// Commands parsed from one read.
     Batch {
@@ -78,6 +82,9 @@ pub struct Shared {
     /// Whether requirepass is set (unauthenticated clients get smaller
     /// protocol limits).
     pub auth_required: AtomicBool,
+    /// protected-mode: without a password, only loopback clients are
+    /// accepted.
+    pub protected_mode: AtomicBool,
     /// Set when the server is shutting down.
     pub shutting_down: AtomicBool,
     /// Wakes the listener when the server shuts down.
@@ -231,9 +238,11 @@ impl Executor {
                 addr,
                 laddr,
                 tx,
+                auth,
+                fd,
             } => {
-                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
-                c.authenticated = self.server.config.requirepass.is_none();
+                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms(), auth, fd);
+                c.set_authenticated(self.server.config.requirepass.is_none());
                 self.server.clients.insert(id, c);
             }
             Request::Batch {

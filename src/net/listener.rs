@@ -53,6 +53,19 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
     Ok(listeners)
 }
 
+/// What Redis 7.0 writes to a non-loopback client it refuses in protected
+/// mode (clientAcceptHandler) before closing the connection.
+const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode refuses clients from outside the loopback interface while
+/// the default user has no password (Redis's connIsLocal: 127.0.0.0/8 or
+/// ::1).
+pub fn protected_denies(shared: &Shared, peer: &SocketAddr) -> bool {
+    shared.protected_mode.load(Ordering::Relaxed)
+        && !shared.auth_required.load(Ordering::Relaxed)
+        && !peer.ip().to_canonical().is_loopback()
+}
+
 /// Accepts connections on `listener` until shutdown.
 pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: Arc<Shared>) {
     loop {
@@ -81,6 +94,15 @@ pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: A
                 let _ = sock
                     .write_all(b"-ERR max number of clients reached\r\n")
                     .await;
+            });
+            continue;
+        }
+        if protected_denies(&shared, &addr) {
+            shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = sock.write_all(DENIED).await;
+                let _ = sock.shutdown().await;
             });
             continue;
         }

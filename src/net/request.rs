@@ -230,7 +230,11 @@ impl RequestParser {
                         Some(_) => {}
                     }
                 } else {
+                    let before = batch.len();
                     if !self.inline(buf, pos, batch)? {
+                        return Ok(());
+                    }
+                    if limits.unauthenticated && batch.len() > before {
                         return Ok(());
                     }
                     continue;
@@ -244,6 +248,12 @@ impl RequestParser {
             batch.spans.append(&mut self.partial);
             batch.cmds.push((first, batch.spans.len() as u32 - first));
             self.consumed = self.cursor;
+            if limits.unauthenticated {
+                // Redis runs each command before parsing the next, so an
+                // AUTH lifts the limits for what follows it in the same
+                // read: hand commands over one at a time until then.
+                return Ok(());
+            }
         }
     }
 
