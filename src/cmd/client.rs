@@ -337,8 +337,7 @@ struct KillFilter<'a> {
 
 impl KillFilter<'_> {
     fn matches(&self, c: &Client) -> bool {
-        self.addr
-            .is_none_or(|a| a == c.addr.to_string().as_bytes())
+        self.addr.is_none_or(|a| a == c.addr.to_string().as_bytes())
             && self
                 .laddr
                 .is_none_or(|a| a == c.laddr.to_string().as_bytes())

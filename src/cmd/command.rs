@@ -146,10 +146,9 @@ impl Filter<'_> {
             Filter::Module => false,
             Filter::AclCat(cat) => match table.spec.info.get(&table.commands[id].name) {
                 Some(Node::Array(f)) => match f.get(6) {
-                    Some(Node::Set(cats)) => cats.iter().any(|c| {
-                        c.as_bytes()
-                            .is_some_and(|c| c.eq_ignore_ascii_case(cat))
-                    }),
+                    Some(Node::Set(cats)) => cats
+                        .iter()
+                        .any(|c| c.as_bytes().is_some_and(|c| c.eq_ignore_ascii_case(cat))),
                     _ => false,
                 },
                 _ => false,
@@ -221,7 +220,10 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
     let table = &ctx.server.table;
     let target: Vec<&[u8]> = argv.iter_from(2).collect();
     let id = table
-        .resolve(target.first().copied().unwrap_or_default(), target.get(1).copied())
+        .resolve(
+            target.first().copied().unwrap_or_default(),
+            target.get(1).copied(),
+        )
         .ok_or(Error::err("Invalid command specified"))?;
     let cmd = &table.commands[id];
     let specs = key_specs(table, id);
@@ -262,7 +264,8 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
 fn key_specs(table: &CommandTable, id: CommandId) -> &[Node] {
     match table.spec.info.get(&table.commands[id].name) {
         Some(Node::Array(f)) => match f.get(8) {
-            Some(Node::Array(specs)) => specs,
+            // Redis 7.0 replies the key specs as a set.
+            Some(Node::Set(specs) | Node::Array(specs)) => specs,
             _ => &[],
         },
         _ => &[],
@@ -271,7 +274,9 @@ fn key_specs(table: &CommandTable, id: CommandId) -> &[Node] {
 
 fn has_flag(spec: &Node, name: &str) -> bool {
     match spec.get(b"flags") {
-        Some(Node::Set(fl) | Node::Array(fl)) => fl.iter().any(|f| f.as_bytes() == Some(name.as_bytes())),
+        Some(Node::Set(fl) | Node::Array(fl)) => {
+            fl.iter().any(|f| f.as_bytes() == Some(name.as_bytes()))
+        }
         _ => false,
     }
 }
@@ -387,7 +392,11 @@ fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, K
                     return Vec::new();
                 };
                 let first = first + int_at(fk_spec, b"firstkey").unwrap_or(1);
-                (first, first + numkeys - 1, int_at(fk_spec, b"keystep").unwrap_or(1))
+                (
+                    first,
+                    first + numkeys - 1,
+                    int_at(fk_spec, b"keystep").unwrap_or(1),
+                )
             }
             _ => return Vec::new(),
         };
@@ -396,7 +405,10 @@ fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, K
         }
         let mut i = first;
         while i <= last {
-            keys.push((i as usize, KeyFlags::Spec(spec.get(b"flags").unwrap_or(&Node::Null))));
+            keys.push((
+                i as usize,
+                KeyFlags::Spec(spec.get(b"flags").unwrap_or(&Node::Null)),
+            ));
             i += step.max(1);
         }
         if has_flag(spec, "incomplete") {

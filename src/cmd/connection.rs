@@ -141,8 +141,9 @@ fn hello(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut ver = 0;
     let mut next = 1;
     if let Some(v) = argv.try_get(1) {
-        ver = crate::util::num::parse_i64(v)
-            .ok_or(Error::err("Protocol version is not an integer or out of range"))?;
+        ver = crate::util::num::parse_i64(v).ok_or(Error::err(
+            "Protocol version is not an integer or out of range",
+        ))?;
         next = 2;
         if !(2..=3).contains(&ver) {
             return Err(Error::raw("NOPROTO unsupported protocol version"));

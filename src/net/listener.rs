@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 use crate::exec::{Request, Shared};
 
@@ -27,7 +27,7 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
         } else {
             format!("{host}:{port}")
         };
-        match TcpListener::bind(&addr).await {
+        match listen(&addr).await {
             Ok(l) => {
                 // With port 0 every address shares the first one's port.
                 if port == 0 {
@@ -51,6 +51,30 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
         ));
     }
     Ok(listeners)
+}
+
+/// Redis's default tcp-backlog. A short accept queue makes bursts of
+/// connects stall for a SYN retransmit (one second).
+const TCP_BACKLOG: u32 = 511;
+
+/// Binds and listens on `addr` ("host:port") with Redis's backlog.
+async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let sock = if a.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        sock.set_reuseaddr(true)?;
+        match sock.bind(a).and_then(|()| sock.listen(TCP_BACKLOG)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
+    }))
 }
 
 /// What Redis 7.0 writes to a non-loopback client it refuses in protected

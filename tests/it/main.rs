@@ -5,3 +5,6 @@
 mod support;
 
 mod basics;
+mod command;
+mod connection;
+mod protocol;
