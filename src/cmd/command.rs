@@ -394,7 +394,7 @@ fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, K
                 let first = first + int_at(fk_spec, b"firstkey").unwrap_or(1);
                 (
                     first,
-                    first + numkeys - 1,
+                    first.saturating_add(numkeys - 1),
                     int_at(fk_spec, b"keystep").unwrap_or(1),
                 )
             }

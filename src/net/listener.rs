@@ -138,3 +138,29 @@ pub async fn accept_loop(listener: TcpListener, exec: Sender<Request>, shared: A
 pub fn local_addr(l: &TcpListener) -> Option<SocketAddr> {
     l.local_addr().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_refuses_only_remote_clients_without_password() {
+        let shared = Shared::default();
+        let remote: SocketAddr = "192.0.2.7:5000".parse().expect("addr");
+        let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
+        let local6: SocketAddr = "[::1]:5000".parse().expect("addr");
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().expect("addr");
+        shared.protected_mode.store(true, Ordering::Relaxed);
+        assert!(protected_denies(&shared, &remote));
+        assert!(!protected_denies(&shared, &local));
+        assert!(!protected_denies(&shared, &local6));
+        assert!(!protected_denies(&shared, &mapped));
+        shared.auth_required.store(true, Ordering::Relaxed);
+        assert!(!protected_denies(&shared, &remote));
+        shared.auth_required.store(false, Ordering::Relaxed);
+        shared.protected_mode.store(false, Ordering::Relaxed);
+        assert!(!protected_denies(&shared, &remote));
+        assert!(DENIED.starts_with(b"-DENIED Redis is running in protected mode"));
+        assert!(DENIED.ends_with(b"from the outside.\r\n"));
+    }
+}

@@ -451,6 +451,32 @@ mod tests {
     }
 
     #[test]
+    fn unauthenticated_limits_and_one_command_at_a_time() {
+        let unauth = Limits {
+            max_bulk: 512 * 1024 * 1024,
+            unauthenticated: true,
+        };
+        let mut p = RequestParser::default();
+        let mut batch = Batch::default();
+        let buf = b"*1\r\n$4\r\nPING\r\nPING\r\n*11\r\n";
+        assert_eq!(p.parse(buf, &mut batch, unauth), Ok(()));
+        assert_eq!(batch.len(), 1);
+        assert_eq!(p.parse(buf, &mut batch, unauth), Ok(()));
+        assert_eq!(batch.len(), 2);
+        assert_eq!(
+            p.parse(buf, &mut batch, unauth),
+            Err(ProtocolError("unauthenticated multibulk length".into()))
+        );
+        let mut p = RequestParser::default();
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n", &mut batch, unauth),
+            Err(ProtocolError("unauthenticated bulk length".into()))
+        );
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*10\r\n$16384\r\n", &mut batch, unauth), Ok(()));
+    }
+
+    #[test]
     fn empty_multibulk_and_inline_lines_are_skipped() {
         let (cmds, err) = parse_all(&[b"*0\r\n*-1\r\n\r\n  \n", b"PING\n"]);
         assert!(err.is_none());

@@ -163,7 +163,7 @@ fn hundred_megabyte_value_round_trip() {
 }
 
 /// Raises this process's open-file limit to its hard limit.
-fn raise_nofile() -> u64 {
+fn raise_nofile() -> libc::rlim_t {
     // SAFETY: getrlimit/setrlimit only read and write the struct passed.
     unsafe {
         let mut lim = libc::rlimit {
@@ -175,7 +175,7 @@ fn raise_nofile() -> u64 {
         }
         lim.rlim_cur = lim.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        lim.rlim_cur as u64
+        lim.rlim_cur
     }
 }
 
@@ -213,7 +213,10 @@ fn hold_idle_connections() {
 fn ten_thousand_idle_connections() {
     const N: usize = 10_000;
     let limit = raise_nofile();
-    assert!(limit >= N as u64 + 1000, "open-file limit {limit} too low");
+    assert!(
+        limit >= N as libc::rlim_t + 1000,
+        "open-file limit {limit} too low"
+    );
     let server = start_with(|c| c.maxclients = N + 100);
     // The client ends live in a child process, so this one holds only the
     // server's sockets.
