@@ -149,6 +149,12 @@ fn auth_with_requirepass() {
         "AUTH default foo",
         "GET k",
     ]);
+    // QUIT needs no authentication.
+    let (mut o, mut t) = p.connect_again();
+    for r in [&mut o, &mut t] {
+        assert_eq!(r.cmd_str(&["QUIT"]), b"+OK\r\n");
+        assert!(r.is_closed());
+    }
 }
 
 #[test]
