@@ -103,17 +103,16 @@ impl Client {
         laddr: SocketAddr,
         tx: UnboundedSender<ToConn>,
         now_ms: u64,
-        auth_flag: Arc<AtomicBool>,
-        fd: i64,
     ) -> Self {
         Client {
             id,
             db: 0,
             resp3: false,
             name: Vec::new(),
-            authenticated: auth_flag.load(Ordering::Relaxed),
-            auth_flag,
-            fd,
+            authenticated: false,
+            // Connections replace these with the ones their task holds.
+            auth_flag: Arc::new(AtomicBool::new(false)),
+            fd: -1,
             addr,
             laddr,
             created_ms: now_ms,

@@ -241,7 +241,9 @@ impl Executor {
                 auth,
                 fd,
             } => {
-                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms(), auth, fd);
+                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
+                c.auth_flag = auth;
+                c.fd = fd;
                 c.set_authenticated(self.server.config.requirepass.is_none());
                 self.server.clients.insert(id, c);
             }

@@ -176,6 +176,10 @@ fn reset_restores_connection_defaults() {
     assert_eq!(field(info, "db"), "0");
     assert_eq!(field(info, "resp"), "2");
     assert_eq!(field(info, "name"), "");
+    // NO-EVICT survives RESET, as in Redis.
+    assert_eq!(field(info, "flags"), "e");
+    let theirs = text_of(&p.theirs.cmd_str(&["CLIENT", "INFO"]));
+    assert_eq!(field(theirs.trim_end(), "flags"), "e");
 }
 
 #[test]
