@@ -15,7 +15,6 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
-use crate::error::Error;
 use crate::exec::client::ToConn;
 use crate::exec::{Request, Shared};
 
@@ -92,8 +91,7 @@ pub async fn serve(
                 }
                 in_flight = true;
             } else if let Some(e) = pending_error.take() {
-                let line = format!("-{}\r\n", Error::Protocol(e.0).message());
-                let _ = sock.write_all(line.as_bytes()).await;
+                let _ = sock.write_all(&e.line()).await;
                 break;
             } else if eof {
                 break;

@@ -158,9 +158,25 @@ impl OwnedArgv {
 }
 
 /// A framing error: the reason goes after `Protocol error: `, and the
-/// connection is closed once earlier replies are written.
+/// connection is closed once earlier replies are written. The byte quoted
+/// in `expected '$', got 'c'` is held as the char U+00cc and written back as
+/// that single raw byte, as Redis's `%c` does ([`ProtocolError::line`]).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ProtocolError(pub Cow<'static, str>);
+
+impl ProtocolError {
+    /// The error line sent before closing: `-ERR Protocol error: ...`, with
+    /// CR and LF turned into spaces like every Redis error reply.
+    pub fn line(&self) -> Vec<u8> {
+        let mut out = b"-ERR Protocol error: ".to_vec();
+        for c in self.0.chars() {
+            let b = u8::try_from(u32::from(c)).unwrap_or(b'?');
+            out.push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
 
 /// Incremental request parser; one per connection.
 #[derive(Default)]
@@ -378,8 +394,11 @@ impl RequestParser {
     }
 }
 
+/// Redis looks for line ends with `strchr` on the query buffer, which
+/// stops at a NUL byte: a NUL before the line end means "no line yet".
 fn find(hay: &[u8], needle: u8) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
+    let i = hay.iter().position(|&c| c == needle || c == 0)?;
+    (hay[i] == needle).then_some(i)
 }
 
 #[cfg(test)]
@@ -474,6 +493,23 @@ mod tests {
         );
         let mut p = RequestParser::default();
         assert_eq!(p.parse(b"*10\r\n$16384\r\n", &mut batch, unauth), Ok(()));
+    }
+
+    #[test]
+    fn error_lines_carry_raw_bytes_and_nul_hides_line_ends() {
+        let (_, err) = parse_all(&[b"*1\r\n\xff\r\n"]);
+        assert_eq!(
+            err.expect("error").line(),
+            b"-ERR Protocol error: expected '$', got '\xff'\r\n"
+        );
+        let (_, err) = parse_all(&[b"*1\r\n\r\n"]);
+        assert_eq!(
+            err.expect("error").line(),
+            b"-ERR Protocol error: expected '$', got ' '\r\n"
+        );
+        // strchr stops at NUL: the parser keeps waiting.
+        assert_eq!(parse_all(&[b"*1\r\n\x00\r\n"]), (vec![], None));
+        assert_eq!(parse_all(&[b"PI\x00NG\r\n"]), (vec![], None));
     }
 
     #[test]

@@ -51,6 +51,17 @@ fn malformed_frames_close_the_connection() {
             "too big bulk count string",
         ),
         (b"*1\r\n*1\r\n".repeat(5000), "expected '$', got '*'"),
+        (b"*1\r\n\xff\r\n".to_vec(), "expected '$', got '"),
+        (b"*1\r\n\r\n\r\n".to_vec(), "expected '$', got ' '"),
+        // strchr stops at the NUL, so no line end is ever found.
+        (
+            [&b"*1\r\n"[..], &[0u8], &vec![b'a'; 64 * 1024]].concat(),
+            "too big bulk count string",
+        ),
+        (
+            [&b"PI"[..], &[0u8], &vec![b'\n'; 64 * 1024 - 2]].concat(),
+            "too big inline request",
+        ),
     ];
     for (bytes, expect) in cases {
         let reply = same_until_close(&p, &bytes);
