@@ -1,6 +1,6 @@
 //! CLIENT and its subcommands (Redis's `clientCommand` in networking.c):
-//! ID, SETNAME, GETNAME, INFO, LIST, KILL, REPLY, NO-EVICT, GETREDIR,
-//! TRACKINGINFO and HELP.
+//! ID, SETNAME, GETNAME, INFO, LIST, KILL, REPLY, NO-EVICT, PAUSE, UNPAUSE,
+//! GETREDIR, TRACKINGINFO and HELP.
 
 use std::fmt::Write as _;
 
@@ -24,6 +24,8 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("client|getredir", getredir),
     ("client|trackinginfo", trackinginfo),
     ("client|help", help),
+    ("client|pause", pause),
+    ("client|unpause", unpause),
 ];
 
 /// CLIENT HELP, as Redis 7.0 prints it (it lists every subcommand Redis
@@ -425,5 +427,44 @@ fn kill(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if kill_self {
         ctx.client.close_after_reply = true;
     }
+    Ok(())
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]
+fn pause(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() > 4 {
+        return Err(Error::err_owned(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            args::lossy(argv.get(1))
+        )));
+    }
+    let mut all = true;
+    if let Some(mode) = argv.try_get(3) {
+        if args::is(mode, "write") {
+            all = false;
+        } else if !args::is(mode, "all") {
+            return Err(Error::err("CLIENT PAUSE mode must be WRITE or ALL"));
+        }
+    }
+    let ms = crate::util::num::parse_i64(argv.get(2)).ok_or(Error::TimeoutNotInteger)?;
+    if ms < 0 {
+        return Err(Error::err("timeout is negative"));
+    }
+    let now = clock::now_ms();
+    // An end past the clock's range wraps negative in Redis: no pause.
+    let end = i64::try_from(now)
+        .ok()
+        .and_then(|n| n.checked_add(ms))
+        .filter(|_| ms > 0)
+        .map_or(0, |e| e as u64);
+    ctx.server.pause.extend(end, all, now);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// CLIENT UNPAUSE: held commands run right after this batch.
+fn unpause(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.server.pause = Default::default();
+    ctx.reply.ok();
     Ok(())
 }

@@ -12,12 +12,36 @@ use crate::net::request::Batch;
 
 impl Executor {
     /// Runs every command of a batch for client `id` and sends the replies.
-    pub(super) fn run_batch(&mut self, id: u64, mut batch: Batch, mut out: Vec<u8>, qbuf: usize) {
+    pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>, qbuf: usize) {
+        self.run_batch_from(id, batch, out, qbuf, 0);
+    }
+
+    /// Runs a batch from command `start` on (a batch resumed after CLIENT
+    /// PAUSE starts past the commands it already ran).
+    pub(super) fn run_batch_from(
+        &mut self,
+        id: u64,
+        mut batch: Batch,
+        mut out: Vec<u8>,
+        qbuf: usize,
+        start: usize,
+    ) {
         let Some(mut client) = self.server.clients.remove(&id) else {
             return;
         };
         client.qbuf = qbuf;
-        for i in 0..batch.len() {
+        for i in start..batch.len() {
+            if self.paused_for(&batch, i) {
+                self.server.clients.insert(id, client);
+                self.server.postponed.push(super::pause::Postponed {
+                    id,
+                    batch,
+                    out,
+                    qbuf,
+                    next: i,
+                });
+                return;
+            }
             self.call(&mut client, batch.argv(i), &mut out);
             if client.close_after_reply || self.server.shutdown {
                 break;

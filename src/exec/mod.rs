@@ -10,6 +10,7 @@
 pub mod call;
 pub mod client;
 pub mod clock;
+pub mod pause;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -136,6 +137,10 @@ pub struct ServerState {
     pub last_save: u64,
     /// Set by SHUTDOWN: the executor stops after the current batch.
     pub shutdown: bool,
+    /// CLIENT PAUSE state.
+    pub pause: pause::Pause,
+    /// Batches held back by CLIENT PAUSE, in arrival order.
+    pub postponed: Vec<pause::Postponed>,
     /// The TCP port actually bound.
     pub port: u16,
     /// Path of the config file, if any (INFO `config_file`).
@@ -174,6 +179,8 @@ impl Executor {
                 run_id,
                 last_save: now / 1000,
                 shutdown: false,
+                pause: pause::Pause::default(),
+                postponed: Vec::new(),
                 port,
                 config_file: None,
                 executable: std::env::current_exe()
@@ -228,6 +235,7 @@ impl Executor {
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
         self.store.active_expire_cycle(period / 4);
+        self.resume_postponed();
         self.after_writes();
     }
 
@@ -252,7 +260,11 @@ impl Executor {
                 batch,
                 out,
                 qbuf,
-            } => self.run_batch(id, batch, out, qbuf),
+            } => {
+                self.run_batch(id, batch, out, qbuf);
+                // CLIENT UNPAUSE releases held batches at once.
+                self.resume_postponed();
+            }
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
             }

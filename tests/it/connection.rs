@@ -410,3 +410,53 @@ fn redis_crate_client_handshake() {
         .expect("info");
     assert!(info.contains("resp=3"), "{info}");
 }
+
+#[test]
+fn client_pause_and_unpause() {
+    use std::time::{Duration, Instant};
+    let mut p = Pair::new();
+    p.script(&[
+        "CLIENT PAUSE abc",
+        "CLIENT PAUSE -1",
+        "CLIENT PAUSE 10 foo",
+        "CLIENT PAUSE abc foo",
+        "CLIENT PAUSE 10 write x",
+        "CLIENT PAUSE",
+        "CLIENT UNPAUSE x",
+        "CLIENT PAUSE 0",
+        "CLIENT PAUSE 0 WRITE",
+        "CLIENT UNPAUSE",
+    ]);
+    let (mut a, _) = p.connect_again();
+    let (mut b, _) = p.connect_again();
+    // WRITE: reads go on, writes wait for the end of the pause.
+    assert_eq!(a.cmd_str(&["CLIENT", "PAUSE", "300", "WRITE"]), b"+OK\r\n");
+    let t = Instant::now();
+    assert_eq!(b.cmd_str(&["GET", "k"]), b"$-1\r\n");
+    assert!(t.elapsed() < Duration::from_millis(250));
+    assert_eq!(b.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    // UNPAUSE releases held commands at once; ALL holds reads too.
+    assert_eq!(
+        a.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]),
+        b"+OK\r\n"
+    );
+    b.send(&encode(&[b"SET", b"k", b"w"]));
+    b.send(&encode(&[b"GET", b"k"]));
+    assert_eq!(a.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+    assert_eq!(a.cmd_str(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(b.read_reply(), b"+OK\r\n");
+    assert_eq!(b.read_reply(), b"$1\r\nw\r\n");
+    assert_eq!(a.cmd_str(&["CLIENT", "PAUSE", "200", "ALL"]), b"+OK\r\n");
+    let t = Instant::now();
+    assert_eq!(b.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(
+        t.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
+}
