@@ -1,13 +1,440 @@
-//! COMMAND and its subcommands, answered from the command table.
+//! COMMAND and its subcommands, answered from the command table: the
+//! captured Redis 7.0 facts of the commands ferrokv implements, and nothing
+//! about the others.
 
-use super::{Argv, Ctx, Handler};
-use crate::error::CmdResult;
+use super::spec::Node;
+use super::table::{flag, CommandId, CommandTable};
+use super::{args, client::write_help, Argv, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::util::glob::glob_match;
+use crate::util::num::parse_i64;
 
-/// The handlers this family registers.
-pub(super) const COMMANDS: &[(&str, Handler)] = &[("command|count", count)];
+/// The handlers this family registers. `command` comes first so the table
+/// creates it with its handler before adding the subcommands under it.
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("command", all),
+    ("command|count", count),
+    ("command|info", info),
+    ("command|docs", docs),
+    ("command|list", list),
+    ("command|getkeys", getkeys),
+    ("command|getkeysandflags", getkeysandflags),
+    ("command|help", help),
+];
+
+const HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    write_help(ctx, HELP);
+    Ok(())
+}
+
+/// COMMAND: the info of every top-level command.
+fn all(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let table = &ctx.server.table;
+    let ids: Vec<CommandId> = table.top_level().collect();
+    ctx.reply.array(ids.len());
+    for id in ids {
+        table.info_node(id).write(&mut ctx.reply);
+    }
+    Ok(())
+}
 
 fn count(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let n = ctx.server.table.top_level().count();
     ctx.reply.int(n as i64);
     Ok(())
+}
+
+/// Redis's lookupCommandBySds: `name` or `container|sub`.
+fn by_full_name(table: &CommandTable, name: &[u8]) -> Option<CommandId> {
+    let mut parts = name.split(|&c| c == b'|');
+    let base = table.lookup(parts.next()?)?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some(base),
+        (Some(sub), None) if !table.commands[base].subcommands.is_empty() => {
+            table.lookup_sub(base, sub)
+        }
+        _ => None,
+    }
+}
+
+/// COMMAND INFO [name ...]: all commands without names; null for unknown
+/// names.
+fn info(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() == 2 {
+        return all(ctx, argv);
+    }
+    let table = &ctx.server.table;
+    ctx.reply.array(argv.len() - 2);
+    for name in argv.iter_from(2) {
+        match by_full_name(table, name) {
+            Some(id) => table.info_node(id).write(&mut ctx.reply),
+            None => ctx.reply.null(),
+        }
+    }
+    Ok(())
+}
+
+/// The DOCS entry of a command or subcommand (subcommands' docs live in
+/// their container's `subcommands` map).
+fn docs_of(table: &CommandTable, id: CommandId) -> Node {
+    let cmd = &table.commands[id];
+    let Some(parent) = cmd.parent else {
+        return table.docs_node(id);
+    };
+    table
+        .docs_node(parent)
+        .get(b"subcommands")
+        .and_then(|subs| subs.get(cmd.name.as_bytes()))
+        .cloned()
+        .unwrap_or(Node::Map(Vec::new()))
+}
+
+/// COMMAND DOCS [name ...]: a map of name to docs; unknown names are
+/// left out.
+fn docs(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let table = &ctx.server.table;
+    let ids: Vec<CommandId> = if argv.len() == 2 {
+        table.top_level().collect()
+    } else {
+        argv.iter_from(2)
+            .filter_map(|n| by_full_name(table, n))
+            .collect()
+    };
+    ctx.reply.map(ids.len());
+    for id in ids {
+        ctx.reply.bulk(table.commands[id].name.as_bytes());
+        docs_of(table, id).write(&mut ctx.reply);
+    }
+    Ok(())
+}
+
+/// A COMMAND LIST FILTERBY clause.
+enum Filter<'a> {
+    Module,
+    AclCat(Vec<u8>),
+    Pattern(&'a [u8]),
+}
+
+impl Filter<'_> {
+    fn keeps(&self, table: &CommandTable, id: CommandId) -> bool {
+        match self {
+            // No modules are ever loaded.
+            Filter::Module => false,
+            Filter::AclCat(cat) => match table.spec.info.get(&table.commands[id].name) {
+                Some(Node::Array(f)) => match f.get(6) {
+                    Some(Node::Set(cats)) => cats
+                        .iter()
+                        .any(|c| c.as_bytes().is_some_and(|c| c.eq_ignore_ascii_case(cat))),
+                    _ => false,
+                },
+                _ => false,
+            },
+            Filter::Pattern(p) => glob_match(p, table.commands[id].name.as_bytes(), true),
+        }
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern]:
+/// names of containers and of their subcommands alike.
+fn list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let mut filter = None;
+    let mut i = 2;
+    while i < argv.len() {
+        // FILTERBY must come last, with exactly its two arguments.
+        if !(args::is(argv.get(i), "filterby") && argv.len() - 1 - i == 2) {
+            return Err(Error::Syntax);
+        }
+        let (kind, arg) = (argv.get(i + 1), argv.get(i + 2));
+        filter = Some(if args::is(kind, "module") {
+            Filter::Module
+        } else if args::is(kind, "aclcat") {
+            let mut cat = b"@".to_vec();
+            cat.extend_from_slice(arg);
+            Filter::AclCat(cat)
+        } else if args::is(kind, "pattern") {
+            Filter::Pattern(arg)
+        } else {
+            return Err(Error::Syntax);
+        });
+        i += 3;
+    }
+    let table = &ctx.server.table;
+    let mark = ctx.reply.defer();
+    let mut n = 0;
+    for top in table.top_level() {
+        let mut subs: Vec<CommandId> = table.commands[top].subcommands.values().copied().collect();
+        subs.sort_unstable();
+        for id in std::iter::once(top).chain(subs) {
+            if filter.as_ref().is_none_or(|f| f.keeps(table, id)) {
+                ctx.reply.bulk(table.commands[id].name.as_bytes());
+                n += 1;
+            }
+        }
+    }
+    ctx.reply.finish_deferred_array(mark, n);
+    Ok(())
+}
+
+fn getkeys(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    keys_reply(ctx, argv, false)
+}
+
+fn getkeysandflags(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    keys_reply(ctx, argv, true)
+}
+
+/// Flags of one key reference: the key spec's own flag set, or the names
+/// a command's getkeys function computes (in Redis's order: RO RW OW RM
+/// access update insert delete ...).
+enum KeyFlags<'a> {
+    Spec(&'a Node),
+    Names(&'static [&'static str]),
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS <command> [args ...]
+fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult {
+    let table = &ctx.server.table;
+    let target: Vec<&[u8]> = argv.iter_from(2).collect();
+    let id = table
+        .resolve(
+            target.first().copied().unwrap_or_default(),
+            target.get(1).copied(),
+        )
+        .ok_or(Error::err("Invalid command specified"))?;
+    let cmd = &table.commands[id];
+    let specs = key_specs(table, id);
+    if specs.is_empty() {
+        return Err(Error::err("The command has no key arguments"));
+    }
+    if !cmd.arity_ok(target.len()) {
+        return Err(Error::err(
+            "Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = find_keys(&cmd.name, specs, &target);
+    if keys.is_empty() && !cmd.has(flag::NO_MANDATORY_KEYS) {
+        return Err(Error::err("Invalid arguments specified for command"));
+    }
+    ctx.reply.array(keys.len());
+    for (pos, flags) in keys {
+        if with_flags {
+            ctx.reply.array(2);
+        }
+        ctx.reply.bulk(target[pos]);
+        if with_flags {
+            match flags {
+                KeyFlags::Spec(node) => node.write(&mut ctx.reply),
+                KeyFlags::Names(names) => {
+                    ctx.reply.set(names.len());
+                    for n in names {
+                        ctx.reply.simple(n);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The key specs of a command (COMMAND INFO field 8).
+fn key_specs(table: &CommandTable, id: CommandId) -> &[Node] {
+    match table.spec.info.get(&table.commands[id].name) {
+        Some(Node::Array(f)) => match f.get(8) {
+            // Redis 7.0 replies the key specs as a set.
+            Some(Node::Set(specs) | Node::Array(specs)) => specs,
+            _ => &[],
+        },
+        _ => &[],
+    }
+}
+
+fn has_flag(spec: &Node, name: &str) -> bool {
+    match spec.get(b"flags") {
+        Some(Node::Set(fl) | Node::Array(fl)) => {
+            fl.iter().any(|f| f.as_bytes() == Some(name.as_bytes()))
+        }
+        _ => false,
+    }
+}
+
+fn int_at(node: Option<&Node>, key: &[u8]) -> Option<i64> {
+    node?.get(key)?.as_int()
+}
+
+/// Key positions in `argv` (argv[0] is the command name) with their flags:
+/// Redis's getKeysUsingKeySpecs, or the command's getkeys function for the
+/// commands whose flags depend on their arguments. Empty when the
+/// arguments do not fit the specs.
+fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, KeyFlags<'a>)> {
+    let argc = argv.len() as i64;
+    match name {
+        "set" => {
+            let get = argv.iter().skip(3).any(|a| args::is(a, "get"));
+            let names: &[&str] = if get {
+                &["RW", "access", "update"]
+            } else {
+                &["OW", "update"]
+            };
+            return vec![(1, KeyFlags::Names(names))];
+        }
+        "bitfield" => {
+            let mut readonly = true;
+            let mut i = 2;
+            while i < argv.len() {
+                let rem = argv.len() - i - 1;
+                let a = argv[i];
+                if args::is(a, "get") && rem >= 2 {
+                    i += 3;
+                } else if args::is(a, "overflow") && rem >= 1 {
+                    i += 2;
+                } else {
+                    // SET/INCRBY, or a syntax error: assume a write.
+                    readonly = false;
+                    break;
+                }
+            }
+            let names: &[&str] = if readonly {
+                &["RO", "access"]
+            } else {
+                &["RW", "access", "update"]
+            };
+            return vec![(1, KeyFlags::Names(names))];
+        }
+        _ => {}
+    }
+    let mut keys = Vec::new();
+    for spec in specs {
+        if has_flag(spec, "not_key") {
+            continue;
+        }
+        let bs = spec.get(b"begin_search");
+        let bs_spec = bs.and_then(|b| b.get(b"spec"));
+        let first = match bs.and_then(|b| b.get(b"type")).and_then(Node::as_bytes) {
+            Some(b"index") => int_at(bs_spec, b"index").unwrap_or(0),
+            Some(b"keyword") => {
+                let kw = bs_spec
+                    .and_then(|s| s.get(b"keyword"))
+                    .and_then(Node::as_bytes)
+                    .unwrap_or_default();
+                let from = int_at(bs_spec, b"startfrom").unwrap_or(1);
+                let (start, end) = if from > 0 {
+                    (from, argc - 1)
+                } else {
+                    (argc + from, 1)
+                };
+                // As Redis scans: from `start` towards `end`, exclusive.
+                let mut found = 0;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if argv[i as usize].eq_ignore_ascii_case(kw) {
+                        found = i + 1;
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            _ => return Vec::new(),
+        };
+        let fk = spec.get(b"find_keys");
+        let fk_spec = fk.and_then(|f| f.get(b"spec"));
+        let (first, last, step) = match fk.and_then(|f| f.get(b"type")).and_then(Node::as_bytes) {
+            Some(b"range") => {
+                let lastkey = int_at(fk_spec, b"lastkey").unwrap_or(0);
+                let step = int_at(fk_spec, b"keystep").unwrap_or(1);
+                let limit = int_at(fk_spec, b"limit").unwrap_or(0);
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, step)
+            }
+            Some(b"keynum") => {
+                let idx = first + int_at(fk_spec, b"keynumidx").unwrap_or(0);
+                let Some(numkeys) = argv
+                    .get(idx as usize)
+                    .and_then(|a| parse_i64(a))
+                    .filter(|&n| n >= 0)
+                else {
+                    return Vec::new();
+                };
+                let first = first + int_at(fk_spec, b"firstkey").unwrap_or(1);
+                (
+                    first,
+                    first.saturating_add(numkeys - 1),
+                    int_at(fk_spec, b"keystep").unwrap_or(1),
+                )
+            }
+            _ => return Vec::new(),
+        };
+        if last >= argc || last < first || first >= argc {
+            return Vec::new();
+        }
+        let mut i = first;
+        while i <= last {
+            keys.push((
+                i as usize,
+                KeyFlags::Spec(spec.get(b"flags").unwrap_or(&Node::Null)),
+            ));
+            i += step.max(1);
+        }
+        if has_flag(spec, "incomplete") {
+            return Vec::new();
+        }
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions(name: &str, argv: &[&str]) -> Vec<usize> {
+        let t = CommandTable::build();
+        let id = t.lookup(name.as_bytes()).expect("implemented");
+        let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
+        find_keys(name, key_specs(&t, id), &a)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn key_positions_from_specs() {
+        assert_eq!(positions("get", &["get", "k"]), vec![1]);
+        assert_eq!(positions("set", &["set", "k", "v", "get"]), vec![1]);
+    }
 }

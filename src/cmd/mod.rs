@@ -7,6 +7,7 @@
 //! Returning `Err` writes the error reply instead.
 
 pub mod args;
+pub mod client;
 pub mod command;
 pub mod config;
 pub mod connection;
@@ -59,6 +60,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     scan::COMMANDS,
     expire::COMMANDS,
     connection::COMMANDS,
+    client::COMMANDS,
     server::COMMANDS,
     config::COMMANDS,
     command::COMMANDS,

@@ -90,6 +90,12 @@ impl Blocking {
         self.parked.len()
     }
 
+    /// Blocked clients that have a timeout (INFO
+    /// `clients_in_timeout_table`).
+    pub fn clients_with_timeout(&self) -> usize {
+        self.deadlines.len()
+    }
+
     /// Distinct keys clients are blocked on (INFO `total_blocking_keys`).
     pub fn blocking_keys(&self) -> usize {
         self.waiters.len()

@@ -14,11 +14,24 @@ use crate::store::Store;
 impl Executor {
     /// Runs every command of a batch for client `id` and sends the replies.
     pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>, qbuf: usize) {
+        self.run_batch_from(id, batch, out, qbuf, 0);
+    }
+
+    /// Runs a batch from command `start` on (a batch resumed after CLIENT
+    /// PAUSE starts past the commands it already ran).
+    pub(super) fn run_batch_from(
+        &mut self,
+        id: u64,
+        batch: Batch,
+        out: Vec<u8>,
+        qbuf: usize,
+        start: usize,
+    ) {
         let Some(mut client) = self.server.clients.remove(&id) else {
             return;
         };
         client.qbuf = qbuf;
-        self.run_from(client, batch, out, 0);
+        self.run_from(client, batch, out, start);
         self.after_writes();
     }
 
@@ -35,6 +48,18 @@ impl Executor {
     ) {
         let id = client.id;
         for i in start..batch.len() {
+            if self.paused_for(&batch, i) {
+                let qbuf = client.qbuf;
+                self.server.clients.insert(id, client);
+                self.server.postponed.push(super::pause::Postponed {
+                    id,
+                    batch,
+                    out,
+                    qbuf,
+                    next: i,
+                });
+                return;
+            }
             self.call(&mut client, batch.argv(i), &mut out);
             if let Some(req) = self.server.blocking.pending.take() {
                 self.park(client, batch, out, i, req);

@@ -3,6 +3,8 @@
 //! for CLIENT LIST.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -59,8 +61,14 @@ pub struct Client {
     pub resp3: bool,
     /// CLIENT SETNAME name; empty when unset.
     pub name: Vec<u8>,
-    /// Authenticated (always true without requirepass).
+    /// Authenticated (always true without requirepass). Change it with
+    /// [`Client::set_authenticated`] so the connection task sees it too.
     pub authenticated: bool,
+    /// Mirror of `authenticated` shared with the connection task, which
+    /// applies Redis's smaller request limits to unauthenticated clients.
+    pub auth_flag: Arc<AtomicBool>,
+    /// The socket's file descriptor (CLIENT LIST `fd`).
+    pub fd: i64,
     /// Peer address.
     pub addr: SocketAddr,
     /// Local address.
@@ -106,6 +114,9 @@ impl Client {
             resp3: false,
             name: Vec::new(),
             authenticated: false,
+            // Connections replace these with the ones their task holds.
+            auth_flag: Arc::new(AtomicBool::new(false)),
+            fd: -1,
             addr,
             laddr,
             created_ms: now_ms,
@@ -127,5 +138,11 @@ impl Client {
     /// runs, as in Redis.
     pub fn multi_len(&self) -> Option<usize> {
         self.multi.as_ref().map(|m| m.len())
+    }
+
+    /// Sets the authentication state, here and for the connection task.
+    pub fn set_authenticated(&mut self, yes: bool) {
+        self.authenticated = yes;
+        self.auth_flag.store(yes, Ordering::Relaxed);
     }
 }

@@ -12,6 +12,7 @@ pub mod call;
 pub mod client;
 pub mod clock;
 pub mod multi;
+pub mod pause;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -40,6 +41,10 @@ pub enum Request {
         laddr: SocketAddr,
         /// Channel for replies.
         tx: UnboundedSender<ToConn>,
+        /// Authentication state shared with the connection task.
+        auth: Arc<AtomicBool>,
+        /// The socket's file descriptor (CLIENT LIST).
+        fd: i64,
     },
     /// Commands parsed from one read.
     Batch {
@@ -139,6 +144,10 @@ pub struct ServerState {
     pub last_save: u64,
     /// Set by SHUTDOWN: the executor stops after the current batch.
     pub shutdown: bool,
+    /// CLIENT PAUSE state.
+    pub pause: pause::Pause,
+    /// Batches held back by CLIENT PAUSE, in arrival order.
+    pub postponed: Vec<pause::Postponed>,
     /// The TCP port actually bound.
     pub port: u16,
     /// Path of the config file, if any (INFO `config_file`).
@@ -180,6 +189,8 @@ impl Executor {
                 run_id,
                 last_save: now / 1000,
                 shutdown: false,
+                pause: pause::Pause::default(),
+                postponed: Vec::new(),
                 port,
                 config_file: None,
                 executable: std::env::current_exe()
@@ -242,6 +253,7 @@ impl Executor {
         // Redis's slow cycle may use 25% of each period.
         self.store.active_expire_cycle(period / 4);
         self.close_idle_clients();
+        self.resume_postponed();
         self.after_writes();
     }
 
@@ -276,9 +288,13 @@ impl Executor {
                 addr,
                 laddr,
                 tx,
+                auth,
+                fd,
             } => {
                 let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
-                c.authenticated = self.server.config.requirepass.is_none();
+                c.auth_flag = auth;
+                c.fd = fd;
+                c.set_authenticated(self.server.config.requirepass.is_none());
                 self.server.clients.insert(id, c);
             }
             Request::Batch {
@@ -286,7 +302,11 @@ impl Executor {
                 batch,
                 out,
                 qbuf,
-            } => self.run_batch(id, batch, out, qbuf),
+            } => {
+                self.run_batch(id, batch, out, qbuf);
+                // CLIENT UNPAUSE releases held batches at once.
+                self.resume_postponed();
+            }
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
                 self.store.watches.unwatch_all(id);

@@ -5,7 +5,7 @@
 //! blocked is noticed.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
@@ -15,7 +15,6 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
-use crate::error::Error;
 use crate::exec::client::ToConn;
 use crate::exec::{Request, Shared};
 
@@ -41,12 +40,23 @@ pub async fn serve(
     let laddr = sock.local_addr().unwrap_or(addr);
     let _ = sock.set_nodelay(true);
     let (tx, mut rx) = unbounded_channel();
+    // The executor flips this on AUTH/HELLO AUTH/RESET; until then the
+    // parser applies Redis's limits for unauthenticated clients.
+    let auth = Arc::new(AtomicBool::new(
+        !shared.auth_required.load(Ordering::Relaxed),
+    ));
+    #[cfg(unix)]
+    let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
+    #[cfg(not(unix))]
+    let fd = -1;
     if exec
         .send(Request::Connect {
             id,
             addr,
             laddr,
             tx,
+            auth: auth.clone(),
+            fd,
         })
         .is_err()
     {
@@ -89,8 +99,7 @@ pub async fn serve(
                 }
                 in_flight = true;
             } else if let Some(e) = pending_error.take() {
-                let line = format!("-{}\r\n", Error::Protocol(e.0).message());
-                let _ = sock.write_all(line.as_bytes()).await;
+                let _ = sock.write_all(&e.line()).await;
                 break;
             } else if eof {
                 break;
@@ -116,7 +125,7 @@ pub async fn serve(
                     spare = Some((b, o));
                     // Parse what arrived while the batch was away.
                     if let Some((ref mut b, _)) = spare {
-                        if let Err(e) = parse(&mut parser, &inbuf, b, &shared) {
+                        if let Err(e) = parse(&mut parser, &inbuf, b, &shared, &auth) {
                             pending_error = Some(e);
                         }
                     }
@@ -142,7 +151,7 @@ pub async fn serve(
                 Ok(n) => {
                     shared.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     if !in_flight {
-                        if let Err(e) = parse(&mut parser, &inbuf, &mut batch, &shared) {
+                        if let Err(e) = parse(&mut parser, &inbuf, &mut batch, &shared, &auth) {
                             pending_error = Some(e);
                         }
                     }
@@ -169,13 +178,14 @@ fn parse(
     buf: &[u8],
     batch: &mut Batch,
     shared: &Shared,
+    auth: &AtomicBool,
 ) -> Result<(), ProtocolError> {
     let limits = Limits {
         max_bulk: shared.proto_max_bulk_len.load(Ordering::Relaxed),
-        // The executor knows whether this client authenticated; the parser
-        // only applies the smaller limits while auth is configured at all
-        // and nothing has been parsed yet is not tracked here.
-        unauthenticated: false,
+        // Redis's authRequired(): a password is configured and this client
+        // has not authenticated yet.
+        unauthenticated: shared.auth_required.load(Ordering::Relaxed)
+            && !auth.load(Ordering::Relaxed),
     };
     parser.parse(buf, batch, limits)
 }

@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 use crate::exec::{Request, Shared};
 
@@ -27,7 +27,7 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
         } else {
             format!("{host}:{port}")
         };
-        match TcpListener::bind(&addr).await {
+        match listen(&addr).await {
             Ok(l) => {
                 // With port 0 every address shares the first one's port.
                 if port == 0 {
@@ -51,6 +51,39 @@ pub async fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpLis
         ));
     }
     Ok(listeners)
+}
+
+/// Redis's default tcp-backlog. A short accept queue makes bursts of
+/// connects stall for a SYN retransmit (one second).
+const TCP_BACKLOG: u32 = 511;
+
+/// Binds and listens on `addr` ("host:port") with Redis's backlog.
+async fn listen(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        let sock = if a.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        sock.set_reuseaddr(true)?;
+        match sock.bind(a).and_then(|()| sock.listen(TCP_BACKLOG)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::AddrNotAvailable, "no address to bind")
+    }))
+}
+
+/// Protected mode refuses clients from outside the loopback interface while
+/// the default user has no password (Redis's connIsLocal: 127.0.0.0/8 or
+/// ::1).
+pub fn protected_denies(shared: &Shared, peer: &SocketAddr) -> bool {
+    shared.protected_mode.load(Ordering::Relaxed)
+        && !shared.auth_required.load(Ordering::Relaxed)
+        && !peer.ip().to_canonical().is_loopback()
 }
 
 /// The running accept loops, kept so CONFIG SET port/bind can replace the
@@ -173,14 +206,12 @@ pub async fn accept_loop(
             });
             continue;
         }
-        if shared.protected_mode.load(Ordering::Relaxed)
-            && !shared.auth_required.load(Ordering::Relaxed)
-            && !addr.ip().is_loopback()
-            && !matches!(addr.ip(), std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
-        {
+        if protected_denies(&shared, &addr) {
             shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let _ = sock.write_all(crate::error::DENIED_PROTECTED_MODE).await;
+                let _ = sock.shutdown().await;
             });
             continue;
         }
@@ -191,4 +222,31 @@ pub async fn accept_loop(
 /// The address a listener is bound to.
 pub fn local_addr(l: &TcpListener) -> Option<SocketAddr> {
     l.local_addr().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_refuses_only_remote_clients_without_password() {
+        let shared = Shared::default();
+        let remote: SocketAddr = "192.0.2.7:5000".parse().expect("addr");
+        let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
+        let local6: SocketAddr = "[::1]:5000".parse().expect("addr");
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().expect("addr");
+        shared.protected_mode.store(true, Ordering::Relaxed);
+        assert!(protected_denies(&shared, &remote));
+        assert!(!protected_denies(&shared, &local));
+        assert!(!protected_denies(&shared, &local6));
+        assert!(!protected_denies(&shared, &mapped));
+        shared.auth_required.store(true, Ordering::Relaxed);
+        assert!(!protected_denies(&shared, &remote));
+        shared.auth_required.store(false, Ordering::Relaxed);
+        shared.protected_mode.store(false, Ordering::Relaxed);
+        assert!(!protected_denies(&shared, &remote));
+        assert!(crate::error::DENIED_PROTECTED_MODE
+            .starts_with(b"-DENIED Redis is running in protected mode"));
+        assert!(crate::error::DENIED_PROTECTED_MODE.ends_with(b"from the outside.\r\n"));
+    }
 }

@@ -158,9 +158,25 @@ impl OwnedArgv {
 }
 
 /// A framing error: the reason goes after `Protocol error: `, and the
-/// connection is closed once earlier replies are written.
+/// connection is closed once earlier replies are written. The byte quoted
+/// in `expected '$', got 'c'` is held as the char U+00cc and written back as
+/// that single raw byte, as Redis's `%c` does ([`ProtocolError::line`]).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ProtocolError(pub Cow<'static, str>);
+
+impl ProtocolError {
+    /// The error line sent before closing: `-ERR Protocol error: ...`, with
+    /// CR and LF turned into spaces like every Redis error reply.
+    pub fn line(&self) -> Vec<u8> {
+        let mut out = b"-ERR Protocol error: ".to_vec();
+        for c in self.0.chars() {
+            let b = u8::try_from(u32::from(c)).unwrap_or(b'?');
+            out.push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
 
 /// Incremental request parser; one per connection.
 #[derive(Default)]
@@ -230,7 +246,11 @@ impl RequestParser {
                         Some(_) => {}
                     }
                 } else {
+                    let before = batch.len();
                     if !self.inline(buf, pos, batch)? {
+                        return Ok(());
+                    }
+                    if limits.unauthenticated && batch.len() > before {
                         return Ok(());
                     }
                     continue;
@@ -244,6 +264,12 @@ impl RequestParser {
             batch.spans.append(&mut self.partial);
             batch.cmds.push((first, batch.spans.len() as u32 - first));
             self.consumed = self.cursor;
+            if limits.unauthenticated {
+                // Redis runs each command before parsing the next, so an
+                // AUTH lifts the limits for what follows it in the same
+                // read: hand commands over one at a time until then.
+                return Ok(());
+            }
         }
     }
 
@@ -368,8 +394,11 @@ impl RequestParser {
     }
 }
 
+/// Redis looks for line ends with `strchr` on the query buffer, which
+/// stops at a NUL byte: a NUL before the line end means "no line yet".
 fn find(hay: &[u8], needle: u8) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
+    let i = hay.iter().position(|&c| c == needle || c == 0)?;
+    (hay[i] == needle).then_some(i)
 }
 
 #[cfg(test)]
@@ -438,6 +467,49 @@ mod tests {
             parse_all(&[&long]).1,
             Some(ProtocolError("too big inline request".into()))
         );
+    }
+
+    #[test]
+    fn unauthenticated_limits_and_one_command_at_a_time() {
+        let unauth = Limits {
+            max_bulk: 512 * 1024 * 1024,
+            unauthenticated: true,
+        };
+        let mut p = RequestParser::default();
+        let mut batch = Batch::default();
+        let buf = b"*1\r\n$4\r\nPING\r\nPING\r\n*11\r\n";
+        assert_eq!(p.parse(buf, &mut batch, unauth), Ok(()));
+        assert_eq!(batch.len(), 1);
+        assert_eq!(p.parse(buf, &mut batch, unauth), Ok(()));
+        assert_eq!(batch.len(), 2);
+        assert_eq!(
+            p.parse(buf, &mut batch, unauth),
+            Err(ProtocolError("unauthenticated multibulk length".into()))
+        );
+        let mut p = RequestParser::default();
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n", &mut batch, unauth),
+            Err(ProtocolError("unauthenticated bulk length".into()))
+        );
+        let mut p = RequestParser::default();
+        assert_eq!(p.parse(b"*10\r\n$16384\r\n", &mut batch, unauth), Ok(()));
+    }
+
+    #[test]
+    fn error_lines_carry_raw_bytes_and_nul_hides_line_ends() {
+        let (_, err) = parse_all(&[b"*1\r\n\xff\r\n"]);
+        assert_eq!(
+            err.expect("error").line(),
+            b"-ERR Protocol error: expected '$', got '\xff'\r\n"
+        );
+        let (_, err) = parse_all(&[b"*1\r\n\r\n"]);
+        assert_eq!(
+            err.expect("error").line(),
+            b"-ERR Protocol error: expected '$', got ' '\r\n"
+        );
+        // strchr stops at NUL: the parser keeps waiting.
+        assert_eq!(parse_all(&[b"*1\r\n\x00\r\n"]), (vec![], None));
+        assert_eq!(parse_all(&[b"PI\x00NG\r\n"]), (vec![], None));
     }
 
     #[test]

@@ -6,7 +6,9 @@ mod support;
 
 mod basics;
 mod cli;
+mod command;
 mod config;
+mod connection;
 mod expire;
 mod incr;
 mod keys;
@@ -14,6 +16,7 @@ mod list;
 mod list_blocking;
 mod multi;
 mod multi_load;
+mod protocol;
 mod server;
 mod string;
 mod string_random;

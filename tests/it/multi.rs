@@ -265,7 +265,6 @@ fn pipelined_transaction_in_one_write() {
 }
 
 #[test]
-#[ignore = "needs RESET"]
 fn reset_discards_the_transaction_and_the_watches() {
     let mut t = Tx::new();
     t.run(&[

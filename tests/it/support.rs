@@ -256,6 +256,29 @@ impl Pair {
         }
     }
 
+    /// Starts both servers with extra configuration (`tweak` for ferrokv,
+    /// `redis_args` for redis-server) and connects to each.
+    pub fn new_with(tweak: impl FnOnce(&mut Config), redis_args: &[&str]) -> Pair {
+        let server = start_with(tweak);
+        let redis = spawn_redis_with(redis_args);
+        Pair {
+            ours: server.raw(),
+            theirs: Raw::connect(redis.port),
+            _server: server,
+            _redis: redis,
+        }
+    }
+
+    /// Opens another connection to each server.
+    pub fn connect_again(&self) -> (Raw, Raw) {
+        (self._server.raw(), Raw::connect(self._redis.port))
+    }
+
+    /// The ports of ferrokv and redis-server.
+    pub fn ports(&self) -> (u16, u16) {
+        (self._server.port, self._redis.port)
+    }
+
     /// Sends `args` to both and asserts the replies are byte-identical;
     /// returns the reply.
     pub fn same(&mut self, args: &[&str]) -> Vec<u8> {

@@ -169,13 +169,11 @@ fn watch_touch_cases_resp2() {
 }
 
 #[test]
-#[ignore = "needs HELLO"]
 fn watch_touch_cases_resp3() {
     watch_cases(&mut Tx::resp3());
 }
 
 #[test]
-#[ignore = "needs HELLO"]
 fn errors_resp3() {
     let mut t = Tx::resp3();
     t.run(&[

@@ -1,0 +1,315 @@
+//! Request framing against redis-server (Redis's `unit/protocol`):
+//! malformed frames, limits for unauthenticated clients, inline commands,
+//! huge values, many connections, redis-cli.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::*;
+
+/// Sends `bytes` on a fresh connection to each server and asserts both
+/// answer the same and close the connection.
+fn same_until_close(p: &Pair, bytes: &[u8]) -> Vec<u8> {
+    let (mut ours, mut theirs) = p.connect_again();
+    ours.send(bytes);
+    theirs.send(bytes);
+    let (o, t) = (ours.read_to_close(), theirs.read_to_close());
+    assert_eq!(
+        String::from_utf8_lossy(&o),
+        String::from_utf8_lossy(&t),
+        "for {:?}",
+        String::from_utf8_lossy(&bytes[..bytes.len().min(60)])
+    );
+    o
+}
+
+#[test]
+fn malformed_frames_close_the_connection() {
+    let p = Pair::new();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"*a\r\n".to_vec(), "invalid multibulk length"),
+        (b"*3000000000\r\n".to_vec(), "invalid multibulk length"),
+        (b"*1\r\n$-1\r\n".to_vec(), "invalid bulk length"),
+        (b"*1\r\n$x\r\n".to_vec(), "invalid bulk length"),
+        (b"*1\r\n:1\r\n".to_vec(), "expected '$', got ':'"),
+        (
+            b"*1\r\n$4\r\nPING\r\n*1\r\n+PING\r\n".to_vec(),
+            "expected '$', got '+'",
+        ),
+        (b"*1\r\n$600000000\r\n".to_vec(), "invalid bulk length"),
+        (b"set \"a b\r\n".to_vec(), "unbalanced quotes"),
+        (b"set 'a\r\n".to_vec(), "unbalanced quotes"),
+        (b"set \"a\"b c\r\n".to_vec(), "unbalanced quotes"),
+        (vec![b'a'; 64 * 1024 + 1], "too big inline request"),
+        (
+            [&b"*"[..], &vec![b'1'; 64 * 1024 + 1]].concat(),
+            "too big mbulk count string",
+        ),
+        (
+            [&b"*1\r\n$"[..], &vec![b'1'; 64 * 1024 + 1]].concat(),
+            "too big bulk count string",
+        ),
+        (b"*1\r\n*1\r\n".repeat(5000), "expected '$', got '*'"),
+        (b"*1\r\n\xff\r\n".to_vec(), "expected '$', got '"),
+        (b"*1\r\n\r\n\r\n".to_vec(), "expected '$', got ' '"),
+        // strchr stops at the NUL, so no line end is ever found.
+        (
+            [&b"*1\r\n"[..], &[0u8], &vec![b'a'; 64 * 1024]].concat(),
+            "too big bulk count string",
+        ),
+        (
+            [&b"PI"[..], &[0u8], &vec![b'\n'; 64 * 1024 - 2]].concat(),
+            "too big inline request",
+        ),
+    ];
+    for (bytes, expect) in cases {
+        let reply = same_until_close(&p, &bytes);
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.contains(expect), "{text:?} lacks {expect:?}");
+        assert!(text.contains("-ERR Protocol error: "), "{text:?}");
+    }
+}
+
+#[test]
+fn deeply_nested_arrays_are_refused() {
+    let p = Pair::new();
+    let reply = same_until_close(&p, &b"*1\r\n".repeat(10_000));
+    assert_eq!(reply, b"-ERR Protocol error: expected '$', got '*'\r\n");
+}
+
+#[test]
+fn partial_and_abandoned_requests_cost_nothing() {
+    let p = Pair::new();
+    let (mut ours, _) = p.connect_again();
+    for bytes in [
+        &b"*2000000\r\n"[..],
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\nab",
+        b"PIN",
+    ] {
+        let (mut a, mut b) = p.connect_again();
+        a.send(bytes);
+        b.send(bytes);
+        drop((a, b));
+    }
+    // A count announced but never sent: no reply, connection kept.
+    let (mut a, _) = p.connect_again();
+    a.send(b"*2000000\r\n$4\r\nECHO\r\n");
+    assert_eq!(ours.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(ours.cmd_str(&["DBSIZE"]), b":0\r\n");
+    drop(a);
+    assert_eq!(ours.cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+#[test]
+fn inline_commands_match_redis() {
+    let p = Pair::new();
+    let (mut ours, mut theirs) = p.connect_again();
+    let input = b"PING\r\nset a b\r\nget a\n\r\n   \r\necho \"hello world\\x21\\n\"\r\necho 'it\\'s'\r\n*1\r\n$4\r\nPING\r\nping\r\n";
+    ours.send(input);
+    theirs.send(input);
+    for _ in 0..7 {
+        let (o, t) = (ours.read_reply(), theirs.read_reply());
+        assert_eq!(String::from_utf8_lossy(&o), String::from_utf8_lossy(&t));
+    }
+}
+
+#[test]
+fn unauthenticated_clients_get_small_limits() {
+    let p = Pair::new_with(
+        |c| c.requirepass = Some(b"pw".to_vec()),
+        &["--requirepass", "pw"],
+    );
+    let r = same_until_close(&p, b"*11\r\n");
+    assert_eq!(
+        r,
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+    let r = same_until_close(&p, b"*1\r\n$16385\r\n");
+    assert_eq!(r, b"-ERR Protocol error: unauthenticated bulk length\r\n");
+    // At the limits themselves, and inline, nothing is refused.
+    let (mut ours, mut theirs) = p.connect_again();
+    let mut replies = Vec::new();
+    for r in [&mut ours, &mut theirs] {
+        let big = vec![b'x'; 16384];
+        let args: Vec<&[u8]> = vec![
+            b"ECHO", &big, b"3", b"4", b"5", b"6", b"7", b"8", b"9", b"10",
+        ];
+        let mut got = r.cmd(&args);
+        r.send(b"ping a b c d e f g h i j k l\r\n");
+        got.extend(r.read_reply());
+        got.extend(r.cmd(&[b"GET", &big]));
+        replies.push(String::from_utf8_lossy(&got).into_owned());
+    }
+    assert_eq!(replies[0], replies[1]);
+    assert!(replies[0].contains("-NOAUTH"), "{}", replies[0]);
+    // AUTH lifts the limits for what follows it in the same packet.
+    let mut after_auth = encode(&[b"AUTH", b"pw"]);
+    let many: Vec<&[u8]> = vec![&b"ECHO"[..]; 1]
+        .into_iter()
+        .chain((0..20).map(|_| &b"k"[..]))
+        .collect();
+    after_auth.extend_from_slice(&encode(&many));
+    let big = vec![b'y'; 20000];
+    after_auth.extend_from_slice(&encode(&[b"ECHO", &big]));
+    for r in [&mut ours, &mut theirs] {
+        r.send(&after_auth);
+        assert_eq!(r.read_reply(), b"+OK\r\n");
+        let _ = r.read_reply();
+        let echo = r.read_reply();
+        assert!(echo.starts_with(b"$20000\r\n"));
+    }
+}
+
+#[test]
+fn hundred_megabyte_value_round_trip() {
+    let server = start();
+    let mut r = server.raw();
+    let value: Vec<u8> = (0..100 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    assert_eq!(r.cmd(&[b"SET", b"big", &value]), b"+OK\r\n");
+    let reply = r.cmd(&[b"GET", b"big"]);
+    let header = format!("${}\r\n", value.len());
+    assert!(reply.starts_with(header.as_bytes()));
+    assert!(reply[header.len()..reply.len() - 2] == value[..]);
+}
+
+/// Raises this process's open-file limit to its hard limit.
+fn raise_nofile() -> libc::rlim_t {
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        lim.rlim_cur
+    }
+}
+
+/// Run as a child process by `ten_thousand_idle_connections`: opens the
+/// connections, reports, and holds them until its stdin closes.
+#[test]
+#[ignore = "helper process for ten_thousand_idle_connections"]
+fn hold_idle_connections() {
+    let (Ok(port), Ok(n)) = (
+        std::env::var("FERROKV_HOLD_PORT"),
+        std::env::var("FERROKV_HOLD_N"),
+    ) else {
+        return;
+    };
+    let port: u16 = port.parse().expect("port");
+    let n: usize = n.parse().expect("count");
+    raise_nofile();
+    let mut socks = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        // Now and then wait for the server to catch up, so the accept
+        // queue never overflows (a dropped SYN costs a second).
+        if i % 200 == 199 {
+            s.write_all(b"PING\r\n").expect("ping");
+            let mut buf = [0u8; 7];
+            std::io::Read::read_exact(&mut s, &mut buf).expect("pong");
+        }
+        socks.push(s);
+    }
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+#[test]
+fn ten_thousand_idle_connections() {
+    const N: usize = 10_000;
+    let limit = raise_nofile();
+    assert!(
+        limit >= N as libc::rlim_t + 1000,
+        "open-file limit {limit} too low"
+    );
+    let server = start_with(|c| c.maxclients = N + 100);
+    // The client ends live in a child process, so this one holds only the
+    // server's sockets.
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "protocol::hold_idle_connections",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("FERROKV_HOLD_PORT", server.port.to_string())
+        .env("FERROKV_HOLD_N", N.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn holder");
+    let mut r = server.raw();
+    let count_clients = |r: &mut Raw| {
+        let list = r.cmd_str(&["CLIENT", "LIST"]);
+        String::from_utf8_lossy(&list).matches("id=").count()
+    };
+    let all_there = wait_until(Duration::from_secs(30), || count_clients(&mut r) == N + 1);
+    if !all_there {
+        let _ = child.kill();
+    }
+    assert!(all_there, "the holder's connections did not all arrive");
+    assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+    drop(child.stdin.take());
+    let _ = child.wait();
+    assert!(wait_until(Duration::from_secs(5), || count_clients(&mut r) == 1));
+}
+
+#[test]
+fn redis_cli_inline_and_pipe() {
+    let server = start();
+    let port = server.port.to_string();
+    let out = Command::new("redis-cli")
+        .args(["-p", &port, "ping"])
+        .output()
+        .expect("redis-cli");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "PONG");
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"set a b\nget a\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("redis-cli output");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "OK\nb\n");
+    // Mass insertion.
+    let mut data = Vec::new();
+    for i in 0..10_000 {
+        data.extend_from_slice(&encode(&[
+            b"SET",
+            format!("key:{i}").as_bytes(),
+            format!("v{i}").as_bytes(),
+        ]));
+    }
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port, "--pipe"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli --pipe");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&data)
+        .expect("write");
+    let out = child.wait_with_output().expect("redis-cli output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("errors: 0, replies: 10000"), "{text}");
+    let mut r = server.raw();
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":10001\r\n");
+    assert_eq!(r.cmd_str(&["GET", "key:9999"]), b"$5\r\nv9999\r\n");
+}
