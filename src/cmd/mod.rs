@@ -7,12 +7,15 @@
 //! Returning `Err` writes the error reply instead.
 
 pub mod args;
+mod coll;
 pub mod command;
 pub mod connection;
 pub mod expire;
+pub mod hash;
 pub mod keys;
 pub mod scan;
 pub mod server;
+pub mod set;
 pub mod spec;
 pub mod string;
 pub mod table;
@@ -50,6 +53,8 @@ pub type Handler = fn(&mut Ctx<'_>, Argv<'_>) -> CmdResult;
 /// Every family's handlers, joined into the command table at startup.
 pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,

@@ -9,7 +9,10 @@
 pub mod bytes;
 pub mod dict;
 pub mod expire;
+pub mod hash;
+pub mod hashed;
 pub mod list;
+pub mod set;
 pub mod value;
 
 use self::bytes::CompactBytes;

@@ -16,6 +16,10 @@ pub enum Value {
     Raw(Box<Vec<u8>>),
     /// A list.
     List(Box<super::list::List>),
+    /// A hash.
+    Hash(Box<super::hash::Hash>),
+    /// A set.
+    Set(Box<super::set::Set>),
 }
 
 /// Redis stores strings of up to 44 bytes as embstr.
@@ -44,6 +48,8 @@ impl Value {
         match self {
             Value::Int(_) | Value::Str(_) | Value::Raw(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
         }
     }
 
@@ -54,6 +60,8 @@ impl Value {
             Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             Value::Str(_) | Value::Raw(_) => "raw",
             Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
         }
     }
 
@@ -69,6 +77,8 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::Raw(v) => v.capacity() + 24,
             Value::List(l) => l.heap_size(),
+            Value::Hash(h) => 16 + h.heap_size(),
+            Value::Set(s) => 16 + s.heap_size(),
         }
     }
 }

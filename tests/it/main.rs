@@ -6,7 +6,7 @@ mod support;
 
 mod basics;
 mod expire;
-mod keys;
 mod incr;
+mod keys;
 mod string;
 mod string_random;
