@@ -6,7 +6,10 @@ mod support;
 
 mod basics;
 mod expire;
+mod hash;
 mod incr;
 mod keys;
+mod set;
 mod string;
 mod string_random;
+mod unordered;
