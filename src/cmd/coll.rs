@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::store::hash::Hash;
 use crate::store::set::Set;
 use crate::store::value::Value;
+use crate::store::zset::ZSet;
 use crate::store::Store;
 use crate::util::glob::glob_match;
 
@@ -39,6 +40,45 @@ pub(super) fn set_read<'a>(
             Value::Set(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
+    }
+}
+
+/// The sorted set at `key` for reading; None when missing.
+pub(super) fn zset_read<'a>(
+    store: &'a mut Store,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'a ZSet>, Error> {
+    match store.get_read(db, key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::ZSet(z) => Ok(Some(z)),
+            _ => Err(Error::WrongType),
+        },
+    }
+}
+
+/// The sorted set at `key` for writing; when missing and `create` is
+/// Some((size, member_len)), created with that size hint. The caller must
+/// call [`finish_write`] afterwards.
+pub(super) fn zset_write<'a>(
+    store: &'a mut Store,
+    db: usize,
+    key: &[u8],
+    create: Option<(usize, usize)>,
+) -> Result<Option<&'a mut ZSet>, Error> {
+    if !check(store, db, key, |v| matches!(v, Value::ZSet(_)))? {
+        let Some((size, len)) = create else {
+            return Ok(None);
+        };
+        store.insert_new(db, key, Value::ZSet(Box::new(ZSet::with_hint(size, len))));
+    }
+    match store.get(db, key) {
+        Some(e) => match &mut e.value {
+            Value::ZSet(z) => Ok(Some(z)),
+            _ => Err(Error::WrongType),
+        },
+        None => Ok(None),
     }
 }
 
@@ -110,6 +150,7 @@ pub(super) fn finish_write(store: &mut Store, db: usize, key: &[u8], changed: bo
     let empty = store.peek(db, key).is_some_and(|e| match &e.value {
         Value::Hash(h) => h.is_empty(),
         Value::Set(s) => s.is_empty(),
+        Value::ZSet(z) => z.is_empty(),
         _ => false,
     });
     if empty {

@@ -19,6 +19,7 @@ pub mod set;
 pub mod spec;
 pub mod string;
 pub mod table;
+pub mod zset;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -55,6 +56,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
+    zset::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,

@@ -172,8 +172,7 @@ impl<V> HashedMap<V> {
         count: usize,
         mut f: impl FnMut(&'a [u8], &'a V),
     ) -> u64 {
-        let mut seen = 0usize;
-        for (&pos, slot) in self.map.range(cursor..) {
+        for (seen, (&pos, slot)) in self.map.range(cursor..).enumerate() {
             if seen >= count {
                 return pos;
             }
@@ -181,7 +180,6 @@ impl<V> HashedMap<V> {
                 Slot::One(k, v) => f(k.as_slice(), v),
                 Slot::Many(items) => items.iter().for_each(|(k, v)| f(k.as_slice(), v)),
             }
-            seen += 1;
         }
         0
     }

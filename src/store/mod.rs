@@ -14,6 +14,7 @@ pub mod hashed;
 pub mod list;
 pub mod set;
 pub mod value;
+pub mod zset;
 
 use self::bytes::CompactBytes;
 use self::dict::{Dict, Entry};

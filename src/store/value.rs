@@ -20,6 +20,8 @@ pub enum Value {
     Hash(Box<super::hash::Hash>),
     /// A set.
     Set(Box<super::set::Set>),
+    /// A sorted set.
+    ZSet(Box<super::zset::ZSet>),
 }
 
 /// Redis stores strings of up to 44 bytes as embstr.
@@ -50,6 +52,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -62,6 +65,7 @@ impl Value {
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Value {
             Value::List(l) => l.heap_size(),
             Value::Hash(h) => 16 + h.heap_size(),
             Value::Set(s) => 16 + s.heap_size(),
+            Value::ZSet(z) => 16 + z.heap_size(),
         }
     }
 }

@@ -13,3 +13,4 @@ mod set;
 mod string;
 mod string_random;
 mod unordered;
+mod zset;
