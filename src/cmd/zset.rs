@@ -157,7 +157,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, incr: bool) -> CmdResult {
             "XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(Error::err(
             "GT, LT, and/or NX options at the same time are not compatible",
         ));

@@ -63,9 +63,10 @@ impl ZSet {
     /// A sorted set that starts as a skiplist when the first member already
     /// exceeds listpack limits (Redis's zsetTypeCreate).
     pub fn with_hint(size: usize, member_len: usize) -> Self {
-        let mut z = ZSet::default();
-        z.listpack = size <= MAX_LISTPACK_ENTRIES && member_len <= MAX_LISTPACK_VALUE;
-        z
+        ZSet {
+            listpack: size <= MAX_LISTPACK_ENTRIES && member_len <= MAX_LISTPACK_VALUE,
+            ..ZSet::default()
+        }
     }
 
     /// Number of members.

@@ -12,5 +12,6 @@ mod keys;
 mod set;
 mod string;
 mod string_random;
+mod types_random;
 mod unordered;
 mod zset;
