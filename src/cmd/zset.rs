@@ -38,6 +38,7 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("zremrangebylex", range::zremrangebylex),
     ("zpopmin", ops::zpopmin),
     ("zpopmax", ops::zpopmax),
+    ("zmpop", ops::zmpop),
     ("zrandmember", ops::zrandmember),
     ("zscan", ops::zscan),
     ("zunion", ops::zunion),

@@ -318,6 +318,27 @@ fn zpop_and_zrandmember() {
         "ZRANDMEMBER r 1 WITHSCORES x",
         "ZRANDMEMBER r -9223372036854775808",
         "ZRANDMEMBER r -9223372036854775807 WITHSCORES",
+        "ZADD m 1 a 2 b 3 c",
+        "ZMPOP 2 nokey m MIN",
+        "ZMPOP 1 m MAX COUNT 5",
+        "EXISTS m",
+        "ZMPOP 1 m MIN",
+        "ZADD m 1 a 2 b 3 c",
+        "ZMPOP 0 m MIN",
+        "ZMPOP x m MIN",
+        "ZMPOP 2 m MIN",
+        "ZMPOP 1 m FOO",
+        "ZMPOP 1 m MIN COUNT 0",
+        "ZMPOP 1 m MIN COUNT -1",
+        "ZMPOP 1 m MIN COUNT x",
+        "ZMPOP 1 m MIN COUNT 1 COUNT 2",
+        "ZMPOP 1 m MIN COUNT",
+        "ZMPOP 1 m MIN FOO",
+        "ZMPOP 1 m",
+        "SET str x",
+        "ZMPOP 2 str m MIN",
+        "ZMPOP 2 nokey str MIN",
+        "ZMPOP 2 m str max count 2",
     ]);
     for i in 0..300 {
         p.same(&["ZADD", "big", &i.to_string(), &format!("m{i}")]);
@@ -522,5 +543,8 @@ fn zset_resp3() {
         "ZPOPMAX z 5",
         "ZPOPMIN nokey",
         "ZRANDMEMBER nokey",
+        "ZADD m 1 a 2 b",
+        "ZMPOP 1 m MIN COUNT 5",
+        "ZMPOP 1 m MIN",
     ]);
 }

@@ -429,3 +429,70 @@ pub(super) fn zdiffstore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 pub(super) fn zintercard(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     combine(ctx, &argv, 1, None, Op::Inter, true)
 }
+
+/// ZMPOP numkeys key... MIN|MAX [COUNT count]: pops from the first key
+/// that holds a sorted set; replies [key, [[member, score]...]] or a null
+/// array when every key is missing.
+pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let numkeys = match args::int(argv.get(1)) {
+        Ok(n) if n > 0 => n as usize,
+        _ => return Err(Error::err("numkeys should be greater than 0")),
+    };
+    // numkeys, keys, MIN|MAX at least.
+    if numkeys as u64 + 3 > argv.len() as u64 {
+        return Err(Error::Syntax);
+    }
+    let where_idx = 2 + numkeys;
+    let max = match argv.get(where_idx) {
+        w if args::is(w, "min") => false,
+        w if args::is(w, "max") => true,
+        _ => return Err(Error::Syntax),
+    };
+    let mut count = 1usize;
+    let mut j = where_idx + 1;
+    let mut seen_count = false;
+    while j < argv.len() {
+        if !seen_count && args::is(argv.get(j), "count") && j + 1 < argv.len() {
+            count = match args::int(argv.get(j + 1)) {
+                Ok(n) if n > 0 => n as usize,
+                _ => return Err(Error::err("count should be greater than 0")),
+            };
+            seen_count = true;
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let db = ctx.db();
+    for i in 0..numkeys {
+        let key = argv.get(2 + i);
+        let Some(z) = zset_write(ctx.store, db, key, None)? else {
+            continue;
+        };
+        let n = count.min(z.len());
+        let popped: Vec<(Vec<u8>, f64)> = if max {
+            z.iter_rev_from(z.len().saturating_sub(1))
+                .take(n)
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        } else {
+            z.iter_from(0)
+                .take(n)
+                .map(|(m, s)| (m.to_vec(), s))
+                .collect()
+        };
+        for (m, _) in &popped {
+            z.remove(m);
+        }
+        finish_write(ctx.store, db, key, true);
+        ctx.reply.array(2);
+        ctx.reply.bulk(key);
+        ctx.reply.array(popped.len());
+        for (m, s) in &popped {
+            emit(&mut ctx.reply, m, *s, true, true);
+        }
+        return Ok(());
+    }
+    ctx.reply.null_array();
+    Ok(())
+}
