@@ -1,11 +1,12 @@
-//! Hash values. Small hashes are a flat vector of field/value pairs in
-//! insertion order, standing in for Redis's `listpack` (and reported as
+//! Hash values. Small hashes are field/value pairs in insertion order,
+//! packed into one buffer ([`Packed`], Redis's `listpack`, and reported as
 //! such); they become a [`HashedMap`] (`hashtable`) past 512 fields or when
 //! a field or value exceeds 64 bytes, and never convert back, as in Redis
 //! 7.0 (`hash-max-listpack-entries` / `hash-max-listpack-value`).
 
 use super::bytes::CompactBytes;
 use super::hashed::HashedMap;
+use super::packed::Packed;
 
 /// Most fields a listpack-encoded hash holds.
 pub const MAX_LISTPACK_ENTRIES: usize = 512;
@@ -15,15 +16,15 @@ pub const MAX_LISTPACK_VALUE: usize = 64;
 /// A hash of byte-string fields to byte-string values.
 #[derive(Clone, Debug)]
 pub enum Hash {
-    /// Small: pairs in insertion order.
-    Listpack(Vec<(CompactBytes, CompactBytes)>),
+    /// Small: field, value, field, value... in insertion order.
+    Listpack(Packed),
     /// Large.
     Table(HashedMap<CompactBytes>),
 }
 
 impl Default for Hash {
     fn default() -> Self {
-        Hash::Listpack(Vec::new())
+        Hash::Listpack(Packed::default())
     }
 }
 
@@ -31,7 +32,7 @@ impl Hash {
     /// Number of fields.
     pub fn len(&self) -> usize {
         match self {
-            Hash::Listpack(v) => v.len(),
+            Hash::Listpack(p) => p.count() / 2,
             Hash::Table(m) => m.len(),
         }
     }
@@ -57,10 +58,7 @@ impl Hash {
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
-            Hash::Listpack(v) => v
-                .iter()
-                .find(|(f, _)| f.as_slice() == field)
-                .map(|(_, v)| v.as_slice()),
+            Hash::Listpack(p) => find(p, field).map(|(_, v, _)| p.at(v)),
             Hash::Table(m) => m.get(field).map(CompactBytes::as_slice),
         }
     }
@@ -80,10 +78,10 @@ impl Hash {
     }
 
     fn convert(&mut self) {
-        if let Hash::Listpack(v) = self {
+        if let Hash::Listpack(p) = self {
             let mut m = HashedMap::default();
-            for (f, val) in v.drain(..) {
-                m.insert(f.as_slice(), val);
+            for (f, v) in pairs(p) {
+                m.insert(f, CompactBytes::new(v));
             }
             *self = Hash::Table(m);
         }
@@ -93,15 +91,17 @@ impl Hash {
     pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
         self.fit(field.len().max(value.len()));
         let new = match self {
-            Hash::Listpack(v) => {
-                if let Some((_, old)) = v.iter_mut().find(|(f, _)| f.as_slice() == field) {
-                    *old = CompactBytes::new(value);
+            Hash::Listpack(p) => match find(p, field) {
+                Some((_, vs, ve)) => {
+                    p.replace(vs, ve, value);
                     false
-                } else {
-                    v.push((CompactBytes::new(field), CompactBytes::new(value)));
+                }
+                None => {
+                    p.push(field);
+                    p.push(value);
                     true
                 }
-            }
+            },
             Hash::Table(m) => m.insert(field, CompactBytes::new(value)).is_none(),
         };
         if self.len() > MAX_LISTPACK_ENTRIES {
@@ -113,9 +113,9 @@ impl Hash {
     /// Removes `field`; true when it existed.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            Hash::Listpack(v) => match v.iter().position(|(f, _)| f.as_slice() == field) {
-                Some(i) => {
-                    v.remove(i);
+            Hash::Listpack(p) => match find(p, field) {
+                Some((fs, _, ve)) => {
+                    p.remove(fs, ve, 2);
                     true
                 }
                 None => false,
@@ -127,7 +127,7 @@ impl Hash {
     /// Every field and value, in listpack order or hash order.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            Hash::Listpack(p) => Box::new(pairs(p)),
             Hash::Table(m) => Box::new(m.iter().map(|(f, v)| (f, v.as_slice()))),
         }
     }
@@ -136,13 +136,12 @@ impl Hash {
     /// listpack, or a random pair for a table (`point` is random bits).
     pub fn random(&self, point: u64) -> Option<(&[u8], &[u8])> {
         match self {
-            Hash::Listpack(v) => {
-                let n = v.len();
+            Hash::Listpack(p) => {
+                let n = p.count() / 2;
                 if n == 0 {
                     return None;
                 }
-                let (f, val) = &v[(point % n as u64) as usize];
-                Some((f.as_slice(), val.as_slice()))
+                pairs(p).nth((point % n as u64) as usize)
             }
             Hash::Table(m) => m.random(point).map(|(f, v)| (f, v.as_slice())),
         }
@@ -151,13 +150,30 @@ impl Hash {
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
         match self {
-            Hash::Listpack(v) => {
-                v.capacity() * 48
-                    + v.iter()
-                        .map(|(f, v)| f.heap_size() + v.heap_size())
-                        .sum::<usize>()
-            }
+            Hash::Listpack(p) => p.heap_size(),
             Hash::Table(m) => m.heap_size(CompactBytes::heap_size),
         }
     }
+}
+
+/// The field/value pairs of a packed hash.
+fn pairs(p: &Packed) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut it = p.spans();
+    std::iter::from_fn(move || {
+        let (f, _, _) = it.next()?;
+        let (v, _, _) = it.next()?;
+        Some((f, v))
+    })
+}
+
+/// Locates `field` in a packed hash: (field start, value start, value end).
+fn find(p: &Packed, field: &[u8]) -> Option<(usize, usize, usize)> {
+    let mut it = p.spans();
+    while let Some((f, fs, _)) = it.next() {
+        let (_, vs, ve) = it.next()?;
+        if f == field {
+            return Some((fs, vs, ve));
+        }
+    }
+    None
 }

@@ -12,9 +12,11 @@ pub mod expire;
 pub mod hash;
 pub mod hashed;
 pub mod list;
+pub mod packed;
 pub mod set;
 pub mod value;
 pub mod zset;
+pub mod zset_tree;
 
 use self::bytes::CompactBytes;
 use self::dict::{Dict, Entry};

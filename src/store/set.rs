@@ -100,6 +100,10 @@ impl Set {
                     Ok(_) => return false,
                     Err(i) => {
                         if v.len() < MAX_INTSET_ENTRIES {
+                            if v.len() == v.capacity() {
+                                // Grow by one, as an intset reallocates per insert.
+                                v.reserve_exact(1);
+                            }
                             v.insert(i, n);
                             return true;
                         }
