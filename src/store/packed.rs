@@ -61,6 +61,27 @@ impl Packed {
         self.count += 1;
     }
 
+    /// Inserts `strings` before the byte offset `pos` (a span start, or the
+    /// buffer's end).
+    pub fn insert_at(&mut self, pos: usize, strings: &[&[u8]]) {
+        let mut enc = Vec::new();
+        for s in strings {
+            write_varint(s.len(), &mut enc);
+            enc.extend_from_slice(s);
+        }
+        if self.buf.capacity() - self.buf.len() < enc.len() {
+            self.buf.reserve_exact(enc.len());
+        }
+        let pos = pos.min(self.buf.len());
+        self.buf.splice(pos..pos, enc);
+        self.count += strings.len();
+    }
+
+    /// Byte length of the buffer (the offset just past the last string).
+    pub fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Every string with its byte span `(start, end)` in the buffer.
     pub fn spans(&self) -> Spans<'_> {
         Spans {

@@ -1,14 +1,15 @@
 //! Sorted-set values. As in Redis 7.0, a sorted set of at most 128 members
 //! of at most 64 bytes (`zset-max-listpack-entries` /
-//! `zset-max-listpack-value`) is compact (`listpack`): here a vector of
-//! (score, member) kept in order, searched by binary search. Larger ones are
-//! a [`Tree`] (`skiplist`): O(log n) lookups, ranks and ranges. A set that
-//! outgrew the compact form stays a tree, except where Redis converts back
-//! (stored results, see [`ZSet::shrink_encoding`]).
+//! `zset-max-listpack-value`) is compact (`listpack`): here member/score
+//! pairs packed in order into one buffer ([`Packed`]), searched linearly as
+//! Redis searches its listpack. Larger ones are a [`Tree`] (`skiplist`):
+//! O(log n) lookups, ranks and ranges. A set that outgrew the compact form
+//! stays a tree, except where Redis converts back (stored results, see
+//! [`ZSet::shrink_encoding`]).
 
 use std::cmp::Ordering;
 
-use super::bytes::CompactBytes;
+use super::packed::{Packed, Spans};
 use super::zset_tree::{self, Tree};
 
 /// Most members a listpack-encoded sorted set holds.
@@ -19,15 +20,16 @@ pub const MAX_LISTPACK_VALUE: usize = 64;
 /// A sorted set.
 #[derive(Clone, Debug)]
 pub enum ZSet {
-    /// Compact: entries in (score, member) order.
-    Listpack(Vec<(f64, CompactBytes)>),
+    /// Compact: member, score (8 bytes, little-endian f64), ... in
+    /// (score, member) order.
+    Listpack(Packed),
     /// Large.
     Skiplist(Box<Tree>),
 }
 
 impl Default for ZSet {
     fn default() -> Self {
-        ZSet::Listpack(Vec::new())
+        ZSet::Listpack(Packed::default())
     }
 }
 
@@ -39,13 +41,22 @@ pub fn cmp_entry(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
         .then_with(|| m1.cmp(m2))
 }
 
+/// Listpack scores are text, where -0 reads back as 0.
+fn lp_score(s: f64) -> f64 {
+    if s == 0.0 {
+        0.0
+    } else {
+        s
+    }
+}
+
 impl ZSet {
     /// A sorted set created for `size` members of up to `member_len`
     /// bytes: a skiplist from the start when they would not fit a listpack
     /// (Redis's zsetTypeCreate).
     pub fn with_hint(size: usize, member_len: usize) -> Self {
         if size <= MAX_LISTPACK_ENTRIES && member_len <= MAX_LISTPACK_VALUE {
-            ZSet::Listpack(Vec::with_capacity(size))
+            ZSet::default()
         } else {
             ZSet::Skiplist(Box::default())
         }
@@ -54,7 +65,7 @@ impl ZSet {
     /// Number of members.
     pub fn len(&self) -> usize {
         match self {
-            ZSet::Listpack(v) => v.len(),
+            ZSet::Listpack(p) => p.count() / 2,
             ZSet::Skiplist(t) => t.len(),
         }
     }
@@ -73,27 +84,27 @@ impl ZSet {
     }
 
     /// Converts a small skiplist back to the compact form, as Redis does
-    /// for stored results (zsetConvertToListpackIfNeeded). Listpack scores
-    /// are text, so -0 reads back as 0.
+    /// for stored results (zsetConvertToListpackIfNeeded).
     pub fn shrink_encoding(&mut self) {
         if let ZSet::Skiplist(t) = self {
             let fits = t.len() <= MAX_LISTPACK_ENTRIES
                 && t.iter_from(0).all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE);
             if fits {
-                let v = t
-                    .iter_from(0)
-                    .map(|(m, s)| (if s == 0.0 { 0.0 } else { s }, CompactBytes::new(m)))
-                    .collect();
-                *self = ZSet::Listpack(v);
+                let mut p = Packed::default();
+                for (m, s) in t.iter_from(0) {
+                    p.push(m);
+                    p.push(&lp_score(s).to_le_bytes());
+                }
+                *self = ZSet::Listpack(p);
             }
         }
     }
 
     fn to_skiplist(&mut self) {
-        if let ZSet::Listpack(v) = self {
+        if let ZSet::Listpack(p) = self {
             let mut t = Tree::default();
-            for (s, m) in v.iter() {
-                t.insert(m.as_slice(), *s);
+            for (m, s) in entries(p) {
+                t.insert(m, s);
             }
             *self = ZSet::Skiplist(Box::new(t));
         }
@@ -102,43 +113,33 @@ impl ZSet {
     /// The score of `member`.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match self {
-            ZSet::Listpack(v) => v
-                .iter()
-                .find(|(_, m)| m.as_slice() == member)
-                .map(|(s, _)| *s),
+            ZSet::Listpack(p) => find(p, member).map(|(s, _, _)| s),
             ZSet::Skiplist(t) => t.score(member),
         }
     }
 
     /// Sets `member`'s score; returns the previous score if it existed.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        if let ZSet::Listpack(v) = self {
-            let pos = v.iter().position(|(_, m)| m.as_slice() == member);
-            if pos.is_none()
-                && (v.len() >= MAX_LISTPACK_ENTRIES || member.len() > MAX_LISTPACK_VALUE)
-            {
-                self.to_skiplist();
-            } else {
-                // A listpack stores scores as text, where -0 becomes "0".
-                let score = if score == 0.0 { 0.0 } else { score };
-                let old = pos.map(|i| v.remove(i).0);
+        if let ZSet::Listpack(p) = self {
+            let found = find(p, member);
+            let full = p.count() / 2 >= MAX_LISTPACK_ENTRIES || member.len() > MAX_LISTPACK_VALUE;
+            if found.is_some() || !full {
+                let score = lp_score(score);
+                let old = found.map(|(s, _, _)| s);
                 if old == Some(score) {
-                    // Unchanged: put it back where it was.
-                    if let Some(i) = pos {
-                        v.insert(i, (score, CompactBytes::new(member)));
-                    }
                     return old;
                 }
-                let at = v.partition_point(|(s, m)| {
-                    cmp_entry(*s, m.as_slice(), score, member) == Ordering::Less
-                });
-                if v.len() == v.capacity() {
-                    // Grow by one, as a listpack reallocates per insert.
-                    v.reserve_exact(1);
+                if let Some((_, start, end)) = found {
+                    p.remove(start, end, 2);
                 }
-                v.insert(at, (score, CompactBytes::new(member)));
+                let at = entry_spans(p)
+                    .find(|(m, s, _)| cmp_entry(*s, m, score, member) != Ordering::Less)
+                    .map_or(p.byte_len(), |(_, _, start)| start);
+                p.insert_at(at, &[member, &score.to_le_bytes()]);
                 return old;
             }
+            // Redis converts before inserting what would not fit.
+            self.to_skiplist();
         }
         match self {
             ZSet::Skiplist(t) => t.insert(member, score),
@@ -149,9 +150,10 @@ impl ZSet {
     /// Removes `member`; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match self {
-            ZSet::Listpack(v) => {
-                let i = v.iter().position(|(_, m)| m.as_slice() == member)?;
-                Some(v.remove(i).0)
+            ZSet::Listpack(p) => {
+                let (s, start, end) = find(p, member)?;
+                p.remove(start, end, 2);
+                Some(s)
             }
             ZSet::Skiplist(t) => t.remove(member),
         }
@@ -161,7 +163,7 @@ impl ZSet {
     /// `below` is true for a prefix of the order.
     pub fn count_prefix(&self, below: impl Fn(f64, &[u8]) -> bool) -> usize {
         match self {
-            ZSet::Listpack(v) => v.partition_point(|(s, m)| below(*s, m.as_slice())),
+            ZSet::Listpack(p) => entries(p).take_while(|(m, s)| below(*s, m)).count(),
             ZSet::Skiplist(t) => t.count_prefix(below),
         }
     }
@@ -169,7 +171,7 @@ impl ZSet {
     /// The 0-based rank of `member`.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match self {
-            ZSet::Listpack(v) => v.iter().position(|(_, m)| m.as_slice() == member),
+            ZSet::Listpack(p) => entries(p).position(|(m, _)| m == member),
             ZSet::Skiplist(t) => t.rank(member),
         }
     }
@@ -177,7 +179,15 @@ impl ZSet {
     /// Entries from rank `start` upwards, in order.
     pub fn iter_from(&self, start: usize) -> Iter<'_> {
         match self {
-            ZSet::Listpack(v) => Iter::Slice(v.get(start..).unwrap_or(&[]).iter()),
+            ZSet::Listpack(p) => {
+                let mut it = entries(p);
+                for _ in 0..start {
+                    if it.next().is_none() {
+                        break;
+                    }
+                }
+                Iter::Packed(it)
+            }
             ZSet::Skiplist(t) => Iter::Tree(t.iter_from(start)),
         }
     }
@@ -185,9 +195,10 @@ impl ZSet {
     /// Entries from rank `start` downwards (towards rank 0).
     pub fn iter_rev_from(&self, start: usize) -> Iter<'_> {
         match self {
-            ZSet::Listpack(v) => {
-                let end = if start >= v.len() { 0 } else { start + 1 };
-                Iter::Rev(v[..end].iter().rev())
+            ZSet::Listpack(p) => {
+                let n = if start >= p.count() / 2 { 0 } else { start + 1 };
+                let firsts: Vec<(&[u8], f64)> = entries(p).take(n).collect();
+                Iter::Rev(firsts.into_iter().rev())
             }
             ZSet::Skiplist(t) => Iter::Tree(t.iter_rev_from(start)),
         }
@@ -197,8 +208,8 @@ impl ZSet {
     /// returns the next cursor. A listpack is returned whole.
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         match self {
-            ZSet::Listpack(v) => {
-                v.iter().for_each(|(s, m)| f(m.as_slice(), *s));
+            ZSet::Listpack(p) => {
+                entries(p).for_each(|(m, s)| f(m, s));
                 0
             }
             ZSet::Skiplist(t) => t.scan(cursor, count, f),
@@ -208,21 +219,64 @@ impl ZSet {
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
         match self {
-            ZSet::Listpack(v) => {
-                v.capacity() * std::mem::size_of::<(f64, CompactBytes)>()
-                    + v.iter().map(|(_, m)| m.heap_size()).sum::<usize>()
-            }
+            ZSet::Listpack(p) => p.heap_size(),
             ZSet::Skiplist(t) => t.heap_size(),
         }
     }
 }
 
+/// Decodes a packed score.
+fn score_of(b: &[u8]) -> f64 {
+    b.try_into().map_or(0.0, f64::from_le_bytes)
+}
+
+/// Member/score pairs of a packed sorted set, in order.
+pub struct Pairs<'a> {
+    spans: Spans<'a>,
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (m, _, _) = self.spans.next()?;
+        let (s, _, _) = self.spans.next()?;
+        Some((m, score_of(s)))
+    }
+}
+
+fn entries(p: &Packed) -> Pairs<'_> {
+    Pairs { spans: p.spans() }
+}
+
+/// Pairs with the byte offset where each entry starts.
+fn entry_spans(p: &Packed) -> impl Iterator<Item = (&[u8], f64, usize)> {
+    let mut spans = p.spans();
+    std::iter::from_fn(move || {
+        let (m, start, _) = spans.next()?;
+        let (s, _, _) = spans.next()?;
+        Some((m, score_of(s), start))
+    })
+}
+
+/// Locates `member`: (score, entry start, entry end).
+fn find(p: &Packed, member: &[u8]) -> Option<(f64, usize, usize)> {
+    let mut spans = p.spans();
+    while let Some((m, start, _)) = spans.next() {
+        let (s, _, end) = spans.next()?;
+        if m == member {
+            return Some((score_of(s), start, end));
+        }
+    }
+    None
+}
+
 /// A walk over a [`ZSet`] in either direction.
 pub enum Iter<'a> {
     /// Forward over a listpack.
-    Slice(std::slice::Iter<'a, (f64, CompactBytes)>),
+    Packed(Pairs<'a>),
     /// Backward over a listpack.
-    Rev(std::iter::Rev<std::slice::Iter<'a, (f64, CompactBytes)>>),
+    Rev(std::iter::Rev<std::vec::IntoIter<(&'a [u8], f64)>>),
     /// Over a tree.
     Tree(zset_tree::Iter<'a>),
 }
@@ -232,8 +286,8 @@ impl<'a> Iterator for Iter<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Iter::Slice(i) => i.next().map(|(s, m)| (m.as_slice(), *s)),
-            Iter::Rev(i) => i.next().map(|(s, m)| (m.as_slice(), *s)),
+            Iter::Packed(i) => i.next(),
+            Iter::Rev(i) => i.next(),
             Iter::Tree(i) => i.next(),
         }
     }
