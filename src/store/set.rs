@@ -4,6 +4,7 @@
 //! Intset order is ascending, which is what SMEMBERS shows.
 
 use super::hashed::HashedMap;
+use super::intset::IntSet;
 use crate::util::num;
 
 /// Most members an intset-encoded set holds (`set-max-intset-entries`).
@@ -13,14 +14,14 @@ pub const MAX_INTSET_ENTRIES: usize = 512;
 #[derive(Clone, Debug)]
 pub enum Set {
     /// Integers, ascending.
-    Intset(Vec<i64>),
+    Intset(IntSet),
     /// Anything else.
     Table(HashedMap<()>),
 }
 
 impl Default for Set {
     fn default() -> Self {
-        Set::Intset(Vec::new())
+        Set::Intset(IntSet::default())
     }
 }
 
@@ -76,7 +77,7 @@ impl Set {
     /// True when `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match self {
-            Set::Intset(v) => num::parse_i64(member).is_some_and(|n| v.binary_search(&n).is_ok()),
+            Set::Intset(v) => num::parse_i64(member).is_some_and(|n| v.search(n).is_ok()),
             Set::Table(m) => m.contains(member),
         }
     }
@@ -86,7 +87,7 @@ impl Set {
             let mut m = HashedMap::default();
             for n in v.iter() {
                 let mut buf = num::itoa_buf();
-                m.insert(num::fmt_i64(*n, &mut buf), ());
+                m.insert(num::fmt_i64(n, &mut buf), ());
             }
             *self = Set::Table(m);
         }
@@ -96,16 +97,11 @@ impl Set {
     pub fn add(&mut self, member: &[u8]) -> bool {
         if let Set::Intset(v) = self {
             match num::parse_i64(member) {
-                Some(n) => match v.binary_search(&n) {
+                Some(n) => match v.search(n) {
                     Ok(_) => return false,
-                    Err(i) => {
+                    Err(_) => {
                         if v.len() < MAX_INTSET_ENTRIES {
-                            if v.len() == v.capacity() {
-                                // Grow by one, as an intset reallocates per insert.
-                                v.reserve_exact(1);
-                            }
-                            v.insert(i, n);
-                            return true;
+                            return v.insert(n);
                         }
                         self.convert();
                     }
@@ -123,13 +119,7 @@ impl Set {
     /// Removes `member`; true when it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match self {
-            Set::Intset(v) => match num::parse_i64(member).map(|n| v.binary_search(&n)) {
-                Some(Ok(i)) => {
-                    v.remove(i);
-                    true
-                }
-                _ => false,
-            },
+            Set::Intset(v) => num::parse_i64(member).is_some_and(|n| v.remove(n)),
             Set::Table(m) => m.remove(member).is_some(),
         }
     }
@@ -137,7 +127,7 @@ impl Set {
     /// Every member, ascending for an intset, hash order for a table.
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
-            Set::Intset(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
+            Set::Intset(v) => Box::new(v.iter().map(Member::Int)),
             Set::Table(m) => Box::new(m.iter().map(|(k, _)| Member::Bytes(k))),
         }
     }
@@ -149,7 +139,7 @@ impl Set {
                 if v.is_empty() {
                     return None;
                 }
-                Some(Member::Int(v[(point % v.len() as u64) as usize]))
+                Some(Member::Int(v.get((point % v.len() as u64) as usize)))
             }
             Set::Table(m) => m.random(point).map(|(k, _)| Member::Bytes(k)),
         }
@@ -160,7 +150,7 @@ impl Set {
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(Member<'a>)) -> u64 {
         match self {
             Set::Intset(v) => {
-                v.iter().for_each(|&n| f(Member::Int(n)));
+                v.iter().for_each(|n| f(Member::Int(n)));
                 0
             }
             Set::Table(m) => m.scan(cursor, count, |k, _| f(Member::Bytes(k))),
@@ -170,7 +160,7 @@ impl Set {
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
         match self {
-            Set::Intset(v) => v.capacity() * 8,
+            Set::Intset(v) => v.heap_size(),
             Set::Table(m) => m.heap_size(|_| 0),
         }
     }
