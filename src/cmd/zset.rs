@@ -177,8 +177,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, incr: bool) -> CmdResult {
     let create = if f.xx {
         None
     } else {
-        let longest = (0..pairs).map(|p| argv.get(i + 2 * p + 1).len()).max();
-        Some((pairs, longest.unwrap_or(0)))
+        // Redis 7.0 decides the new key's encoding from the first member's
+        // length alone; the count converts later, member by member.
+        Some((1, argv.get(i + 1).len()))
     };
     let Some(z) = zset_write(ctx.store, db, key, create)? else {
         // XX on a missing key: nothing happens.

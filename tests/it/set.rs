@@ -91,6 +91,11 @@ fn set_encoding_conversions() {
     p.same(&["OBJECT", "ENCODING", "s"]);
     p.same(&["SISMEMBER", "s", "-1000"]);
     p.same(&["SISMEMBER", "s", "-999"]);
+    // Many copies of one integer stay an intset.
+    let mut args: Vec<&str> = vec!["SADD", "dup"];
+    args.extend(std::iter::repeat_n("7", 600));
+    p.same(&args);
+    p.same(&["OBJECT", "ENCODING", "dup"]);
     let long = "z".repeat(100);
     p.same(&["SADD", "t", &long, "1"]);
     p.same(&["OBJECT", "ENCODING", "t"]);

@@ -104,6 +104,19 @@ fn zset_negative_zero_and_encodings() {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     p.same(&refs);
     p.same(&["OBJECT", "ENCODING", "d"]);
+    // Many pairs naming one member stay a listpack.
+    let mut args: Vec<&str> = vec!["ZADD", "dup"];
+    for _ in 0..200 {
+        args.extend(["1", "a"]);
+    }
+    p.same(&args);
+    p.same(&["OBJECT", "ENCODING", "dup"]);
+    let mut args: Vec<&str> = vec!["HSET", "hdup"];
+    for _ in 0..600 {
+        args.extend(["f", "v"]);
+    }
+    p.same(&args);
+    p.same(&["OBJECT", "ENCODING", "hdup"]);
     p.same(&["ZUNIONSTORE", "e", "1", "d"]);
     p.same(&["OBJECT", "ENCODING", "e"]);
     p.same(&["ZRANGESTORE", "e", "d", "0", "9"]);
