@@ -100,7 +100,7 @@ impl ZSet {
         }
     }
 
-    fn to_skiplist(&mut self) {
+    fn convert_to_skiplist(&mut self) {
         if let ZSet::Listpack(p) = self {
             let mut t = Tree::default();
             for (m, s) in entries(p) {
@@ -139,7 +139,7 @@ impl ZSet {
                 return old;
             }
             // Redis converts before inserting what would not fit.
-            self.to_skiplist();
+            self.convert_to_skiplist();
         }
         match self {
             ZSet::Skiplist(t) => t.insert(member, score),
