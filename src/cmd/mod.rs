@@ -8,20 +8,24 @@
 
 pub mod args;
 pub mod client;
+mod coll;
 pub mod command;
 pub mod config;
 pub mod connection;
 pub mod expire;
+pub mod hash;
 pub mod info;
 pub mod keys;
 pub mod list;
 pub mod list_blocking;
 pub mod scan;
 pub mod server;
+pub mod set;
 pub mod spec;
 pub mod string;
 pub mod table;
 pub mod tx;
+pub mod zset;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -56,6 +60,9 @@ pub type Handler = fn(&mut Ctx<'_>, Argv<'_>) -> CmdResult;
 /// Every family's handlers, joined into the command table at startup.
 pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
+    zset::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,

@@ -35,7 +35,7 @@ fn keys(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// Parses a SCAN cursor the way Redis does with `strtoul`: an optional sign
 /// (a negative number wraps around), decimal digits, nothing after them,
 /// no leading space; an empty string reads as 0.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let (neg, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),
         Some(b'+') => (false, &arg[1..]),

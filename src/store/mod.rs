@@ -9,9 +9,16 @@
 pub mod bytes;
 pub mod dict;
 pub mod expire;
+pub mod hash;
+pub mod hashed;
+pub mod intset;
 pub mod list;
+pub mod packed;
+pub mod set;
 pub mod value;
 pub mod watch;
+pub mod zset;
+pub mod zset_tree;
 
 use self::bytes::CompactBytes;
 use self::dict::{Dict, Entry};

@@ -16,6 +16,12 @@ pub enum Value {
     Raw(Box<Vec<u8>>),
     /// A list.
     List(Box<super::list::List>),
+    /// A hash.
+    Hash(Box<super::hash::Hash>),
+    /// A set.
+    Set(Box<super::set::Set>),
+    /// A sorted set.
+    ZSet(Box<super::zset::ZSet>),
 }
 
 /// Redis stores strings of up to 44 bytes as embstr.
@@ -44,6 +50,9 @@ impl Value {
         match self {
             Value::Int(_) | Value::Str(_) | Value::Raw(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -54,6 +63,9 @@ impl Value {
             Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             Value::Str(_) | Value::Raw(_) => "raw",
             Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -69,6 +81,9 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::Raw(v) => v.capacity() + 24,
             Value::List(l) => l.heap_size(),
+            Value::Hash(h) => 16 + h.heap_size(),
+            Value::Set(s) => 16 + s.heap_size(),
+            Value::ZSet(z) => 16 + z.heap_size(),
         }
     }
 }

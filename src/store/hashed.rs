@@ -1,0 +1,245 @@
+//! `HashedMap`: the large-collection table behind hashes and sets (Redis's
+//! `hashtable` encoding). Entries are kept ordered by a keyed hash of their
+//! member, so the hash value itself is a stable scan cursor: HSCAN/SSCAN
+//! resume from "the first hash at or after the cursor", which returns every
+//! member present for the whole iteration however the table changes between
+//! calls (the guarantee Redis gets from its reverse-binary cursor). The
+//! same order gives cheap random sampling: pick a random point in hash space
+//! and take the next entry.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
+
+use super::bytes::CompactBytes;
+
+/// Entries sharing one hash value. Collisions of the 62-bit keyed hash are
+/// vanishingly rare, so the common case holds one entry inline.
+#[derive(Clone, Debug)]
+enum Slot<V> {
+    One(CompactBytes, V),
+    Many(Vec<(CompactBytes, V)>),
+}
+
+/// A map from byte strings to `V`, iterated in hash order.
+#[derive(Clone, Debug)]
+pub struct HashedMap<V> {
+    map: BTreeMap<u64, Slot<V>>,
+    len: usize,
+}
+
+impl<V> Default for HashedMap<V> {
+    fn default() -> Self {
+        HashedMap {
+            map: BTreeMap::new(),
+            len: 0,
+        }
+    }
+}
+
+/// The process-wide hash key, so clones of a map (COPY) stay valid.
+fn seed() -> &'static std::collections::hash_map::RandomState {
+    static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    SEED.get_or_init(Default::default)
+}
+
+/// The member's position in hash space: never 0 (0 is the cursor that
+/// starts and ends a scan) and below 2^63 (cursors fit a signed integer).
+fn position(key: &[u8]) -> u64 {
+    let mut h = seed().build_hasher();
+    h.write(key);
+    (h.finish() >> 1) | 1
+}
+
+impl<V> HashedMap<V> {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value stored for `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        match self.map.get(&position(key))? {
+            Slot::One(k, v) => (k.as_slice() == key).then_some(v),
+            Slot::Many(items) => items
+                .iter()
+                .find(|(k, _)| k.as_slice() == key)
+                .map(|(_, v)| v),
+        }
+    }
+
+    /// The value stored for `key`, mutable.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        match self.map.get_mut(&position(key))? {
+            Slot::One(k, v) => (k.as_slice() == key).then_some(v),
+            Slot::Many(items) => items
+                .iter_mut()
+                .find(|(k, _)| k.as_slice() == key)
+                .map(|(_, v)| v),
+        }
+    }
+
+    /// True when `key` is present.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: &[u8], value: V) -> Option<V> {
+        use std::collections::btree_map::Entry as E;
+        match self.map.entry(position(key)) {
+            E::Vacant(v) => {
+                v.insert(Slot::One(CompactBytes::new(key), value));
+                self.len += 1;
+                None
+            }
+            E::Occupied(mut o) => {
+                let slot = o.get_mut();
+                match slot {
+                    Slot::One(k, v) if k.as_slice() == key => {
+                        return Some(std::mem::replace(v, value))
+                    }
+                    Slot::Many(items) => {
+                        if let Some((_, v)) = items.iter_mut().find(|(k, _)| k.as_slice() == key) {
+                            return Some(std::mem::replace(v, value));
+                        }
+                        items.push((CompactBytes::new(key), value));
+                    }
+                    Slot::One(..) => {
+                        // A hash collision: the slot becomes a list.
+                        let old = std::mem::replace(slot, Slot::Many(Vec::with_capacity(2)));
+                        if let (Slot::One(k, v), Slot::Many(items)) = (old, slot) {
+                            items.push((k, v));
+                            items.push((CompactBytes::new(key), value));
+                        }
+                    }
+                }
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        use std::collections::btree_map::Entry as E;
+        let E::Occupied(mut o) = self.map.entry(position(key)) else {
+            return None;
+        };
+        let removed = match o.get_mut() {
+            Slot::One(k, _) if k.as_slice() == key => match o.remove() {
+                Slot::One(_, v) => Some(v),
+                Slot::Many(_) => None,
+            },
+            Slot::One(..) => None,
+            Slot::Many(items) => {
+                let i = items.iter().position(|(k, _)| k.as_slice() == key)?;
+                let (_, v) = items.swap_remove(i);
+                if items.is_empty() {
+                    o.remove();
+                }
+                Some(v)
+            }
+        };
+        if removed.is_some() {
+            self.len -= 1;
+        }
+        removed
+    }
+
+    /// Every entry, in hash order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
+        self.map.values().flat_map(|s| {
+            let (one, many) = match s {
+                Slot::One(k, v) => (Some((k.as_slice(), v)), &[][..]),
+                Slot::Many(items) => (None, &items[..]),
+            };
+            one.into_iter()
+                .chain(many.iter().map(|(k, v)| (k.as_slice(), v)))
+        })
+    }
+
+    /// Calls `f` for the entries of up to `count` hash positions starting
+    /// at `cursor`; returns the cursor to continue from (0 when done).
+    pub fn scan<'a>(
+        &'a self,
+        cursor: u64,
+        count: usize,
+        mut f: impl FnMut(&'a [u8], &'a V),
+    ) -> u64 {
+        for (seen, (&pos, slot)) in self.map.range(cursor..).enumerate() {
+            if seen >= count {
+                return pos;
+            }
+            match slot {
+                Slot::One(k, v) => f(k.as_slice(), v),
+                Slot::Many(items) => items.iter().for_each(|(k, v)| f(k.as_slice(), v)),
+            }
+        }
+        0
+    }
+
+    /// A random entry: the first at or after a random point in hash space.
+    pub fn random(&self, point: u64) -> Option<(&[u8], &V)> {
+        let point = point >> 1;
+        let slot = self
+            .map
+            .range(point..)
+            .next()
+            .or_else(|| self.map.iter().next())
+            .map(|(_, s)| s)?;
+        match slot {
+            Slot::One(k, v) => Some((k.as_slice(), v)),
+            Slot::Many(items) => items
+                .get((point as usize) % items.len().max(1))
+                .map(|(k, v)| (k.as_slice(), v)),
+        }
+    }
+
+    /// Approximate heap bytes owned, given each value's own heap size.
+    pub fn heap_size(&self, value_size: impl Fn(&V) -> usize) -> usize {
+        // A B-tree node spends roughly (8 + slot) bytes per entry plus
+        // edges; 1.5x covers the half-full nodes.
+        let slot = std::mem::size_of::<Slot<V>>() + 8;
+        self.len * slot * 3 / 2
+            + self
+                .iter()
+                .map(|(k, v)| k.len() + value_size(v))
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_get_remove_scan() {
+        let mut m: HashedMap<u32> = HashedMap::default();
+        for i in 0..1000u32 {
+            assert!(m.insert(i.to_string().as_bytes(), i).is_none());
+        }
+        assert_eq!(m.insert(b"5", 55), Some(5));
+        assert_eq!(m.len(), 1000);
+        assert_eq!(m.get(b"5"), Some(&55));
+        assert_eq!(m.remove(b"5"), Some(55));
+        assert_eq!(m.remove(b"5"), None);
+        assert_eq!(m.len(), 999);
+        let mut seen = 0;
+        let mut cursor = 0;
+        loop {
+            cursor = m.scan(cursor, 10, |_, _| seen += 1);
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen, 999);
+        assert!(m.random(u64::MAX).is_some());
+        assert!(m.random(0).is_some());
+    }
+}

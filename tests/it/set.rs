@@ -1,0 +1,397 @@
+//! Set commands (Redis's `unit/type/set.tcl`), compared with redis-server:
+//! byte for byte for intsets (ascending order is deterministic),
+//! order-insensitively for hashtable sets, by invariants for SPOP and
+//! SRANDMEMBER.
+
+use std::collections::HashSet;
+
+use crate::support::*;
+use crate::unordered::*;
+
+#[test]
+fn set_basics_errors_and_deletion() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SADD s 3 1 2",
+        "SADD s 2 5 5",
+        "SADD s",
+        "SMEMBERS s",
+        "OBJECT ENCODING s",
+        "TYPE s",
+        "SISMEMBER s 1",
+        "SISMEMBER s 01",
+        "SISMEMBER s x",
+        "SISMEMBER nokey 1",
+        "SMISMEMBER s 1 x 5",
+        "SMISMEMBER nokey 1 2",
+        "SMISMEMBER s",
+        "SCARD s",
+        "SCARD nokey",
+        "SMEMBERS nokey",
+        "SREM s 2 9 2",
+        "SREM nokey 1",
+        "SREM s",
+        "SMEMBERS s",
+        "SREM s 1 3 5",
+        "EXISTS s",
+        "SADD s -5 9223372036854775807 -9223372036854775808 0",
+        "SMEMBERS s",
+        "OBJECT ENCODING s",
+        "SADD s 007",
+        "OBJECT ENCODING s",
+        "SADD n -0 +1",
+        "OBJECT ENCODING n",
+        "SADD s2 1",
+        "SADD s2 a",
+        "OBJECT ENCODING s2",
+        "SREM s2 a",
+        "OBJECT ENCODING s2",
+        "SISMEMBER s2 1",
+    ]);
+    p.script(&["SET str x"]);
+    for line in [
+        "SADD str a",
+        "SREM str a",
+        "SMEMBERS str",
+        "SISMEMBER str a",
+        "SMISMEMBER str a",
+        "SCARD str",
+        "SPOP str",
+        "SPOP str 2",
+        "SRANDMEMBER str",
+        "SRANDMEMBER str -2",
+        "SMOVE str s a",
+        "SINTER str",
+        "SINTERSTORE d str",
+        "SINTERCARD 1 str",
+        "SUNION str",
+        "SUNIONSTORE d str",
+        "SDIFF str",
+        "SDIFFSTORE d str",
+        "SSCAN str 0",
+    ] {
+        p.script(&[line]);
+    }
+    p.script(&["GET str", "EXISTS d"]);
+}
+
+#[test]
+fn set_encoding_conversions() {
+    let mut p = Pair::new();
+    for i in 0..512 {
+        p.same(&["SADD", "s", &(i * 7 - 1000).to_string()]);
+    }
+    p.same(&["OBJECT", "ENCODING", "s"]);
+    p.same(&["SMEMBERS", "s"]);
+    p.same(&["SADD", "s", "100000"]);
+    p.same(&["OBJECT", "ENCODING", "s"]);
+    p.same(&["SCARD", "s"]);
+    same_unordered(&mut p, &["SMEMBERS", "s"], 1);
+    p.same(&["SREM", "s", "100000"]);
+    p.same(&["OBJECT", "ENCODING", "s"]);
+    p.same(&["SISMEMBER", "s", "-1000"]);
+    p.same(&["SISMEMBER", "s", "-999"]);
+    // Many copies of one integer stay an intset.
+    let mut args: Vec<&str> = vec!["SADD", "dup"];
+    args.extend(std::iter::repeat_n("7", 600));
+    p.same(&args);
+    p.same(&["OBJECT", "ENCODING", "dup"]);
+    let long = "z".repeat(100);
+    p.same(&["SADD", "t", &long, "1"]);
+    p.same(&["OBJECT", "ENCODING", "t"]);
+    same_unordered(&mut p, &["SMEMBERS", "t"], 1);
+}
+
+#[test]
+fn set_algebra() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SADD a 1 2 3 4 5",
+        "SADD b 4 5 6 7",
+        "SADD c 5 7 9",
+        "SINTER a b",
+        "SINTER a b c",
+        "SINTER a nokey",
+        "SINTER nokey",
+        "SUNION a b c",
+        "SUNION a nokey",
+        "SUNION nokey",
+        "SDIFF a b",
+        "SDIFF a b c",
+        "SDIFF nokey a",
+        "SDIFF a nokey",
+        "SDIFF a a",
+        "SINTERSTORE d a b",
+        "SMEMBERS d",
+        "OBJECT ENCODING d",
+        "SUNIONSTORE d a b c",
+        "SMEMBERS d",
+        "SDIFFSTORE d a b",
+        "SMEMBERS d",
+        "SINTERSTORE d a nokey",
+        "EXISTS d",
+        "SET d x",
+        "EXPIRE d 100",
+        "SUNIONSTORE d a",
+        "TTL d",
+        "SMEMBERS d",
+        "SET d x",
+        "SDIFFSTORE d a a",
+        "EXISTS d",
+        "SINTERSTORE a a b",
+        "SMEMBERS a",
+        "SINTERCARD 2 a b",
+        "SINTERCARD 3 a b c",
+        "SINTERCARD 2 a b LIMIT 0",
+        "SINTERCARD 1 b LIMIT 2",
+        "SINTERCARD 1 b limit 1 LIMIT 3",
+        "SINTERCARD 2 a nokey",
+        "SINTERCARD 0 a",
+        "SINTERCARD -1 a",
+        "SINTERCARD x a",
+        "SINTERCARD 3 a b",
+        "SINTERCARD 1 a LIMIT -1",
+        "SINTERCARD 1 a LIMIT x",
+        "SINTERCARD 1 a LIMIT",
+        "SINTERCARD 1 a FOO 1",
+        "SET str x",
+        "SINTER nokey str",
+        "SUNION a str",
+        "SDIFF nokey str",
+        "SINTERCARD 2 nokey str",
+        "SINTERSTORE d str",
+        "SINTERSTORE str a",
+        "TYPE str",
+    ]);
+    // With hashtable sets the order is Redis's own; compare as sets.
+    p.script(&["SADD x a b c d 1 2", "SADD y c d e 2"]);
+    for cmd in [
+        "SINTER x y",
+        "SUNION x y a",
+        "SDIFF x y",
+        "SDIFF y x a",
+        "SMEMBERS x",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        same_unordered(&mut p, &args, 1);
+    }
+    p.script(&[
+        "SINTERSTORE z x y",
+        "SCARD z",
+        "SINTERCARD 2 x y",
+        "SUNIONSTORE z x y",
+        "SCARD z",
+    ]);
+    same_unordered(&mut p, &["SMEMBERS", "z"], 1);
+    // An all-integer result of hashtable inputs is stored as an intset.
+    p.script(&["SINTERSTORE z x a", "OBJECT ENCODING z", "SMEMBERS z"]);
+}
+
+#[test]
+fn smove_cases() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SADD s 1 2 3",
+        "SADD t a",
+        "SMOVE s t 1",
+        "SMEMBERS s",
+        "OBJECT ENCODING t",
+        "SMOVE s t 9",
+        "SMOVE s s 2",
+        "SMOVE s s 9",
+        "SMOVE nokey s 1",
+        "SMOVE s new 2",
+        "SMEMBERS new",
+        "OBJECT ENCODING new",
+        "SMOVE s new 3",
+        "EXISTS s",
+        "SET str x",
+        "SMOVE nokey str 1",
+        "SMOVE new str 2",
+        "SMOVE str new 2",
+        "SMEMBERS new",
+        "SMOVE new",
+    ]);
+}
+
+#[test]
+fn spop_and_srandmember() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SPOP nokey",
+        "SPOP nokey 0",
+        "SPOP nokey 3",
+        "SRANDMEMBER nokey",
+        "SRANDMEMBER nokey 0",
+        "SRANDMEMBER nokey -3",
+        "SADD s 1 2 3",
+        "SPOP s 0",
+        "SPOP s -1",
+        "SPOP s x",
+        "SPOP s 1 2",
+        "SRANDMEMBER s 0",
+        "SRANDMEMBER s x",
+        "SRANDMEMBER s 1 2",
+        "SRANDMEMBER s -9223372036854775808",
+        // Count at least the size: every member, in intset order.
+        "SRANDMEMBER s 3",
+        "SRANDMEMBER s 10",
+        "SPOP s 3",
+        "EXISTS s",
+        "SADD s 1 2 3",
+        "SPOP s 100",
+        "EXISTS s",
+    ]);
+    for (key, n) in [("ints", 50usize), ("strs", 700)] {
+        for i in 0..n {
+            let m = if key == "ints" {
+                i.to_string()
+            } else {
+                format!("m{i}")
+            };
+            p.same(&["SADD", key, &m]);
+        }
+        check_random(&mut p.ours, key, n);
+        check_random(&mut p.theirs, key, n);
+    }
+}
+
+fn members(conn: &mut Raw, key: &str) -> HashSet<Vec<u8>> {
+    Resp::parse(&conn.cmd_str(&["SMEMBERS", key]))
+        .items()
+        .iter()
+        .map(|e| e.bulk().expect("bulk"))
+        .collect()
+}
+
+/// SRANDMEMBER and SPOP shapes and membership on one server.
+fn check_random(conn: &mut Raw, key: &str, len: usize) {
+    let all = members(conn, key);
+    assert_eq!(all.len(), len);
+    let one = Resp::parse(&conn.cmd_str(&["SRANDMEMBER", key]))
+        .bulk()
+        .expect("bulk");
+    assert!(all.contains(&one));
+    for count in [1i64, 3, 10, -1, -10, -100, len as i64 - 1, len as i64 + 5] {
+        let r = Resp::parse(&conn.cmd_str(&["SRANDMEMBER", key, &count.to_string()]));
+        let got: Vec<Vec<u8>> = r.items().iter().map(|e| e.bulk().expect("bulk")).collect();
+        let want = if count < 0 {
+            count.unsigned_abs() as usize
+        } else {
+            (count as usize).min(len)
+        };
+        assert_eq!(got.len(), want, "SRANDMEMBER {key} {count}");
+        assert!(got.iter().all(|m| all.contains(m)));
+        if count > 0 {
+            assert_eq!(got.iter().collect::<HashSet<_>>().len(), got.len());
+        }
+    }
+    // SPOP: popped members are distinct, from the set, and gone after.
+    let r = Resp::parse(&conn.cmd_str(&["SPOP", key, "7"]));
+    let popped: HashSet<Vec<u8>> = r.items().iter().map(|e| e.bulk().expect("bulk")).collect();
+    assert_eq!(popped.len(), 7);
+    let one = Resp::parse(&conn.cmd_str(&["SPOP", key]))
+        .bulk()
+        .expect("bulk");
+    assert!(!popped.contains(&one));
+    let left = members(conn, key);
+    assert_eq!(left.len(), len - 8);
+    assert!(popped
+        .iter()
+        .chain([&one])
+        .all(|m| all.contains(m) && !left.contains(m)));
+    // Popping most of what is left.
+    let r = Resp::parse(&conn.cmd_str(&["SPOP", key, &(len - 10).to_string()]));
+    assert_eq!(r.items().len(), len - 10);
+    assert_eq!(members(conn, key).len(), 2);
+    let r = Resp::parse(&conn.cmd_str(&["SPOP", key, "5"]));
+    assert_eq!(r.items().len(), 2);
+    assert_eq!(conn.cmd_str(&["EXISTS", key]), b":0\r\n");
+}
+
+#[test]
+fn sscan_small_and_large() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SSCAN nokey 0",
+        "SSCAN nokey x",
+        "SADD s 1 2 10 3",
+        "SSCAN s 0",
+        "SSCAN s 0 MATCH 1*",
+        "SSCAN s 0 COUNT 1",
+        "SSCAN s 0 COUNT 0",
+        "SSCAN s 0 MATCH",
+        "SSCAN s 0 TYPE set",
+        "SSCAN s x",
+    ]);
+    for i in 0..800 {
+        p.same(&["SADD", "big", &format!("m{i}")]);
+    }
+    let ours = full_scan(&mut p.ours, "SSCAN", "big", &[], 1);
+    assert_eq!(ours.len(), 800);
+    assert_eq!(ours, full_scan(&mut p.theirs, "SSCAN", "big", &[], 1));
+    let ours = full_scan(
+        &mut p.ours,
+        "SSCAN",
+        "big",
+        &["MATCH", "m7?", "COUNT", "3"],
+        1,
+    );
+    assert_eq!(ours.len(), 10);
+    assert_eq!(
+        ours,
+        full_scan(
+            &mut p.theirs,
+            "SSCAN",
+            "big",
+            &["MATCH", "m7?", "COUNT", "3"],
+            1
+        )
+    );
+}
+
+#[test]
+fn set_with_generic_key_commands() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SADD s 1 2",
+        "COPY s s2",
+        "SADD s2 3",
+        "SMEMBERS s",
+        "SMEMBERS s2",
+        "RENAME s s3",
+        "SMEMBERS s3",
+        "TYPE s3",
+        "DEL s3 s2",
+        "EXISTS s3 s2",
+        "SADD a 1",
+        "SADD b x",
+    ]);
+    same_scan_unordered(&mut p, &["SCAN", "0", "TYPE", "set"]);
+}
+
+#[test]
+fn set_resp3() {
+    let mut p = Pair::new();
+    if !try_resp3(&mut p) {
+        return;
+    }
+    p.script(&[
+        "SADD s 1 2 3",
+        "SMEMBERS s",
+        "SMEMBERS nokey",
+        "SINTER s nokey",
+        "SUNION s",
+        "SDIFF s nokey",
+        "SPOP nokey",
+        "SPOP nokey 2",
+        "SPOP s 0",
+        "SRANDMEMBER s 5",
+        "SRANDMEMBER nokey 5",
+        "SRANDMEMBER nokey",
+        "SISMEMBER s 1",
+        "SMISMEMBER s 1 7",
+        "SSCAN s 0",
+        "SPOP s 5",
+    ]);
+}
