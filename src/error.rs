@@ -40,6 +40,8 @@ pub enum Error {
     Protocol(Cow<'static, str>),
     /// `-BUSY ...`
     Busy,
+    /// `-NOSCRIPT No matching script. Please use EVAL.`
+    NoScript,
     /// `-ERR <text>`: a one-off message of Redis's with the ERR prefix.
     Err(Cow<'static, str>),
     /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
@@ -86,9 +88,15 @@ impl Error {
             Error::Busy => {
                 "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into()
             }
+            Error::NoScript => "NOSCRIPT No matching script. Please use EVAL.".into(),
             Error::Err(msg) => format!("ERR {msg}").into(),
             Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),
         }
+    }
+
+    /// An error line with its own prefix, built at run time.
+    pub fn raw_owned(msg: String) -> Self {
+        Error::Raw(Cow::Owned(msg))
     }
 
     /// The unknown-command error with Redis's argument preview.

@@ -19,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod net;
+pub mod script;
 pub mod store;
 pub mod util;
 

@@ -10,6 +10,7 @@ pub mod args;
 pub mod command;
 pub mod connection;
 pub mod keys;
+pub mod scripting;
 pub mod server;
 pub mod spec;
 pub mod string;
@@ -51,5 +52,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     keys::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    scripting::COMMANDS,
     command::COMMANDS,
 ];

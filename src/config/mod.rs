@@ -27,6 +27,12 @@ pub struct Config {
     pub protected_mode: bool,
     /// Network threads.
     pub io_threads: usize,
+    /// busy-reply-threshold (alias lua-time-limit) in milliseconds: after
+    /// this long a script makes other clients get -BUSY.
+    pub busy_reply_threshold: u64,
+    /// Most bytes the Lua state may allocate; a script going past it stops
+    /// with an error (Redis has no such limit and would grow until OOM).
+    pub lua_memory_limit: usize,
 }
 
 impl Default for Config {
@@ -43,6 +49,8 @@ impl Default for Config {
             logfile: String::new(),
             protected_mode: true,
             io_threads: 1,
+            busy_reply_threshold: 5000,
+            lua_memory_limit: 1024 * 1024 * 1024,
         }
     }
 }

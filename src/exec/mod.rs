@@ -135,6 +135,28 @@ pub struct ServerState {
     pub config_file: Option<String>,
     /// Path of the executable (INFO `executable`).
     pub executable: String,
+    /// The Lua engine (state, script cache), created on first use. It is
+    /// taken out while a script runs, so the script can reach the rest of
+    /// the server state.
+    pub scripting: crate::script::EngineSlot,
+    /// The request channel, kept here so a long-running script can answer
+    /// other clients with -BUSY (Redis's processEventsWhileBlocked).
+    pub inbox: Option<Receiver<Request>>,
+}
+
+impl ServerState {
+    /// Registers a newly connected client.
+    pub fn connect(
+        &mut self,
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        tx: UnboundedSender<ToConn>,
+    ) {
+        let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
+        c.authenticated = self.config.requirepass.is_none();
+        self.clients.insert(id, c);
+    }
 }
 
 /// The executor: the store plus server state, driven by [`Executor::run`].
@@ -172,6 +194,8 @@ impl Executor {
                 executable: std::env::current_exe()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                scripting: crate::script::EngineSlot::default(),
+                inbox: None,
             },
             last_cycle: Instant::now(),
         }
@@ -179,13 +203,14 @@ impl Executor {
 
     /// Runs until every connection sender is gone or SHUTDOWN is called.
     pub fn run(mut self, rx: Receiver<Request>) {
+        self.server.inbox = Some(rx);
         loop {
             let timeout = self.next_timeout();
-            match rx.recv_timeout(timeout) {
+            match self.recv(Some(timeout)) {
                 Ok(req) => {
                     self.handle(req);
                     // Drain what else is queued before looking at timers.
-                    while let Ok(req) = rx.try_recv() {
+                    while let Ok(req) = self.recv(None) {
                         self.handle(req);
                         if self.server.shutdown {
                             break;
@@ -201,6 +226,18 @@ impl Executor {
             self.timers();
         }
         self.stop();
+    }
+
+    /// The next request: waits up to `timeout`, or only takes what is
+    /// queued when `timeout` is None.
+    fn recv(&self, timeout: Option<Duration>) -> Result<Request, RecvTimeoutError> {
+        let Some(rx) = self.server.inbox.as_ref() else {
+            return Err(RecvTimeoutError::Disconnected);
+        };
+        match timeout {
+            Some(t) => rx.recv_timeout(t),
+            None => rx.try_recv().map_err(|_| RecvTimeoutError::Timeout),
+        }
     }
 
     fn period(&self) -> Duration {
@@ -231,11 +268,7 @@ impl Executor {
                 addr,
                 laddr,
                 tx,
-            } => {
-                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
-                c.authenticated = self.server.config.requirepass.is_none();
-                self.server.clients.insert(id, c);
-            }
+            } => self.server.connect(id, addr, laddr, tx),
             Request::Batch {
                 id,
                 batch,

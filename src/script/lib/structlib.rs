@@ -1,0 +1,8 @@
+//! The `structlib` library.
+
+use mlua::{Lua, Table};
+
+/// Builds the library table.
+pub fn open(lua: &Lua) -> mlua::Result<Table> {
+    lua.create_table()
+}

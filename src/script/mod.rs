@@ -1,0 +1,331 @@
+//! Lua scripting (Redis's `eval.c`, `script.c`, `script_lua.c`): one Lua 5.1
+//! state per server, living on the executor thread, with compiled scripts
+//! cached by the SHA-1 of their body.
+//!
+//! A script runs inside a command handler. While it runs, the engine is
+//! taken out of [`ServerState`], and `redis.call` reaches the store and the
+//! rest of the server state through raw pointers held in [`RunState`] for
+//! exactly the duration of the run (see the SAFETY notes in `bridge.rs`).
+//! The instruction-count hook checks the time: past busy-reply-threshold it
+//! answers other clients' queued commands with -BUSY and obeys SCRIPT KILL,
+//! as Redis's processEventsWhileBlocked does.
+
+pub mod bridge;
+pub mod busy;
+pub mod lib;
+pub mod lua;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use mlua::{Function, Lua, Table, Value};
+use sha1::{Digest, Sha1};
+
+use crate::cmd::Ctx;
+use crate::error::Error;
+use crate::exec::client::Client;
+use crate::exec::ServerState;
+use crate::store::Store;
+
+/// Script flags from a `#!lua flags=...` shebang.
+pub mod sflag {
+    /// `no-writes`: the script may not call write commands.
+    pub const NO_WRITES: u32 = 1 << 0;
+    /// `allow-oom`.
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    /// `allow-stale`.
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    /// `no-cluster`.
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    /// `allow-cross-slot-keys`.
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// The script had a shebang at all (no "compat" mode).
+    pub const HAS_SHEBANG: u32 = 1 << 5;
+}
+
+/// A compiled EVAL script.
+pub struct Script {
+    /// The compiled body.
+    pub func: Function,
+    /// Shebang flags.
+    pub flags: u32,
+}
+
+/// What a running script needs from the server, valid only while
+/// [`RunState::active`] is set.
+pub struct RunState {
+    /// A script is running.
+    pub active: Cell<bool>,
+    /// The keyspace of the running command.
+    pub store: Cell<*mut Store>,
+    /// The server state (without the engine, which is taken out).
+    pub server: Cell<*mut ServerState>,
+    /// The script's own client (Redis's lua_client).
+    pub client: Cell<*mut Client>,
+    /// Id of the client that called the script.
+    pub caller_id: Cell<u64>,
+    /// Write commands are refused (EVAL_RO, `no-writes`).
+    pub read_only: Cell<bool>,
+    /// A write command ran: SCRIPT KILL is refused from now on.
+    pub wrote: Cell<bool>,
+    /// SCRIPT KILL or SHUTDOWN NOSAVE asked the script to stop.
+    pub killed: Cell<bool>,
+    /// The script passed busy-reply-threshold.
+    pub busy: Cell<bool>,
+    /// Running a function (FCALL) rather than EVAL.
+    pub is_function: Cell<bool>,
+    /// When the script started.
+    pub started: Cell<Instant>,
+    /// busy-reply-threshold in milliseconds.
+    pub threshold_ms: Cell<u64>,
+    /// Scratch output for commands called by the script.
+    pub scratch: RefCell<Vec<u8>>,
+}
+
+impl RunState {
+    fn new() -> Self {
+        RunState {
+            active: Cell::new(false),
+            store: Cell::new(std::ptr::null_mut()),
+            server: Cell::new(std::ptr::null_mut()),
+            client: Cell::new(std::ptr::null_mut()),
+            caller_id: Cell::new(0),
+            read_only: Cell::new(false),
+            wrote: Cell::new(false),
+            killed: Cell::new(false),
+            busy: Cell::new(false),
+            is_function: Cell::new(false),
+            started: Cell::new(Instant::now()),
+            threshold_ms: Cell::new(5000),
+            scratch: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+/// The Lua engine: state, environment and script cache.
+pub struct Engine {
+    /// The Lua state.
+    pub lua: Lua,
+    /// Shared with the Rust callbacks registered in the state.
+    pub run: Rc<RunState>,
+    /// Compiled scripts by lowercase hex SHA-1.
+    pub scripts: HashMap<String, Script>,
+    /// Script bodies in load order, kept for memory accounting.
+    pub body_bytes: usize,
+    /// The script's client.
+    pub client: Client,
+    /// The read-only proxy of `_G`, the environment of every script.
+    env: Table,
+    /// `xpcall(f, __redis__err__handler)`.
+    runner: Function,
+}
+
+/// Where the server keeps its engine: empty until the first script.
+#[derive(Default)]
+pub struct EngineSlot(Option<Box<Engine>>);
+
+// SAFETY: the Lua state is not thread-safe, but the slot is empty when the
+// executor moves to its thread (the engine is created lazily there), and
+// the engine never leaves that thread afterwards.
+unsafe impl Send for EngineSlot {}
+
+impl EngineSlot {
+    /// Takes the engine out (while a script runs, or to drop it).
+    pub fn take(&mut self) -> Option<Box<Engine>> {
+        self.0.take()
+    }
+
+    /// Puts the engine back.
+    pub fn put(&mut self, engine: Box<Engine>) {
+        self.0 = Some(engine);
+    }
+
+    /// Drops the engine (SCRIPT FLUSH): the next script gets a new state.
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The engine, if created.
+    pub fn get(&self) -> Option<&Engine> {
+        self.0.as_deref()
+    }
+}
+
+/// Lowercase hex SHA-1 of `data` (script ids, redis.sha1hex).
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut s = String::with_capacity(40);
+    for b in digest.iter() {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s
+}
+
+impl Engine {
+    /// A fresh Lua state with Redis's environment.
+    pub fn new(server: &ServerState) -> Result<Box<Engine>, Error> {
+        let run = Rc::new(RunState::new());
+        let (lua, env, runner) =
+            lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+        let _ = lua.set_memory_limit(server.config.lua_memory_limit);
+        let client = lua::script_client();
+        Ok(Box::new(Engine {
+            lua,
+            run,
+            scripts: HashMap::new(),
+            body_bytes: 0,
+            client,
+            env,
+            runner,
+        }))
+    }
+
+    /// Compiles `body` and caches it under its SHA-1; returns the sha.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Error> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = parse_shebang(body)?;
+        let func = self
+            .lua
+            .load(&body[skip..])
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                Error::err_owned(format!(
+                    "Error compiling script (new function): {}",
+                    lua::error_text(&e)
+                ))
+            })?;
+        self.body_bytes += body.len();
+        self.scripts.insert(sha.clone(), Script { func, flags });
+        Ok(sha)
+    }
+
+    /// Runs the cached script `sha` for the command in `ctx` and writes its
+    /// reply. `keys`/`args` become KEYS and ARGV.
+    pub fn run_script(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        sha: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        read_only: bool,
+    ) -> Result<(), Error> {
+        let Some(script) = self.scripts.get(sha) else {
+            return Err(Error::NoScript);
+        };
+        let func = script.func.clone();
+        let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
+        let g = self.lua.globals();
+        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, a) in items.iter().enumerate() {
+                t.raw_set(i + 1, self.lua.create_string(a)?)?;
+            }
+            g.raw_set(name, t)
+        };
+        set("KEYS", keys)
+            .and_then(|_| set("ARGV", args))
+            .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+        self.call(ctx, func, sha, read_only, false)
+    }
+
+    /// Runs `func` with the run state pointing at `ctx`, then converts the
+    /// result or error into the reply.
+    pub fn call(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        func: Function,
+        name: &str,
+        read_only: bool,
+        is_function: bool,
+    ) -> Result<(), Error> {
+        // The script client starts in the caller's database, speaking RESP2.
+        self.client.db = ctx.client.db;
+        self.client.resp3 = false;
+        self.client.deny_blocking = true;
+        self.client.authenticated = true;
+        let run = &self.run;
+        run.store.set(ctx.store as *mut Store);
+        run.server.set(ctx.server as *mut ServerState);
+        run.client.set(&mut self.client as *mut Client);
+        run.caller_id.set(ctx.client.id);
+        run.read_only.set(read_only);
+        run.wrote.set(false);
+        run.killed.set(false);
+        run.busy.set(false);
+        run.is_function.set(is_function);
+        run.started.set(Instant::now());
+        run.threshold_ms.set(ctx.server.config.busy_reply_threshold);
+        run.active.set(true);
+        lua::arm_hook(&self.lua, self.run.clone(), false);
+        let result = self.runner.call::<(bool, Value)>(func);
+        run.active.set(false);
+        run.store.set(std::ptr::null_mut());
+        run.server.set(std::ptr::null_mut());
+        run.client.set(std::ptr::null_mut());
+        let reply = match result {
+            Ok((true, value)) => {
+                bridge::write_reply(&mut ctx.reply, &value, self.client.resp3);
+                Ok(())
+            }
+            Ok((false, err)) => Err(bridge::script_error(&err, name)),
+            Err(e) => Err(Error::err_owned(format!(
+                "Error running script {name}, {:.100}",
+                lua::error_text(&e)
+            ))),
+        };
+        // Give back what a failed (maybe memory-hungry) script left behind.
+        if reply.is_err() {
+            let _ = self.lua.gc_collect();
+        }
+        reply
+    }
+}
+
+/// Parses a `#!<engine> flags=a,b` first line: returns the flags and how
+/// many bytes to skip (the line without its newline, so line numbers stay).
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), Error> {
+    if !body.starts_with(b"#!") {
+        return Ok((0, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(Error::err("Invalid script shebang"));
+    };
+    let line = String::from_utf8_lossy(&body[2..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "lua" {
+        return Err(Error::err_owned(format!(
+            "Unexpected engine in script shebang: {engine}"
+        )));
+    }
+    let mut flags = sflag::HAS_SHEBANG;
+    for p in parts {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(Error::err_owned(format!("Unknown lua shebang option: {p}")));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            flags |= match f {
+                "no-writes" => sflag::NO_WRITES,
+                "allow-oom" => sflag::ALLOW_OOM,
+                "allow-stale" => sflag::ALLOW_STALE,
+                "no-cluster" => sflag::NO_CLUSTER,
+                "allow-cross-slot-keys" => sflag::ALLOW_CROSS_SLOT,
+                other => {
+                    return Err(Error::err_owned(format!(
+                        "Unexpected flag in script shebang: {other}"
+                    )))
+                }
+            };
+        }
+    }
+    Ok((flags, end))
+}

@@ -1,0 +1,239 @@
+-- ferrokv's Lua environment setup, run once per Lua state with the real
+-- globals as its environment. It builds what Redis 7.0 gets from its patched
+-- Lua: read-only globals and library tables, the nonexistent-global error,
+-- the redis.* API around the Rust primitives in R, the error handler that
+-- records where a script failed, pcall that unwraps error tables, and a
+-- loadstring that refuses bytecode.
+local R, dbg = ...
+local G = _G
+local error, type, tostring, next, pairs, ipairs = error, type, tostring, next, pairs, ipairs
+local rawget, rawset, setmetatable, getmetatable = rawget, rawset, setmetatable, getmetatable
+local pcall, xpcall, loadstring, load, setfenv, select = pcall, xpcall, loadstring, load, setfenv, select
+local sbyte, ssub, sfind, concat = string.byte, string.sub, string.find, table.concat
+local getinfo = dbg.getinfo
+local unpack = unpack
+local error_value = R.error_value
+
+-- Proxy tables stand for the read-only tables: every write lands on the
+-- empty proxy and raises; reads go through __index to the real table.
+local real_of = setmetatable({}, { __mode = "k" })
+local meta_view = setmetatable({}, { __mode = "k" })
+local function ro_newindex()
+  error("Attempt to modify a readonly table", 2)
+end
+local function readonly(t)
+  local p = {}
+  real_of[p] = t
+  setmetatable(p, { __index = t, __newindex = ro_newindex, __metatable = false })
+  return p
+end
+
+local function is_ro(t)
+  return real_of[t] ~= nil
+end
+
+-- redis.* API --------------------------------------------------------------
+local redis = {}
+redis.call = R.call
+redis.pcall = R.pcall
+redis.error_reply = R.error_reply
+redis.status_reply = R.status_reply
+redis.sha1hex = R.sha1hex
+redis.log = R.log
+redis.setresp = R.setresp
+redis.set_repl = R.set_repl
+redis.acl_check_cmd = R.acl_check_cmd
+redis.replicate_commands = function()
+  return true
+end
+redis.breakpoint = function()
+  return false
+end
+redis.debug = function() end
+redis.LOG_DEBUG = 0
+redis.LOG_VERBOSE = 1
+redis.LOG_NOTICE = 2
+redis.LOG_WARNING = 3
+redis.REPL_NONE = 0
+redis.REPL_AOF = 1
+redis.REPL_SLAVE = 2
+redis.REPL_REPLICA = 2
+redis.REPL_ALL = 3
+redis.REDIS_VERSION = R.version
+redis.REDIS_VERSION_NUM = R.version_num
+G.redis = redis
+
+-- Error handler: remembers the script position of the failure.
+local function err_handler(err)
+  local level = 2
+  local i = getinfo(level, "nSl")
+  while i and (i.what == "C" or i.source == "=ferrokv") do
+    level = level + 1
+    i = getinfo(level, "nSl")
+  end
+  if type(err) == "userdata" then
+    err = error_value(err)
+  end
+  if type(err) ~= "table" then
+    err = { err = "ERR " .. tostring(err) }
+  end
+  if i then
+    err["source"] = i.source
+    err["line"] = i.currentline
+  end
+  return err
+end
+G.__redis__err__handler = err_handler
+
+-- Base library replacements ------------------------------------------------
+local PG -- the proxy of _G, set below
+
+-- Lua 5.1's luaO_chunkid, for the error of a refused binary chunk.
+local function chunkid(src)
+  local z = sfind(src, "\0", 1, true)
+  if z then
+    src = ssub(src, 1, z - 1)
+  end
+  local c = ssub(src, 1, 1)
+  if c == "=" then
+    return ssub(src, 2, 60)
+  elseif c == "@" then
+    return ssub(src, 2)
+  end
+  local len = (sfind(src, "[\n\r]") or (#src + 1)) - 1
+  local cut = len < #src
+  if len > 43 then
+    len = 43
+    cut = true
+  end
+  if cut then
+    return '[string "' .. ssub(src, 1, len) .. '..."]'
+  end
+  return '[string "' .. src .. '"]'
+end
+
+G.loadstring = function(s, name)
+  if type(s) == "string" and sbyte(s, 1) == 27 then
+    return nil, chunkid(name or s) .. ":1: unexpected symbol near 'char(27)'"
+  end
+  local f, e = loadstring(s, name)
+  if f then
+    setfenv(f, PG)
+  end
+  return f, e
+end
+local safe_loadstring = G.loadstring
+
+G.load = function(fn, name)
+  if type(fn) ~= "function" then
+    error("bad argument #1 to 'load' (function expected, got " .. type(fn) .. ")", 2)
+  end
+  local parts = {}
+  while true do
+    local piece = fn()
+    if piece == nil or piece == "" then
+      break
+    end
+    if type(piece) ~= "string" then
+      return nil, "reader function must return a string"
+    end
+    parts[#parts + 1] = piece
+  end
+  return safe_loadstring(concat(parts), name or "=(load)")
+end
+
+-- Redis's pcall hands back the message of an error table, not the table.
+local function pcall_result(ok, ...)
+  if ok then
+    return true, ...
+  end
+  local e = ...
+  if type(e) == "userdata" then
+    e = error_value(e)
+  end
+  if type(e) == "table" then
+    local m = rawget(e, "err")
+    if type(m) == "string" then
+      return false, m
+    end
+  end
+  return false, e
+end
+G.pcall = function(f, ...)
+  return pcall_result(pcall(f, ...))
+end
+
+G.setmetatable = function(t, m)
+  if is_ro(t) then
+    error("Attempt to modify a readonly table", 0)
+  end
+  local r = setmetatable(t, m)
+  return r
+end
+G.getmetatable = function(t)
+  if is_ro(t) then
+    return meta_view[t]
+  end
+  local m = getmetatable(t)
+  return m
+end
+G.rawset = function(t, k, v)
+  if is_ro(t) then
+    error("Attempt to modify a readonly table", 0)
+  end
+  local r = rawset(t, k, v)
+  return r
+end
+G.rawget = function(t, k)
+  local r = real_of[t]
+  if r then
+    return rawget(r, k)
+  end
+  local v = rawget(t, k)
+  return v
+end
+G.next = function(t, k)
+  local r = real_of[t]
+  local a, b = next(r or t, k)
+  return a, b
+end
+G.pairs = function(t)
+  local r = real_of[t]
+  if r then
+    return next, r, nil
+  end
+  local a, b, c = pairs(t)
+  return a, b, c
+end
+
+-- Remove what Redis does not expose.
+for _, name in ipairs({ "print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv", "debug" }) do
+  rawset(G, name, nil)
+end
+
+-- Freeze the libraries.
+for _, name in ipairs({ "redis", "string", "math", "table", "coroutine", "cjson", "bit", "struct", "cmsgpack" }) do
+  local lib = rawget(G, name)
+  if lib ~= nil then
+    rawset(G, name, readonly(lib))
+  end
+end
+
+-- Globals: reads of missing names fail, every write fails.
+local gmeta = {
+  __index = function(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end,
+}
+setmetatable(G, gmeta)
+PG = readonly(G)
+meta_view[PG] = readonly(gmeta)
+rawset(G, "_G", PG)
+
+-- The runner: calls a compiled script under the error handler.
+local function run(f)
+  local ok, r = xpcall(f, err_handler)
+  return ok, r
+end
+
+return PG, run, readonly
