@@ -298,8 +298,13 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
     } else {
         HookTriggers::new().every_nth_instruction(HOOK_EVERY)
     };
-    let _ = lua.set_hook(triggers, move |lua, _dbg| {
+    let _ = lua.set_hook(triggers, move |lua, dbg| {
         if !run.active.get() {
+            return Ok(VmState::Continue);
+        }
+        // Never interrupt the environment's own code (the error handler
+        // must be able to run to report the kill).
+        if every_line && dbg.source().source.as_deref() == Some("=ferrokv") {
             return Ok(VmState::Continue);
         }
         if !run.killed.get() {

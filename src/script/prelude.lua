@@ -67,7 +67,7 @@ G.redis = redis
 local function err_handler(err)
   local level = 2
   local i = getinfo(level, "nSl")
-  while i and (i.what == "C" or i.source == "=ferrokv") do
+  while i and (i.what == "C" or i.what == "tail" or i.source == "=ferrokv") do
     level = level + 1
     i = getinfo(level, "nSl")
   end
