@@ -34,6 +34,11 @@ use exec::{Executor, Shared};
 /// the server.
 pub const REDIS_VERSION: &str = "7.0.15";
 
+/// Stack of the executor thread: scripts recurse through Rust (cjson
+/// encodes 1000 levels deep, replies nest), so it gets more than the
+/// default 2 MiB.
+const EXEC_STACK: usize = 256 * 1024 * 1024;
+
 /// ferrokv's own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -78,6 +83,7 @@ impl Server {
         executor.server.config_file = config_file;
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
+            .stack_size(EXEC_STACK)
             .spawn(move || executor.run(rx))?;
         for l in listeners {
             tokio::spawn(net::listener::accept_loop(l, tx.clone(), shared.clone()));

@@ -278,6 +278,17 @@ fn bytes_lossy_oneline(b: &[u8]) -> String {
 /// Writes a script's return value as the reply, as Redis's
 /// luaReplyToRedisReply does. `script_resp3` is the script's setresp.
 pub fn write_reply(reply: &mut ReplyBuf<'_>, v: &Value, script_resp3: bool) {
+    write_value(reply, v, script_resp3, 0);
+}
+
+/// Deepest reply nesting written; Redis stops at its Lua stack limit.
+const MAX_REPLY_DEPTH: usize = 7000;
+
+fn write_value(reply: &mut ReplyBuf<'_>, v: &Value, script_resp3: bool, depth: usize) {
+    if depth > MAX_REPLY_DEPTH {
+        reply.error(&Error::err("reached lua stack limit"));
+        return;
+    }
     match v {
         Value::String(s) => reply.bulk(&s.as_bytes()),
         Value::Boolean(b) => {
@@ -291,12 +302,12 @@ pub fn write_reply(reply: &mut ReplyBuf<'_>, v: &Value, script_resp3: bool) {
         }
         Value::Integer(n) => reply.int(*n),
         Value::Number(d) => reply.int(double_to_i64(*d)),
-        Value::Table(t) => write_table(reply, t, script_resp3),
+        Value::Table(t) => write_table(reply, t, script_resp3, depth),
         _ => reply.null(),
     }
 }
 
-fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool) {
+fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool, depth: usize) {
     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
         let msg = bytes_lossy_oneline(&e.as_bytes());
         reply.error(&Error::raw_owned(msg));
@@ -330,8 +341,8 @@ fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool) {
         let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
         reply.map(pairs.len());
         for (k, v) in &pairs {
-            write_reply(reply, k, script_resp3);
-            write_reply(reply, v, script_resp3);
+            write_value(reply, k, script_resp3, depth + 1);
+            write_value(reply, v, script_resp3, depth + 1);
         }
         return;
     }
@@ -343,7 +354,7 @@ fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool) {
             .collect();
         reply.set(keys.len());
         for k in &keys {
-            write_reply(reply, k, script_resp3);
+            write_value(reply, k, script_resp3, depth + 1);
         }
         return;
     }
@@ -374,7 +385,7 @@ fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool) {
         if v.is_nil() {
             break;
         }
-        write_reply(reply, &v, script_resp3);
+        write_value(reply, &v, script_resp3, depth + 1);
         n += 1;
     }
     reply.finish_deferred_array(mark, n);
