@@ -44,6 +44,12 @@ fn fail(_lua: &Lua, msg: &str) -> Prim {
     raise(msg)
 }
 
+fn err_value(lua: &Lua, msg: &str) -> Prim {
+    let t = lua.create_table()?;
+    t.raw_set("err", msg)?;
+    Ok(Value::Table(t))
+}
+
 /// Builds a Lua state with Redis's environment. Returns the state, the
 /// read-only `_G` proxy that scripts use as their environment, and the
 /// runner (`xpcall` under the error handler).
@@ -69,7 +75,41 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<(Lua, Table, Function)> {
         .set_name("=ferrokv")
         .set_mode(mlua::chunk::ChunkMode::Text)
         .into_function()?;
-    let (env, runner, _readonly): (Table, Function, Function) = prelude.call((prims, debug))?;
+    let (env, runner, safe_loadstring): (Table, Function, Function) =
+        prelude.call((prims, debug))?;
+    // `load` is a Rust (C) function so its argument error carries the
+    // script position even in a tail call, as the stock one does.
+    let load = lua.create_function(move |lua, args: Variadic<Value>| {
+        let Some(Value::Function(reader)) = args.first() else {
+            return Err(lib::arg_error(
+                lua,
+                1,
+                "load",
+                format!("function expected, got {}", lib::type_name(args.first())),
+            ));
+        };
+        let mut chunk = Vec::new();
+        loop {
+            match reader.call::<Value>(())? {
+                Value::String(s) if !s.as_bytes().is_empty() => {
+                    chunk.extend_from_slice(&s.as_bytes())
+                }
+                Value::Nil | Value::String(_) => break,
+                _ => {
+                    return Ok((
+                        Value::Nil,
+                        Value::String(lua.create_string("reader function must return a string")?),
+                    ))
+                }
+            }
+        }
+        let name = match args.get(1) {
+            Some(Value::String(s)) => Value::String(s.clone()),
+            _ => Value::String(lua.create_string("=(load)")?),
+        };
+        safe_loadstring.call::<(Value, Value)>((lua.create_string(chunk)?, name))
+    })?;
+    g.raw_set("load", load)?;
     Ok((lua, env, runner))
 }
 
@@ -90,7 +130,8 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
         "error_reply",
         lua.create_function(|lua, args: Variadic<Value>| -> Prim {
             let (1, Some(Value::String(s))) = (args.len(), args.first()) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Redis returns (not raises) this error table.
+                return err_value(lua, "ERR wrong number or type of arguments");
             };
             let t = lua.create_table()?;
             t.raw_set("err", lua.create_string(error_table_text(&s.as_bytes()))?)?;
@@ -101,7 +142,8 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
         "status_reply",
         lua.create_function(|lua, args: Variadic<Value>| -> Prim {
             let (1, Some(Value::String(s))) = (args.len(), args.first()) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Redis returns (not raises) this error table.
+                return err_value(lua, "ERR wrong number or type of arguments");
             };
             let t = lua.create_table()?;
             t.raw_set("ok", s.clone())?;

@@ -299,10 +299,10 @@ pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), Error> {
     let Some(end) = body.iter().position(|&b| b == b'\n') else {
         return Err(Error::err("Invalid script shebang"));
     };
-    let line = String::from_utf8_lossy(&body[2..end]).into_owned();
+    let line = String::from_utf8_lossy(&body[..end]).into_owned();
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("");
-    if engine != "lua" {
+    if engine != "#!lua" {
         return Err(Error::err_owned(format!(
             "Unexpected engine in script shebang: {engine}"
         )));

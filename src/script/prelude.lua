@@ -8,8 +8,8 @@ local R, dbg = ...
 local G = _G
 local error, type, tostring, next, pairs, ipairs = error, type, tostring, next, pairs, ipairs
 local rawget, rawset, setmetatable, getmetatable = rawget, rawset, setmetatable, getmetatable
-local pcall, xpcall, loadstring, load, setfenv, select = pcall, xpcall, loadstring, load, setfenv, select
-local sbyte, ssub, sfind, concat = string.byte, string.sub, string.find, table.concat
+local pcall, xpcall, loadstring, setfenv = pcall, xpcall, loadstring, setfenv
+local sbyte, ssub, sfind = string.byte, string.sub, string.find
 local getinfo = dbg.getinfo
 local unpack = unpack
 local error_value = R.error_value
@@ -124,24 +124,6 @@ G.loadstring = function(s, name)
 end
 local safe_loadstring = G.loadstring
 
-G.load = function(fn, name)
-  if type(fn) ~= "function" then
-    error("bad argument #1 to 'load' (function expected, got " .. type(fn) .. ")", 2)
-  end
-  local parts = {}
-  while true do
-    local piece = fn()
-    if piece == nil or piece == "" then
-      break
-    end
-    if type(piece) ~= "string" then
-      return nil, "reader function must return a string"
-    end
-    parts[#parts + 1] = piece
-  end
-  return safe_loadstring(concat(parts), name or "=(load)")
-end
-
 -- Redis's pcall hands back the message of an error table, not the table.
 local function pcall_result(ok, ...)
   if ok then
@@ -236,4 +218,4 @@ local function run(f)
   return ok, r
 end
 
-return PG, run, readonly
+return PG, run, safe_loadstring

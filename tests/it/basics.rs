@@ -25,7 +25,11 @@ fn ping_set_get_incr_match_redis() {
 fn redis_crate_client_works() {
     let server = start();
     let mut con = server.client();
-    let _: () = redis::cmd("SET").arg("a").arg(41).query(&mut con).expect("set");
+    let _: () = redis::cmd("SET")
+        .arg("a")
+        .arg(41)
+        .query(&mut con)
+        .expect("set");
     let n: i64 = redis::cmd("INCR").arg("a").query(&mut con).expect("incr");
     assert_eq!(n, 42);
 }

@@ -71,14 +71,27 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
     for _ in 0..5 {
         let port = free_port();
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--dir", std::env::temp_dir().to_str().unwrap_or("/tmp")])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = cmd.spawn().expect("redis-server is installed (apt-get install redis-server)");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--dir", std::env::temp_dir().to_str().unwrap_or("/tmp")])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        let child = cmd
+            .spawn()
+            .expect("redis-server is installed (apt-get install redis-server)");
         let mut server = RedisServer { port, child };
-        if wait_until(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+        if wait_until(Duration::from_secs(5), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }) {
             return server;
         }
         let _ = server.child.kill();
@@ -157,9 +170,13 @@ impl Raw {
     /// Connects to a loopback port.
     pub fn connect(port: u16) -> Raw {
         let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        sock.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
         sock.set_nodelay(true).expect("nodelay");
-        Raw { sock, buf: Vec::new() }
+        Raw {
+            sock,
+            buf: Vec::new(),
+        }
     }
 
     /// Sends bytes as they are.
@@ -175,7 +192,11 @@ impl Raw {
             }
             let mut chunk = [0u8; 65536];
             let n = self.sock.read(&mut chunk).expect("read reply");
-            assert!(n > 0, "connection closed with {:?} buffered", String::from_utf8_lossy(&self.buf));
+            assert!(
+                n > 0,
+                "connection closed with {:?} buffered",
+                String::from_utf8_lossy(&self.buf)
+            );
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
@@ -194,7 +215,9 @@ impl Raw {
 
     /// Reads everything until the peer closes (or 5 s pass).
     pub fn read_to_close(&mut self) -> Vec<u8> {
-        self.sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        self.sock
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
         let mut out = std::mem::take(&mut self.buf);
         let _ = self.sock.read_to_end(&mut out);
         out
@@ -202,7 +225,9 @@ impl Raw {
 
     /// True once the peer has closed the connection (waits up to 5 s).
     pub fn is_closed(&mut self) -> bool {
-        self.sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        self.sock
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
         let mut b = [0u8; 1];
         matches!(self.sock.read(&mut b), Ok(0))
     }
@@ -223,7 +248,12 @@ impl Pair {
     pub fn new() -> Pair {
         let server = start();
         let redis = spawn_redis();
-        Pair { ours: server.raw(), theirs: Raw::connect(redis.port), _server: server, _redis: redis }
+        Pair {
+            ours: server.raw(),
+            theirs: Raw::connect(redis.port),
+            _server: server,
+            _redis: redis,
+        }
     }
 
     /// Sends `args` to both and asserts the replies are byte-identical;
@@ -241,7 +271,9 @@ impl Pair {
             String::from_utf8_lossy(&ours),
             String::from_utf8_lossy(&theirs),
             "reply differs for {:?}",
-            args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+            args.iter()
+                .map(|a| String::from_utf8_lossy(a))
+                .collect::<Vec<_>>()
         );
         ours
     }
