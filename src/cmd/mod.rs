@@ -9,6 +9,7 @@
 pub mod args;
 pub mod command;
 pub mod connection;
+pub mod function;
 pub mod keys;
 pub mod scripting;
 pub mod server;
@@ -53,5 +54,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     scripting::COMMANDS,
+    function::COMMANDS,
     command::COMMANDS,
 ];

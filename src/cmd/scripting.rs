@@ -109,8 +109,14 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         Some(a) if argv.len() == 3 && (is(a, "sync") || is(a, "async")) => {}
         Some(_) => return Err(Error::err("SCRIPT FLUSH only support SYNC|ASYNC option")),
     }
-    // Redis throws the whole Lua state away and makes a new one.
-    ctx.server.scripting.clear();
+    // Redis throws its EVAL Lua state away; functions live on, so here
+    // only the cached scripts go.
+    if let Some(mut engine) = ctx.server.scripting.take() {
+        engine.scripts.clear();
+        engine.body_bytes = 0;
+        let _ = engine.lua.gc_collect();
+        ctx.server.scripting.put(engine);
+    }
     ctx.reply.ok();
     Ok(())
 }

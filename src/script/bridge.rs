@@ -261,10 +261,15 @@ pub fn parse_reply(lua: &Lua, buf: &[u8], pos: &mut usize) -> mlua::Result<Value
     })
 }
 
+/// -2^63 and 2^63 as doubles: the range a double converts to i64 in.
+pub const I64_LOW: f64 = -9_223_372_036_854_775_808.0;
+/// 2^63 (exclusive upper bound).
+pub const I64_HIGH: f64 = 9_223_372_036_854_775_808.0;
+
 /// C's `(long long)` cast of a double as x86-64 does it: out of range and
 /// NaN give LLONG_MIN.
 pub fn double_to_i64(d: f64) -> i64 {
-    if d.is_nan() || d >= 9.223_372_036_854_775_807e18 || d < -9.223_372_036_854_775_808e18 {
+    if !(I64_LOW..I64_HIGH).contains(&d) {
         i64::MIN
     } else {
         d as i64

@@ -50,10 +50,28 @@ fn err_value(lua: &Lua, msg: &str) -> Prim {
     Ok(Value::Table(t))
 }
 
-/// Builds a Lua state with Redis's environment. Returns the state, the
-/// read-only `_G` proxy that scripts use as their environment, and the
-/// runner (`xpcall` under the error handler).
-pub fn create_state(run: Rc<RunState>) -> mlua::Result<(Lua, Table, Function)> {
+/// The Lua state and the handles the engine keeps into it.
+pub struct Parts {
+    /// The state.
+    pub lua: Lua,
+    /// The read-only `_G` proxy, the environment of EVAL scripts.
+    pub env: Table,
+    /// `xpcall(f, __redis__err__handler)`.
+    pub runner: Function,
+    /// The environment of function libraries.
+    pub fn_env: Table,
+    /// Switches `fn_env` between the load-time API and the globals.
+    pub set_loading: Function,
+    /// Calls a registered function with KEYS and ARGV tables.
+    pub run_fn: Function,
+    /// Runs library code at load time.
+    pub run_load: Function,
+    /// Functions registered by the library being loaded.
+    pub pending: super::function::Pending,
+}
+
+/// Builds a Lua state with Redis's environment.
+pub fn create_state(run: Rc<RunState>) -> mlua::Result<Parts> {
     // SAFETY: the debug library is loaded only so the prelude can keep
     // `debug.getinfo` for the error handler; the prelude removes `debug`
     // from the globals before any script runs.
@@ -69,14 +87,27 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<(Lua, Table, Function)> {
     g.raw_set("bit", lib::bit::open(&lua)?)?;
     g.raw_set("struct", lib::structlib::open(&lua)?)?;
     g.raw_set("cmsgpack", lib::cmsgpack::open(&lua)?)?;
+    let pending = super::function::Pending::default();
     let prims = primitives(&lua, run)?;
+    prims.raw_set(
+        "load_api",
+        super::function::load_api(&lua, &prims, pending.clone())?,
+    )?;
     let prelude = lua
         .load(include_str!("prelude.lua"))
         .set_name("=ferrokv")
         .set_mode(mlua::chunk::ChunkMode::Text)
         .into_function()?;
-    let (env, runner, safe_loadstring): (Table, Function, Function) =
-        prelude.call((prims, debug))?;
+    #[allow(clippy::type_complexity)]
+    let (env, runner, safe_loadstring, fn_env, set_loading, run_fn, run_load): (
+        Table,
+        Function,
+        Function,
+        Table,
+        Function,
+        Function,
+        Function,
+    ) = prelude.call((prims, debug))?;
     // `load` is a Rust (C) function so its argument error carries the
     // script position even in a tail call, as the stock one does.
     let load = lua.create_function(move |lua, args: Variadic<Value>| {
@@ -110,7 +141,16 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<(Lua, Table, Function)> {
         safe_loadstring.call::<(Value, Value)>((lua.create_string(chunk)?, name))
     })?;
     g.raw_set("load", load)?;
-    Ok((lua, env, runner))
+    Ok(Parts {
+        lua,
+        env,
+        runner,
+        fn_env,
+        set_loading,
+        run_fn,
+        run_load,
+        pending,
+    })
 }
 
 /// The Rust half of the redis.* API, handed to the prelude.

@@ -12,6 +12,7 @@
 
 pub mod bridge;
 pub mod busy;
+pub mod function;
 pub mod lib;
 pub mod lua;
 
@@ -20,7 +21,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use mlua::{Function, Lua, Table, Value};
+use mlua::{Function, Lua, Value};
 use sha1::{Digest, Sha1};
 
 use crate::cmd::Ctx;
@@ -116,10 +117,10 @@ pub struct Engine {
     pub body_bytes: usize,
     /// The script's client.
     pub client: Client,
-    /// The read-only proxy of `_G`, the environment of every script.
-    env: Table,
-    /// `xpcall(f, __redis__err__handler)`.
-    runner: Function,
+    /// The function libraries (FUNCTION LOAD).
+    pub libraries: function::Libraries,
+    /// Handles into the Lua state.
+    parts: lua::Parts,
 }
 
 /// Where the server keeps its engine: empty until the first script.
@@ -168,18 +169,18 @@ impl Engine {
     /// A fresh Lua state with Redis's environment.
     pub fn new(server: &ServerState) -> Result<Box<Engine>, Error> {
         let run = Rc::new(RunState::new());
-        let (lua, env, runner) =
+        let parts =
             lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
-        let _ = lua.set_memory_limit(server.config.lua_memory_limit);
+        let _ = parts.lua.set_memory_limit(server.config.lua_memory_limit);
         let client = lua::script_client();
         Ok(Box::new(Engine {
-            lua,
+            lua: parts.lua.clone(),
             run,
             scripts: HashMap::new(),
             body_bytes: 0,
             client,
-            env,
-            runner,
+            libraries: function::Libraries::default(),
+            parts,
         }))
     }
 
@@ -195,7 +196,7 @@ impl Engine {
             .load(&body[skip..])
             .set_name("@user_script")
             .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.env.clone())
+            .set_environment(self.parts.env.clone())
             .into_function()
             .map_err(|e| {
                 Error::err_owned(format!(
@@ -234,18 +235,21 @@ impl Engine {
         set("KEYS", keys)
             .and_then(|_| set("ARGV", args))
             .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
-        self.call(ctx, func, sha, read_only, false)
+        let runner = self.parts.runner.clone();
+        self.call(ctx, sha, read_only, false, || {
+            runner.call::<(bool, Value)>(func)
+        })
     }
 
-    /// Runs `func` with the run state pointing at `ctx`, then converts the
-    /// result or error into the reply.
+    /// Runs `invoke` (which calls into Lua) with the run state pointing at
+    /// `ctx`, then converts the result or error into the reply.
     pub fn call(
         &mut self,
         ctx: &mut Ctx<'_>,
-        func: Function,
         name: &str,
         read_only: bool,
         is_function: bool,
+        invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
     ) -> Result<(), Error> {
         // The script client starts in the caller's database, speaking RESP2.
         self.client.db = ctx.client.db;
@@ -266,7 +270,7 @@ impl Engine {
         run.threshold_ms.set(ctx.server.config.busy_reply_threshold);
         run.active.set(true);
         lua::arm_hook(&self.lua, self.run.clone(), false);
-        let result = self.runner.call::<(bool, Value)>(func);
+        let result = invoke();
         run.active.set(false);
         run.store.set(std::ptr::null_mut());
         run.server.set(std::ptr::null_mut());

@@ -218,4 +218,41 @@ local function run(f)
   return ok, r
 end
 
-return PG, run, safe_loadstring
+-- Functions (FUNCTION LOAD): library code runs in LP. While a library
+-- loads, LP sees only the load-time API (`redis.register_function`,
+-- `redis.log`...); afterwards it sees the script globals, as Redis 7.0
+-- swaps the __index of its globals.
+local missing = gmeta.__index
+local load_api = R.load_api
+setmetatable(load_api, { __index = missing, __newindex = ro_newindex, __metatable = false })
+local LT = setmetatable({ redis = load_api }, { __index = missing, __newindex = ro_newindex, __metatable = false })
+local lp_meta = { __index = G, __newindex = ro_newindex, __metatable = false }
+local LP = setmetatable({}, lp_meta)
+local function set_loading(on)
+  if on then
+    lp_meta.__index = LT
+  else
+    lp_meta.__index = G
+  end
+end
+local function run_fn(f, keys, args)
+  local ok, r = xpcall(function()
+    return f(keys, args)
+  end, err_handler)
+  return ok, r
+end
+-- Runs library code while loading: plain errors are reported as they are.
+local function run_load(f)
+  local ok, r = xpcall(f, function(e)
+    if type(e) == "userdata" then
+      e = error_value(e)
+    end
+    if type(e) ~= "table" then
+      e = { err = "ERR " .. tostring(e) }
+    end
+    return e
+  end)
+  return ok, r
+end
+
+return PG, run, safe_loadstring, LP, set_loading, run_fn, run_load

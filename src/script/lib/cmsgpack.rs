@@ -44,7 +44,7 @@ fn encode_int(n: i64, out: &mut Vec<u8>) {
 
 fn encode_number(d: f64, out: &mut Vec<u8>) {
     // IS_INT64_EQUIVALENT: not infinite and (int64_t)d == d.
-    if d.is_finite() && d >= -9.223_372_036_854_775_808e18 && d < 9.223_372_036_854_775_808e18 {
+    if (crate::script::bridge::I64_LOW..crate::script::bridge::I64_HIGH).contains(&d) {
         let i = d as i64;
         if i as f64 == d {
             encode_int(i, out);
