@@ -127,7 +127,7 @@ fn function_list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 .collect();
             reply.set(names.len());
             for n in names {
-                reply.bulk(n.as_bytes());
+                reply.simple(n);
             }
         }
         if with_code {
@@ -353,15 +353,28 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         codes.push(code);
     }
     let mut engine = take_engine(ctx)?;
+    let backup = engine.libraries.clone();
     let result = (|| {
         if policy == Policy::Flush {
             engine.flush_libraries();
+        }
+        if policy == Policy::Append {
+            for code in &codes {
+                let (name, _) = crate::script::function::parse_metadata(code)?;
+                if engine.libraries.libs.contains_key(&name) {
+                    return Err(Error::err_owned(format!("Library {name} already exists")));
+                }
+            }
         }
         for code in &codes {
             engine.load_library(code, policy == Policy::Replace)?;
         }
         Ok(())
     })();
+    // RESTORE is all or nothing.
+    if result.is_err() {
+        engine.libraries = backup;
+    }
     ctx.server.scripting.put(engine);
     result?;
     ctx.reply.ok();

@@ -16,6 +16,7 @@ use crate::cmd::Ctx;
 use crate::error::Error;
 
 /// One registered function.
+#[derive(Clone)]
 pub struct Func {
     /// Its name.
     pub name: String,
@@ -28,6 +29,7 @@ pub struct Func {
 }
 
 /// A loaded library.
+#[derive(Clone)]
 pub struct Library {
     /// Its name.
     pub name: String,
@@ -38,7 +40,7 @@ pub struct Library {
 }
 
 /// All libraries, and which library holds each function.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Libraries {
     /// Libraries by name.
     pub libs: BTreeMap<String, Library>,
@@ -197,7 +199,7 @@ fn read_register_args(args: &[Value]) -> mlua::Result<Func> {
 }
 
 /// Parses `#!lua name=<lib>`: the library name and the shebang length.
-fn parse_metadata(code: &[u8]) -> Result<(String, usize), Error> {
+pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), Error> {
     if !code.starts_with(b"#!") {
         return Err(Error::err("Missing library metadata"));
     }

@@ -5,4 +5,5 @@
 mod support;
 
 mod basics;
+mod functions;
 mod scripting;
