@@ -41,6 +41,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
     let mut engine = take_engine(ctx)?;
     let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
     let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
+    *engine.run.command.borrow_mut() = argv.iter_from(0).map(<[u8]>::to_vec).collect();
     let result = engine.fcall(ctx, argv.get(1), &keys, &args, ro);
     ctx.server.scripting.put(engine);
     result

@@ -1,14 +1,18 @@
 //! Serving other clients while a script runs past busy-reply-threshold
 //! (Redis's processEventsWhileBlocked): queued commands get -BUSY, except
-//! SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE, which act on the running
-//! script. Called from the instruction-count hook on the executor thread.
+//! the allow-busy ones (SCRIPT KILL, FUNCTION KILL/STATS, SHUTDOWN NOSAVE,
+//! QUIT, AUTH, HELLO, MULTI...), which run or act on the running script.
+//! Called from the instruction-count hook on the executor thread.
 
 use super::RunState;
 use crate::cmd::args::is;
+use crate::cmd::table::flag;
+use crate::cmd::{Argv, Ctx};
 use crate::error::Error;
 use crate::exec::client::ToConn;
-use crate::exec::Request;
+use crate::exec::{Request, ServerState};
 use crate::net::reply::ReplyBuf;
+use crate::store::Store;
 
 /// `-BUSY` while a function runs.
 const BUSY_FUNCTION: &str =
@@ -37,7 +41,11 @@ pub fn process_events(run: &RunState) {
                 tx,
             } => server.connect(id, addr, laddr, tx),
             Request::Disconnect { id } => {
-                server.clients.remove(&id);
+                if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
+                    // The script's caller went away: forget it once the
+                    // script returns.
+                    run.caller_gone.set(true);
+                }
             }
             Request::Batch {
                 id,
@@ -45,28 +53,32 @@ pub fn process_events(run: &RunState) {
                 mut out,
                 qbuf: _,
             } => {
-                let resp3 = server.clients.get(&id).is_some_and(|c| c.resp3);
-                let mut close = false;
+                let Some(mut client) = server.clients.remove(&id) else {
+                    continue;
+                };
                 for i in 0..batch.len() {
-                    let argv = batch.argv(i);
-                    let mut reply = ReplyBuf::new(&mut out, resp3);
-                    let mark = reply.len();
-                    if let Some(err) = answer(run, argv, &mut close) {
-                        reply.error(&err);
-                    } else {
-                        reply.ok();
+                    let mark = out.len();
+                    let (result, close) = answer(run, server, &mut client, batch.argv(i), &mut out);
+                    if let Err(e) = result {
+                        ReplyBuf::new(&mut out, client.resp3).error(&e);
                     }
                     if close {
-                        // SHUTDOWN: the connection closes without a reply.
-                        reply.truncate(mark);
+                        client.close_after_reply = true;
+                        if server.shutdown {
+                            // SHUTDOWN: the connection closes without a reply.
+                            out.truncate(mark);
+                        }
                         break;
                     }
                 }
                 batch.clear();
-                if let Some(c) = server.clients.get(&id) {
-                    let _ = c.tx.send(ToConn::Replies { batch, out, close });
+                let close = client.close_after_reply;
+                let _ = client.tx.send(ToConn::Replies { batch, out, close });
+                if !close {
+                    server.clients.insert(id, client);
                 }
-                if run.killed.get() && server.shutdown {
+                if run.killed.get() {
+                    // The script stops now; later requests wait for it.
                     return;
                 }
             }
@@ -74,43 +86,129 @@ pub fn process_events(run: &RunState) {
     }
 }
 
-/// The answer to one command while busy: None means `+OK`.
-fn answer(run: &RunState, argv: crate::cmd::Argv<'_>, close: &mut bool) -> Option<Error> {
+fn busy_error(run: &RunState) -> Error {
+    if run.is_function.get() {
+        Error::raw(BUSY_FUNCTION)
+    } else {
+        Error::Busy
+    }
+}
+
+/// Runs or refuses one command while busy; the flag asks to close the
+/// connection after the reply.
+fn answer(
+    run: &RunState,
+    server: &mut ServerState,
+    client: &mut crate::exec::client::Client,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> (Result<(), Error>, bool) {
+    let table = &server.table;
     let name = argv.get(0);
-    let sub = argv.try_get(1).unwrap_or(b"");
-    let busy = || {
-        if run.is_function.get() {
-            Error::raw(BUSY_FUNCTION)
-        } else {
-            Error::Busy
+    // SHUTDOWN is handled here whether or not the table has it.
+    if is(name, "shutdown") {
+        if !argv.iter_from(1).any(|a| is(a, "nosave")) {
+            return (Err(Error::Busy), false);
         }
-    };
-    let kill = |for_function: bool| {
-        if argv.len() != 2 {
-            return Some(busy());
-        }
-        if run.wrote.get() {
-            return Some(Error::raw(UNKILLABLE));
-        }
-        if for_function != run.is_function.get() {
-            return Some(busy());
-        }
-        run.killed.set(true);
-        None
-    };
-    if is(name, "script") && is(sub, "kill") {
-        return kill(false);
-    }
-    if is(name, "function") && is(sub, "kill") {
-        return kill(true);
-    }
-    if is(name, "shutdown") && argv.iter_from(1).any(|a| is(a, "nosave")) {
-        // SAFETY: as in process_events.
-        let server = unsafe { &mut *run.server.get() };
         server.shutdown = true;
         run.killed.set(true);
-        *close = true;
-        return None;
+        return (Ok(()), true);
     }
-    Some(busy())
+    let Some(mut id) = table.lookup(name) else {
+        let args: Vec<&[u8]> = argv.iter_from(1).collect();
+        return (Err(Error::unknown_command(name, &args)), false);
+    };
+    if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
+        match table.lookup_sub(id, argv.get(1)) {
+            Some(sub) => id = sub,
+            None => {
+                let mut sub = String::from_utf8_lossy(argv.get(1)).into_owned();
+                sub.truncate(128);
+                return (
+                    Err(Error::UnknownSubcommand {
+                        sub,
+                        cmd: table.commands[id].name.to_uppercase(),
+                    }),
+                    false,
+                );
+            }
+        }
+    }
+    let cmd = &table.commands[id];
+    let Some(handler) = cmd.handler.filter(|_| cmd.arity_ok(argv.len())) else {
+        return (Err(Error::WrongArity(cmd.name.clone())), false);
+    };
+    if !cmd.has(flag::ALLOW_BUSY) {
+        return (Err(busy_error(run)), false);
+    }
+    match cmd.name.as_str() {
+        "script|kill" | "function|kill" => {
+            let result = kill(run, cmd.name == "function|kill");
+            if result.is_ok() {
+                ReplyBuf::new(out, client.resp3).ok();
+            }
+            return (result, false);
+        }
+        "function|stats" => {
+            function_stats(run, out, client.resp3);
+            return (Ok(()), false);
+        }
+        _ => {}
+    }
+    // SAFETY: as in process_events; the store is only used by this
+    // command while the script is paused.
+    let store: &mut Store = unsafe { &mut *run.store.get() };
+    let resp3 = client.resp3;
+    let result = {
+        let mut ctx = Ctx {
+            store,
+            client: &mut *client,
+            reply: ReplyBuf::new(out, resp3),
+            server: &mut *server,
+        };
+        handler(&mut ctx, argv)
+    };
+    let close = client.close_after_reply;
+    (result, close)
+}
+
+fn kill(run: &RunState, for_function: bool) -> Result<(), Error> {
+    if run.wrote.get() {
+        return Err(Error::raw(UNKILLABLE));
+    }
+    if for_function != run.is_function.get() {
+        return Err(busy_error(run));
+    }
+    run.killed.set(true);
+    Ok(())
+}
+
+fn function_stats(run: &RunState, out: &mut Vec<u8>, resp3: bool) {
+    let mut reply = ReplyBuf::new(out, resp3);
+    reply.map(2);
+    reply.bulk(b"running_script");
+    if run.is_function.get() {
+        let command = run.command.borrow();
+        reply.map(3);
+        reply.bulk(b"name");
+        reply.bulk(run.name.borrow().as_bytes());
+        reply.bulk(b"command");
+        reply.array(command.len());
+        for a in command.iter() {
+            reply.bulk(a);
+        }
+        reply.bulk(b"duration_ms");
+        reply.int(run.started.get().elapsed().as_millis() as i64);
+    } else {
+        reply.null();
+    }
+    let (libs, funcs) = (run.libraries.get(), run.functions.get());
+    reply.bulk(b"engines");
+    reply.map(1);
+    reply.bulk(b"LUA");
+    reply.map(2);
+    reply.bulk(b"libraries_count");
+    reply.int(libs as i64);
+    reply.bulk(b"functions_count");
+    reply.int(funcs as i64);
 }

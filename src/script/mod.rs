@@ -83,6 +83,16 @@ pub struct RunState {
     pub threshold_ms: Cell<u64>,
     /// Scratch output for commands called by the script.
     pub scratch: RefCell<Vec<u8>>,
+    /// The caller disconnected while the script ran.
+    pub caller_gone: Cell<bool>,
+    /// Name of the running script (sha or function name).
+    pub name: RefCell<String>,
+    /// The FCALL command line (FUNCTION STATS).
+    pub command: RefCell<Vec<Vec<u8>>>,
+    /// Library count at start (FUNCTION STATS while busy).
+    pub libraries: Cell<usize>,
+    /// Function count at start.
+    pub functions: Cell<usize>,
 }
 
 impl RunState {
@@ -101,6 +111,11 @@ impl RunState {
             started: Cell::new(Instant::now()),
             threshold_ms: Cell::new(5000),
             scratch: RefCell::new(Vec::new()),
+            caller_gone: Cell::new(false),
+            name: RefCell::new(String::new()),
+            command: RefCell::new(Vec::new()),
+            libraries: Cell::new(0),
+            functions: Cell::new(0),
         }
     }
 }
@@ -268,6 +283,10 @@ impl Engine {
         run.is_function.set(is_function);
         run.started.set(Instant::now());
         run.threshold_ms.set(ctx.server.config.busy_reply_threshold);
+        run.caller_gone.set(false);
+        name.clone_into(&mut run.name.borrow_mut());
+        run.libraries.set(self.libraries.libs.len());
+        run.functions.set(self.libraries.function_count());
         run.active.set(true);
         lua::arm_hook(&self.lua, self.run.clone(), false);
         let result = invoke();
@@ -275,6 +294,10 @@ impl Engine {
         run.store.set(std::ptr::null_mut());
         run.server.set(std::ptr::null_mut());
         run.client.set(std::ptr::null_mut());
+        if run.caller_gone.get() {
+            // Its Disconnect was consumed while busy: drop it afterwards.
+            ctx.client.close_after_reply = true;
+        }
         let reply = match result {
             Ok((true, value)) => {
                 bridge::write_reply(&mut ctx.reply, &value, self.client.resp3);

@@ -156,6 +156,19 @@ fn runaway_function_gets_busy_then_function_kill() {
         b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
     );
     assert!(other.cmd_str(&["SCRIPT", "KILL"]).starts_with(b"-BUSY"));
+    let stats = String::from_utf8_lossy(&other.cmd_str(&["FUNCTION", "STATS"])).into_owned();
+    assert!(
+        stats.starts_with("*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n$11\r\nduration_ms\r\n:"),
+        "{stats}"
+    );
+    assert!(
+        stats.ends_with("$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:1\r\n"),
+        "{stats}"
+    );
+    assert_eq!(
+        other.cmd_str(&["NOSUCH"]),
+        b"-ERR unknown command 'NOSUCH', with args beginning with: \r\n"
+    );
     assert_eq!(other.cmd_str(&["FUNCTION", "KILL"]), b"+OK\r\n");
     let reply = raw.read_reply();
     assert_eq!(

@@ -507,6 +507,22 @@ fn runaway_script_gets_busy_then_script_kill() {
 }
 
 #[test]
+fn caller_disconnecting_during_a_busy_script_is_forgotten() {
+    let server = start_with(|c| c.busy_reply_threshold = 100);
+    let mut runner = server.raw();
+    runner.send(&encode(&[b"EVAL", b"while true do end", b"0"]));
+    let mut other = server.raw();
+    wait_busy(&mut other);
+    drop(runner);
+    // The disconnect is seen while busy; QUIT is allowed while busy.
+    let mut third = server.raw();
+    assert_eq!(third.cmd_str(&["QUIT"]), b"+OK\r\n");
+    assert_eq!(other.cmd_str(&["SCRIPT", "KILL"]), b"+OK\r\n");
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert_eq!(other.cmd_str(&["DBSIZE"]), b":0\r\n");
+}
+
+#[test]
 fn pcall_cannot_swallow_script_kill() {
     let server = start_with(|c| c.busy_reply_threshold = 100);
     let mut runner = server.raw();
