@@ -22,13 +22,20 @@ use crate::util::num;
 
 type CallResult = mlua::Result<Value>;
 
-/// One argument of redis.call as bytes: strings as they are, numbers as
+/// Appends one argument of redis.call: strings as they are, numbers as
 /// `%.17g` (Redis avoids Lua's lossy `%.14g` here).
-fn arg_bytes(v: &Value, out: &mut Vec<u8>) -> bool {
+fn push_arg(v: &Value, argv: &mut OwnedArgv) -> bool {
     match v {
-        Value::String(s) => out.extend_from_slice(&s.as_bytes()),
-        Value::Integer(n) => num::write_i64(*n, out),
-        Value::Number(n) => num::write_g17(*n, out),
+        Value::String(s) => argv.push(&s.as_bytes()),
+        Value::Integer(n) => {
+            let mut buf = num::itoa_buf();
+            argv.push(num::fmt_i64(*n, &mut buf));
+        }
+        Value::Number(n) => {
+            let mut buf = Vec::with_capacity(32);
+            num::write_g17(*n, &mut buf);
+            argv.push(&buf);
+        }
         _ => return false,
     }
     true
@@ -58,20 +65,28 @@ pub fn call(lua: &Lua, st: &RunState, args: Variadic<Value>, raise: bool) -> Cal
             b"ERR Please specify at least one argument for this redis lib call",
         );
     }
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(args.len());
-    let mut data = Vec::with_capacity(64);
+    let mut owned = std::mem::take(&mut *st.argv.borrow_mut());
+    owned.clear();
     for a in args.iter() {
-        let start = data.len();
-        if !arg_bytes(a, &mut data) {
+        if !push_arg(a, &mut owned) {
+            *st.argv.borrow_mut() = owned;
             return err_table(
                 lua,
                 b"ERR Lua redis lib command arguments must be strings or integers",
             );
         }
-        spans.push((start, data.len()));
     }
-    let argv = OwnedArgv::from_slices(spans.iter().map(|&(s, e)| &data[s..e]));
-    let argv = argv.argv();
+    let result = run_command(lua, st, owned.argv(), &err_table);
+    *st.argv.borrow_mut() = owned;
+    result
+}
+
+fn run_command(
+    lua: &Lua,
+    st: &RunState,
+    argv: crate::cmd::Argv<'_>,
+    err_table: &dyn Fn(&Lua, &[u8]) -> CallResult,
+) -> CallResult {
     // SAFETY: see the module doc; `active` was checked above.
     let (store, server, client) = unsafe {
         (

@@ -93,6 +93,10 @@ pub struct RunState {
     pub libraries: Cell<usize>,
     /// Function count at start.
     pub functions: Cell<usize>,
+    /// Reused argument vector for redis.call.
+    pub argv: RefCell<crate::net::request::OwnedArgv>,
+    /// The hook runs on every line (after a kill) and must be re-armed.
+    pub hook_every_line: Cell<bool>,
 }
 
 impl RunState {
@@ -116,6 +120,8 @@ impl RunState {
             command: RefCell::new(Vec::new()),
             libraries: Cell::new(0),
             functions: Cell::new(0),
+            argv: RefCell::new(crate::net::request::OwnedArgv::default()),
+            hook_every_line: Cell::new(false),
         }
     }
 }
@@ -187,6 +193,7 @@ impl Engine {
         let parts =
             lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let _ = parts.lua.set_memory_limit(server.config.lua_memory_limit);
+        lua::arm_hook(&parts.lua, run.clone(), false);
         let client = lua::script_client();
         Ok(Box::new(Engine {
             lua: parts.lua.clone(),
@@ -288,7 +295,9 @@ impl Engine {
         run.libraries.set(self.libraries.libs.len());
         run.functions.set(self.libraries.function_count());
         run.active.set(true);
-        lua::arm_hook(&self.lua, self.run.clone(), false);
+        if run.hook_every_line.get() {
+            lua::arm_hook(&self.lua, self.run.clone(), false);
+        }
         let result = invoke();
         run.active.set(false);
         run.store.set(std::ptr::null_mut());
