@@ -16,6 +16,7 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("script|flush", script_flush),
     ("script|kill", script_kill),
     ("script|help", script_help),
+    ("script|debug", script_debug),
 ];
 
 /// -NOTBUSY, for SCRIPT KILL and FUNCTION KILL when nothing runs.
@@ -125,6 +126,19 @@ fn script_kill(_ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     // A running script answers SCRIPT KILL from its hook; reaching the
     // handler means nothing runs.
     Err(NOTBUSY)
+}
+
+fn script_debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let mode = argv.get(2);
+    if is(mode, "no") {
+        ctx.reply.ok();
+        return Ok(());
+    }
+    if is(mode, "yes") || is(mode, "sync") {
+        // The Lua debugger (LDB) is not implemented.
+        return Err(Error::err("SCRIPT DEBUG is not supported by this server"));
+    }
+    Err(Error::err("Use SCRIPT DEBUG YES/SYNC/NO"))
 }
 
 const SCRIPT_HELP: &[&str] = &[

@@ -326,6 +326,9 @@ fn script_subcommands_and_evalsha_match_redis() {
     p.same(&["SCRIPT", "HELP"]);
     p.same(&["SCRIPT", "NOPE"]);
     p.same(&["SCRIPT", "LOAD"]);
+    p.same(&["SCRIPT", "DEBUG", "NO"]);
+    p.same(&["SCRIPT", "DEBUG", "foo"]);
+    p.same(&["SCRIPT", "DEBUG"]);
     // Shebang flags (Redis 7.0).
     p.same(&[
         "EVAL",
