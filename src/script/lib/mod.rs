@@ -5,6 +5,7 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+pub mod json_decode;
 pub mod structlib;
 
 use mlua::{Lua, Value};
