@@ -453,3 +453,52 @@ fn truncate_chars(s: &mut String, max: usize) {
         s.truncate(cut);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replies to a RESP3 caller, checked against redis-server 7.0.15
+    /// (HELLO 3, then EVAL).
+    #[test]
+    fn resp3_caller_replies_match_redis() {
+        let lua = Lua::new();
+        let cases: &[(&str, bool, &[u8])] = &[
+            ("return {double=3.5}", false, b",3.5\r\n"),
+            ("return true", false, b":1\r\n"),
+            ("return false", false, b"_\r\n"),
+            ("return true", true, b"#t\r\n"),
+            ("return false", true, b"#f\r\n"),
+            ("return {map={a=1}}", false, b"%1\r\n$1\r\na\r\n:1\r\n"),
+            ("return {set={a=true}}", false, b"~1\r\n$1\r\na\r\n"),
+            ("return {big_number='123'}", false, b"(123\r\n"),
+            (
+                "return {verbatim_string={format='txt',string='hi'}}",
+                false,
+                b"=6\r\ntxt:hi\r\n",
+            ),
+            ("return nil", false, b"_\r\n"),
+            ("return {1,{2}}", false, b"*2\r\n:1\r\n*1\r\n:2\r\n"),
+            ("return {ok='x'}", false, b"+x\r\n"),
+            ("return 3.7", false, b":3\r\n"),
+        ];
+        for (src, script_resp3, want) in cases {
+            let v: Value = lua.load(*src).eval().expect("eval");
+            let mut out = Vec::new();
+            write_reply(&mut ReplyBuf::new(&mut out, true), &v, *script_resp3);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(want),
+                "{src}"
+            );
+        }
+    }
+
+    #[test]
+    fn doubles_convert_like_a_c_cast() {
+        assert_eq!(double_to_i64(3.99), 3);
+        assert_eq!(double_to_i64(-3.99), -3);
+        assert_eq!(double_to_i64(1e300), i64::MIN);
+        assert_eq!(double_to_i64(f64::NAN), i64::MIN);
+    }
+}
