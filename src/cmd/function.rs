@@ -48,17 +48,19 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
 }
 
 fn function_load(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let (replace, code) = match argv.len() {
-        3 => (false, argv.get(2)),
-        4 if is(argv.get(2), "replace") => (true, argv.get(3)),
-        4 => {
+    // Options come before the code, which is the last argument.
+    let code = argv.get(argv.len() - 1);
+    let mut replace = false;
+    for a in argv.iter_from(2).take(argv.len() - 3) {
+        if is(a, "replace") {
+            replace = true;
+        } else {
             return Err(Error::err_owned(format!(
                 "Unknown option given: {}",
-                lossy(argv.get(2))
-            )))
+                lossy(a)
+            )));
         }
-        _ => return Err(Error::WrongArity("function|load".into())),
-    };
+    }
     let mut engine = take_engine(ctx)?;
     let result = engine.load_library(code, replace);
     ctx.server.scripting.put(engine);
@@ -74,12 +76,12 @@ fn function_list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let a = argv.get(i);
         if is(a, "withcode") {
             if with_code {
-                return Err(Error::err("Unknown argument withcode"));
+                return Err(Error::err_owned(format!("Unknown argument {}", lossy(a))));
             }
             with_code = true;
         } else if is(a, "libraryname") {
             if pattern.is_some() {
-                return Err(Error::err("library name pattern can only be given once"));
+                return Err(Error::err_owned(format!("Unknown argument {}", lossy(a))));
             }
             let Some(p) = argv.try_get(i + 1) else {
                 return Err(Error::err("library name argument was not given"));

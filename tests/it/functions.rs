@@ -65,6 +65,11 @@ fn fcall_and_function_subcommands_match_redis() {
     p.same(&["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "lib3"]);
     p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "nomatch"]);
     p.same(&["FUNCTION", "LIST", "bogus"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME"]);
+    p.same(&["FUNCTION", "LIST", "WITHCODE", "withcode"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"]);
+    p.same(&["FUNCTION", "LOAD", "REPLACE", "a", "b"]);
+    p.same(&["FUNCTION", "LOAD", "foo", "a"]);
     p.same(&["FUNCTION", "STATS"]);
     p.same(&["FUNCTION", "DELETE", "nope"]);
     p.same(&["FUNCTION", "KILL"]);
