@@ -76,7 +76,7 @@ pub fn call(lua: &Lua, st: &RunState, args: Variadic<Value>, raise: bool) -> Cal
             );
         }
     }
-    let result = run_command(lua, st, owned.argv(), &err_table);
+    let result = super::unlimited(lua, st, || run_command(lua, st, owned.argv(), &err_table));
     *st.argv.borrow_mut() = owned;
     result
 }

@@ -250,7 +250,9 @@ impl Engine {
             })?;
         *self.parts.pending.borrow_mut() = Some(BTreeMap::new());
         let _ = self.parts.set_loading.call::<()>(true);
+        let _ = self.lua.set_memory_limit(self.run.mem_limit.get());
         let result = self.parts.run_load.call::<(bool, Value)>(func);
+        let _ = self.lua.set_memory_limit(0);
         let _ = self.parts.set_loading.call::<()>(false);
         let functions = self.parts.pending.borrow_mut().take().unwrap_or_default();
         match result {

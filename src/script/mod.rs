@@ -46,6 +46,22 @@ pub mod sflag {
     pub const HAS_SHEBANG: u32 = 1 << 5;
 }
 
+/// Runs `f` with the Lua memory limit lifted. mlua wraps every value it
+/// creates in a protected call (a fresh C closure each time) while a limit
+/// is set; Rust code that builds many values (KEYS/ARGV, command replies)
+/// runs unlimited and fast, and the limit applies to script code again
+/// right after.
+pub fn unlimited<T>(lua: &Lua, run: &RunState, f: impl FnOnce() -> T) -> T {
+    let limit = run.mem_limit.get();
+    if limit == 0 || !run.active.get() {
+        return f();
+    }
+    let _ = lua.set_memory_limit(0);
+    let r = f();
+    let _ = lua.set_memory_limit(limit);
+    r
+}
+
 /// A compiled EVAL script.
 pub struct Script {
     /// The compiled body.
@@ -97,6 +113,8 @@ pub struct RunState {
     pub argv: RefCell<crate::net::request::OwnedArgv>,
     /// The hook runs on every line (after a kill) and must be re-armed.
     pub hook_every_line: Cell<bool>,
+    /// The Lua memory limit in force while Lua code runs (0: none).
+    pub mem_limit: Cell<usize>,
 }
 
 impl RunState {
@@ -122,6 +140,7 @@ impl RunState {
             functions: Cell::new(0),
             argv: RefCell::new(crate::net::request::OwnedArgv::default()),
             hook_every_line: Cell::new(false),
+            mem_limit: Cell::new(0),
         }
     }
 }
@@ -192,7 +211,7 @@ impl Engine {
         let run = Rc::new(RunState::new());
         let parts =
             lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
-        let _ = parts.lua.set_memory_limit(server.config.lua_memory_limit);
+        run.mem_limit.set(server.config.lua_memory_limit);
         lua::arm_hook(&parts.lua, run.clone(), false);
         let client = lua::script_client();
         Ok(Box::new(Engine {
@@ -298,7 +317,10 @@ impl Engine {
         if run.hook_every_line.get() {
             lua::arm_hook(&self.lua, self.run.clone(), false);
         }
+        let limit = run.mem_limit.get();
+        let _ = self.lua.set_memory_limit(limit);
         let result = invoke();
+        let _ = self.lua.set_memory_limit(0);
         run.active.set(false);
         run.store.set(std::ptr::null_mut());
         run.server.set(std::ptr::null_mut());
