@@ -287,6 +287,9 @@ fn libraries_match_redis() {
             "return cmsgpack.unpack('\\205')",
             "return cmsgpack.unpack('\\193')",
             "return cmsgpack.pack()",
+            "return cmsgpack.unpack(string.rep('\\221', 100000))",
+            "return cmsgpack.unpack('\\221\\0\\0\\0\\2\\1')",
+            "return cmsgpack.unpack(string.rep('\\145', 300000))",
         ],
     );
 }

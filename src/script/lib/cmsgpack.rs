@@ -141,11 +141,18 @@ fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
 enum DecodeError {
     Eof,
     BadFormat,
+    /// lua-cmsgpack's luaL_checkstack failing; the text names the function.
+    StackOverflow(&'static str),
 }
+
+/// Lua's LUAI_MAXCSTACK: how many stack slots the decoder may hold. Each
+/// array level holds 2 (table, index), each map level 3.
+const MAX_SLOTS: usize = 8000;
 
 struct Cursor<'a> {
     s: &'a [u8],
     pos: usize,
+    slots: usize,
 }
 
 impl Cursor<'_> {
@@ -226,15 +233,24 @@ impl Cursor<'_> {
     }
 
     fn array(&mut self, lua: &Lua, n: usize) -> Result<Value, DecodeError> {
+        if self.slots + 2 > MAX_SLOTS {
+            return Err(DecodeError::StackOverflow("mp_decode_to_lua_array"));
+        }
+        self.slots += 2;
         let t = lua.create_table().map_err(|_| DecodeError::BadFormat)?;
         for i in 1..=n {
             let v = self.decode(lua)?;
             t.raw_set(i, v).map_err(|_| DecodeError::BadFormat)?;
         }
+        self.slots -= 2;
         Ok(Value::Table(t))
     }
 
     fn map(&mut self, lua: &Lua, n: usize) -> Result<Value, DecodeError> {
+        if self.slots + 3 > MAX_SLOTS {
+            return Err(DecodeError::StackOverflow("mp_decode_to_lua_hash"));
+        }
+        self.slots += 3;
         let t = lua.create_table().map_err(|_| DecodeError::BadFormat)?;
         for _ in 0..n {
             let k = self.decode(lua)?;
@@ -243,6 +259,7 @@ impl Cursor<'_> {
                 t.raw_set(k, v).map_err(|_| DecodeError::BadFormat)?;
             }
         }
+        self.slots -= 3;
         Ok(Value::Table(t))
     }
 }
@@ -290,6 +307,7 @@ fn unpack_full(
     let mut c = Cursor {
         s: &s,
         pos: offset as usize,
+        slots: 0,
     };
     let mut out = Vec::new();
     let mut cnt = 0;
@@ -298,6 +316,9 @@ fn unpack_full(
             Ok(v) => out.push(v),
             Err(DecodeError::Eof) => return Err(lua_error(lua, "Missing bytes in input.")),
             Err(DecodeError::BadFormat) => return Err(lua_error(lua, "Bad data format in input.")),
+            Err(DecodeError::StackOverflow(f)) => {
+                return Err(lua_error(lua, format!("stack overflow (in function {f})")))
+            }
         }
         cnt += 1;
     }
