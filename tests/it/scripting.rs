@@ -273,6 +273,9 @@ fn libraries_match_redis() {
             "return struct.pack('d f', 1.5, 2.25)",
             "return struct.size('s')",
             "return struct.size('c0')",
+            "return struct.pack('i16', -3)",
+            "return {struct.unpack('i16', struct.pack('i16', -3))}",
+            "return struct.unpack('i32', string.rep('x', 40))",
             // cmsgpack
             "return cmsgpack.pack(0.1)",
             "return cmsgpack.pack(-1099511627776)",

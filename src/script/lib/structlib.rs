@@ -113,8 +113,9 @@ fn check_string(lua: &Lua, a: &[Value], i: usize, fname: &str) -> mlua::Result<V
 
 fn put_int(out: &mut Vec<u8>, n: f64, big: bool, size: usize) {
     let v: u64 = if n < 0.0 { (n as i64) as u64 } else { n as u64 };
-    let fill = if n < 0.0 { 0xff } else { 0 };
-    let mut bytes = vec![fill; size];
+    // Bytes past the 8 of the value are zero, even for negative numbers
+    // (struct.c shifts an unsigned 64-bit value).
+    let mut bytes = vec![0u8; size];
     for (k, b) in bytes.iter_mut().enumerate().take(size.min(8)) {
         *b = (v >> (8 * k)) as u8;
     }
