@@ -98,16 +98,32 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<Parts> {
         .set_name("=ferrokv")
         .set_mode(mlua::chunk::ChunkMode::Text)
         .into_function()?;
-    #[allow(clippy::type_complexity)]
-    let (env, runner, safe_loadstring, fn_env, set_loading, run_fn, run_load): (
-        Table,
-        Function,
-        Function,
-        Table,
-        Function,
-        Function,
-        Function,
-    ) = prelude.call((prims, debug))?;
+    let mut rets = prelude
+        .call::<mlua::MultiValue>((prims, debug))?
+        .into_iter();
+    let mut next_table = || -> mlua::Result<Table> {
+        match rets.next() {
+            Some(Value::Table(t)) => Ok(t),
+            _ => Err(mlua::Error::RuntimeError("prelude: table expected".into())),
+        }
+    };
+    let env = next_table()?;
+    let mut fns = Vec::new();
+    let mut tables = Vec::new();
+    for v in rets {
+        match v {
+            Value::Function(f) => fns.push(f),
+            Value::Table(t) => tables.push(t),
+            _ => {}
+        }
+    }
+    let [runner, safe_loadstring, set_loading, run_fn, run_load]: [Function; 5] = fns
+        .try_into()
+        .map_err(|_| mlua::Error::RuntimeError("prelude: functions expected".into()))?;
+    let [fn_env, real_of, meta_view]: [Table; 3] = tables
+        .try_into()
+        .map_err(|_| mlua::Error::RuntimeError("prelude: tables expected".into()))?;
+    super::sandbox::install(&lua, &g, real_of, meta_view)?;
     // `load` is a Rust (C) function so its argument error carries the
     // script position even in a tail call, as the stock one does.
     let load = lua.create_function(move |lua, args: Variadic<Value>| {

@@ -15,6 +15,7 @@ pub mod busy;
 pub mod function;
 pub mod lib;
 pub mod lua;
+pub mod sandbox;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

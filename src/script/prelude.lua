@@ -145,49 +145,6 @@ G.pcall = function(f, ...)
   return pcall_result(pcall(f, ...))
 end
 
-G.setmetatable = function(t, m)
-  if is_ro(t) then
-    error("Attempt to modify a readonly table", 0)
-  end
-  local r = setmetatable(t, m)
-  return r
-end
-G.getmetatable = function(t)
-  if is_ro(t) then
-    return meta_view[t]
-  end
-  local m = getmetatable(t)
-  return m
-end
-G.rawset = function(t, k, v)
-  if is_ro(t) then
-    error("Attempt to modify a readonly table", 0)
-  end
-  local r = rawset(t, k, v)
-  return r
-end
-G.rawget = function(t, k)
-  local r = real_of[t]
-  if r then
-    return rawget(r, k)
-  end
-  local v = rawget(t, k)
-  return v
-end
-G.next = function(t, k)
-  local r = real_of[t]
-  local a, b = next(r or t, k)
-  return a, b
-end
-G.pairs = function(t)
-  local r = real_of[t]
-  if r then
-    return next, r, nil
-  end
-  local a, b, c = pairs(t)
-  return a, b, c
-end
-
 -- Remove what Redis does not expose.
 for _, name in ipairs({ "print", "dofile", "loadfile", "module", "require", "newproxy", "getfenv", "setfenv", "debug" }) do
   rawset(G, name, nil)
@@ -200,6 +157,10 @@ for _, name in ipairs({ "redis", "string", "math", "table", "coroutine", "cjson"
     rawset(G, name, readonly(lib))
   end
 end
+
+-- String methods resolve through the frozen `string`, so that
+-- getmetatable('').__index == string holds as in Redis.
+getmetatable("").__index = rawget(G, "string")
 
 -- Globals: reads of missing names fail, every write fails.
 local gmeta = {
@@ -255,4 +216,4 @@ local function run_load(f)
   return ok, r
 end
 
-return PG, run, safe_loadstring, LP, set_loading, run_fn, run_load
+return PG, run, safe_loadstring, LP, set_loading, run_fn, run_load, real_of, meta_view
