@@ -117,13 +117,14 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<Parts> {
             _ => {}
         }
     }
-    let [runner, safe_loadstring, set_loading, run_fn, run_load]: [Function; 5] = fns
+    let [runner, set_loading, run_fn, run_load]: [Function; 4] = fns
         .try_into()
         .map_err(|_| mlua::Error::RuntimeError("prelude: functions expected".into()))?;
     let [fn_env, real_of, meta_view]: [Table; 3] = tables
         .try_into()
         .map_err(|_| mlua::Error::RuntimeError("prelude: tables expected".into()))?;
-    super::sandbox::install(&lua, &g, real_of, meta_view)?;
+    super::sandbox::install(&lua, &g, &env, real_of, meta_view)?;
+    let safe_loadstring: Function = g.raw_get("loadstring")?;
     // `load` is a Rust (C) function so its argument error carries the
     // script position even in a tail call, as the stock one does.
     let load = lua.create_function(move |lua, args: Variadic<Value>| {

@@ -2,14 +2,14 @@
 -- globals as its environment. It builds what Redis 7.0 gets from its patched
 -- Lua: read-only globals and library tables, the nonexistent-global error,
 -- the redis.* API around the Rust primitives in R, the error handler that
--- records where a script failed, pcall that unwraps error tables, and a
--- loadstring that refuses bytecode.
+-- records where a script failed, and pcall that unwraps error tables
+-- (loadstring, rawget, rawset, next, pairs and the metatable functions are
+-- in sandbox.rs).
 local R, dbg = ...
 local G = _G
 local error, type, tostring, next, pairs, ipairs = error, type, tostring, next, pairs, ipairs
 local rawget, rawset, setmetatable, getmetatable = rawget, rawset, setmetatable, getmetatable
-local pcall, xpcall, loadstring, setfenv = pcall, xpcall, loadstring, setfenv
-local sbyte, ssub, sfind = string.byte, string.sub, string.find
+local pcall, xpcall = pcall, xpcall
 local getinfo = dbg.getinfo
 local unpack = unpack
 local error_value = R.error_value
@@ -26,10 +26,6 @@ local function readonly(t)
   real_of[p] = t
   setmetatable(p, { __index = t, __newindex = ro_newindex, __metatable = false })
   return p
-end
-
-local function is_ro(t)
-  return real_of[t] ~= nil
 end
 
 -- redis.* API --------------------------------------------------------------
@@ -85,44 +81,8 @@ local function err_handler(err)
 end
 G.__redis__err__handler = err_handler
 
--- Base library replacements ------------------------------------------------
+-- Base library replacements (more in sandbox.rs) ----------------------------
 local PG -- the proxy of _G, set below
-
--- Lua 5.1's luaO_chunkid, for the error of a refused binary chunk.
-local function chunkid(src)
-  local z = sfind(src, "\0", 1, true)
-  if z then
-    src = ssub(src, 1, z - 1)
-  end
-  local c = ssub(src, 1, 1)
-  if c == "=" then
-    return ssub(src, 2, 60)
-  elseif c == "@" then
-    return ssub(src, 2)
-  end
-  local len = (sfind(src, "[\n\r]") or (#src + 1)) - 1
-  local cut = len < #src
-  if len > 43 then
-    len = 43
-    cut = true
-  end
-  if cut then
-    return '[string "' .. ssub(src, 1, len) .. '..."]'
-  end
-  return '[string "' .. src .. '"]'
-end
-
-G.loadstring = function(s, name)
-  if type(s) == "string" and sbyte(s, 1) == 27 then
-    return nil, chunkid(name or s) .. ":1: unexpected symbol near 'char(27)'"
-  end
-  local f, e = loadstring(s, name)
-  if f then
-    setfenv(f, PG)
-  end
-  return f, e
-end
-local safe_loadstring = G.loadstring
 
 -- Redis's pcall hands back the message of an error table, not the table.
 local function pcall_result(ok, ...)
@@ -216,4 +176,4 @@ local function run_load(f)
   return ok, r
 end
 
-return PG, run, safe_loadstring, LP, set_loading, run_fn, run_load, real_of, meta_view
+return PG, run, LP, set_loading, run_fn, run_load, real_of, meta_view

@@ -29,9 +29,92 @@ fn check_any(lua: &Lua, args: &[Value], i: usize, fname: &str) -> mlua::Result<(
     Ok(())
 }
 
+/// Lua 5.1's luaO_chunkid: how a chunk name shows in messages.
+fn chunkid(src: &[u8]) -> Vec<u8> {
+    let src = &src[..src.iter().position(|&b| b == 0).unwrap_or(src.len())];
+    match src.first() {
+        Some(b'=') => src[1..].iter().take(59).copied().collect(),
+        Some(b'@') => src[1..].to_vec(),
+        _ => {
+            let line = src
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')
+                .unwrap_or(src.len());
+            let len = line.min(43);
+            let mut out = b"[string \"".to_vec();
+            out.extend_from_slice(&src[..len]);
+            if len < src.len() {
+                out.extend_from_slice(b"...");
+            }
+            out.extend_from_slice(b"\"]");
+            out
+        }
+    }
+}
+
+/// `loadstring(s [, name])`: text chunks only (Redis's Lua refuses
+/// bytecode as a lexer error), compiled into the script environment.
+fn loadstring(lua: &Lua, env: &Table, a: &[Value]) -> mlua::Result<(Value, Value)> {
+    let code: Vec<u8> = match a.first() {
+        Some(Value::String(s)) => s.as_bytes().to_vec(),
+        Some(Value::Integer(n)) => n.to_string().into_bytes(),
+        Some(Value::Number(n)) => crate::util::num::fmt_g(*n, 14).into_bytes(),
+        other => {
+            return Err(arg_error(
+                lua,
+                1,
+                "loadstring",
+                format!("string expected, got {}", type_name(other)),
+            ))
+        }
+    };
+    let name: Vec<u8> = match a.get(1) {
+        None | Some(Value::Nil) => code.clone(),
+        Some(Value::String(s)) => s.as_bytes().to_vec(),
+        Some(Value::Integer(n)) => n.to_string().into_bytes(),
+        Some(Value::Number(n)) => crate::util::num::fmt_g(*n, 14).into_bytes(),
+        other => {
+            return Err(arg_error(
+                lua,
+                2,
+                "loadstring",
+                format!("string expected, got {}", type_name(other)),
+            ))
+        }
+    };
+    if code.first() == Some(&27) {
+        let mut msg = chunkid(&name);
+        msg.extend_from_slice(b":1: unexpected symbol near 'char(27)'");
+        return Ok((Value::Nil, Value::String(lua.create_string(msg)?)));
+    }
+    let chunk = lua
+        .load(code)
+        .set_name(String::from_utf8_lossy(&name).into_owned())
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .set_environment(env.clone());
+    match chunk.into_function() {
+        Ok(f) => Ok((Value::Function(f), Value::Nil)),
+        Err(e) => Ok((
+            Value::Nil,
+            Value::String(lua.create_string(super::lua::error_text(&e))?),
+        )),
+    }
+}
+
 /// Installs the functions into the real globals `g`. `real_of` maps each
 /// proxy to its table, `meta_view` gives what getmetatable shows for one.
-pub fn install(lua: &Lua, g: &Table, real_of: Table, meta_view: Table) -> mlua::Result<()> {
+pub fn install(
+    lua: &Lua,
+    g: &Table,
+    env: &Table,
+    real_of: Table,
+    meta_view: Table,
+) -> mlua::Result<()> {
+    let env = env.clone();
+    g.raw_set(
+        "loadstring",
+        lua.create_function(move |lua, a: Variadic<Value>| loadstring(lua, &env, &a))?,
+    )?;
     let orig_next: Function = g.raw_get("next")?;
     let orig_getmetatable: Function = g.raw_get("getmetatable")?;
     let real = {

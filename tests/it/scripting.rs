@@ -221,6 +221,15 @@ fn sandbox_escapes_are_refused_like_redis() {
             "return next({}, 'nokey')",
             "local n = 0 for k in pairs(redis) do n = n + 1 end return n",
             "return ('x'):rep(3)",
+            "return loadstring(nil)",
+            "return loadstring('return 1', 5)",
+            "return {loadstring('return +')}",
+            "return {loadstring('return +', '=name')}",
+            "return {loadstring('x =', '@file')}",
+            "local f = loadstring('y = 1') return f()",
+            "local f, e = loadstring('\\27Lua', 'nm') return e",
+            "local i = 0 return load(function() i = i + 1 if i == 1 then return 'return 9' end end)()",
+            "return load('x')",
         ],
     );
     // The server is unharmed.
