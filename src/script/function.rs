@@ -70,6 +70,9 @@ impl Libraries {
     }
 }
 
+/// How long library code may run at load (Redis's LOAD_TIMEOUT_MS).
+const LOAD_TIMEOUT_MS: u64 = 500;
+
 /// Functions registered by the library being loaded (None outside a load).
 pub type Pending = Rc<RefCell<Option<BTreeMap<String, Func>>>>;
 
@@ -251,7 +254,14 @@ impl Engine {
         *self.parts.pending.borrow_mut() = Some(BTreeMap::new());
         let _ = self.parts.set_loading.call::<()>(true);
         let _ = self.lua.set_memory_limit(self.run.mem_limit.get());
+        self.run.load_deadline.set(Some(
+            std::time::Instant::now() + std::time::Duration::from_millis(LOAD_TIMEOUT_MS),
+        ));
         let result = self.parts.run_load.call::<(bool, Value)>(func);
+        self.run.load_deadline.set(None);
+        if self.run.hook_every_line.get() {
+            super::lua::arm_hook(&self.lua, self.run.clone(), false);
+        }
         let _ = self.lua.set_memory_limit(0);
         let _ = self.parts.set_loading.call::<()>(false);
         let functions = self.parts.pending.borrow_mut().take().unwrap_or_default();

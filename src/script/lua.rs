@@ -399,12 +399,21 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
         HookTriggers::new().every_nth_instruction(HOOK_EVERY)
     };
     let _ = lua.set_hook(triggers, move |lua, dbg| {
-        if !run.active.get() {
-            return Ok(VmState::Continue);
-        }
         // Never interrupt the environment's own code (the error handler
         // must be able to run to report the kill).
         if every_line && dbg.source().source.as_deref() == Some("=ferrokv") {
+            return Ok(VmState::Continue);
+        }
+        if !run.active.get() {
+            // FUNCTION LOAD gives library code 500 ms, as Redis does.
+            if let Some(deadline) = run.load_deadline.get() {
+                if std::time::Instant::now() >= deadline {
+                    if !every_line {
+                        arm_hook(lua, run.clone(), true);
+                    }
+                    return raise("ERR FUNCTION LOAD timeout");
+                }
+            }
             return Ok(VmState::Continue);
         }
         if !run.killed.get() {

@@ -116,6 +116,8 @@ pub struct RunState {
     pub hook_every_line: Cell<bool>,
     /// The Lua memory limit in force while Lua code runs (0: none).
     pub mem_limit: Cell<usize>,
+    /// While FUNCTION LOAD runs library code: when it must give up.
+    pub load_deadline: Cell<Option<Instant>>,
 }
 
 impl RunState {
@@ -142,6 +144,7 @@ impl RunState {
             argv: RefCell::new(crate::net::request::OwnedArgv::default()),
             hook_every_line: Cell::new(false),
             mem_limit: Cell::new(0),
+            load_deadline: Cell::new(None),
         }
     }
 }

@@ -32,6 +32,7 @@ fn function_load_errors_match_redis() {
         "#!lua name=x\nreturn redis.setresp(3)",
         "#!lua name=x\nredis.register_function('f', function() end, 3)",
         "#!lua name=x\nlocal a = string",
+        "#!lua name=x\nwhile true do end",
     ] {
         p.same(&["FUNCTION", "LOAD", code]);
     }
