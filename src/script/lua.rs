@@ -398,7 +398,8 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
     } else {
         HookTriggers::new().every_nth_instruction(HOOK_EVERY)
     };
-    let _ = lua.set_hook(triggers, move |lua, dbg| {
+    // A global hook: coroutines created by scripts inherit it.
+    let _ = lua.set_global_hook(triggers, move |lua, dbg| {
         // Never interrupt the environment's own code (the error handler
         // must be able to run to report the kill).
         if every_line && dbg.source().source.as_deref() == Some("=ferrokv") {

@@ -552,6 +552,24 @@ fn runaway_script_gets_busy_then_script_kill() {
 }
 
 #[test]
+fn runaway_coroutine_is_killable() {
+    let server = start_with(|c| c.busy_reply_threshold = 100);
+    let mut runner = server.raw();
+    let body = "local co = coroutine.create(function() while true do end end) while true do coroutine.resume(co) end";
+    runner.send(&encode(&[b"EVAL", body.as_bytes(), b"0"]));
+    let mut other = server.raw();
+    wait_busy(&mut other);
+    assert_eq!(other.cmd_str(&["SCRIPT", "KILL"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    assert!(
+        reply.starts_with(b"-ERR Script killed by user with SCRIPT KILL..."),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+#[test]
 fn caller_disconnecting_during_a_busy_script_is_forgotten() {
     let server = start_with(|c| c.busy_reply_threshold = 100);
     let mut runner = server.raw();
