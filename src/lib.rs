@@ -37,7 +37,7 @@ pub const REDIS_VERSION: &str = "7.0.15";
 /// Stack of the executor thread: scripts recurse through Rust (cjson
 /// encodes 1000 levels deep, replies nest), so it gets more than the
 /// default 2 MiB.
-const EXEC_STACK: usize = 256 * 1024 * 1024;
+const EXEC_STACK: usize = 64 * 1024 * 1024;
 
 /// ferrokv's own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

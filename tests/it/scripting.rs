@@ -232,6 +232,25 @@ fn sandbox_escapes_are_refused_like_redis() {
             "return load('x')",
         ],
     );
+    // Deep structures do not take the server down.
+    for s in [
+        "local t = {} for i=1,100000 do t = {t} end return t",
+        "local t = {} for i=1,100000 do t = {t} end return cjson.encode(t)",
+        "local t = {} for i=1,100000 do t = {t} end return cmsgpack.pack(t)",
+        "return cjson.decode(string.rep('[', 100000))",
+        "return cmsgpack.unpack(string.rep('\\145', 300000))",
+        "local function f() f() end f()",
+        "local function f() return pcall(f) end return f()",
+    ] {
+        let ours = p.ours.cmd_str(&["EVAL", s, "0"]);
+        assert!(
+            ours.starts_with(b"*")
+                || ours.starts_with(b"-")
+                || ours.starts_with(b"$")
+                || ours.starts_with(b":"),
+            "{s}"
+        );
+    }
     // The server is unharmed.
     p.same(&["SET", "after", "ok"]);
     p.same(&["GET", "after"]);
