@@ -52,6 +52,8 @@ pub enum Error {
     /// `-EXECABORT Transaction discarded because of: <reason>` (EXEC itself
     /// was rejected, e.g. by its arity check).
     ExecAbortBecause(String),
+    /// `-NOSCRIPT No matching script. Please use EVAL.`
+    NoScript,
     /// `-ERR <text>`: a one-off message of Redis's with the ERR prefix.
     Err(Cow<'static, str>),
     /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
@@ -107,9 +109,15 @@ impl Error {
             Error::ExecAbortBecause(reason) => {
                 format!("EXECABORT Transaction discarded because of: {reason}").into()
             }
+            Error::NoScript => "NOSCRIPT No matching script. Please use EVAL.".into(),
             Error::Err(msg) => format!("ERR {msg}").into(),
             Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),
         }
+    }
+
+    /// An error line with its own prefix, built at run time.
+    pub fn raw_owned(msg: String) -> Self {
+        Error::Raw(Cow::Owned(msg))
     }
 
     /// The unknown-command error with Redis's argument preview.

@@ -19,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod net;
+pub mod script;
 pub mod store;
 pub mod util;
 
@@ -32,6 +33,11 @@ use exec::{Executor, Shared};
 /// Version reported as `redis_version`, so clients that check it accept
 /// the server.
 pub const REDIS_VERSION: &str = "7.0.15";
+
+/// Stack of the executor thread: scripts recurse through Rust (cjson
+/// encodes 1000 levels deep, replies nest), so it gets more than the
+/// default 2 MiB.
+const EXEC_STACK: usize = 64 * 1024 * 1024;
 
 /// ferrokv's own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -84,6 +90,7 @@ impl Server {
         executor.server.config_file = config_file;
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
+            .stack_size(EXEC_STACK)
             .spawn(move || executor.run(rx))?;
         let ctl = net::listener::Listeners::start(listeners, tx, &shared);
         if let Ok(mut slot) = shared.listeners.lock() {

@@ -13,12 +13,14 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod expire;
+pub mod function;
 pub mod hash;
 pub mod info;
 pub mod keys;
 pub mod list;
 pub mod list_blocking;
 pub mod scan;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod spec;
@@ -70,6 +72,8 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     client::COMMANDS,
     server::COMMANDS,
     config::COMMANDS,
+    scripting::COMMANDS,
+    function::COMMANDS,
     command::COMMANDS,
     tx::COMMANDS,
     list::COMMANDS,

@@ -86,6 +86,9 @@ pub struct Config {
     pub active_expire_effort: u32,
     /// Every other parameter (canonical name → value as CONFIG GET prints).
     pub other: BTreeMap<&'static str, String>,
+    /// Most bytes the Lua state may allocate; a script going past it stops
+    /// with an error (Redis has no such limit and would grow until OOM).
+    pub lua_memory_limit: usize,
 }
 
 impl Default for Config {
@@ -122,6 +125,7 @@ impl Default for Config {
             io_threads: 1,
             timeout: 0,
             busy_reply_threshold: 5000,
+            lua_memory_limit: 1024 * 1024 * 1024,
             dir,
             dbfilename: "dump.rdb".into(),
             save: vec![(3600, 1), (300, 100), (60, 10000)],

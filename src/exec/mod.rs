@@ -157,6 +157,32 @@ pub struct ServerState {
     /// Clients blocked by BLPOP and friends; `blocking.blocked_clients()`
     /// is INFO's `blocked_clients`.
     pub blocking: blocking::Blocking,
+    /// The Lua engine (state, script cache), created on first use. It is
+    /// taken out while a script runs, so the script can reach the rest of
+    /// the server state.
+    pub scripting: crate::script::EngineSlot,
+    /// The request channel, kept here so a long-running script can answer
+    /// other clients with -BUSY (Redis's processEventsWhileBlocked).
+    pub inbox: Option<Receiver<Request>>,
+}
+
+impl ServerState {
+    /// Registers a newly connected client.
+    pub fn connect(
+        &mut self,
+        id: u64,
+        addr: SocketAddr,
+        laddr: SocketAddr,
+        tx: UnboundedSender<ToConn>,
+        auth: Arc<AtomicBool>,
+        fd: i64,
+    ) {
+        let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
+        c.auth_flag = auth;
+        c.fd = fd;
+        c.set_authenticated(self.config.requirepass.is_none());
+        self.clients.insert(id, c);
+    }
 }
 
 /// The executor: the store plus server state, driven by [`Executor::run`].
@@ -197,6 +223,8 @@ impl Executor {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
                 blocking: blocking::Blocking::default(),
+                scripting: crate::script::EngineSlot::default(),
+                inbox: None,
             },
             last_cycle: Instant::now(),
         }
@@ -204,13 +232,14 @@ impl Executor {
 
     /// Runs until every connection sender is gone or SHUTDOWN is called.
     pub fn run(mut self, rx: Receiver<Request>) {
+        self.server.inbox = Some(rx);
         loop {
             let timeout = self.next_timeout();
-            match rx.recv_timeout(timeout) {
+            match self.recv(Some(timeout)) {
                 Ok(req) => {
                     self.handle(req);
                     // Drain what else is queued before looking at timers.
-                    while let Ok(req) = rx.try_recv() {
+                    while let Ok(req) = self.recv(None) {
                         self.handle(req);
                         if self.server.shutdown {
                             break;
@@ -227,6 +256,18 @@ impl Executor {
             self.timers();
         }
         self.stop();
+    }
+
+    /// The next request: waits up to `timeout`, or only takes what is
+    /// queued when `timeout` is None.
+    fn recv(&self, timeout: Option<Duration>) -> Result<Request, RecvTimeoutError> {
+        let Some(rx) = self.server.inbox.as_ref() else {
+            return Err(RecvTimeoutError::Disconnected);
+        };
+        match timeout {
+            Some(t) => rx.recv_timeout(t),
+            None => rx.try_recv().map_err(|_| RecvTimeoutError::Timeout),
+        }
     }
 
     fn period(&self) -> Duration {
@@ -290,13 +331,7 @@ impl Executor {
                 tx,
                 auth,
                 fd,
-            } => {
-                let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
-                c.auth_flag = auth;
-                c.fd = fd;
-                c.set_authenticated(self.server.config.requirepass.is_none());
-                self.server.clients.insert(id, c);
-            }
+            } => self.server.connect(id, addr, laddr, tx, auth, fd),
             Request::Batch {
                 id,
                 batch,

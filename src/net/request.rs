@@ -142,6 +142,21 @@ impl OwnedArgv {
         v
     }
 
+    /// Empties the argv, keeping its buffers (for reuse).
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.spans.clear();
+    }
+
+    /// Appends one argument.
+    pub fn push(&mut self, arg: &[u8]) {
+        self.spans.push(Span {
+            start: self.data.len(),
+            len: arg.len(),
+        });
+        self.data.extend_from_slice(arg);
+    }
+
     /// Bytes held, for memory accounting of queued commands.
     pub fn size(&self) -> usize {
         self.data.len() + self.spans.len() * std::mem::size_of::<Span>()

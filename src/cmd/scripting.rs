@@ -1,0 +1,170 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (Redis's eval.c). The Lua
+//! side lives in `crate::script`.
+
+use super::args::{int, is, lossy};
+use super::{Argv, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::script::Engine;
+
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("eval", eval),
+    ("evalsha", evalsha),
+    ("eval_ro", eval_ro),
+    ("evalsha_ro", evalsha_ro),
+    ("script|load", script_load),
+    ("script|exists", script_exists),
+    ("script|flush", script_flush),
+    ("script|kill", script_kill),
+    ("script|help", script_help),
+    ("script|debug", script_debug),
+];
+
+/// -NOTBUSY, for SCRIPT KILL and FUNCTION KILL when nothing runs.
+pub(super) const NOTBUSY: Error = Error::raw("NOTBUSY No scripts in execution right now.");
+
+fn eval(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    eval_generic(ctx, argv, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    eval_generic(ctx, argv, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    eval_generic(ctx, argv, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    eval_generic(ctx, argv, true, true)
+}
+
+/// Takes the engine out of the server state, creating it on first use.
+pub(super) fn take_engine(ctx: &mut Ctx<'_>) -> Result<Box<Engine>, Error> {
+    match ctx.server.scripting.take() {
+        Some(e) => Ok(e),
+        None => Engine::new(ctx.server),
+    }
+}
+
+/// Parses numkeys at `argv[at]` and checks it against the arguments left.
+pub(super) fn numkeys(argv: &Argv<'_>, at: usize) -> Result<usize, Error> {
+    let n = int(argv.get(at))?;
+    if n > (argv.len() - at - 1) as i64 {
+        return Err(Error::err(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(Error::err("Number of keys can't be negative"));
+    }
+    Ok(n as usize)
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, by_sha: bool, ro: bool) -> CmdResult {
+    let nk = numkeys(&argv, 2)?;
+    let mut engine = take_engine(ctx)?;
+    let result = (|| {
+        let sha = if by_sha {
+            let sha = argv.get(1).to_ascii_lowercase();
+            let sha = String::from_utf8_lossy(&sha).into_owned();
+            if sha.len() != 40 || !engine.scripts.contains_key(&sha) {
+                return Err(Error::NoScript);
+            }
+            sha
+        } else {
+            engine.load(argv.get(1))?
+        };
+        let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
+        let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
+        engine.run_script(ctx, &sha, &keys, &args, ro)
+    })();
+    ctx.server.scripting.put(engine);
+    result
+}
+
+fn script_load(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let mut engine = take_engine(ctx)?;
+    let result = engine.load(argv.get(2));
+    ctx.server.scripting.put(engine);
+    ctx.reply.bulk(result?.as_bytes());
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    ctx.reply.array(argv.len() - 2);
+    for sha in argv.iter_from(2) {
+        let sha = lossy(&sha.to_ascii_lowercase());
+        let found = ctx
+            .server
+            .scripting
+            .get()
+            .is_some_and(|e| e.scripts.contains_key(&sha));
+        ctx.reply.int(i64::from(found));
+    }
+    Ok(())
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    match argv.try_get(2) {
+        None => {}
+        Some(a) if argv.len() == 3 && (is(a, "sync") || is(a, "async")) => {}
+        Some(_) => return Err(Error::err("SCRIPT FLUSH only support SYNC|ASYNC option")),
+    }
+    // Redis throws its EVAL Lua state away; functions live on, so here
+    // only the cached scripts go.
+    if let Some(mut engine) = ctx.server.scripting.take() {
+        engine.scripts.clear();
+        engine.body_bytes = 0;
+        let _ = engine.lua.gc_collect();
+        ctx.server.scripting.put(engine);
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+fn script_kill(_ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    // A running script answers SCRIPT KILL from its hook; reaching the
+    // handler means nothing runs.
+    Err(NOTBUSY)
+}
+
+fn script_debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let mode = argv.get(2);
+    if is(mode, "no") {
+        ctx.reply.ok();
+        return Ok(());
+    }
+    if is(mode, "yes") || is(mode, "sync") {
+        // The Lua debugger (LDB) is not implemented.
+        return Err(Error::err("SCRIPT DEBUG is not supported by this server"));
+    }
+    Err(Error::err("Use SCRIPT DEBUG YES/SYNC/NO"))
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn script_help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.reply.array(SCRIPT_HELP.len());
+    for line in SCRIPT_HELP {
+        ctx.reply.simple(line);
+    }
+    Ok(())
+}

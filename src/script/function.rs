@@ -1,0 +1,366 @@
+//! Redis 7.0 functions (function_lua.c, functions.c): libraries loaded with
+//! FUNCTION LOAD register named callbacks with `redis.register_function`,
+//! and FCALL runs them. Libraries share the engine's Lua state; their code
+//! sees only the load-time API while it loads.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use mlua::{Function, Lua, Table, Value, Variadic};
+
+use super::lua::{error_text, raise};
+use super::{sflag, Engine};
+use crate::cmd::Ctx;
+use crate::error::Error;
+
+/// One registered function.
+#[derive(Clone)]
+pub struct Func {
+    /// Its name.
+    pub name: String,
+    /// The Lua callback, called with KEYS and ARGV.
+    pub callback: Function,
+    /// Flags (`sflag`).
+    pub flags: u32,
+    /// The description, if given.
+    pub description: Option<Vec<u8>>,
+}
+
+/// A loaded library.
+#[derive(Clone)]
+pub struct Library {
+    /// Its name.
+    pub name: String,
+    /// The code it was loaded from.
+    pub code: Vec<u8>,
+    /// Its functions by name.
+    pub functions: BTreeMap<String, Func>,
+}
+
+/// All libraries, and which library holds each function.
+#[derive(Default, Clone)]
+pub struct Libraries {
+    /// Libraries by name.
+    pub libs: BTreeMap<String, Library>,
+    /// Function name to library name.
+    pub index: HashMap<String, String>,
+}
+
+impl Libraries {
+    /// Number of functions over all libraries.
+    pub fn function_count(&self) -> usize {
+        self.index.len()
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Library> {
+        let lib = self.libs.remove(name)?;
+        for f in lib.functions.keys() {
+            self.index.remove(f);
+        }
+        Some(lib)
+    }
+
+    fn insert(&mut self, lib: Library) {
+        for f in lib.functions.keys() {
+            self.index.insert(f.clone(), lib.name.clone());
+        }
+        self.libs.insert(lib.name.clone(), lib);
+    }
+}
+
+/// How long library code may run at load (Redis's LOAD_TIMEOUT_MS).
+const LOAD_TIMEOUT_MS: u64 = 500;
+
+/// Functions registered by the library being loaded (None outside a load).
+pub type Pending = Rc<RefCell<Option<BTreeMap<String, Func>>>>;
+
+/// Flag names as FUNCTION LIST shows them.
+pub const FLAG_NAMES: &[(&str, u32)] = &[
+    ("no-writes", sflag::NO_WRITES),
+    ("allow-oom", sflag::ALLOW_OOM),
+    ("allow-stale", sflag::ALLOW_STALE),
+    ("no-cluster", sflag::NO_CLUSTER),
+    ("allow-cross-slot-keys", sflag::ALLOW_CROSS_SLOT),
+];
+
+const BAD_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The `redis` table libraries see while they load.
+pub fn load_api(lua: &Lua, prims: &Table, pending: Pending) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let register = lua.create_function(move |_, args: Variadic<Value>| {
+        let func = read_register_args(&args)?;
+        let mut guard = pending.borrow_mut();
+        let Some(map) = guard.as_mut() else {
+            return raise(
+                "ERR redis.register_function can only be called on FUNCTION LOAD command",
+            );
+        };
+        if map.contains_key(&func.name) {
+            return raise("ERR Function already exists in the library");
+        }
+        map.insert(func.name.clone(), func);
+        Ok(())
+    })?;
+    t.raw_set("register_function", register)?;
+    t.raw_set("log", prims.raw_get::<Value>("log")?)?;
+    for (name, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+    ] {
+        t.raw_set(name, v)?;
+    }
+    t.raw_set("REDIS_VERSION", prims.raw_get::<Value>("version")?)?;
+    t.raw_set("REDIS_VERSION_NUM", prims.raw_get::<Value>("version_num")?)?;
+    Ok(t)
+}
+
+fn parse_flags(v: &Value) -> mlua::Result<u32> {
+    let Value::Table(t) = v else {
+        return raise(
+            "ERR flags argument to redis.register_function must be a table representing function flags",
+        );
+    };
+    let mut flags = 0;
+    for pair in t.clone().pairs::<Value, Value>() {
+        let (_, f) = pair?;
+        let Value::String(s) = f else {
+            return raise("ERR unknown flag given");
+        };
+        let s = s.as_bytes();
+        match FLAG_NAMES.iter().find(|(n, _)| n.as_bytes() == s.as_ref()) {
+            Some((_, bit)) => flags |= bit,
+            None => return raise("ERR unknown flag given"),
+        }
+    }
+    Ok(flags)
+}
+
+fn read_register_args(args: &[Value]) -> mlua::Result<Func> {
+    let (name, callback, flags, description) = match args {
+        [Value::Table(t)] => {
+            let (mut name, mut callback, mut flags, mut description) = (None, None, 0, None);
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let Value::String(k) = k else {
+                    return raise("ERR named argument key given to redis.register_function is not a string");
+                };
+                match k.as_bytes().as_ref() {
+                    b"function_name" => match v {
+                        Value::String(s) => name = Some(s.as_bytes().to_vec()),
+                        _ => return raise("ERR function_name argument given to redis.register_function must be a string"),
+                    },
+                    b"description" => match v {
+                        Value::String(s) => description = Some(s.as_bytes().to_vec()),
+                        _ => return raise("ERR description argument given to redis.register_function must be a string"),
+                    },
+                    b"callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return raise("ERR callback argument given to redis.register_function must be a function"),
+                    },
+                    b"flags" => flags = parse_flags(&v)?,
+                    _ => return raise("ERR unknown argument given to redis.register_function"),
+                }
+            }
+            let Some(name) = name else {
+                return raise("ERR redis.register_function must get a function name argument");
+            };
+            let Some(callback) = callback else {
+                return raise("ERR redis.register_function must get a callback argument");
+            };
+            (name, callback, flags, description)
+        }
+        [_] => return raise("ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."),
+        [name, callback] => {
+            let Value::String(name) = name else {
+                return raise("ERR first argument to redis.register_function must be a string");
+            };
+            let Value::Function(callback) = callback else {
+                return raise("ERR second argument to redis.register_function must be a function");
+            };
+            (name.as_bytes().to_vec(), callback.clone(), 0, None)
+        }
+        _ => return raise("ERR wrong number of arguments to redis.register_function"),
+    };
+    if !valid_name(&name) {
+        return raise(BAD_NAME);
+    }
+    Ok(Func {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        callback,
+        flags,
+        description,
+    })
+}
+
+/// Parses `#!lua name=<lib>`: the library name and the shebang length.
+pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), Error> {
+    if !code.starts_with(b"#!") {
+        return Err(Error::err("Missing library metadata"));
+    }
+    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("").to_string();
+    let mut name = None;
+    for p in parts {
+        match p.strip_prefix("name=") {
+            Some(n) => name = Some(n.to_string()),
+            None => {
+                return Err(Error::err_owned(format!(
+                    "Invalid metadata value given: {p}"
+                )))
+            }
+        }
+    }
+    let Some(name) = name else {
+        return Err(Error::err("Library name was not given"));
+    };
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Error::err_owned(format!("Engine '{engine}' not found")));
+    }
+    if !valid_name(name.as_bytes()) {
+        return Err(Error::raw(BAD_NAME));
+    }
+    Ok((name, end))
+}
+
+impl Engine {
+    /// FUNCTION LOAD: compiles and runs the library code, registers its
+    /// functions. Returns the library name.
+    pub fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, Error> {
+        let (name, skip) = parse_metadata(code)?;
+        if self.libraries.libs.contains_key(&name) && !replace {
+            return Err(Error::err_owned(format!("Library '{name}' already exists")));
+        }
+        let func = self
+            .lua
+            .load(&code[skip..])
+            .set_name("@user_function")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.parts.fn_env.clone())
+            .into_function()
+            .map_err(|e| {
+                Error::err_owned(format!("Error compiling function: {}", error_text(&e)))
+            })?;
+        *self.parts.pending.borrow_mut() = Some(BTreeMap::new());
+        let _ = self.parts.set_loading.call::<()>(true);
+        let _ = self.lua.set_memory_limit(self.run.mem_limit.get());
+        self.run.load_deadline.set(Some(
+            std::time::Instant::now() + std::time::Duration::from_millis(LOAD_TIMEOUT_MS),
+        ));
+        let result = self.parts.run_load.call::<(bool, Value)>(func);
+        self.run.load_deadline.set(None);
+        if self.run.hook_every_line.get() {
+            super::lua::arm_hook(&self.lua, self.run.clone(), false);
+        }
+        let _ = self.lua.set_memory_limit(0);
+        let _ = self.parts.set_loading.call::<()>(false);
+        let functions = self.parts.pending.borrow_mut().take().unwrap_or_default();
+        match result {
+            Ok((true, _)) => {}
+            Ok((false, err)) => {
+                let msg = match &err {
+                    Value::Table(t) => match t.raw_get::<Value>("err") {
+                        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                        _ => "ERR unknown error".into(),
+                    },
+                    other => other.to_string().unwrap_or_default(),
+                };
+                return Err(Error::err_owned(format!(
+                    "Error registering functions: {msg}"
+                )));
+            }
+            Err(e) => {
+                return Err(Error::err_owned(format!(
+                    "Error registering functions: {}",
+                    error_text(&e)
+                )))
+            }
+        }
+        if functions.is_empty() {
+            return Err(Error::err("No functions registered"));
+        }
+        for f in functions.keys() {
+            if let Some(owner) = self.libraries.index.get(f) {
+                if *owner != name {
+                    return Err(Error::err_owned(format!("Function {f} already exists")));
+                }
+            }
+        }
+        self.libraries.remove(&name);
+        self.libraries.insert(Library {
+            name: name.clone(),
+            code: code.to_vec(),
+            functions,
+        });
+        Ok(name)
+    }
+
+    /// Removes a library; false when there is none by that name.
+    pub fn delete_library(&mut self, name: &str) -> bool {
+        self.libraries.remove(name).is_some()
+    }
+
+    /// FUNCTION FLUSH.
+    pub fn flush_libraries(&mut self) {
+        self.libraries = Libraries::default();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// FCALL / FCALL_RO.
+    pub fn fcall(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        name: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ro: bool,
+    ) -> Result<(), Error> {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let Some(func) = self
+            .libraries
+            .index
+            .get(&name)
+            .and_then(|lib| self.libraries.libs.get(lib))
+            .and_then(|lib| lib.functions.get(&name))
+        else {
+            return Err(Error::err("Function not found"));
+        };
+        let no_writes = func.flags & sflag::NO_WRITES != 0;
+        if ro && !no_writes {
+            return Err(Error::err(
+                "Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+        let callback = func.callback.clone();
+        let table = |items: &[&[u8]]| -> Result<Table, Error> {
+            let t = self
+                .lua
+                .create_table_with_capacity(items.len(), 0)
+                .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+            for (i, a) in items.iter().enumerate() {
+                let s = self
+                    .lua
+                    .create_string(a)
+                    .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+                t.raw_set(i + 1, s)
+                    .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+            }
+            Ok(t)
+        };
+        let (k, a) = (table(keys)?, table(args)?);
+        let run_fn = self.parts.run_fn.clone();
+        self.call(ctx, &name, ro || no_writes, true, || {
+            run_fn.call::<(bool, Value)>((callback, k, a))
+        })
+    }
+}

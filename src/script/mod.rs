@@ -1,0 +1,393 @@
+//! Lua scripting (Redis's `eval.c`, `script.c`, `script_lua.c`): one Lua 5.1
+//! state per server, living on the executor thread, with compiled scripts
+//! cached by the SHA-1 of their body.
+//!
+//! A script runs inside a command handler. While it runs, the engine is
+//! taken out of [`ServerState`], and `redis.call` reaches the store and the
+//! rest of the server state through raw pointers held in [`RunState`] for
+//! exactly the duration of the run (see the SAFETY notes in `bridge.rs`).
+//! The instruction-count hook checks the time: past busy-reply-threshold it
+//! answers other clients' queued commands with -BUSY and obeys SCRIPT KILL,
+//! as Redis's processEventsWhileBlocked does.
+
+pub mod bridge;
+pub mod busy;
+pub mod function;
+pub mod lib;
+pub mod lua;
+pub mod sandbox;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use mlua::{Function, Lua, Value};
+use sha1::{Digest, Sha1};
+
+use crate::cmd::Ctx;
+use crate::error::Error;
+use crate::exec::client::Client;
+use crate::exec::ServerState;
+use crate::store::Store;
+
+/// Script flags from a `#!lua flags=...` shebang.
+pub mod sflag {
+    /// `no-writes`: the script may not call write commands.
+    pub const NO_WRITES: u32 = 1 << 0;
+    /// `allow-oom`.
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    /// `allow-stale`.
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    /// `no-cluster`.
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    /// `allow-cross-slot-keys`.
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 4;
+    /// The script had a shebang at all (no "compat" mode).
+    pub const HAS_SHEBANG: u32 = 1 << 5;
+}
+
+/// Runs `f` with the Lua memory limit lifted. mlua wraps every value it
+/// creates in a protected call (a fresh C closure each time) while a limit
+/// is set; Rust code that builds many values (KEYS/ARGV, command replies)
+/// runs unlimited and fast, and the limit applies to script code again
+/// right after.
+pub fn unlimited<T>(lua: &Lua, run: &RunState, f: impl FnOnce() -> T) -> T {
+    let limit = run.mem_limit.get();
+    if limit == 0 || !run.active.get() {
+        return f();
+    }
+    let _ = lua.set_memory_limit(0);
+    let r = f();
+    let _ = lua.set_memory_limit(limit);
+    r
+}
+
+/// A compiled EVAL script.
+pub struct Script {
+    /// The compiled body.
+    pub func: Function,
+    /// Shebang flags.
+    pub flags: u32,
+}
+
+/// What a running script needs from the server, valid only while
+/// [`RunState::active`] is set.
+pub struct RunState {
+    /// A script is running.
+    pub active: Cell<bool>,
+    /// The keyspace of the running command.
+    pub store: Cell<*mut Store>,
+    /// The server state (without the engine, which is taken out).
+    pub server: Cell<*mut ServerState>,
+    /// The script's own client (Redis's lua_client).
+    pub client: Cell<*mut Client>,
+    /// Id of the client that called the script.
+    pub caller_id: Cell<u64>,
+    /// Write commands are refused (EVAL_RO, `no-writes`).
+    pub read_only: Cell<bool>,
+    /// A write command ran: SCRIPT KILL is refused from now on.
+    pub wrote: Cell<bool>,
+    /// SCRIPT KILL or SHUTDOWN NOSAVE asked the script to stop.
+    pub killed: Cell<bool>,
+    /// The script passed busy-reply-threshold.
+    pub busy: Cell<bool>,
+    /// Running a function (FCALL) rather than EVAL.
+    pub is_function: Cell<bool>,
+    /// When the script started.
+    pub started: Cell<Instant>,
+    /// busy-reply-threshold in milliseconds.
+    pub threshold_ms: Cell<u64>,
+    /// Scratch output for commands called by the script.
+    pub scratch: RefCell<Vec<u8>>,
+    /// The caller disconnected while the script ran.
+    pub caller_gone: Cell<bool>,
+    /// Name of the running script (sha or function name).
+    pub name: RefCell<String>,
+    /// The FCALL command line (FUNCTION STATS).
+    pub command: RefCell<Vec<Vec<u8>>>,
+    /// Library count at start (FUNCTION STATS while busy).
+    pub libraries: Cell<usize>,
+    /// Function count at start.
+    pub functions: Cell<usize>,
+    /// Reused argument vector for redis.call.
+    pub argv: RefCell<crate::net::request::OwnedArgv>,
+    /// The hook runs on every line (after a kill) and must be re-armed.
+    pub hook_every_line: Cell<bool>,
+    /// The Lua memory limit in force while Lua code runs (0: none).
+    pub mem_limit: Cell<usize>,
+    /// While FUNCTION LOAD runs library code: when it must give up.
+    pub load_deadline: Cell<Option<Instant>>,
+}
+
+impl RunState {
+    fn new() -> Self {
+        RunState {
+            active: Cell::new(false),
+            store: Cell::new(std::ptr::null_mut()),
+            server: Cell::new(std::ptr::null_mut()),
+            client: Cell::new(std::ptr::null_mut()),
+            caller_id: Cell::new(0),
+            read_only: Cell::new(false),
+            wrote: Cell::new(false),
+            killed: Cell::new(false),
+            busy: Cell::new(false),
+            is_function: Cell::new(false),
+            started: Cell::new(Instant::now()),
+            threshold_ms: Cell::new(5000),
+            scratch: RefCell::new(Vec::new()),
+            caller_gone: Cell::new(false),
+            name: RefCell::new(String::new()),
+            command: RefCell::new(Vec::new()),
+            libraries: Cell::new(0),
+            functions: Cell::new(0),
+            argv: RefCell::new(crate::net::request::OwnedArgv::default()),
+            hook_every_line: Cell::new(false),
+            mem_limit: Cell::new(0),
+            load_deadline: Cell::new(None),
+        }
+    }
+}
+
+/// The Lua engine: state, environment and script cache.
+pub struct Engine {
+    /// The Lua state.
+    pub lua: Lua,
+    /// Shared with the Rust callbacks registered in the state.
+    pub run: Rc<RunState>,
+    /// Compiled scripts by lowercase hex SHA-1.
+    pub scripts: HashMap<String, Script>,
+    /// Script bodies in load order, kept for memory accounting.
+    pub body_bytes: usize,
+    /// The script's client.
+    pub client: Client,
+    /// The function libraries (FUNCTION LOAD).
+    pub libraries: function::Libraries,
+    /// Handles into the Lua state.
+    parts: lua::Parts,
+}
+
+/// Where the server keeps its engine: empty until the first script.
+#[derive(Default)]
+pub struct EngineSlot(Option<Box<Engine>>);
+
+// SAFETY: the Lua state is not thread-safe, but the slot is empty when the
+// executor moves to its thread (the engine is created lazily there), and
+// the engine never leaves that thread afterwards.
+unsafe impl Send for EngineSlot {}
+
+impl EngineSlot {
+    /// Takes the engine out (while a script runs, or to drop it).
+    pub fn take(&mut self) -> Option<Box<Engine>> {
+        self.0.take()
+    }
+
+    /// Puts the engine back.
+    pub fn put(&mut self, engine: Box<Engine>) {
+        self.0 = Some(engine);
+    }
+
+    /// Drops the engine (SCRIPT FLUSH): the next script gets a new state.
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The engine, if created.
+    pub fn get(&self) -> Option<&Engine> {
+        self.0.as_deref()
+    }
+}
+
+/// Lowercase hex SHA-1 of `data` (script ids, redis.sha1hex).
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut s = String::with_capacity(40);
+    for b in digest.iter() {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s
+}
+
+impl Engine {
+    /// A fresh Lua state with Redis's environment.
+    pub fn new(server: &ServerState) -> Result<Box<Engine>, Error> {
+        let run = Rc::new(RunState::new());
+        let parts =
+            lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+        run.mem_limit.set(server.config.lua_memory_limit);
+        lua::arm_hook(&parts.lua, run.clone(), false);
+        let client = lua::script_client();
+        Ok(Box::new(Engine {
+            lua: parts.lua.clone(),
+            run,
+            scripts: HashMap::new(),
+            body_bytes: 0,
+            client,
+            libraries: function::Libraries::default(),
+            parts,
+        }))
+    }
+
+    /// Compiles `body` and caches it under its SHA-1; returns the sha.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Error> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, skip) = parse_shebang(body)?;
+        let func = self
+            .lua
+            .load(&body[skip..])
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.parts.env.clone())
+            .into_function()
+            .map_err(|e| {
+                Error::err_owned(format!(
+                    "Error compiling script (new function): {}",
+                    lua::error_text(&e)
+                ))
+            })?;
+        self.body_bytes += body.len();
+        self.scripts.insert(sha.clone(), Script { func, flags });
+        Ok(sha)
+    }
+
+    /// Runs the cached script `sha` for the command in `ctx` and writes its
+    /// reply. `keys`/`args` become KEYS and ARGV.
+    pub fn run_script(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        sha: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        read_only: bool,
+    ) -> Result<(), Error> {
+        let Some(script) = self.scripts.get(sha) else {
+            return Err(Error::NoScript);
+        };
+        let func = script.func.clone();
+        let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
+        let g = self.lua.globals();
+        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, a) in items.iter().enumerate() {
+                t.raw_set(i + 1, self.lua.create_string(a)?)?;
+            }
+            g.raw_set(name, t)
+        };
+        set("KEYS", keys)
+            .and_then(|_| set("ARGV", args))
+            .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
+        let runner = self.parts.runner.clone();
+        self.call(ctx, sha, read_only, false, || {
+            runner.call::<(bool, Value)>(func)
+        })
+    }
+
+    /// Runs `invoke` (which calls into Lua) with the run state pointing at
+    /// `ctx`, then converts the result or error into the reply.
+    pub fn call(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        name: &str,
+        read_only: bool,
+        is_function: bool,
+        invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
+    ) -> Result<(), Error> {
+        // The script client starts in the caller's database, speaking RESP2.
+        self.client.db = ctx.client.db;
+        self.client.resp3 = false;
+        self.client.deny_blocking = true;
+        self.client.authenticated = true;
+        let run = &self.run;
+        run.store.set(ctx.store as *mut Store);
+        run.server.set(ctx.server as *mut ServerState);
+        run.client.set(&mut self.client as *mut Client);
+        run.caller_id.set(ctx.client.id);
+        run.read_only.set(read_only);
+        run.wrote.set(false);
+        run.killed.set(false);
+        run.busy.set(false);
+        run.is_function.set(is_function);
+        run.started.set(Instant::now());
+        run.threshold_ms.set(ctx.server.config.busy_reply_threshold);
+        run.caller_gone.set(false);
+        name.clone_into(&mut run.name.borrow_mut());
+        run.libraries.set(self.libraries.libs.len());
+        run.functions.set(self.libraries.function_count());
+        run.active.set(true);
+        if run.hook_every_line.get() {
+            lua::arm_hook(&self.lua, self.run.clone(), false);
+        }
+        let limit = run.mem_limit.get();
+        let _ = self.lua.set_memory_limit(limit);
+        let result = invoke();
+        let _ = self.lua.set_memory_limit(0);
+        run.active.set(false);
+        run.store.set(std::ptr::null_mut());
+        run.server.set(std::ptr::null_mut());
+        run.client.set(std::ptr::null_mut());
+        if run.caller_gone.get() {
+            // Its Disconnect was consumed while busy: drop it afterwards.
+            ctx.client.close_after_reply = true;
+        }
+        let reply = match result {
+            Ok((true, value)) => {
+                bridge::write_reply(&mut ctx.reply, &value, self.client.resp3);
+                Ok(())
+            }
+            Ok((false, err)) => Err(bridge::script_error(&err, name)),
+            Err(e) => Err(Error::err_owned(format!(
+                "Error running script {name}, {:.100}",
+                lua::error_text(&e)
+            ))),
+        };
+        // Give back what a failed (maybe memory-hungry) script left behind.
+        if reply.is_err() {
+            let _ = self.lua.gc_collect();
+        }
+        reply
+    }
+}
+
+/// Parses a `#!<engine> flags=a,b` first line: returns the flags and how
+/// many bytes to skip (the line without its newline, so line numbers stay).
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, usize), Error> {
+    if !body.starts_with(b"#!") {
+        return Ok((0, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(Error::err("Invalid script shebang"));
+    };
+    let line = String::from_utf8_lossy(&body[..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(Error::err_owned(format!(
+            "Unexpected engine in script shebang: {engine}"
+        )));
+    }
+    let mut flags = sflag::HAS_SHEBANG;
+    for p in parts {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(Error::err_owned(format!("Unknown lua shebang option: {p}")));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            flags |= match f {
+                "no-writes" => sflag::NO_WRITES,
+                "allow-oom" => sflag::ALLOW_OOM,
+                "allow-stale" => sflag::ALLOW_STALE,
+                "no-cluster" => sflag::NO_CLUSTER,
+                "allow-cross-slot-keys" => sflag::ALLOW_CROSS_SLOT,
+                other => {
+                    return Err(Error::err_owned(format!(
+                        "Unexpected flag in script shebang: {other}"
+                    )))
+                }
+            };
+        }
+    }
+    Ok((flags, end))
+}

@@ -1,0 +1,185 @@
+//! Redis 7.0 functions (`functions.tcl` unit): FUNCTION LOAD and friends,
+//! FCALL/FCALL_RO, DUMP/RESTORE across ferrokv and redis-server.
+
+use crate::support::*;
+
+const LIB1: &str = "#!lua name=lib1\nredis.register_function{function_name='f2', callback=function(keys, args) return redis.call('set', keys[1], args[1]) end, flags={'no-writes'}, description='desc'}";
+const LIB3: &str = "#!lua name=lib3\nredis.register_function('f1', function(keys, args) return {keys[1], args[1], redis.call('ping')} end)";
+
+#[test]
+fn function_load_errors_match_redis() {
+    let mut p = Pair::new();
+    for code in [
+        "return 1",
+        "#!lua\nreturn 1",
+        "#!lua name=\nreturn 1",
+        "#!lua name=a-b\nreturn 1",
+        "#!lua name=x foo=bar\nreturn 1",
+        "#!js name=x\nreturn 1",
+        "#!lua name=x\nreturn 1",
+        "#!lua name=x\nreturn +",
+        "#!lua name=x\nerror('boom')",
+        "#!lua name=x\nredis.register_function()",
+        "#!lua name=x\nredis.register_function('f')",
+        "#!lua name=x\nredis.register_function('f', 1)",
+        "#!lua name=x\nredis.register_function('f-g', function() end)",
+        "#!lua name=x\nredis.register_function('f', function() end) redis.register_function('f', function() end)",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={'bogus'}}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
+        "#!lua name=x\nredis.register_function{function_name='f', callback=function() end, foo=1}",
+        "#!lua name=x\nredis.register_function{callback=function() end}",
+        "#!lua name=x\nredis.call('ping')",
+        "#!lua name=x\nreturn redis.setresp(3)",
+        "#!lua name=x\nredis.register_function('f', function() end, 3)",
+        "#!lua name=x\nlocal a = string",
+        "#!lua name=x\nwhile true do end",
+    ] {
+        p.same(&["FUNCTION", "LOAD", code]);
+    }
+    p.same(&["FUNCTION", "LOAD", "#!lua name=ok\nlocal v = redis.REDIS_VERSION_NUM redis.log(redis.LOG_NOTICE, 'loading') redis.register_function('ok_fn', function() return v end)"]);
+    p.same(&["FCALL", "ok_fn", "0"]);
+}
+
+#[test]
+fn fcall_and_function_subcommands_match_redis() {
+    let mut p = Pair::new();
+    p.same(&["FUNCTION", "LOAD", LIB1]);
+    p.same(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=lib2\nredis.register_function('f2', function() end)",
+    ]);
+    p.same(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=lib1\nredis.register_function('g', function() end)",
+    ]);
+    p.same(&["FUNCTION", "LOAD", LIB3]);
+    p.same(&["FCALL", "f1", "1", "k", "a"]);
+    p.same(&["FCALL", "f2", "1", "k", "a"]);
+    p.same(&["FCALL_RO", "f1", "1", "k", "a"]);
+    p.same(&["FCALL_RO", "f2", "1", "k", "a"]);
+    p.same(&["FCALL", "nope", "0"]);
+    p.same(&["FCALL", "f1", "5", "k"]);
+    p.same(&["FCALL", "f1", "-1"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "lib1"]);
+    p.same(&["FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "lib3"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "nomatch"]);
+    p.same(&["FUNCTION", "LIST", "bogus"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME"]);
+    p.same(&["FUNCTION", "LIST", "WITHCODE", "withcode"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"]);
+    p.same(&["FUNCTION", "LOAD", "REPLACE", "a", "b"]);
+    p.same(&["FUNCTION", "LOAD", "foo", "a"]);
+    p.same(&["FUNCTION", "STATS"]);
+    p.same(&["FUNCTION", "DELETE", "nope"]);
+    p.same(&["FUNCTION", "KILL"]);
+    p.same(&["FUNCTION", "HELP"]);
+    p.same(&[
+        "FUNCTION",
+        "LOAD",
+        "REPLACE",
+        "#!lua name=lib3\nredis.register_function('f1', function(keys, args) error('inner') end)",
+    ]);
+    p.same(&["FCALL", "f1", "0"]);
+    p.same(&["FUNCTION", "DELETE", "lib3"]);
+    p.same(&["FCALL", "f1", "0"]);
+    p.same(&["FUNCTION", "FLUSH", "bad"]);
+    p.same(&["FUNCTION", "RESTORE", "abc"]);
+    // SCRIPT FLUSH leaves functions alone.
+    p.same(&["SCRIPT", "FLUSH"]);
+    p.same(&["FCALL_RO", "f2", "1", "k", "a"]);
+    p.same(&["FUNCTION", "FLUSH"]);
+    p.same(&["FUNCTION", "STATS"]);
+    p.same(&["FCALL", "f2", "0"]);
+}
+
+fn bulk_payload(reply: &[u8]) -> Vec<u8> {
+    let nl = reply.iter().position(|&b| b == b'\n').expect("header");
+    reply[nl + 1..reply.len() - 2].to_vec()
+}
+
+#[test]
+fn function_dump_restores_both_ways() {
+    let mut p = Pair::new();
+    // A library long enough for Redis to LZF-compress it in DUMP.
+    let long = format!(
+        "#!lua name=big\n-- {}\nredis.register_function('big', function() return 'big' end)",
+        "padding ".repeat(40)
+    );
+    p.same(&["FUNCTION", "LOAD", &long]);
+    p.same(&["FUNCTION", "LOAD", LIB3]);
+    let ours = bulk_payload(&p.ours.cmd_str(&["FUNCTION", "DUMP"]));
+    let theirs = bulk_payload(&p.theirs.cmd_str(&["FUNCTION", "DUMP"]));
+    p.same(&["FUNCTION", "FLUSH"]);
+    // Each side restores the other's payload.
+    assert_eq!(
+        p.ours.cmd(&[b"FUNCTION", b"RESTORE", &theirs]),
+        b"+OK\r\n".to_vec()
+    );
+    assert_eq!(
+        p.theirs.cmd(&[b"FUNCTION", b"RESTORE", &ours]),
+        b"+OK\r\n".to_vec()
+    );
+    p.same(&["FCALL", "big", "0"]);
+    p.same(&["FCALL", "f1", "1", "k", "a"]);
+    p.same(&["FUNCTION", "LIST", "LIBRARYNAME", "big"]);
+    p.same(&["FUNCTION", "DELETE", "big"]);
+    // Redis reports the first colliding library in its dict order, so
+    // only one may collide here.
+    p.same_bytes(&[b"FUNCTION", b"RESTORE", &ours]);
+    p.same(&["FCALL", "big", "0"]);
+    p.same_bytes(&[b"FUNCTION", b"RESTORE", &ours, b"BOGUS"]);
+    p.same_bytes(&[b"FUNCTION", b"RESTORE", &ours, b"REPLACE"]);
+    p.same_bytes(&[b"FUNCTION", b"RESTORE", &ours, b"FLUSH"]);
+    let mut corrupt = ours.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    p.same_bytes(&[b"FUNCTION", b"RESTORE", &corrupt]);
+}
+
+#[test]
+fn runaway_function_gets_busy_then_function_kill() {
+    let server = start_with(|c| c.busy_reply_threshold = 100);
+    let mut raw = server.raw();
+    assert_eq!(
+        raw.cmd_str(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=spin\nredis.register_function('spin', function() while true do end end)"
+        ]),
+        b"$4\r\nspin\r\n"
+    );
+    raw.send(&encode(&[b"FCALL", b"spin", b"0"]));
+    let mut other = server.raw();
+    let mut last = Vec::new();
+    assert!(wait_until(std::time::Duration::from_secs(5), || {
+        last = other.cmd_str(&["PING"]);
+        last.starts_with(b"-BUSY")
+    }));
+    assert_eq!(
+        last,
+        b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+    assert!(other.cmd_str(&["SCRIPT", "KILL"]).starts_with(b"-BUSY"));
+    let stats = String::from_utf8_lossy(&other.cmd_str(&["FUNCTION", "STATS"])).into_owned();
+    assert!(
+        stats.starts_with("*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n$11\r\nduration_ms\r\n:"),
+        "{stats}"
+    );
+    assert!(
+        stats.ends_with("$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:1\r\n"),
+        "{stats}"
+    );
+    assert_eq!(
+        other.cmd_str(&["NOSUCH"]),
+        b"-ERR unknown command 'NOSUCH', with args beginning with: \r\n"
+    );
+    assert_eq!(other.cmd_str(&["FUNCTION", "KILL"]), b"+OK\r\n");
+    let reply = raw.read_reply();
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n"
+    );
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
+}
