@@ -11,6 +11,7 @@ pub mod command;
 pub mod connection;
 pub mod expire;
 pub mod keys;
+pub mod persist;
 pub mod scan;
 pub mod server;
 pub mod spec;
@@ -56,4 +57,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,
+    persist::COMMANDS,
 ];

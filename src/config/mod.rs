@@ -27,6 +27,16 @@ pub struct Config {
     pub protected_mode: bool,
     /// Network threads.
     pub io_threads: usize,
+    /// Directory of the RDB file (`dir`).
+    pub dir: String,
+    /// RDB file name (`dbfilename`).
+    pub dbfilename: String,
+    /// LZF-compress strings in RDB files (`rdbcompression`).
+    pub rdbcompression: bool,
+    /// Write and verify the RDB CRC64 (`rdbchecksum`).
+    pub rdbchecksum: bool,
+    /// `save <seconds> <changes>` rules; empty disables automatic saves.
+    pub save: Vec<(u64, u64)>,
 }
 
 impl Default for Config {
@@ -43,6 +53,11 @@ impl Default for Config {
             logfile: String::new(),
             protected_mode: true,
             io_threads: 1,
+            dir: ".".into(),
+            dbfilename: "dump.rdb".into(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            save: vec![(3600, 1), (300, 100), (60, 10000)],
         }
     }
 }

@@ -135,6 +135,8 @@ pub struct ServerState {
     pub config_file: Option<String>,
     /// Path of the executable (INFO `executable`).
     pub executable: String,
+    /// RDB save state (INFO persistence).
+    pub persist: crate::persist::PersistState,
 }
 
 /// The executor: the store plus server state, driven by [`Executor::run`].
@@ -172,6 +174,7 @@ impl Executor {
                 executable: std::env::current_exe()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
+                persist: Default::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -222,6 +225,8 @@ impl Executor {
         // Redis's slow cycle may use 25% of each period.
         self.store.active_expire_cycle(period / 4);
         self.after_writes();
+        crate::persist::bgsave_poll(&mut self.store, &mut self.server);
+        crate::persist::check_save_rules(&self.store, &mut self.server);
     }
 
     fn handle(&mut self, req: Request) {

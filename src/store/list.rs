@@ -21,6 +21,16 @@ impl List {
         self.items.is_empty()
     }
 
+    /// The elements from head to tail.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.items.iter().map(CompactBytes::as_slice)
+    }
+
+    /// Appends an element at the tail.
+    pub fn push_back(&mut self, item: &[u8]) {
+        self.items.push_back(CompactBytes::new(item));
+    }
+
     /// The name OBJECT ENCODING reports.
     pub fn encoding(&self) -> &'static str {
         "quicklist"

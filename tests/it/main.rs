@@ -6,6 +6,6 @@ mod support;
 
 mod basics;
 mod expire;
-mod keys;
 mod incr;
+mod keys;
 mod string;

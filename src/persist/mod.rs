@@ -1,0 +1,465 @@
+//! Persistence: RDB snapshots compatible with Redis 7.0 (`rdb/`), the
+//! SAVE/BGSAVE machinery around them, `save <seconds> <changes>` rules,
+//! loading on start, and the facts INFO persistence reports
+//! ([`PersistState`], [`info_section`]).
+//!
+//! BGSAVE needs a point-in-time view without fork: the executor clones the
+//! keyspace (values are plain owned data) and a background thread writes
+//! the clone, so the server keeps answering while the file is written.
+//!
+//! Files are written as Redis does: to a temporary file in `dir`, fsynced,
+//! then renamed over `dbfilename`, so the previous file stays intact until
+//! the new one is complete.
+
+pub mod lzf;
+pub mod rdb;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Instant;
+
+use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
+use self::rdb::save::{write_rdb, DbSource, SaveOptions, SaveReport};
+use crate::config::Config;
+use crate::exec::{clock, ServerState};
+use crate::store::bytes::CompactBytes;
+use crate::store::value::Value;
+use crate::store::Store;
+
+/// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, save
+/// rules wait this many seconds before trying again.
+const BGSAVE_RETRY_DELAY: u64 = 5;
+
+/// Persistence state, read by INFO persistence (see [`info_section`]) and
+/// LASTSAVE. Lives in `ServerState::persist`.
+pub struct PersistState {
+    /// The background save running now, if any.
+    pub bgsave: Option<Bgsave>,
+    /// Outcome of the last background (or foreground) save
+    /// (`rdb_last_bgsave_status`).
+    pub last_bgsave_ok: bool,
+    /// Duration of the last background save in seconds, -1 when none ran
+    /// (`rdb_last_bgsave_time_sec`).
+    pub last_bgsave_time_sec: i64,
+    /// Unix time of the last background save attempt.
+    pub last_bgsave_try: u64,
+    /// Saves performed, foreground and background (`rdb_saves`).
+    pub saves: u64,
+    /// Keys skipped as expired by the last load (`rdb_last_load_keys_expired`).
+    pub last_load_keys_expired: u64,
+    /// Keys loaded by the last load (`rdb_last_load_keys_loaded`).
+    pub last_load_keys_loaded: u64,
+}
+
+impl Default for PersistState {
+    fn default() -> Self {
+        PersistState {
+            bgsave: None,
+            last_bgsave_ok: true,
+            last_bgsave_time_sec: -1,
+            last_bgsave_try: 0,
+            saves: 0,
+            last_load_keys_expired: 0,
+            last_load_keys_loaded: 0,
+        }
+    }
+}
+
+/// A background save in progress.
+pub struct Bgsave {
+    started: Instant,
+    dirty_at_start: u64,
+    cancel: Arc<AtomicBool>,
+    done: Receiver<Result<SaveReport, String>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Keys written so far (`current_save_keys_processed`).
+    pub keys_processed: Arc<AtomicU64>,
+    /// Keys to write (`current_save_keys_total`).
+    pub keys_total: u64,
+}
+
+/// The file SAVE writes and start-up loads: `dir`/`dbfilename`.
+pub fn rdb_path(config: &Config) -> PathBuf {
+    Path::new(&config.dir).join(&config.dbfilename)
+}
+
+/// Bytes allocated, for the `used-mem` AUX field.
+fn used_memory() -> u64 {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        let _ = tikv_jemalloc_ctl::epoch::advance();
+        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        0
+    }
+}
+
+fn save_options(config: &Config) -> SaveOptions {
+    SaveOptions {
+        compress: config.rdbcompression,
+        checksum: config.rdbchecksum,
+        used_mem: used_memory(),
+    }
+}
+
+impl DbSource for Store {
+    fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    fn db_sizes(&self, db: usize) -> (usize, usize) {
+        (self.dbs[db].len(), self.dbs[db].volatile())
+    }
+
+    fn each(
+        &self,
+        db: usize,
+        f: &mut dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut err = None;
+        self.dbs[db].dict.for_each(|e| {
+            if err.is_none() {
+                if let Err(x) = f(e.key.as_slice(), &e.value, e.expire_at()) {
+                    err = Some(x);
+                }
+            }
+        });
+        err.map_or(Ok(()), Err)
+    }
+}
+
+/// A point-in-time copy of the keyspace for a background save.
+struct Snapshot {
+    dbs: Vec<Vec<(CompactBytes, Value, u64)>>,
+    processed: Arc<AtomicU64>,
+}
+
+impl Snapshot {
+    fn of(store: &Store, processed: Arc<AtomicU64>) -> Self {
+        let dbs = store
+            .dbs
+            .iter()
+            .map(|d| {
+                let mut v = Vec::with_capacity(d.len());
+                d.dict
+                    .for_each(|e| v.push((e.key.clone(), e.value.clone(), e.expire_at())));
+                v
+            })
+            .collect();
+        Snapshot { dbs, processed }
+    }
+}
+
+impl DbSource for Snapshot {
+    fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    fn db_sizes(&self, db: usize) -> (usize, usize) {
+        let d = &self.dbs[db];
+        (d.len(), d.iter().filter(|e| e.2 != 0).count())
+    }
+
+    fn each(
+        &self,
+        db: usize,
+        f: &mut dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        for (k, v, at) in &self.dbs[db] {
+            f(k.as_slice(), v, *at)?;
+            self.processed.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Unique temp file names within the process (several servers may share a
+/// directory in tests).
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `src` to `path` safely: a temp file in the same directory,
+/// fsynced, renamed over `path`, and the directory fsynced.
+pub fn write_file(
+    path: &Path,
+    src: &dyn DbSource,
+    opts: SaveOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<SaveReport, String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        "temp-{}-{}.rdb",
+        std::process::id(),
+        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| -> std::io::Result<SaveReport> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let report = write_rdb(&mut w, src, opts, cancel)?;
+        w.flush()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(std::io::Error::other("save cancelled"));
+        }
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(report)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("Write error saving DB on disk ({}): {e}", path.display())
+    })
+}
+
+/// Saves the keyspace now, on the calling thread (SAVE, and SHUTDOWN when
+/// save rules are set: call `persist::save_now(ctx.store, ctx.server)`).
+/// A background save still running is abandoned first, so it cannot
+/// replace this newer file when it finishes.
+pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveReport, String> {
+    cancel_bgsave(server);
+    let path = rdb_path(&server.config);
+    let report = write_file(&path, store, save_options(&server.config), None);
+    match &report {
+        Ok(r) => {
+            store.stats.dirty = 0;
+            server.last_save = clock::now_ms() / 1000;
+            server.persist.last_bgsave_ok = true;
+            server.persist.saves += 1;
+            tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
+        }
+        Err(e) => tracing::warn!("{e}"),
+    }
+    report
+}
+
+/// Stops a running background save and waits for its thread.
+pub fn cancel_bgsave(server: &mut ServerState) {
+    if let Some(mut bg) = server.persist.bgsave.take() {
+        bg.cancel.store(true, Ordering::Relaxed);
+        if let Some(t) = bg.thread.take() {
+            let _ = t.join();
+        }
+        tracing::info!("background saving cancelled");
+    }
+}
+
+/// Starts a background save (BGSAVE, save rules). The caller checks that
+/// none is running.
+pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), String> {
+    let processed = Arc::new(AtomicU64::new(0));
+    let snap = Snapshot::of(store, processed.clone());
+    let keys_total = snap.dbs.iter().map(|d| d.len() as u64).sum();
+    let path = rdb_path(&server.config);
+    let opts = save_options(&server.config);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = cancel.clone();
+    server.persist.last_bgsave_try = clock::now_ms() / 1000;
+    let thread = std::thread::Builder::new()
+        .name("ferrokv-bgsave".into())
+        .spawn(move || {
+            let r = write_file(&path, &snap, opts, Some(&c));
+            let _ = tx.send(r);
+            // The snapshot is freed here, off the executor thread.
+        })
+        .map_err(|e| format!("Can't start the background save thread: {e}"))?;
+    tracing::info!("Background saving started");
+    server.persist.bgsave = Some(Bgsave {
+        started: Instant::now(),
+        dirty_at_start: store.stats.dirty,
+        cancel,
+        done: rx,
+        thread: Some(thread),
+        keys_processed: processed,
+        keys_total,
+    });
+    Ok(())
+}
+
+/// Collects a finished background save (called from the executor timers),
+/// as Redis's `backgroundSaveDoneHandler`.
+pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
+    let Some(bg) = server.persist.bgsave.as_mut() else {
+        return;
+    };
+    let result = match bg.done.try_recv() {
+        Ok(r) => r,
+        Err(TryRecvError::Empty) => return,
+        Err(TryRecvError::Disconnected) => Err("background save thread died".into()),
+    };
+    let Some(mut bg) = server.persist.bgsave.take() else {
+        return;
+    };
+    if let Some(t) = bg.thread.take() {
+        let _ = t.join();
+    }
+    let p = &mut server.persist;
+    p.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
+    p.saves += 1;
+    match result {
+        Ok(r) => {
+            store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
+            server.last_save = clock::now_ms() / 1000;
+            p.last_bgsave_ok = true;
+            tracing::info!(
+                "Background saving terminated with success ({} keys)",
+                r.keys
+            );
+        }
+        Err(e) => {
+            p.last_bgsave_ok = false;
+            tracing::warn!("Background saving error: {e}");
+        }
+    }
+}
+
+/// Starts a background save when a `save <seconds> <changes>` rule is met
+/// (serverCron's check): enough changes, enough time since the last save,
+/// and not right after a failed attempt.
+pub fn check_save_rules(store: &Store, server: &mut ServerState) {
+    if server.persist.bgsave.is_some() || server.config.save.is_empty() {
+        return;
+    }
+    let now = clock::now_ms() / 1000;
+    let dirty = store.stats.dirty;
+    let since = now.saturating_sub(server.last_save);
+    let retry_ok = now.saturating_sub(server.persist.last_bgsave_try) > BGSAVE_RETRY_DELAY
+        || server.persist.last_bgsave_ok;
+    let due = server
+        .config
+        .save
+        .iter()
+        .find(|(secs, changes)| dirty >= *changes && since > *secs && retry_ok);
+    if let Some((secs, changes)) = due.copied() {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+        if let Err(e) = bgsave_start(store, server) {
+            server.persist.last_bgsave_ok = false;
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+/// Loads `dir`/`dbfilename` into an empty store at start-up. A missing file
+/// is not an error; a damaged one is, with the file, offset and reason.
+pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Result<()> {
+    let path = rdb_path(&server.config);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot read RDB file {}: {e}", path.display()),
+            ))
+        }
+    };
+    let started = Instant::now();
+    let report = load_file(&data, store, &server.config).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("bad RDB file {} {e}; refusing to start", path.display()),
+        )
+    })?;
+    server.persist.last_load_keys_loaded = report.keys_loaded;
+    server.persist.last_load_keys_expired = report.keys_expired;
+    if report.functions_skipped > 0 {
+        tracing::warn!(
+            "{} function libraries in {} were not loaded (functions are not supported)",
+            report.functions_skipped,
+            path.display()
+        );
+    }
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
+        started.elapsed().as_secs_f64(),
+        report.keys_loaded,
+        report.keys_expired
+    );
+    Ok(())
+}
+
+/// Loads an RDB image into `store` and resets the change counter.
+pub fn load_file(
+    data: &[u8],
+    store: &mut Store,
+    config: &Config,
+) -> Result<LoadReport, rdb::load::LoadError> {
+    let now = clock::now_ms();
+    store.set_now(now);
+    let report = load_rdb(
+        data,
+        store,
+        LoadOptions {
+            verify_checksum: config.rdbchecksum,
+            now_ms: now,
+        },
+    )?;
+    store.stats.dirty = 0;
+    Ok(report)
+}
+
+/// The `# Persistence` section of INFO, with Redis 7.0's field names and
+/// order (AOF fields report AOF off).
+pub fn info_section(store: &Store, server: &ServerState) -> String {
+    let p = &server.persist;
+    let (in_progress, current_secs, processed, total) = match &p.bgsave {
+        Some(bg) => (
+            1,
+            bg.started.elapsed().as_secs() as i64,
+            bg.keys_processed.load(Ordering::Relaxed),
+            bg.keys_total,
+        ),
+        None => (0, -1, 0, 0),
+    };
+    format!(
+        "# Persistence\r\n\
+         loading:0\r\n\
+         async_loading:0\r\n\
+         current_cow_peak:0\r\n\
+         current_cow_size:0\r\n\
+         current_cow_size_age:0\r\n\
+         current_fork_perc:0.00\r\n\
+         current_save_keys_processed:{processed}\r\n\
+         current_save_keys_total:{total}\r\n\
+         rdb_changes_since_last_save:{}\r\n\
+         rdb_bgsave_in_progress:{in_progress}\r\n\
+         rdb_last_save_time:{}\r\n\
+         rdb_last_bgsave_status:{}\r\n\
+         rdb_last_bgsave_time_sec:{}\r\n\
+         rdb_current_bgsave_time_sec:{current_secs}\r\n\
+         rdb_saves:{}\r\n\
+         rdb_last_cow_size:0\r\n\
+         rdb_last_load_keys_expired:{}\r\n\
+         rdb_last_load_keys_loaded:{}\r\n\
+         aof_enabled:0\r\n\
+         aof_rewrite_in_progress:0\r\n\
+         aof_rewrite_scheduled:0\r\n\
+         aof_last_rewrite_time_sec:-1\r\n\
+         aof_current_rewrite_time_sec:-1\r\n\
+         aof_last_bgrewrite_status:ok\r\n\
+         aof_rewrites:0\r\n\
+         aof_rewrites_consecutive_failures:0\r\n\
+         aof_last_write_status:ok\r\n\
+         aof_last_cow_size:0\r\n\
+         module_fork_in_progress:0\r\n\
+         module_fork_last_cow_size:0\r\n",
+        store.stats.dirty,
+        server.last_save,
+        if p.last_bgsave_ok { "ok" } else { "err" },
+        p.last_bgsave_time_sec,
+        p.saves,
+        p.last_load_keys_expired,
+        p.last_load_keys_loaded,
+    )
+}
