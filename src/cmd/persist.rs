@@ -76,7 +76,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut j = 4;
     while j < argv.len() {
         let a = argv.get(j);
-        let more = argv.len() - j - 1 >= 1;
+        let more = argv.len() - j > 1;
         if is(a, "replace") {
             replace = true;
         } else if is(a, "absttl") {
@@ -109,10 +109,11 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(Error::err("Invalid TTL value, must be >= 0"));
     }
-    let Some(body) = rdb::load::verify_payload(argv.get(3)) else {
+    let payload = argv.get(3);
+    if !rdb::load::verify_payload(payload) {
         return Err(Error::err("DUMP payload version or checksum are wrong"));
-    };
-    let Some(value) = rdb::load::payload_value(body) else {
+    }
+    let Some(value) = rdb::load::payload_value(payload) else {
         return Err(Error::err("Bad data format"));
     };
     let now = ctx.store.now();

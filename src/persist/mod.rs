@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
-use self::rdb::save::{write_rdb, DbSource, SaveOptions, SaveReport};
+use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
 use crate::exec::{clock, ServerState};
 use crate::store::bytes::CompactBytes;
@@ -116,11 +116,7 @@ impl DbSource for Store {
         (self.dbs[db].len(), self.dbs[db].volatile())
     }
 
-    fn each(
-        &self,
-        db: usize,
-        f: &mut dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
+    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()> {
         let mut err = None;
         self.dbs[db].dict.for_each(|e| {
             if err.is_none() {
@@ -165,11 +161,7 @@ impl DbSource for Snapshot {
         (d.len(), d.iter().filter(|e| e.2 != 0).count())
     }
 
-    fn each(
-        &self,
-        db: usize,
-        f: &mut dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
+    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()> {
         for (k, v, at) in &self.dbs[db] {
             f(k.as_slice(), v, *at)?;
             self.processed.fetch_add(1, Ordering::Relaxed);

@@ -8,4 +8,5 @@ mod basics;
 mod expire;
 mod incr;
 mod keys;
+mod persist;
 mod string;

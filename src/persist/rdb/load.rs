@@ -89,7 +89,7 @@ impl<'a> Dec<'a> {
     }
 
     /// A length (`rdbLoadLen`).
-    pub fn len(&mut self) -> Result<u64, LoadError> {
+    pub fn length(&mut self) -> Result<u64, LoadError> {
         match self.len_or_special()? {
             Len::Plain(n) => Ok(n),
             Len::Special(_) => self.fail("string encoding found where a length was expected"),
@@ -98,7 +98,7 @@ impl<'a> Dec<'a> {
 
     /// A length that must fit in memory and in what is left of the input.
     fn size(&mut self) -> Result<usize, LoadError> {
-        let n = self.len()?;
+        let n = self.length()?;
         if n > (self.data.len() - self.pos) as u64 {
             return self.fail(format!("length {n} runs past the end of the file"));
         }
@@ -123,7 +123,7 @@ impl<'a> Dec<'a> {
             Len::Special(enc::INT32) => Ok(Str::Int(i64::from(i32::from_le_bytes(self.array()?)))),
             Len::Special(enc::LZF) => {
                 let clen = self.size()?;
-                let len = self.len()?;
+                let len = self.length()?;
                 let at = self.pos;
                 let c = self.take(clen)?;
                 // An LZF run expands at most ~40x (a 3-byte back reference
@@ -169,7 +169,7 @@ impl<'a> Dec<'a> {
                 }))
             }
             ty::LIST => {
-                let n = self.len()?;
+                let n = self.length()?;
                 for _ in 0..n {
                     list.push_back(&self.string()?);
                 }
@@ -179,10 +179,10 @@ impl<'a> Dec<'a> {
                 self.blob(at, listpack::decode_ziplist(&blob, |e| list.push_back(e)))?;
             }
             ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
-                let nodes = self.len()?;
+                let nodes = self.length()?;
                 for _ in 0..nodes {
                     let c = if t == ty::LIST_QUICKLIST_2 {
-                        self.len()?
+                        self.length()?
                     } else {
                         container::PACKED
                     };
@@ -230,24 +230,22 @@ enum Str<'a> {
 
 /// Checks a DUMP payload's footer (`verifyDumpPayload`): at least the
 /// 2-byte version and 8-byte CRC64, a version Redis 7.0 reads, a matching
-/// checksum. Returns the serialized value without the footer.
-pub fn verify_payload(p: &[u8]) -> Option<&[u8]> {
-    if p.len() < 10 {
-        return None;
-    }
-    let (body, footer) = p.split_at(p.len() - 10);
+/// checksum.
+pub fn verify_payload(p: &[u8]) -> bool {
+    let Some(footer) = p.len().checked_sub(10).and_then(|at| p.get(at..)) else {
+        return false;
+    };
     let ver = u16::from_le_bytes([footer[0], footer[1]]);
-    if ver > RDB_VERSION {
-        return None;
-    }
-    let crc = u64::from_le_bytes(footer[2..10].try_into().ok()?);
-    (CRC64.checksum(&p[..p.len() - 8]) == crc).then_some(body)
+    let mut crc = [0u8; 8];
+    crc.copy_from_slice(&footer[2..]);
+    ver <= RDB_VERSION && CRC64.checksum(&p[..p.len() - 8]) == u64::from_le_bytes(crc)
 }
 
-/// Decodes a verified payload body into a value (`Bad data format` when it
-/// does not parse or is an empty list).
-pub fn payload_value(body: &[u8]) -> Option<Value> {
-    let mut d = Dec::new(body);
+/// Decodes a verified payload into a value (None, `Bad data format`, when
+/// it does not parse or is an empty list). As in Redis the reader is given
+/// the whole payload, footer included, and trailing bytes are ignored.
+pub fn payload_value(payload: &[u8]) -> Option<Value> {
+    let mut d = Dec::new(payload);
     let t = d.u8().ok()?;
     d.value(t).ok().flatten()
 }
@@ -295,7 +293,7 @@ pub fn load_rdb(
         .ok()
         .and_then(|v| v.parse::<u16>().ok())
         .unwrap_or(0);
-    if version < 1 || version > RDB_VERSION {
+    if !(1..=RDB_VERSION).contains(&version) {
         return Err(LoadError {
             offset: 5,
             reason: format!(
@@ -326,12 +324,12 @@ pub fn load_rdb(
                 continue;
             }
             op::IDLE => {
-                idle = Some(d.len()?);
+                idle = Some(d.length()?);
                 continue;
             }
             op::EOF => break,
             op::SELECTDB => {
-                let n = d.len()?;
+                let n = d.length()?;
                 if n >= databases as u64 {
                     d.pos = at;
                     return d.fail(format!(
@@ -342,8 +340,8 @@ pub fn load_rdb(
                 continue;
             }
             op::RESIZEDB => {
-                d.len()?;
-                d.len()?;
+                d.length()?;
+                d.length()?;
                 continue;
             }
             op::AUX => {

@@ -145,6 +145,9 @@ pub fn dump_payload(v: &Value, compress: bool) -> Vec<u8> {
     e.buf
 }
 
+/// The callback [`DbSource::each`] calls per key.
+pub type EachKey<'a> = dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()> + 'a;
+
 /// The keys of one database to save.
 pub trait DbSource {
     /// Number of databases.
@@ -153,11 +156,7 @@ pub trait DbSource {
     fn db_sizes(&self, db: usize) -> (usize, usize);
     /// Calls `f(key, value, expire_at_ms /* 0 = none */)` for every key of
     /// `db`, stopping at the first error.
-    fn each(
-        &self,
-        db: usize,
-        f: &mut dyn FnMut(&[u8], &Value, u64) -> std::io::Result<()>,
-    ) -> std::io::Result<()>;
+    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()>;
 }
 
 /// Options of a file save.

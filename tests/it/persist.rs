@@ -1,0 +1,582 @@
+//! Persistence: RDB round trips through restart, files exchanged with a
+//! real redis-server 7.0 in both directions (and checked by
+//! `redis-check-rdb`), DUMP/RESTORE between the two, BGSAVE, save rules,
+//! and the refusal of damaged files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ferrokv::store::value::Value;
+
+use crate::support::*;
+
+/// A temp directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = unique_temp_path(name);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn s(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn bulk(r: &[u8]) -> Option<Vec<u8>> {
+    let nl = r.iter().position(|&c| c == b'\n')?;
+    if r.first() != Some(&b'$') {
+        return None;
+    }
+    let n: i64 = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse().ok()?;
+    if n < 0 {
+        return None;
+    }
+    Some(r[nl + 1..nl + 1 + n as usize].to_vec())
+}
+
+fn int(r: &[u8]) -> i64 {
+    assert_eq!(r.first(), Some(&b':'), "{:?}", String::from_utf8_lossy(r));
+    std::str::from_utf8(&r[1..r.len() - 2])
+        .expect("utf8")
+        .parse()
+        .expect("integer")
+}
+
+/// The bulk strings of a flat array reply.
+fn bulks(r: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let nl = r.iter().position(|&c| c == b'\n').expect("header");
+    assert_eq!(r[0], b'*', "{:?}", String::from_utf8_lossy(r));
+    let mut pos = nl + 1;
+    while pos < r.len() {
+        let n = frame_len(&r[pos..]).expect("complete element");
+        out.push(bulk(&r[pos..pos + n]).expect("bulk element"));
+        pos += n;
+    }
+    out
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Val {
+    Str(Vec<u8>),
+    List(Vec<Vec<u8>>),
+}
+
+/// Every key of databases 0..16 with its value and PEXPIRETIME. Lists are
+/// read with LRANGE on Redis, and through DUMP on ferrokv (which has no
+/// list commands of its own in this module's scope).
+fn contents(port: u16, is_redis: bool) -> BTreeMap<(usize, Vec<u8>), (Val, i64)> {
+    let mut r = Raw::connect(port);
+    let mut all = BTreeMap::new();
+    for db in 0..16 {
+        assert_eq!(r.cmd_str(&["SELECT", &db.to_string()]), b"+OK\r\n");
+        for key in bulks(&r.cmd_str(&["KEYS", "*"])) {
+            let t = r.cmd(&[b"TYPE", &key]);
+            let v = match t.as_slice() {
+                b"+string\r\n" => Val::Str(bulk(&r.cmd(&[b"GET", &key])).expect("string")),
+                b"+list\r\n" if is_redis => {
+                    Val::List(bulks(&r.cmd(&[b"LRANGE", &key, b"0", b"-1"])))
+                }
+                b"+list\r\n" => {
+                    let p = bulk(&r.cmd(&[b"DUMP", &key])).expect("dump");
+                    assert!(ferrokv::persist::rdb::load::verify_payload(&p));
+                    match ferrokv::persist::rdb::load::payload_value(&p) {
+                        Some(Value::List(l)) => Val::List(l.iter().map(|e| e.to_vec()).collect()),
+                        other => panic!("not a list: {other:?}"),
+                    }
+                }
+                other => panic!("unexpected type {:?}", String::from_utf8_lossy(other)),
+            };
+            let exp = int(&r.cmd(&[b"PEXPIRETIME", &key]));
+            all.insert((db, key), (v, exp));
+        }
+    }
+    all
+}
+
+fn cmd(r: &mut Raw, args: &[&[u8]]) {
+    let reply = r.cmd(args);
+    assert!(
+        reply[0] != b'-',
+        "{:?} failed: {}",
+        String::from_utf8_lossy(args[0]),
+        String::from_utf8_lossy(&reply)
+    );
+}
+
+/// Pseudo-random bytes (no compressible runs).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Strings of every RDB encoding over three databases, with TTLs.
+fn populate_strings(r: &mut Raw) {
+    let far = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis()
+        + 3_600_000)
+        .to_string();
+    for (k, v) in [
+        ("i8", "100"),
+        ("i16", "-30000"),
+        ("i32", "2147483647"),
+        ("i64", "9223372036854775807"),
+        ("neg", "-7"),
+        ("padded", "0012"),
+        ("empty", ""),
+        ("short", "hello"),
+        ("float", "3.14"),
+    ] {
+        cmd(r, &[b"SET", k.as_bytes(), v.as_bytes()]);
+    }
+    cmd(r, &[b"SET", b"compressible", &[b'a'; 100]]);
+    cmd(r, &[b"SET", b"big", &b"0123456789".repeat(30_000)]);
+    cmd(r, &[b"SET", b"noise", &noise(5000, 7)]);
+    cmd(r, &[b"SET", b"\x00\xffbin", b"\r\n\x00"]);
+    cmd(r, &[b"SET", b"ttl_s", b"v", b"EX", b"1000"]);
+    cmd(r, &[b"SET", b"ttl_ms", b"w", b"PXAT", far.as_bytes()]);
+    cmd(r, &[b"SELECT", b"3"]);
+    cmd(r, &[b"SET", b"in3", b"three"]);
+    cmd(r, &[b"SET", b"n3", b"33"]);
+    cmd(r, &[b"SELECT", b"15"]);
+    cmd(r, &[b"SET", b"in15", b"fifteen", b"EX", b"500"]);
+    cmd(r, &[b"SELECT", b"0"]);
+}
+
+/// Lists small and large (several listpack nodes, big elements), on Redis.
+fn populate_lists(r: &mut Raw) {
+    cmd(
+        r,
+        &[
+            b"RPUSH",
+            b"l_small",
+            b"a",
+            b"b",
+            b"1",
+            b"2",
+            b"-5000",
+            b"3000000000",
+            b"",
+        ],
+    );
+    let items: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| {
+            if i % 3 == 0 {
+                (i * 7919 - 50_000).to_string().into_bytes()
+            } else {
+                format!("item-{i}").into_bytes()
+            }
+        })
+        .collect();
+    for chunk in items.chunks(1000) {
+        let mut args: Vec<&[u8]> = vec![b"RPUSH", b"l_big"];
+        args.extend(chunk.iter().map(|i| i.as_slice()));
+        cmd(r, &args);
+    }
+    let big = noise(10_000, 3);
+    cmd(r, &[b"RPUSH", b"l_wide", &big, b"x", &big, &[b'z'; 70_000]]);
+    cmd(r, &[b"RPUSH", b"l_ttl", b"1", b"2"]);
+    cmd(r, &[b"EXPIRE", b"l_ttl", b"900"]);
+    cmd(r, &[b"SELECT", b"3"]);
+    cmd(r, &[b"LPUSH", b"l3", b"c", b"b", b"a"]);
+    cmd(r, &[b"SELECT", b"0"]);
+}
+
+/// Copies every key (value and TTL) from one server to another with DUMP
+/// and RESTORE ... ABSTTL.
+fn migrate(from: u16, to: u16) {
+    let mut a = Raw::connect(from);
+    let mut b = Raw::connect(to);
+    for db in 0..16 {
+        let d = db.to_string();
+        cmd(&mut a, &[b"SELECT", d.as_bytes()]);
+        cmd(&mut b, &[b"SELECT", d.as_bytes()]);
+        for key in bulks(&a.cmd_str(&["KEYS", "*"])) {
+            let payload = bulk(&a.cmd(&[b"DUMP", &key])).expect("dump");
+            let exp = int(&a.cmd(&[b"PEXPIRETIME", &key])).max(0).to_string();
+            let r = b.cmd(&[b"RESTORE", &key, exp.as_bytes(), &payload, b"ABSTTL"]);
+            assert_eq!(r, b"+OK\r\n", "{}", String::from_utf8_lossy(&r));
+        }
+    }
+}
+
+fn ferrokv_on(dir: &TempDir, file: &str) -> Ferrokv {
+    let (d, f) = (dir.s(), file.to_string());
+    start_with(move |c| {
+        c.dir = d;
+        c.dbfilename = f;
+    })
+}
+
+fn check_rdb(path: &Path) {
+    let out = std::process::Command::new("redis-check-rdb")
+        .arg(path)
+        .output()
+        .expect("redis-check-rdb runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && text.contains("RDB looks OK"),
+        "{text}"
+    );
+}
+
+#[test]
+fn save_and_restart_round_trip() {
+    let dir = TempDir::new("ferrokv-rt");
+    let redis = spawn_redis();
+    let mut rr = Raw::connect(redis.port);
+    populate_lists(&mut rr);
+    let a = ferrokv_on(&dir, "dump.rdb");
+    migrate(redis.port, a.port);
+    let mut r = a.raw();
+    populate_strings(&mut r);
+    cmd(&mut r, &[b"SET", b"soon", b"gone", b"PX", b"150"]);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let saved = std::fs::read(dir.path().join("dump.rdb")).expect("file written");
+    assert!(
+        saved.windows(4).any(|w| w == b"soon"),
+        "the live key was saved"
+    );
+    let lastsave = int(&r.cmd_str(&["LASTSAVE"]));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    assert!((now - lastsave).abs() <= 1);
+    assert!(wait_until(Duration::from_secs(2), || r
+        .cmd_str(&["EXISTS", "soon"])
+        == b":0\r\n"));
+    let b = ferrokv_on(&dir, "dump.rdb");
+    let before = contents(a.port, false);
+    let after = contents(b.port, false);
+    assert!(before.len() > 20);
+    assert_eq!(before, after);
+    assert!(
+        !after.contains_key(&(0, b"soon".to_vec())),
+        "expired key not resurrected"
+    );
+    // Same values as Redis holds for the lists.
+    let theirs = contents(redis.port, true);
+    for (k, v) in &theirs {
+        assert_eq!(after.get(k), Some(v), "{k:?}");
+    }
+}
+
+#[test]
+fn redis_written_files_load_into_ferrokv() {
+    let variants: [&[&str]; 3] = [
+        &[],
+        &["--list-compress-depth", "1"],
+        &["--rdbcompression", "no", "--rdbchecksum", "no"],
+    ];
+    for extra in variants {
+        let dir = TempDir::new("ferrokv-from-redis");
+        let d = dir.s();
+        let mut args = vec!["--dir", d.as_str(), "--dbfilename", "x.rdb"];
+        args.extend_from_slice(extra);
+        let redis = spawn_redis_with(&args);
+        let mut r = Raw::connect(redis.port);
+        populate_strings(&mut r);
+        populate_lists(&mut r);
+        cmd(&mut r, &[b"SET", b"soon", b"gone", b"PX", b"100"]);
+        assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+        assert!(wait_until(Duration::from_secs(2), || r
+            .cmd_str(&["EXISTS", "soon"])
+            == b":0\r\n"));
+        let ours = ferrokv_on(&dir, "x.rdb");
+        let theirs = contents(redis.port, true);
+        assert!(theirs.len() > 20);
+        assert_eq!(contents(ours.port, false), theirs, "variant {extra:?}");
+        // Integers come back int-encoded, as Redis has them.
+        let mut o = ours.raw();
+        assert_eq!(o.cmd_str(&["OBJECT", "ENCODING", "i32"]), b"$3\r\nint\r\n");
+    }
+}
+
+#[test]
+fn ferrokv_written_files_load_into_redis() {
+    for (compress, checksum) in [(true, true), (false, false)] {
+        let dir = TempDir::new("ferrokv-to-redis");
+        let source = spawn_redis();
+        let mut r = Raw::connect(source.port);
+        populate_strings(&mut r);
+        populate_lists(&mut r);
+        let (d, f) = (dir.s(), "ours.rdb".to_string());
+        let ours = start_with(move |c| {
+            c.dir = d;
+            c.dbfilename = f;
+            c.rdbcompression = compress;
+            c.rdbchecksum = checksum;
+        });
+        migrate(source.port, ours.port);
+        assert_eq!(ours.raw().cmd_str(&["SAVE"]), b"+OK\r\n");
+        let path = dir.path().join("ours.rdb");
+        check_rdb(&path);
+        let loaded = spawn_redis_with(&["--dir", &dir.s(), "--dbfilename", "ours.rdb"]);
+        let want = contents(source.port, true);
+        assert!(want.len() > 20);
+        assert_eq!(
+            contents(loaded.port, true),
+            want,
+            "compress {compress} checksum {checksum}"
+        );
+    }
+}
+
+#[test]
+fn dump_and_restore_between_ferrokv_and_redis() {
+    let redis = spawn_redis();
+    let mut theirs = Raw::connect(redis.port);
+    populate_strings(&mut theirs);
+    populate_lists(&mut theirs);
+    let ours = start();
+    // Redis -> ferrokv, every key.
+    migrate(redis.port, ours.port);
+    let want = contents(redis.port, true);
+    assert_eq!(contents(ours.port, false), want);
+    // ferrokv -> a fresh Redis.
+    let other = spawn_redis();
+    migrate(ours.port, other.port);
+    assert_eq!(contents(other.port, true), want);
+    // Payloads of strings Redis does not compress are byte-identical.
+    let mut o = ours.raw();
+    for key in [
+        "i8", "i16", "i32", "i64", "padded", "empty", "short", "float", "noise",
+    ] {
+        assert_eq!(
+            o.cmd_str(&["DUMP", key]),
+            theirs.cmd_str(&["DUMP", key]),
+            "DUMP {key}"
+        );
+    }
+    assert_eq!(
+        o.cmd_str(&["DUMP", "missing"]),
+        theirs.cmd_str(&["DUMP", "missing"])
+    );
+}
+
+#[test]
+fn restore_options_and_errors_match_redis() {
+    let mut p = Pair::new();
+    p.script(&["SET src hello", "SET n 42"]);
+    let dump = bulk(&p.same(&["DUMP", "src"])).expect("payload");
+    for line in [
+        "RESTORE src 0 $D",
+        "RESTORE dst 0 $D",
+        "GET dst",
+        "RESTORE dst 0 $D REPLACE",
+        "RESTORE dst -1 $D REPLACE",
+        "RESTORE dst x $D REPLACE",
+        "RESTORE dst 0 $D REPLACE FOO",
+        "RESTORE dst 0 $D IDLETIME -1",
+        "RESTORE dst 0 $D IDLETIME",
+        "RESTORE dst 0 $D FREQ 256",
+        "RESTORE dst 0 $D FREQ abc",
+        "RESTORE dst 0 $D IDLETIME 5 FREQ 3",
+        "RESTORE dst 0 $D FREQ 3 IDLETIME 5",
+        "RESTORE dst 0 short",
+        "RESTORE dst 0 not-a-valid-dump-payload REPLACE",
+        "RESTORE dst 1000 $D REPLACE ABSTTL",
+        "EXISTS dst",
+        "RESTORE t 100000 $D",
+        "RESTORE i 0 $D IDLETIME 1000",
+        "OBJECT IDLETIME i",
+        "RESTORE f 0 $D FREQ 10",
+        "GET f",
+        "RESTORE a 0 $D ABSTTL",
+        "TTL a",
+        "RESTORE src 0 $D REPLACE",
+        "GET src",
+    ] {
+        let args: Vec<&[u8]> = line
+            .split(' ')
+            .map(|w| {
+                if w == "$D" {
+                    dump.as_slice()
+                } else {
+                    w.as_bytes()
+                }
+            })
+            .collect();
+        p.same_bytes(&args);
+    }
+    let (a, b) = p.both(&["PTTL", "t"]);
+    assert!((int(&a) - int(&b)).abs() < 1000 && int(&a) > 90_000);
+    // A string whose length runs into the footer: Redis reads the footer
+    // bytes as string data.
+    let mut into_footer = vec![0u8, 10, b'a'];
+    into_footer.extend_from_slice(&10u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&into_footer);
+    into_footer.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"odd", b"0", &into_footer]);
+    p.same_bytes(&[b"GET", b"odd"]);
+    // A payload with a valid footer but a damaged body.
+    let mut bad = vec![0u8, 20, b'a'];
+    bad.extend_from_slice(&10u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&bad);
+    bad.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"bad", b"0", &bad]);
+    // A newer RDB version is refused.
+    let mut newer = dump[..dump.len() - 10].to_vec();
+    newer.extend_from_slice(&11u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&newer);
+    newer.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"newer", b"0", &newer]);
+}
+
+#[test]
+fn bgsave_writes_a_snapshot_while_serving() {
+    let dir = TempDir::new("ferrokv-bg");
+    let a = ferrokv_on(&dir, "dump.rdb");
+    let mut r = a.raw();
+    let mut pipeline = Vec::new();
+    for i in 0..20_000 {
+        let (k, v) = (format!("key:{i}"), format!("value-{i}"));
+        pipeline.extend(encode(&[b"SET", k.as_bytes(), v.as_bytes()]));
+    }
+    r.send(&pipeline);
+    for _ in 0..20_000 {
+        assert_eq!(r.read_reply(), b"+OK\r\n");
+    }
+    // One batch: the second BGSAVE and the SAVE find the first running.
+    let mut batch = encode(&[b"BGSAVE"]);
+    batch.extend(encode(&[b"BGSAVE"]));
+    batch.extend(encode(&[b"SAVE"]));
+    batch.extend(encode(&[b"SET", b"after", b"1"]));
+    r.send(&batch);
+    assert_eq!(r.read_reply(), b"+Background saving started\r\n");
+    assert_eq!(
+        r.read_reply(),
+        b"-ERR Background save already in progress\r\n"
+    );
+    assert_eq!(
+        r.read_reply(),
+        b"-ERR Background save already in progress\r\n"
+    );
+    assert_eq!(r.read_reply(), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["BGSAVE", "x"]), b"-ERR syntax error\r\n");
+    let path = dir.path().join("dump.rdb");
+    assert!(wait_until(Duration::from_secs(10), || path.exists()));
+    // The snapshot is the point-in-time view: `after` is not in it.
+    let b = ferrokv_on(&dir, "dump.rdb");
+    let mut r2 = b.raw();
+    assert_eq!(r2.cmd_str(&["DBSIZE"]), b":20000\r\n");
+    assert_eq!(r2.cmd_str(&["GET", "key:12345"]), b"$11\r\nvalue-12345\r\n");
+    // Once the background save is collected, BGSAVE may start again.
+    assert!(wait_until(Duration::from_secs(5), || {
+        r.cmd_str(&["BGSAVE", "SCHEDULE"]) == b"+Background saving started\r\n"
+    }));
+}
+
+#[test]
+fn save_rules_trigger_a_background_save() {
+    let dir = TempDir::new("ferrokv-rules");
+    let d = dir.s();
+    let a = start_with(move |c| {
+        c.dir = d;
+        c.save = vec![(0, 2)];
+    });
+    let mut r = a.raw();
+    let path = dir.path().join("dump.rdb");
+    assert_eq!(r.cmd_str(&["SET", "one", "1"]), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(!path.exists(), "one change does not meet the rule");
+    assert_eq!(r.cmd_str(&["SET", "two", "2"]), b"+OK\r\n");
+    assert!(wait_until(Duration::from_secs(3), || path.exists()));
+    let b = ferrokv_on(&dir, "dump.rdb");
+    assert_eq!(b.raw().cmd_str(&["DBSIZE"]), b":2\r\n");
+}
+
+fn start_error(dir: &TempDir, file: &str) -> String {
+    let config = ferrokv::config::Config {
+        port: 0,
+        bind: vec!["127.0.0.1".into()],
+        save: vec![],
+        dir: dir.s(),
+        dbfilename: file.into(),
+        ..Default::default()
+    };
+    match ferrokv::spawn_background(config) {
+        Ok(port) => panic!("server started on port {port} with a bad {file}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn damaged_files_are_refused() {
+    let dir = TempDir::new("ferrokv-bad");
+    let a = ferrokv_on(&dir, "good.rdb");
+    let mut r = a.raw();
+    populate_strings(&mut r);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let good = std::fs::read(dir.path().join("good.rdb")).expect("saved");
+    let write = |name: &str, data: &[u8]| {
+        std::fs::write(dir.path().join(name), data).expect("write");
+    };
+    write("truncated.rdb", &good[..good.len() - 20]);
+    let e = start_error(&dir, "truncated.rdb");
+    assert!(
+        e.contains("truncated.rdb") && e.contains("offset") && e.contains("unexpected end of file"),
+        "{e}"
+    );
+    write("tiny.rdb", b"REDIS");
+    let e = start_error(&dir, "tiny.rdb");
+    assert!(e.contains("at offset 0: unexpected end of file"), "{e}");
+    // A flipped byte inside a string value: only the checksum notices.
+    let at = good
+        .windows(5)
+        .position(|w| w == b"hello")
+        .expect("value present");
+    let mut flipped = good.clone();
+    flipped[at] = b'j';
+    write("flipped.rdb", &flipped);
+    let e = start_error(&dir, "flipped.rdb");
+    assert!(
+        e.contains("flipped.rdb") && e.contains("wrong RDB checksum"),
+        "{e}"
+    );
+    let mut magic = good.clone();
+    magic[0] = b'X';
+    write("magic.rdb", &magic);
+    assert!(start_error(&dir, "magic.rdb").contains("wrong signature"));
+    let mut newer = good.clone();
+    newer[5..9].copy_from_slice(b"0011");
+    write("newer.rdb", &newer);
+    assert!(start_error(&dir, "newer.rdb").contains("can't handle RDB format version 0011"));
+    // The file stays as it was: nothing is written on a refused start.
+    assert_eq!(
+        std::fs::read(dir.path().join("flipped.rdb")).expect("kept"),
+        flipped
+    );
+    // A type ferrokv does not store yet is refused by name.
+    let d = dir.s();
+    let redis = spawn_redis_with(&["--dir", &d, "--dbfilename", "hash.rdb"]);
+    let mut rr = Raw::connect(redis.port);
+    cmd(&mut rr, &[b"HSET", b"h", b"f", b"v"]);
+    assert_eq!(rr.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let e = start_error(&dir, "hash.rdb");
+    assert!(e.contains("unsupported value type 16 (hash)"), "{e}");
+}
