@@ -94,6 +94,9 @@ pub fn type_name(t: u8) -> &'static str {
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     #[test]
     fn crc64_matches_redis() {
