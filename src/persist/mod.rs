@@ -235,6 +235,24 @@ pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveRepor
     report
 }
 
+/// The save step of SHUTDOWN and SIGTERM (Redis's `prepareForShutdown`):
+/// saves when `SAVE` was given, or when save rules are set and `NOSAVE` was
+/// not. On `Err` SHUTDOWN without FORCE answers
+/// `ERR Errors trying to SHUTDOWN. Check logs.` and keeps running.
+pub fn save_on_shutdown(
+    store: &mut Store,
+    server: &mut ServerState,
+    save: bool,
+    nosave: bool,
+) -> Result<(), String> {
+    if nosave || (!save && server.config.save.is_empty()) {
+        cancel_bgsave(server);
+        return Ok(());
+    }
+    tracing::info!("Saving the final RDB snapshot before exiting.");
+    save_now(store, server).map(|_| ())
+}
+
 /// Stops a running background save and waits for its thread.
 pub fn cancel_bgsave(server: &mut ServerState) {
     if let Some(mut bg) = server.persist.bgsave.take() {

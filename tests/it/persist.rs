@@ -580,3 +580,17 @@ fn damaged_files_are_refused() {
     let e = start_error(&dir, "hash.rdb");
     assert!(e.contains("unsupported value type 16 (hash)"), "{e}");
 }
+
+#[test]
+fn function_libraries_in_redis_files_are_skipped() {
+    let dir = TempDir::new("ferrokv-fn");
+    let d = dir.s();
+    let redis = spawn_redis_with(&["--dir", &d, "--dbfilename", "fn.rdb"]);
+    let mut r = Raw::connect(redis.port);
+    let lib = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)";
+    assert_eq!(r.cmd_str(&["FUNCTION", "LOAD", lib]), b"$5\r\nmylib\r\n");
+    cmd(&mut r, &[b"SET", b"k", b"v"]);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let ours = ferrokv_on(&dir, "fn.rdb");
+    assert_eq!(ours.raw().cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+}
