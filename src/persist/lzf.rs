@@ -14,15 +14,32 @@ fn idx(h: u32) -> usize {
     ((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5)) as usize) & (HSIZE - 1)
 }
 
+thread_local! {
+    /// The hash table, reused across calls: a slot holds `base + pos + 1`,
+    /// and only values of the current call (at least its `base`) count, so
+    /// the table never needs clearing (zeroing 512 KiB per short string
+    /// would dominate the cost of a save).
+    static TABLE: std::cell::RefCell<(Vec<u64>, u64)> =
+        std::cell::RefCell::new((vec![0u64; HSIZE], 1));
+}
+
 /// Compresses `input` into at most `max_out` bytes; None when the result
 /// would not fit (the caller then stores the data uncompressed).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
-    let in_len = input.len();
-    if in_len < 3 || max_out == 0 {
+    if input.len() < 3 || max_out == 0 {
         return None;
     }
-    // Positions + 1 (0 = empty slot).
-    let mut htab = vec![0u32; HSIZE];
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        let (table, next_base) = &mut *t;
+        let base = *next_base;
+        *next_base = base + input.len() as u64 + 1;
+        compress_with(input, max_out, table, base)
+    })
+}
+
+fn compress_with(input: &[u8], max_out: usize, htab: &mut [u64], base: u64) -> Option<Vec<u8>> {
+    let in_len = input.len();
     let mut out: Vec<u8> = Vec::with_capacity(max_out + 3);
     let mut lit: usize = 0;
     out.push(0); // literal run header placeholder
@@ -31,10 +48,10 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     while ip + 2 < in_len {
         hval = (hval << 8) | u32::from(input[ip + 2]);
         let slot = idx(hval);
-        let r = htab[slot] as usize;
-        htab[slot] = (ip + 1) as u32;
+        let r = htab[slot].checked_sub(base).map_or(0, |v| v as usize);
+        htab[slot] = base + ip as u64 + 1;
         // liblzf never refers back to offset 0 (`ref > in_data`).
-        let matched = r > 1 && {
+        let matched = r > 1 && r <= ip && {
             let rf = r - 1;
             let off = ip - rf - 1;
             off < MAX_OFF
@@ -82,7 +99,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
             hval = (u32::from(input[ip]) << 8) | u32::from(input[ip + 1]);
             for _ in 0..2 {
                 hval = (hval << 8) | u32::from(input[ip + 2]);
-                htab[idx(hval)] = (ip + 1) as u32;
+                htab[idx(hval)] = base + ip as u64 + 1;
                 ip += 1;
             }
         } else {
