@@ -81,6 +81,31 @@ pub struct Bgsave {
     pub keys_total: u64,
 }
 
+/// Parses the `save` directive as Redis 7.0 does: `""` clears the rules,
+/// otherwise pairs of non-negative `<seconds> <changes>` integers.
+pub fn parse_save_rules(s: &str) -> Result<Vec<(u64, u64)>, &'static str> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    if words.len() % 2 == 1 {
+        return Err("Invalid save parameters");
+    }
+    words
+        .chunks(2)
+        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
+            (Ok(secs), Ok(changes)) => Ok((secs, changes)),
+            _ => Err("Invalid save parameters"),
+        })
+        .collect()
+}
+
+/// The `save` rules as CONFIG GET shows them (`3600 1 300 100 60 10000`).
+pub fn format_save_rules(rules: &[(u64, u64)]) -> String {
+    rules
+        .iter()
+        .map(|(s, c)| format!("{s} {c}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The file SAVE writes and start-up loads: `dir`/`dbfilename`.
 pub fn rdb_path(config: &Config) -> PathBuf {
     Path::new(&config.dir).join(&config.dbfilename)
@@ -472,4 +497,20 @@ pub fn info_section(store: &Store, server: &ServerState) -> String {
         p.last_load_keys_expired,
         p.last_load_keys_loaded,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_rules_parse_and_format() {
+        let rules = parse_save_rules("3600 1 300 100 60 10000").expect("valid");
+        assert_eq!(rules, Config::default().save);
+        assert_eq!(format_save_rules(&rules), "3600 1 300 100 60 10000");
+        assert_eq!(parse_save_rules(""), Ok(vec![]));
+        assert!(parse_save_rules("10").is_err());
+        assert!(parse_save_rules("10 -1").is_err());
+        assert!(parse_save_rules("a 1").is_err());
+    }
 }

@@ -373,6 +373,20 @@ mod tests {
     }
 
     #[test]
+    fn decodes_a_ziplist() {
+        // ["a", "1", "300"] as Redis 6.2 stores them: a 1-byte string, an
+        // immediate 4-bit integer and an int16.
+        let zl = [
+            20, 0, 0, 0, 15, 0, 0, 0, 3, 0, 0x00, 0x01, b'a', 0x03, 0xF2, 0x02, 0xC0, 0x2C, 0x01,
+            0xFF,
+        ];
+        let mut got = Vec::new();
+        decode_ziplist(&zl, |e| got.push(e.to_vec())).expect("valid ziplist");
+        assert_eq!(got, vec![b"a".to_vec(), b"1".to_vec(), b"300".to_vec()]);
+        assert!(decode_ziplist(&zl[..19], |_| ()).is_err());
+    }
+
+    #[test]
     fn refuses_damage() {
         let good = [0x0b, 0, 0, 0, 1, 0, 0x81, b'a', 2, 0xff];
         assert!(decode(&good, |_| ()).is_err(), "size mismatch");
