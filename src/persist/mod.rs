@@ -246,13 +246,13 @@ pub fn write_file(
 pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveReport, String> {
     cancel_bgsave(server);
     let path = rdb_path(&server.config);
+    server.persist.saves += 1;
     let report = write_file(&path, store, save_options(&server.config), None);
     match &report {
         Ok(r) => {
             store.stats.dirty = 0;
             server.last_save = clock::now_ms() / 1000;
             server.persist.last_bgsave_ok = true;
-            server.persist.saves += 1;
             tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
         }
         Err(e) => tracing::warn!("{e}"),
@@ -301,6 +301,8 @@ pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), Strin
     let (tx, rx) = std::sync::mpsc::channel();
     let c = cancel.clone();
     server.persist.last_bgsave_try = clock::now_ms() / 1000;
+    // Counted when started, as Redis's rdbSaveBackground does.
+    server.persist.saves += 1;
     let thread = std::thread::Builder::new()
         .name("ferrokv-bgsave".into())
         .spawn(move || {
@@ -341,7 +343,6 @@ pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
     }
     let p = &mut server.persist;
     p.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
-    p.saves += 1;
     match result {
         Ok(r) => {
             store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
@@ -512,5 +513,37 @@ mod tests {
         assert!(parse_save_rules("10").is_err());
         assert!(parse_save_rules("10 -1").is_err());
         assert!(parse_save_rules("a 1").is_err());
+    }
+
+    #[test]
+    fn info_section_tracks_saves() {
+        let dir = std::env::temp_dir().join(format!("ferrokv-info-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = Config {
+            dir: dir.display().to_string(),
+            ..Config::default()
+        };
+        let shared = std::sync::Arc::new(crate::exec::Shared::default());
+        let mut ex = crate::exec::Executor::new(config, shared, 0);
+        ex.store.set_now(clock::now_ms());
+        ex.store
+            .set(0, b"k", Value::string(b"v"), crate::store::Ttl::None);
+        let info = info_section(&ex.store, &ex.server);
+        assert!(info.starts_with("# Persistence\r\nloading:0\r\n"));
+        assert!(
+            info.contains("\r\nrdb_changes_since_last_save:1\r\n"),
+            "{info}"
+        );
+        assert!(info.contains("\r\nrdb_saves:0\r\n"));
+        save_now(&mut ex.store, &mut ex.server).expect("saves");
+        let info = info_section(&ex.store, &ex.server);
+        assert!(
+            info.contains("\r\nrdb_changes_since_last_save:0\r\n"),
+            "{info}"
+        );
+        assert!(info.contains("\r\nrdb_saves:1\r\nrdb_last_cow_size:0\r\n"));
+        assert!(info.contains("\r\nrdb_last_bgsave_status:ok\r\n"));
+        assert!(info.ends_with("module_fork_last_cow_size:0\r\n"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
