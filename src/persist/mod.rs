@@ -11,22 +11,21 @@
 //! then renamed over `dbfilename`, so the previous file stays intact until
 //! the new one is complete.
 
+mod bgsave;
 pub mod lzf;
 pub mod rdb;
+
+pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::Arc;
 use std::time::Instant;
 
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
 use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
 use crate::exec::{clock, ServerState};
-use crate::store::bytes::CompactBytes;
-use crate::store::value::Value;
 use crate::store::Store;
 
 /// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, save
@@ -66,19 +65,6 @@ impl Default for PersistState {
             last_load_keys_loaded: 0,
         }
     }
-}
-
-/// A background save in progress.
-pub struct Bgsave {
-    started: Instant,
-    dirty_at_start: u64,
-    cancel: Arc<AtomicBool>,
-    done: Receiver<Result<SaveReport, String>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    /// Keys written so far (`current_save_keys_processed`).
-    pub keys_processed: Arc<AtomicU64>,
-    /// Keys to write (`current_save_keys_total`).
-    pub keys_total: u64,
 }
 
 /// Parses the `save` directive as Redis 7.0 does: `""` clears the rules,
@@ -154,50 +140,19 @@ impl DbSource for Store {
     }
 }
 
-/// A point-in-time copy of the keyspace for a background save.
-struct Snapshot {
-    dbs: Vec<Vec<(CompactBytes, Value, u64)>>,
-    processed: Arc<AtomicU64>,
-}
-
-impl Snapshot {
-    fn of(store: &Store, processed: Arc<AtomicU64>) -> Self {
-        let dbs = store
-            .dbs
-            .iter()
-            .map(|d| {
-                let mut v = Vec::with_capacity(d.len());
-                d.dict
-                    .for_each(|e| v.push((e.key.clone(), e.value.clone(), e.expire_at())));
-                v
-            })
-            .collect();
-        Snapshot { dbs, processed }
-    }
-}
-
-impl DbSource for Snapshot {
-    fn db_count(&self) -> usize {
-        self.dbs.len()
-    }
-
-    fn db_sizes(&self, db: usize) -> (usize, usize) {
-        let d = &self.dbs[db];
-        (d.len(), d.iter().filter(|e| e.2 != 0).count())
-    }
-
-    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()> {
-        for (k, v, at) in &self.dbs[db] {
-            f(k.as_slice(), v, *at)?;
-            self.processed.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
 /// Unique temp file names within the process (several servers may share a
 /// directory in tests).
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The temp file a save by process `pid` numbered `seq` writes next to
+/// `path`.
+fn temp_path(path: &Path, pid: u32, seq: u64) -> PathBuf {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    dir.join(format!("temp-{pid}-{seq}.rdb"))
+}
 
 /// Writes `src` to `path` safely: a temp file in the same directory,
 /// fsynced, renamed over `path`, and the directory fsynced.
@@ -207,15 +162,14 @@ pub fn write_file(
     opts: SaveOptions,
     cancel: Option<&AtomicBool>,
 ) -> Result<SaveReport, String> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        "temp-{}-{}.rdb",
+    let tmp = temp_path(
+        path,
         std::process::id(),
-        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
+        TEMP_SEQ.fetch_add(1, Ordering::Relaxed),
+    );
+    let dir = tmp
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let result = (|| -> std::io::Result<SaveReport> {
         let file = std::fs::File::create(&tmp)?;
         let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
@@ -276,88 +230,6 @@ pub fn save_on_shutdown(
     }
     tracing::info!("Saving the final RDB snapshot before exiting.");
     save_now(store, server).map(|_| ())
-}
-
-/// Stops a running background save and waits for its thread.
-pub fn cancel_bgsave(server: &mut ServerState) {
-    if let Some(mut bg) = server.persist.bgsave.take() {
-        bg.cancel.store(true, Ordering::Relaxed);
-        if let Some(t) = bg.thread.take() {
-            let _ = t.join();
-        }
-        tracing::info!("background saving cancelled");
-    }
-}
-
-/// Starts a background save (BGSAVE, save rules). The caller checks that
-/// none is running.
-pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), String> {
-    let processed = Arc::new(AtomicU64::new(0));
-    let snap = Snapshot::of(store, processed.clone());
-    let keys_total = snap.dbs.iter().map(|d| d.len() as u64).sum();
-    let path = rdb_path(&server.config);
-    let opts = save_options(&server.config);
-    let cancel = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let c = cancel.clone();
-    server.persist.last_bgsave_try = clock::now_ms() / 1000;
-    // Counted when started, as Redis's rdbSaveBackground does.
-    server.persist.saves += 1;
-    let thread = std::thread::Builder::new()
-        .name("ferrokv-bgsave".into())
-        .spawn(move || {
-            let r = write_file(&path, &snap, opts, Some(&c));
-            let _ = tx.send(r);
-            // The snapshot is freed here, off the executor thread.
-        })
-        .map_err(|e| format!("Can't start the background save thread: {e}"))?;
-    tracing::info!("Background saving started");
-    server.persist.bgsave = Some(Bgsave {
-        started: Instant::now(),
-        dirty_at_start: store.stats.dirty,
-        cancel,
-        done: rx,
-        thread: Some(thread),
-        keys_processed: processed,
-        keys_total,
-    });
-    Ok(())
-}
-
-/// Collects a finished background save (called from the executor timers),
-/// as Redis's `backgroundSaveDoneHandler`.
-pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
-    let Some(bg) = server.persist.bgsave.as_mut() else {
-        return;
-    };
-    let result = match bg.done.try_recv() {
-        Ok(r) => r,
-        Err(TryRecvError::Empty) => return,
-        Err(TryRecvError::Disconnected) => Err("background save thread died".into()),
-    };
-    let Some(mut bg) = server.persist.bgsave.take() else {
-        return;
-    };
-    if let Some(t) = bg.thread.take() {
-        let _ = t.join();
-    }
-    let p = &mut server.persist;
-    p.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
-    match result {
-        Ok(r) => {
-            store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
-            server.last_save = clock::now_ms() / 1000;
-            p.last_bgsave_ok = true;
-            tracing::info!(
-                "Background saving terminated with success ({} keys)",
-                r.keys
-            );
-        }
-        Err(e) => {
-            p.last_bgsave_ok = false;
-            tracing::warn!("Background saving error: {e}");
-        }
-    }
 }
 
 /// Starts a background save when a `save <seconds> <changes>` rule is met
@@ -503,6 +375,7 @@ pub fn info_section(store: &Store, server: &ServerState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::value::Value;
 
     #[test]
     fn save_rules_parse_and_format() {
