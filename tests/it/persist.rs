@@ -596,3 +596,13 @@ fn function_libraries_in_redis_files_are_skipped() {
     let ours = ferrokv_on(&dir, "fn.rdb");
     assert_eq!(ours.raw().cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
 }
+
+#[test]
+fn save_into_a_missing_directory_fails_plainly() {
+    // start_with points `dir` at a path that does not exist.
+    let a = start();
+    let mut r = a.raw();
+    assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["SAVE"]), b"-ERR\r\n");
+    assert_eq!(r.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+}
