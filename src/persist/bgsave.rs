@@ -183,6 +183,15 @@ fn fork_writer(
         return Err(std::io::Error::last_os_error().to_string());
     }
     if pid == 0 {
+        // Like Redis's closeChildUnusedResourceAfterFork: the child drops
+        // the inherited descriptors (listening sockets, client connections)
+        // so they close when the parent closes them, whatever the child is
+        // doing. Best effort; the file is opened after this.
+        #[cfg(target_os = "linux")]
+        // SAFETY: close_range(2) on descriptors of this (child) process only.
+        unsafe {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             write_file(path, store, opts, None).is_ok()
         }))
