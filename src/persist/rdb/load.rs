@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use super::{container, enc, listpack, op, ty, CRC64, RDB_VERSION};
 use crate::store::list::List;
 use crate::store::value::Value;
-use crate::store::{Store, Ttl};
+use crate::store::Store;
 
 /// Why a load failed, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,13 +204,7 @@ impl<'a> Dec<'a> {
                     }
                 }
             }
-            _ => {
-                self.pos = at.saturating_sub(1);
-                return self.fail(format!(
-                    "unsupported value type {t} ({}): ferrokv stores strings and lists only",
-                    super::type_name(t)
-                ));
-            }
+            _ => return self.fail(unsupported(t)),
         }
         Ok((!list.is_empty()).then(|| Value::List(Box::new(list))))
     }
@@ -221,6 +215,21 @@ impl<'a> Dec<'a> {
             reason: e.into(),
         })
     }
+}
+
+fn unsupported(t: u8) -> String {
+    format!(
+        "unsupported value type {t} ({}): ferrokv stores strings and lists only",
+        super::type_name(t)
+    )
+}
+
+/// Value types this loader reads.
+fn supported(t: u8) -> bool {
+    matches!(
+        t,
+        ty::STRING | ty::LIST | ty::LIST_ZIPLIST | ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2
+    )
 }
 
 enum Str<'a> {
@@ -371,6 +380,10 @@ pub fn load_rdb(
                     }
                 ));
             }
+            _ if !supported(t) => {
+                d.pos = at;
+                return d.fail(unsupported(t));
+            }
             _ => {}
         }
         let key = d.string()?;
@@ -386,23 +399,14 @@ pub fn load_rdb(
                 continue;
             }
         }
-        let dict = &store.dbs[db].dict;
-        if dict.get(dict.hash(&key), &key).is_some() {
+        let expire_at = exp.map_or(0, |e| e.max(0) as u64);
+        let lru = lru_now.saturating_sub(idl.map_or(0, |i| i.min(u64::from(u32::MAX)) as u32));
+        if !store.insert_loaded(db, &key, value, expire_at, lru) {
             d.pos = at;
             return d.fail(format!(
                 "duplicate key '{}' in database {db}",
                 String::from_utf8_lossy(&key)
             ));
-        }
-        let ttl = match exp {
-            Some(e) if e > 0 => Ttl::At(e as u64),
-            _ => Ttl::None,
-        };
-        store.set(db, &key, value, ttl);
-        if let Some(i) = idl {
-            if let Some(e) = store.get(db, &key) {
-                e.lru = lru_now.saturating_sub(i.min(u64::from(u32::MAX)) as u32);
-            }
         }
         report.keys_loaded += 1;
     }
