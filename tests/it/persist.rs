@@ -256,6 +256,9 @@ fn bgsave_writes_a_snapshot_while_serving() {
     assert!(wait_until(Duration::from_secs(5), || {
         r.cmd_str(&["BGSAVE", "SCHEDULE"]) == b"+Background saving started\r\n"
     }));
+    // SAVE waits its turn; once it succeeds nothing writes into the dir.
+    assert!(wait_until(Duration::from_secs(5), || r.cmd_str(&["SAVE"])
+        == b"+OK\r\n"));
 }
 
 #[test]
