@@ -10,6 +10,7 @@
 //! - [`exec`]: the keyspace executor, a single thread that alone owns the
 //!   data, runs every command in order and drives timers (active expiry).
 //! - [`store`]: databases, values and expiry.
+//! - [`persist`]: RDB snapshots (SAVE/BGSAVE, load on start).
 //!
 //! [`config`] and [`util`] sit beside them; [`error`] holds every error
 //! string. [`Server`] starts the whole thing, in a binary or inside a test.
@@ -19,6 +20,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod net;
+pub mod persist;
 pub mod script;
 pub mod store;
 pub mod util;
@@ -88,6 +90,7 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut executor = Executor::new(config, shared.clone(), port);
         executor.server.config_file = config_file;
+        persist::load_on_start(&mut executor.store, &mut executor.server)?;
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
             .stack_size(EXEC_STACK)

@@ -328,6 +328,16 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
 }
 
 fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
+    let p = &ctx.server.persist;
+    let (in_progress, current_secs, processed, total) = match &p.bgsave {
+        Some(bg) => (
+            1,
+            bg.started.elapsed().as_secs() as i64,
+            bg.keys_processed.load(Ordering::Relaxed),
+            bg.keys_total,
+        ),
+        None => (0, -1, 0, 0),
+    };
     for k in [
         "loading",
         "async_loading",
@@ -338,18 +348,21 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         f.kv(k, 0);
     }
     f.kv("current_fork_perc", "0.00");
-    f.kv("current_save_keys_processed", 0);
-    f.kv("current_save_keys_total", 0);
+    f.kv("current_save_keys_processed", processed);
+    f.kv("current_save_keys_total", total);
     f.kv("rdb_changes_since_last_save", ctx.store.stats.dirty);
-    f.kv("rdb_bgsave_in_progress", 0);
+    f.kv("rdb_bgsave_in_progress", in_progress);
     f.kv("rdb_last_save_time", ctx.server.last_save);
-    f.kv("rdb_last_bgsave_status", "ok");
-    f.kv("rdb_last_bgsave_time_sec", -1);
-    f.kv("rdb_current_bgsave_time_sec", -1);
-    f.kv("rdb_saves", 0);
+    f.kv(
+        "rdb_last_bgsave_status",
+        if p.last_bgsave_ok { "ok" } else { "err" },
+    );
+    f.kv("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
+    f.kv("rdb_current_bgsave_time_sec", current_secs);
+    f.kv("rdb_saves", p.saves);
     f.kv("rdb_last_cow_size", 0);
-    f.kv("rdb_last_load_keys_expired", 0);
-    f.kv("rdb_last_load_keys_loaded", 0);
+    f.kv("rdb_last_load_keys_expired", p.last_load_keys_expired);
+    f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     f.kv("aof_enabled", u8::from(ctx.server.config.appendonly));
     f.kv("aof_rewrite_in_progress", 0);
     f.kv("aof_rewrite_scheduled", 0);

@@ -19,6 +19,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod list_blocking;
+pub mod persist;
 pub mod scan;
 pub mod scripting;
 pub mod server;
@@ -78,4 +79,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     tx::COMMANDS,
     list::COMMANDS,
     list_blocking::COMMANDS,
+    persist::COMMANDS,
 ];

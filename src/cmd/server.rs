@@ -122,6 +122,13 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ));
     }
     tracing::warn!("User requested shutdown...");
+    if let Err(e) = crate::persist::save_on_shutdown(ctx.store, ctx.server, save, nosave) {
+        tracing::warn!("error saving the dataset on shutdown: {e}");
+        if !force {
+            return Err(Error::err("Errors trying to SHUTDOWN. Check logs."));
+        }
+    }
+    ctx.server.shutdown_save_done = true;
     ctx.server.shutdown = true;
     ctx.client.close_after_reply = true;
     Ok(())

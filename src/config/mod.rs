@@ -53,6 +53,10 @@ pub struct Config {
     pub dbfilename: String,
     /// RDB save points: (seconds, changes).
     pub save: Vec<(u64, u64)>,
+    /// LZF-compress strings in RDB files (`rdbcompression`).
+    pub rdbcompression: bool,
+    /// Write and verify the RDB CRC64 (`rdbchecksum`).
+    pub rdbchecksum: bool,
     /// AOF enabled.
     pub appendonly: bool,
     /// AOF base name.
@@ -129,6 +133,8 @@ impl Default for Config {
             dir,
             dbfilename: "dump.rdb".into(),
             save: vec![(3600, 1), (300, 100), (60, 10000)],
+            rdbcompression: true,
+            rdbchecksum: true,
             appendonly: false,
             appendfilename: "appendonly.aof".into(),
             appenddirname: "appendonlydir".into(),
@@ -199,6 +205,8 @@ impl Config {
             "dbfilename" => self.dbfilename.clone(),
             "save" => value::render_save(&self.save),
             "appendonly" => yn(self.appendonly),
+            "rdbcompression" => yn(self.rdbcompression),
+            "rdbchecksum" => yn(self.rdbchecksum),
             "appendfilename" => self.appendfilename.clone(),
             "appenddirname" => self.appenddirname.clone(),
             "appendfsync" => self.appendfsync.clone(),
@@ -246,6 +254,8 @@ impl Config {
             "dir" => self.dir = v,
             "dbfilename" => self.dbfilename = v,
             "appendonly" => self.appendonly = v == "yes",
+            "rdbcompression" => self.rdbcompression = v == "yes",
+            "rdbchecksum" => self.rdbchecksum = v == "yes",
             "appendfilename" => self.appendfilename = v,
             "appenddirname" => self.appenddirname = v,
             "appendfsync" => self.appendfsync = v,

@@ -144,6 +144,10 @@ pub struct ServerState {
     pub last_save: u64,
     /// Set by SHUTDOWN: the executor stops after the current batch.
     pub shutdown: bool,
+    /// Set once the shutdown's save question is settled (SHUTDOWN saved or
+    /// was told NOSAVE); a signal leaves it unset, so `stop` saves when
+    /// save rules are configured, as Redis does on SIGTERM.
+    pub shutdown_save_done: bool,
     /// CLIENT PAUSE state.
     pub pause: pause::Pause,
     /// Batches held back by CLIENT PAUSE, in arrival order.
@@ -164,6 +168,8 @@ pub struct ServerState {
     /// The request channel, kept here so a long-running script can answer
     /// other clients with -BUSY (Redis's processEventsWhileBlocked).
     pub inbox: Option<Receiver<Request>>,
+    /// RDB save state (INFO persistence).
+    pub persist: crate::persist::PersistState,
 }
 
 impl ServerState {
@@ -215,6 +221,7 @@ impl Executor {
                 run_id,
                 last_save: now / 1000,
                 shutdown: false,
+                shutdown_save_done: false,
                 pause: pause::Pause::default(),
                 postponed: Vec::new(),
                 port,
@@ -225,6 +232,7 @@ impl Executor {
                 blocking: blocking::Blocking::default(),
                 scripting: crate::script::EngineSlot::default(),
                 inbox: None,
+                persist: Default::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -296,6 +304,8 @@ impl Executor {
         self.close_idle_clients();
         self.resume_postponed();
         self.after_writes();
+        crate::persist::bgsave_poll(&mut self.store, &mut self.server);
+        crate::persist::check_save_rules(&self.store, &mut self.server);
     }
 
     /// `timeout`: closes clients idle longer than the limit
@@ -360,6 +370,13 @@ impl Executor {
     }
 
     fn stop(&mut self) {
+        if !self.server.shutdown_save_done {
+            if let Err(e) =
+                crate::persist::save_on_shutdown(&mut self.store, &mut self.server, false, false)
+            {
+                tracing::warn!("error saving the dataset on shutdown: {e}");
+            }
+        }
         self.server
             .shared
             .shutting_down

@@ -120,6 +120,7 @@ fn answer(
             return (Err(Error::Busy), false);
         }
         server.shutdown = true;
+        server.shutdown_save_done = true;
         run.killed.set(true);
         return (Ok(()), true);
     }

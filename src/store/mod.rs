@@ -264,6 +264,28 @@ impl Store {
         d.dict.insert_new(h, CompactBytes::new(key), value, 0, lru)
     }
 
+    /// Adds a key read from a snapshot (RDB load) with its expiry (0 = none)
+    /// and access time; false, changing nothing, when the key is present.
+    /// Loading is not a write: nothing is signalled.
+    pub fn insert_loaded(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Value,
+        expire_at: u64,
+        lru: u32,
+    ) -> bool {
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        if d.dict.get(h, key).is_some() {
+            return false;
+        }
+        d.dict
+            .insert_new(h, CompactBytes::new(key), value, expire_at, lru);
+        d.volatile += usize::from(expire_at != 0);
+        true
+    }
+
     /// Removes `key`; returns the entry if it existed and was live.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Box<Entry>> {
         let now = self.now_ms;

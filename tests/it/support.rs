@@ -22,9 +22,20 @@ pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
     let mut config = Config::default();
     config.port = 0;
     config.bind = vec!["127.0.0.1".into()];
+    // As spawn_redis passes `--save ""`: no automatic snapshots, and a
+    // directory of its own so no stray dump.rdb is loaded.
+    config.save.clear();
+    config.dir = unique_temp_path("ferrokv-it").display().to_string();
     tweak(&mut config);
     let port = ferrokv::spawn_background(config).expect("ferrokv starts");
     Ferrokv { port }
+}
+
+/// A path under the system temp dir that no other test uses (not created).
+pub fn unique_temp_path(prefix: &str) -> std::path::PathBuf {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()))
 }
 
 /// Starts ferrokv with defaults on a free loopback port.

@@ -1,0 +1,139 @@
+//! Persistence commands: SAVE, BGSAVE, LASTSAVE (Redis's `rdb.c`), and DUMP
+//! and RESTORE (`cluster.c`), whose payload is one RDB-encoded value
+//! followed by the RDB version and a CRC64, so values move between
+//! ferrokv and Redis.
+
+use super::args::{int, is};
+use super::{Argv, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::persist::{self, rdb};
+use crate::store::Ttl;
+
+/// The handlers this family registers.
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("save", save),
+    ("bgsave", bgsave),
+    ("dump", dump),
+    ("restore", restore),
+];
+
+const BGSAVE_RUNNING: Error = Error::err("Background save already in progress");
+
+fn save(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    if ctx.server.persist.bgsave.is_some() {
+        return Err(BGSAVE_RUNNING);
+    }
+    match persist::save_now(ctx.store, ctx.server) {
+        Ok(_) => {
+            ctx.reply.ok();
+            Ok(())
+        }
+        // Redis answers a failed SAVE with a bare `-ERR`.
+        Err(_) => Err(Error::raw("ERR")),
+    }
+}
+
+fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() > 1 && !(argv.len() == 2 && is(argv.get(1), "schedule")) {
+        return Err(Error::Syntax);
+    }
+    if ctx.server.persist.bgsave.is_some() {
+        return Err(BGSAVE_RUNNING);
+    }
+    match persist::bgsave_start(ctx.store, ctx.server) {
+        Ok(()) => {
+            ctx.reply.simple("Background saving started");
+            Ok(())
+        }
+        Err(_) => Err(Error::raw("ERR")),
+    }
+}
+
+fn dump(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let compress = ctx.server.config.rdbcompression;
+    match ctx.store.get_read(ctx.db(), argv.get(1)) {
+        None => ctx.reply.null(),
+        Some(e) => {
+            let payload = rdb::save::dump_payload(&e.value, compress);
+            ctx.reply.bulk(&payload);
+        }
+    }
+    Ok(())
+}
+
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f],
+/// checking in Redis's order: options, existing key, TTL, payload.
+fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let (mut replace, mut absttl) = (false, false);
+    let mut idle: Option<i64> = None;
+    let mut freq: Option<i64> = None;
+    let mut j = 4;
+    while j < argv.len() {
+        let a = argv.get(j);
+        let more = argv.len() - j > 1;
+        if is(a, "replace") {
+            replace = true;
+        } else if is(a, "absttl") {
+            absttl = true;
+        } else if is(a, "idletime") && more && freq.is_none() {
+            let v = int(argv.get(j + 1))?;
+            if v < 0 {
+                return Err(Error::err("Invalid IDLETIME value, must be >= 0"));
+            }
+            idle = Some(v);
+            j += 1;
+        } else if is(a, "freq") && more && idle.is_none() {
+            let v = int(argv.get(j + 1))?;
+            if !(0..=255).contains(&v) {
+                return Err(Error::err("Invalid FREQ value, must be >= 0 and <= 255"));
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+        j += 1;
+    }
+    let db = ctx.db();
+    let key = argv.get(1);
+    if !replace && ctx.store.exists(db, key) {
+        return Err(Error::raw("BUSYKEY Target key name already exists."));
+    }
+    let mut ttl = int(argv.get(2))?;
+    if ttl < 0 {
+        return Err(Error::err("Invalid TTL value, must be >= 0"));
+    }
+    let payload = argv.get(3);
+    if !rdb::load::verify_payload(payload) {
+        return Err(Error::err("DUMP payload version or checksum are wrong"));
+    }
+    let Some(value) = rdb::load::payload_value(payload) else {
+        return Err(Error::err("Bad data format"));
+    };
+    let now = ctx.store.now();
+    if ttl > 0 && !absttl {
+        ttl = ttl.saturating_add(now as i64);
+    }
+    if ttl > 0 && ttl as u64 <= now {
+        // Already expired: the key is only deleted (when REPLACE found one).
+        if replace {
+            ctx.store.remove(db, key);
+        }
+        ctx.reply.ok();
+        return Ok(());
+    }
+    let at = if ttl > 0 {
+        Ttl::At(ttl as u64)
+    } else {
+        Ttl::None
+    };
+    ctx.store.set(db, key, value, at);
+    if let Some(idle) = idle {
+        let lru = (now / 1000).saturating_sub(idle as u64);
+        if let Some(e) = ctx.store.get(db, key) {
+            e.lru = lru as u32;
+        }
+    }
+    ctx.reply.ok();
+    Ok(())
+}

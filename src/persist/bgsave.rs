@@ -1,0 +1,370 @@
+//! Background saves. On Unix the executor forks, as Redis does: the child
+//! writes its copy-on-write view of the keyspace and exits, so BGSAVE
+//! costs the executor only the fork. Where fork is unavailable (or fails)
+//! the executor clones the keyspace (values are plain owned data) and a
+//! thread writes the clone. Either way the file is a point-in-time view
+//! and the server keeps answering while it is written.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::rdb::save::{DbSource, EachKey, SaveOptions, SaveReport};
+use super::{rdb_path, save_options, write_file};
+use crate::exec::{clock, ServerState};
+use crate::store::bytes::CompactBytes;
+use crate::store::value::Value;
+use crate::store::Store;
+
+/// A background save in progress.
+pub struct Bgsave {
+    /// When it started (`rdb_current_bgsave_time_sec`).
+    pub started: Instant,
+    dirty_at_start: u64,
+    cancel: Arc<AtomicBool>,
+    done: Receiver<Result<SaveReport, String>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The forked child writing the file, and its temp file.
+    child: Option<(i32, PathBuf)>,
+    /// Keys written so far (`current_save_keys_processed`; the thread
+    /// writer only).
+    pub keys_processed: Arc<AtomicU64>,
+    /// Keys to write (`current_save_keys_total`).
+    pub keys_total: u64,
+}
+
+/// A point-in-time copy of the keyspace for a background save.
+struct Snapshot {
+    dbs: Vec<Vec<(CompactBytes, Value, u64)>>,
+    processed: Arc<AtomicU64>,
+}
+
+impl Snapshot {
+    fn of(store: &Store, processed: Arc<AtomicU64>) -> Self {
+        let dbs = store
+            .dbs
+            .iter()
+            .map(|d| {
+                let mut v = Vec::with_capacity(d.len());
+                d.dict
+                    .for_each(|e| v.push((e.key.clone(), e.value.clone(), e.expire_at())));
+                v
+            })
+            .collect();
+        Snapshot { dbs, processed }
+    }
+}
+
+impl DbSource for Snapshot {
+    fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    fn db_sizes(&self, db: usize) -> (usize, usize) {
+        let d = &self.dbs[db];
+        (d.len(), d.iter().filter(|e| e.2 != 0).count())
+    }
+
+    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()> {
+        for (k, v, at) in &self.dbs[db] {
+            f(k.as_slice(), v, *at)?;
+            self.processed.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Stops a running background save and waits for its writer.
+pub fn cancel_bgsave(server: &mut ServerState) {
+    if let Some(mut bg) = server.persist.bgsave.take() {
+        bg.cancel.store(true, Ordering::Relaxed);
+        #[cfg(unix)]
+        if let Some((pid, _)) = &bg.child {
+            // SAFETY: kill(2) on the child this process forked and has not
+            // reaped yet (the waiter thread reaps it).
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        if let Some(t) = bg.thread.take() {
+            let _ = t.join();
+        }
+        if let Some((_, tmp)) = &bg.child {
+            let _ = std::fs::remove_file(tmp);
+        }
+        tracing::info!("background saving cancelled");
+    }
+}
+
+/// Starts a background save (BGSAVE, save rules). The caller checks that
+/// none is running.
+pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), String> {
+    let path = rdb_path(&server.config);
+    let opts = save_options(&server.config);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let processed = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let keys_total = store.total_keys() as u64;
+    server.persist.last_bgsave_try = clock::now_ms() / 1000;
+    // Counted when started, as Redis's rdbSaveBackground does.
+    server.persist.saves += 1;
+    #[cfg(unix)]
+    let forked = match fork_writer(store, &path, opts, keys_total, tx.clone()) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!("fork failed ({e}); saving from a copy of the data instead");
+            None
+        }
+    };
+    #[cfg(not(unix))]
+    let forked = None;
+    let (thread, child) = match forked {
+        Some((thread, child)) => (thread, Some(child)),
+        None => (
+            thread_writer(store, path, opts, &cancel, &processed, tx)?,
+            None,
+        ),
+    };
+    tracing::info!("Background saving started");
+    server.persist.bgsave = Some(Bgsave {
+        started: Instant::now(),
+        dirty_at_start: store.stats.dirty,
+        cancel,
+        done: rx,
+        thread: Some(thread),
+        child,
+        keys_processed: processed,
+        keys_total,
+    });
+    Ok(())
+}
+
+type Done = Sender<Result<SaveReport, String>>;
+
+/// Clones the keyspace and writes the clone on a thread.
+fn thread_writer(
+    store: &Store,
+    path: PathBuf,
+    opts: SaveOptions,
+    cancel: &Arc<AtomicBool>,
+    processed: &Arc<AtomicU64>,
+    tx: Done,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    let snap = Snapshot::of(store, processed.clone());
+    let c = cancel.clone();
+    std::thread::Builder::new()
+        .name("ferrokv-bgsave".into())
+        .spawn(move || {
+            let r = write_file(&path, &snap, opts, Some(&c));
+            let _ = tx.send(r);
+            // The snapshot is freed here, off the executor thread.
+        })
+        .map_err(|e| format!("Can't start the background save thread: {e}"))
+}
+
+/// Forks a child that writes the file from its copy-on-write view of the
+/// store, plus a thread that waits for it. Returns the thread, the child's
+/// pid and the temp file it writes.
+#[cfg(unix)]
+fn fork_writer(
+    store: &Store,
+    path: &std::path::Path,
+    opts: SaveOptions,
+    keys: u64,
+    tx: Done,
+) -> Result<(std::thread::JoinHandle<()>, (i32, PathBuf)), String> {
+    let seq = super::TEMP_SEQ.load(Ordering::Relaxed);
+    // SAFETY: called on the executor thread, which owns the store, so the
+    // child's copy is consistent. The child only writes the file (jemalloc
+    // and std file I/O are fork-safe) and leaves with _exit, never running
+    // the parent's runtime, destructors or other threads' work.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    if pid == 0 {
+        // Like Redis's closeChildUnusedResourceAfterFork: the child drops
+        // the inherited descriptors (listening sockets, client connections)
+        // so they close when the parent closes them, whatever the child is
+        // doing. Best effort; the file is opened after this.
+        #[cfg(target_os = "linux")]
+        // SAFETY: close_range(2) on descriptors of this (child) process only.
+        unsafe {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            write_file(path, store, opts, None).is_ok()
+        }))
+        .unwrap_or(false);
+        // SAFETY: ends the child without unwinding into the parent's state.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let tmp = super::temp_path(path, pid as u32, seq);
+    let thread = std::thread::Builder::new()
+        .name("ferrokv-bgsave-wait".into())
+        .spawn(move || {
+            let mut status: libc::c_int = 0;
+            let r = loop {
+                // SAFETY: waits for the child forked above; `status` is a
+                // valid out pointer.
+                let w = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if w == pid {
+                    break if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                        Ok(SaveReport { keys, bytes: 0 })
+                    } else {
+                        Err(format!("the saving child exited with status {status}"))
+                    };
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    break Err(format!("waitpid: {e}"));
+                }
+            };
+            let _ = tx.send(r);
+        });
+    match thread {
+        Ok(t) => Ok((t, (pid, tmp))),
+        Err(e) => {
+            // SAFETY: the child forked above; nobody else will reap it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            Err(format!("Can't start the background save waiter: {e}"))
+        }
+    }
+}
+
+/// Collects a finished background save (called from the executor timers),
+/// as Redis's `backgroundSaveDoneHandler`.
+pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
+    let Some(bg) = server.persist.bgsave.as_mut() else {
+        return;
+    };
+    let result = match bg.done.try_recv() {
+        Ok(r) => r,
+        Err(TryRecvError::Empty) => return,
+        Err(TryRecvError::Disconnected) => Err("background save thread died".into()),
+    };
+    let Some(mut bg) = server.persist.bgsave.take() else {
+        return;
+    };
+    if let Some(t) = bg.thread.take() {
+        let _ = t.join();
+    }
+    let p = &mut server.persist;
+    p.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
+    match result {
+        Ok(r) => {
+            store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
+            server.last_save = clock::now_ms() / 1000;
+            p.last_bgsave_ok = true;
+            tracing::info!(
+                "Background saving terminated with success ({} keys)",
+                r.keys
+            );
+        }
+        Err(e) => {
+            p.last_bgsave_ok = false;
+            tracing::warn!("Background saving error: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::exec::{Executor, Shared};
+
+    fn executor(name: &str, keys: usize) -> (Executor, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("ferrokv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = Config {
+            dir: dir.display().to_string(),
+            ..Config::default()
+        };
+        let mut ex = Executor::new(config, Arc::new(Shared::default()), 0);
+        ex.store.set_now(clock::now_ms());
+        for i in 0..keys {
+            let k = format!("k{i}");
+            ex.store.set(
+                0,
+                k.as_bytes(),
+                Value::string(k.as_bytes()),
+                crate::store::Ttl::None,
+            );
+        }
+        (ex, dir)
+    }
+
+    fn keys_in(dir: &std::path::Path) -> u64 {
+        let data = std::fs::read(dir.join("dump.rdb")).expect("file");
+        let mut store = Store::new(16);
+        super::super::load_file(&data, &mut store, &Config::default())
+            .expect("loads")
+            .keys_loaded
+    }
+
+    fn temp_files(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))
+            })
+            .count()
+    }
+
+    #[test]
+    fn thread_writer_saves_a_copy() {
+        let (mut ex, dir) = executor("bg-thread", 5000);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = rdb_path(&ex.server.config);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let processed = Arc::new(AtomicU64::new(0));
+        let t = thread_writer(
+            &ex.store,
+            path,
+            save_options(&ex.server.config),
+            &cancel,
+            &processed,
+            tx,
+        )
+        .expect("thread starts");
+        // Writes after the copy do not reach the file.
+        ex.store
+            .set(0, b"late", Value::string(b"x"), crate::store::Ttl::None);
+        let r = rx.recv().expect("result").expect("saved");
+        let _ = t.join();
+        assert_eq!(r.keys, 5000);
+        assert_eq!(processed.load(Ordering::Relaxed), 5000);
+        assert_eq!(keys_in(&dir), 5000);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_foreground_save_supersedes_a_running_background_one() {
+        let (mut ex, dir) = executor("bg-cancel", 20_000);
+        bgsave_start(&ex.store, &mut ex.server).expect("starts");
+        assert!(ex.server.persist.bgsave.is_some());
+        ex.store
+            .set(0, b"newer", Value::string(b"x"), crate::store::Ttl::None);
+        super::super::save_on_shutdown(&mut ex.store, &mut ex.server, true, false).expect("saves");
+        assert!(ex.server.persist.bgsave.is_none());
+        assert_eq!(keys_in(&dir), 20_001);
+        assert_eq!(temp_files(&dir), 0);
+        // And a background save runs to completion when left alone.
+        bgsave_start(&ex.store, &mut ex.server).expect("starts");
+        let end = Instant::now() + std::time::Duration::from_secs(10);
+        while ex.server.persist.bgsave.is_some() && Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            bgsave_poll(&mut ex.store, &mut ex.server);
+        }
+        assert!(ex.server.persist.bgsave.is_none() && ex.server.persist.last_bgsave_ok);
+        assert_eq!(ex.store.stats.dirty, 0);
+        assert_eq!(keys_in(&dir), 20_001);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

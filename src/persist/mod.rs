@@ -1,0 +1,357 @@
+//! Persistence: RDB snapshots compatible with Redis 7.0 (`rdb/`), the
+//! SAVE/BGSAVE machinery around them, `save <seconds> <changes>` rules,
+//! loading on start, and the facts INFO persistence reports
+//! ([`PersistState`], read by INFO persistence).
+//!
+//! BGSAVE needs a point-in-time view without fork: the executor clones the
+//! keyspace (values are plain owned data) and a background thread writes
+//! the clone, so the server keeps answering while the file is written.
+//!
+//! Files are written as Redis does: to a temporary file in `dir`, fsynced,
+//! then renamed over `dbfilename`, so the previous file stays intact until
+//! the new one is complete.
+
+mod bgsave;
+pub mod lzf;
+pub mod rdb;
+
+pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave};
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
+use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
+use crate::config::Config;
+use crate::exec::{clock, ServerState};
+use crate::store::Store;
+
+/// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, save
+/// rules wait this many seconds before trying again.
+const BGSAVE_RETRY_DELAY: u64 = 5;
+
+/// Persistence state, read by INFO persistence and
+/// LASTSAVE. Lives in `ServerState::persist`.
+pub struct PersistState {
+    /// The background save running now, if any.
+    pub bgsave: Option<Bgsave>,
+    /// Outcome of the last background (or foreground) save
+    /// (`rdb_last_bgsave_status`).
+    pub last_bgsave_ok: bool,
+    /// Duration of the last background save in seconds, -1 when none ran
+    /// (`rdb_last_bgsave_time_sec`).
+    pub last_bgsave_time_sec: i64,
+    /// Unix time of the last background save attempt.
+    pub last_bgsave_try: u64,
+    /// Saves performed, foreground and background (`rdb_saves`).
+    pub saves: u64,
+    /// Keys skipped as expired by the last load (`rdb_last_load_keys_expired`).
+    pub last_load_keys_expired: u64,
+    /// Keys loaded by the last load (`rdb_last_load_keys_loaded`).
+    pub last_load_keys_loaded: u64,
+}
+
+impl Default for PersistState {
+    fn default() -> Self {
+        PersistState {
+            bgsave: None,
+            last_bgsave_ok: true,
+            last_bgsave_time_sec: -1,
+            last_bgsave_try: 0,
+            saves: 0,
+            last_load_keys_expired: 0,
+            last_load_keys_loaded: 0,
+        }
+    }
+}
+
+/// Parses the `save` directive as Redis 7.0 does: `""` clears the rules,
+/// otherwise pairs of non-negative `<seconds> <changes>` integers.
+pub fn parse_save_rules(s: &str) -> Result<Vec<(u64, u64)>, &'static str> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    if words.len() % 2 == 1 {
+        return Err("Invalid save parameters");
+    }
+    words
+        .chunks(2)
+        .map(|p| match (p[0].parse::<u64>(), p[1].parse::<u64>()) {
+            (Ok(secs), Ok(changes)) => Ok((secs, changes)),
+            _ => Err("Invalid save parameters"),
+        })
+        .collect()
+}
+
+/// The `save` rules as CONFIG GET shows them (`3600 1 300 100 60 10000`).
+pub fn format_save_rules(rules: &[(u64, u64)]) -> String {
+    rules
+        .iter()
+        .map(|(s, c)| format!("{s} {c}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The file SAVE writes and start-up loads: `dir`/`dbfilename`.
+pub fn rdb_path(config: &Config) -> PathBuf {
+    Path::new(&config.dir).join(&config.dbfilename)
+}
+
+/// Bytes allocated, for the `used-mem` AUX field.
+fn used_memory() -> u64 {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        let _ = tikv_jemalloc_ctl::epoch::advance();
+        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        0
+    }
+}
+
+fn save_options(config: &Config) -> SaveOptions {
+    SaveOptions {
+        compress: config.rdbcompression,
+        checksum: config.rdbchecksum,
+        used_mem: used_memory(),
+    }
+}
+
+impl DbSource for Store {
+    fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    fn db_sizes(&self, db: usize) -> (usize, usize) {
+        (self.dbs[db].len(), self.dbs[db].volatile())
+    }
+
+    fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()> {
+        let mut err = None;
+        self.dbs[db].dict.for_each(|e| {
+            if err.is_none() {
+                if let Err(x) = f(e.key.as_slice(), &e.value, e.expire_at()) {
+                    err = Some(x);
+                }
+            }
+        });
+        err.map_or(Ok(()), Err)
+    }
+}
+
+/// Unique temp file names within the process (several servers may share a
+/// directory in tests).
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The temp file a save by process `pid` numbered `seq` writes next to
+/// `path`.
+fn temp_path(path: &Path, pid: u32, seq: u64) -> PathBuf {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    dir.join(format!("temp-{pid}-{seq}.rdb"))
+}
+
+/// Writes `src` to `path` safely: a temp file in the same directory,
+/// fsynced, renamed over `path`, and the directory fsynced.
+pub fn write_file(
+    path: &Path,
+    src: &dyn DbSource,
+    opts: SaveOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<SaveReport, String> {
+    let tmp = temp_path(
+        path,
+        std::process::id(),
+        TEMP_SEQ.fetch_add(1, Ordering::Relaxed),
+    );
+    let dir = tmp
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let result = (|| -> std::io::Result<SaveReport> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        let report = write_rdb(&mut w, src, opts, cancel)?;
+        w.flush()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(std::io::Error::other("save cancelled"));
+        }
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(report)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("Write error saving DB on disk ({}): {e}", path.display())
+    })
+}
+
+/// Saves the keyspace now, on the calling thread (SAVE, and SHUTDOWN when
+/// save rules are set: call `persist::save_now(ctx.store, ctx.server)`).
+/// A background save still running is abandoned first, so it cannot
+/// replace this newer file when it finishes.
+pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveReport, String> {
+    cancel_bgsave(server);
+    let path = rdb_path(&server.config);
+    server.persist.saves += 1;
+    let report = write_file(&path, store, save_options(&server.config), None);
+    match &report {
+        Ok(r) => {
+            store.stats.dirty = 0;
+            server.last_save = clock::now_ms() / 1000;
+            server.persist.last_bgsave_ok = true;
+            tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
+        }
+        Err(e) => tracing::warn!("{e}"),
+    }
+    report
+}
+
+/// The save step of SHUTDOWN and SIGTERM (Redis's `prepareForShutdown`):
+/// saves when `SAVE` was given, or when save rules are set and `NOSAVE` was
+/// not. On `Err` SHUTDOWN without FORCE answers
+/// `ERR Errors trying to SHUTDOWN. Check logs.` and keeps running.
+pub fn save_on_shutdown(
+    store: &mut Store,
+    server: &mut ServerState,
+    save: bool,
+    nosave: bool,
+) -> Result<(), String> {
+    if nosave || (!save && server.config.save.is_empty()) {
+        cancel_bgsave(server);
+        return Ok(());
+    }
+    tracing::info!("Saving the final RDB snapshot before exiting.");
+    save_now(store, server).map(|_| ())
+}
+
+/// Starts a background save when a `save <seconds> <changes>` rule is met
+/// (serverCron's check): enough changes, enough time since the last save,
+/// and not right after a failed attempt.
+pub fn check_save_rules(store: &Store, server: &mut ServerState) {
+    if server.persist.bgsave.is_some() || server.config.save.is_empty() {
+        return;
+    }
+    let now = clock::now_ms() / 1000;
+    let dirty = store.stats.dirty;
+    let since = now.saturating_sub(server.last_save);
+    let retry_ok = now.saturating_sub(server.persist.last_bgsave_try) > BGSAVE_RETRY_DELAY
+        || server.persist.last_bgsave_ok;
+    let due = server
+        .config
+        .save
+        .iter()
+        .find(|(secs, changes)| dirty >= *changes && since > *secs && retry_ok);
+    if let Some((secs, changes)) = due.copied() {
+        tracing::info!("{changes} changes in {secs} seconds. Saving...");
+        if let Err(e) = bgsave_start(store, server) {
+            server.persist.last_bgsave_ok = false;
+            tracing::warn!("{e}");
+        }
+    }
+}
+
+/// Loads `dir`/`dbfilename` into an empty store at start-up. A missing file
+/// is not an error; a damaged one is, with the file, offset and reason.
+pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Result<()> {
+    let path = rdb_path(&server.config);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot read RDB file {}: {e}", path.display()),
+            ))
+        }
+    };
+    let started = Instant::now();
+    let report = load_file(&data, store, &server.config).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("bad RDB file {} {e}; refusing to start", path.display()),
+        )
+    })?;
+    server.persist.last_load_keys_loaded = report.keys_loaded;
+    server.persist.last_load_keys_expired = report.keys_expired;
+    if report.functions_skipped > 0 {
+        tracing::warn!(
+            "{} function libraries in {} were not loaded (functions are not supported)",
+            report.functions_skipped,
+            path.display()
+        );
+    }
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
+        started.elapsed().as_secs_f64(),
+        report.keys_loaded,
+        report.keys_expired
+    );
+    Ok(())
+}
+
+/// Loads an RDB image into `store` and resets the change counter.
+pub fn load_file(
+    data: &[u8],
+    store: &mut Store,
+    config: &Config,
+) -> Result<LoadReport, rdb::load::LoadError> {
+    let now = clock::now_ms();
+    store.set_now(now);
+    let report = load_rdb(
+        data,
+        store,
+        LoadOptions {
+            verify_checksum: config.rdbchecksum,
+            now_ms: now,
+        },
+    )?;
+    store.stats.dirty = 0;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::value::Value;
+
+    #[test]
+    fn save_rules_parse_and_format() {
+        let rules = parse_save_rules("3600 1 300 100 60 10000").expect("valid");
+        assert_eq!(rules, Config::default().save);
+        assert_eq!(format_save_rules(&rules), "3600 1 300 100 60 10000");
+        assert_eq!(parse_save_rules(""), Ok(vec![]));
+        assert!(parse_save_rules("10").is_err());
+        assert!(parse_save_rules("10 -1").is_err());
+        assert!(parse_save_rules("a 1").is_err());
+    }
+
+    #[test]
+    fn saves_reset_the_change_counter() {
+        let dir = std::env::temp_dir().join(format!("ferrokv-info-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = Config {
+            dir: dir.display().to_string(),
+            ..Config::default()
+        };
+        let shared = std::sync::Arc::new(crate::exec::Shared::default());
+        let mut ex = crate::exec::Executor::new(config, shared, 0);
+        ex.store.set_now(clock::now_ms());
+        ex.store
+            .set(0, b"k", Value::string(b"v"), crate::store::Ttl::None);
+        assert_eq!(ex.store.stats.dirty, 1);
+        assert_eq!(ex.server.persist.saves, 0);
+        save_now(&mut ex.store, &mut ex.server).expect("saves");
+        assert_eq!(ex.store.stats.dirty, 0);
+        assert_eq!(ex.server.persist.saves, 1);
+        assert!(ex.server.persist.last_bgsave_ok);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,378 @@
+//! Persistence: RDB round trips through restart, files exchanged with a
+//! real redis-server 7.0 in both directions (and checked by
+//! `redis-check-rdb`), DUMP/RESTORE between the two, BGSAVE, save rules,
+//! and the refusal of damaged files.
+
+mod data;
+
+use std::time::Duration;
+
+use self::data::*;
+use crate::support::*;
+
+#[test]
+fn save_and_restart_round_trip() {
+    let dir = TempDir::new("ferrokv-rt");
+    let redis = spawn_redis();
+    let mut rr = Raw::connect(redis.port);
+    populate_lists(&mut rr);
+    let a = ferrokv_on(&dir, "dump.rdb");
+    migrate(redis.port, a.port);
+    let mut r = a.raw();
+    populate_strings(&mut r);
+    cmd(&mut r, &[b"SET", b"soon", b"gone", b"PX", b"150"]);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let saved = std::fs::read(dir.path().join("dump.rdb")).expect("file written");
+    assert!(
+        saved.windows(4).any(|w| w == b"soon"),
+        "the live key was saved"
+    );
+    let lastsave = int(&r.cmd_str(&["LASTSAVE"]));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    assert!((now - lastsave).abs() <= 1);
+    assert!(wait_until(Duration::from_secs(2), || r
+        .cmd_str(&["EXISTS", "soon"])
+        == b":0\r\n"));
+    let b = ferrokv_on(&dir, "dump.rdb");
+    let before = contents(a.port, false);
+    let after = contents(b.port, false);
+    assert!(before.len() > 20);
+    assert_eq!(before, after);
+    assert!(
+        !after.contains_key(&(0, b"soon".to_vec())),
+        "expired key not resurrected"
+    );
+    // Same values as Redis holds for the lists.
+    let theirs = contents(redis.port, true);
+    for (k, v) in &theirs {
+        assert_eq!(after.get(k), Some(v), "{k:?}");
+    }
+}
+
+#[test]
+fn redis_written_files_load_into_ferrokv() {
+    let variants: [&[&str]; 3] = [
+        &[],
+        &["--list-compress-depth", "1"],
+        &["--rdbcompression", "no", "--rdbchecksum", "no"],
+    ];
+    for extra in variants {
+        let dir = TempDir::new("ferrokv-from-redis");
+        let d = dir.s();
+        let mut args = vec!["--dir", d.as_str(), "--dbfilename", "x.rdb"];
+        args.extend_from_slice(extra);
+        let redis = spawn_redis_with(&args);
+        let mut r = Raw::connect(redis.port);
+        populate_strings(&mut r);
+        populate_lists(&mut r);
+        cmd(&mut r, &[b"SET", b"soon", b"gone", b"PX", b"100"]);
+        assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+        assert!(wait_until(Duration::from_secs(2), || r
+            .cmd_str(&["EXISTS", "soon"])
+            == b":0\r\n"));
+        let ours = ferrokv_on(&dir, "x.rdb");
+        let theirs = contents(redis.port, true);
+        assert!(theirs.len() > 20);
+        assert_eq!(contents(ours.port, false), theirs, "variant {extra:?}");
+        // Integers come back int-encoded, as Redis has them.
+        let mut o = ours.raw();
+        assert_eq!(o.cmd_str(&["OBJECT", "ENCODING", "i32"]), b"$3\r\nint\r\n");
+    }
+}
+
+#[test]
+fn ferrokv_written_files_load_into_redis() {
+    for (compress, checksum) in [(true, true), (false, false)] {
+        let dir = TempDir::new("ferrokv-to-redis");
+        let source = spawn_redis();
+        let mut r = Raw::connect(source.port);
+        populate_strings(&mut r);
+        populate_lists(&mut r);
+        let (d, f) = (dir.s(), "ours.rdb".to_string());
+        let ours = start_with(move |c| {
+            c.dir = d;
+            c.dbfilename = f;
+            c.rdbcompression = compress;
+            c.rdbchecksum = checksum;
+        });
+        migrate(source.port, ours.port);
+        assert_eq!(ours.raw().cmd_str(&["SAVE"]), b"+OK\r\n");
+        let path = dir.path().join("ours.rdb");
+        check_rdb(&path);
+        let loaded = spawn_redis_with(&["--dir", &dir.s(), "--dbfilename", "ours.rdb"]);
+        let want = contents(source.port, true);
+        assert!(want.len() > 20);
+        assert_eq!(
+            contents(loaded.port, true),
+            want,
+            "compress {compress} checksum {checksum}"
+        );
+    }
+}
+
+#[test]
+fn dump_and_restore_between_ferrokv_and_redis() {
+    let redis = spawn_redis();
+    let mut theirs = Raw::connect(redis.port);
+    populate_strings(&mut theirs);
+    populate_lists(&mut theirs);
+    let ours = start();
+    // Redis -> ferrokv, every key.
+    migrate(redis.port, ours.port);
+    let want = contents(redis.port, true);
+    assert_eq!(contents(ours.port, false), want);
+    // ferrokv -> a fresh Redis.
+    let other = spawn_redis();
+    migrate(ours.port, other.port);
+    assert_eq!(contents(other.port, true), want);
+    // Payloads of strings Redis does not compress are byte-identical.
+    let mut o = ours.raw();
+    for key in [
+        "i8", "i16", "i32", "i64", "padded", "empty", "short", "float", "noise",
+    ] {
+        assert_eq!(
+            o.cmd_str(&["DUMP", key]),
+            theirs.cmd_str(&["DUMP", key]),
+            "DUMP {key}"
+        );
+    }
+    assert_eq!(
+        o.cmd_str(&["DUMP", "missing"]),
+        theirs.cmd_str(&["DUMP", "missing"])
+    );
+}
+
+#[test]
+fn restore_options_and_errors_match_redis() {
+    let mut p = Pair::new();
+    p.script(&["SET src hello", "SET n 42"]);
+    let dump = bulk(&p.same(&["DUMP", "src"])).expect("payload");
+    for line in [
+        "RESTORE src 0 $D",
+        "RESTORE dst 0 $D",
+        "GET dst",
+        "RESTORE dst 0 $D REPLACE",
+        "RESTORE dst -1 $D REPLACE",
+        "RESTORE dst x $D REPLACE",
+        "RESTORE dst 0 $D REPLACE FOO",
+        "RESTORE dst 0 $D IDLETIME -1",
+        "RESTORE dst 0 $D IDLETIME",
+        "RESTORE dst 0 $D FREQ 256",
+        "RESTORE dst 0 $D FREQ abc",
+        "RESTORE dst 0 $D IDLETIME 5 FREQ 3",
+        "RESTORE dst 0 $D FREQ 3 IDLETIME 5",
+        "RESTORE dst 0 short",
+        "RESTORE dst 0 not-a-valid-dump-payload REPLACE",
+        "RESTORE dst 1000 $D REPLACE ABSTTL",
+        "EXISTS dst",
+        "RESTORE t 100000 $D",
+        "RESTORE i 0 $D IDLETIME 1000",
+        "OBJECT IDLETIME i",
+        "RESTORE f 0 $D FREQ 10",
+        "GET f",
+        "RESTORE a 0 $D ABSTTL",
+        "TTL a",
+        "RESTORE src 0 $D REPLACE",
+        "GET src",
+    ] {
+        let args: Vec<&[u8]> = line
+            .split(' ')
+            .map(|w| {
+                if w == "$D" {
+                    dump.as_slice()
+                } else {
+                    w.as_bytes()
+                }
+            })
+            .collect();
+        p.same_bytes(&args);
+    }
+    let (a, b) = p.both(&["PTTL", "t"]);
+    assert!((int(&a) - int(&b)).abs() < 1000 && int(&a) > 90_000);
+    // A string whose length runs into the footer: Redis reads the footer
+    // bytes as string data.
+    let mut into_footer = vec![0u8, 10, b'a'];
+    into_footer.extend_from_slice(&10u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&into_footer);
+    into_footer.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"odd", b"0", &into_footer]);
+    p.same_bytes(&[b"GET", b"odd"]);
+    // A payload with a valid footer but a damaged body.
+    let mut bad = vec![0u8, 20, b'a'];
+    bad.extend_from_slice(&10u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&bad);
+    bad.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"bad", b"0", &bad]);
+    // A newer RDB version is refused.
+    let mut newer = dump[..dump.len() - 10].to_vec();
+    newer.extend_from_slice(&11u16.to_le_bytes());
+    let crc = ferrokv::persist::rdb::CRC64.checksum(&newer);
+    newer.extend_from_slice(&crc.to_le_bytes());
+    p.same_bytes(&[b"RESTORE", b"newer", b"0", &newer]);
+}
+
+#[test]
+fn bgsave_writes_a_snapshot_while_serving() {
+    let dir = TempDir::new("ferrokv-bg");
+    let a = ferrokv_on(&dir, "dump.rdb");
+    let mut r = a.raw();
+    let mut pipeline = Vec::new();
+    for i in 0..20_000 {
+        let (k, v) = (format!("key:{i}"), format!("value-{i}"));
+        pipeline.extend(encode(&[b"SET", k.as_bytes(), v.as_bytes()]));
+    }
+    r.send(&pipeline);
+    for _ in 0..20_000 {
+        assert_eq!(r.read_reply(), b"+OK\r\n");
+    }
+    // One batch: the second BGSAVE and the SAVE find the first running.
+    let mut batch = encode(&[b"BGSAVE"]);
+    batch.extend(encode(&[b"BGSAVE"]));
+    batch.extend(encode(&[b"SAVE"]));
+    batch.extend(encode(&[b"SET", b"after", b"1"]));
+    r.send(&batch);
+    assert_eq!(r.read_reply(), b"+Background saving started\r\n");
+    assert_eq!(
+        r.read_reply(),
+        b"-ERR Background save already in progress\r\n"
+    );
+    assert_eq!(
+        r.read_reply(),
+        b"-ERR Background save already in progress\r\n"
+    );
+    assert_eq!(r.read_reply(), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["BGSAVE", "x"]), b"-ERR syntax error\r\n");
+    let path = dir.path().join("dump.rdb");
+    assert!(wait_until(Duration::from_secs(10), || path.exists()));
+    // The snapshot is the point-in-time view: `after` is not in it.
+    let b = ferrokv_on(&dir, "dump.rdb");
+    let mut r2 = b.raw();
+    assert_eq!(r2.cmd_str(&["DBSIZE"]), b":20000\r\n");
+    assert_eq!(r2.cmd_str(&["GET", "key:12345"]), b"$11\r\nvalue-12345\r\n");
+    // Once the background save is collected, BGSAVE may start again.
+    assert!(wait_until(Duration::from_secs(5), || {
+        r.cmd_str(&["BGSAVE", "SCHEDULE"]) == b"+Background saving started\r\n"
+    }));
+    // SAVE waits its turn; once it succeeds nothing writes into the dir.
+    assert!(wait_until(Duration::from_secs(5), || r.cmd_str(&["SAVE"])
+        == b"+OK\r\n"));
+}
+
+#[test]
+fn save_rules_trigger_a_background_save() {
+    let dir = TempDir::new("ferrokv-rules");
+    let d = dir.s();
+    let a = start_with(move |c| {
+        c.dir = d;
+        c.save = vec![(0, 2)];
+    });
+    let mut r = a.raw();
+    let path = dir.path().join("dump.rdb");
+    assert_eq!(r.cmd_str(&["SET", "one", "1"]), b"+OK\r\n");
+    assert!(
+        !wait_until(Duration::from_millis(1100), || path.exists()),
+        "one change does not meet the rule"
+    );
+    assert_eq!(r.cmd_str(&["SET", "two", "2"]), b"+OK\r\n");
+    assert!(wait_until(Duration::from_secs(3), || path.exists()));
+    let b = ferrokv_on(&dir, "dump.rdb");
+    assert_eq!(b.raw().cmd_str(&["DBSIZE"]), b":2\r\n");
+}
+
+fn start_error(dir: &TempDir, file: &str) -> String {
+    let config = ferrokv::config::Config {
+        port: 0,
+        bind: vec!["127.0.0.1".into()],
+        save: vec![],
+        dir: dir.s(),
+        dbfilename: file.into(),
+        ..Default::default()
+    };
+    match ferrokv::spawn_background(config) {
+        Ok(port) => panic!("server started on port {port} with a bad {file}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn damaged_files_are_refused() {
+    let dir = TempDir::new("ferrokv-bad");
+    let a = ferrokv_on(&dir, "good.rdb");
+    let mut r = a.raw();
+    populate_strings(&mut r);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let good = std::fs::read(dir.path().join("good.rdb")).expect("saved");
+    let write = |name: &str, data: &[u8]| {
+        std::fs::write(dir.path().join(name), data).expect("write");
+    };
+    write("truncated.rdb", &good[..good.len() - 20]);
+    let e = start_error(&dir, "truncated.rdb");
+    assert!(
+        e.contains("truncated.rdb") && e.contains("offset") && e.contains("unexpected end of file"),
+        "{e}"
+    );
+    write("tiny.rdb", b"REDIS");
+    let e = start_error(&dir, "tiny.rdb");
+    assert!(e.contains("at offset 0: unexpected end of file"), "{e}");
+    // A flipped byte inside a string value: only the checksum notices.
+    let at = good
+        .windows(5)
+        .position(|w| w == b"hello")
+        .expect("value present");
+    let mut flipped = good.clone();
+    flipped[at] = b'j';
+    write("flipped.rdb", &flipped);
+    let e = start_error(&dir, "flipped.rdb");
+    assert!(
+        e.contains("flipped.rdb") && e.contains("wrong RDB checksum"),
+        "{e}"
+    );
+    let mut magic = good.clone();
+    magic[0] = b'X';
+    write("magic.rdb", &magic);
+    assert!(start_error(&dir, "magic.rdb").contains("wrong signature"));
+    let mut newer = good.clone();
+    newer[5..9].copy_from_slice(b"0011");
+    write("newer.rdb", &newer);
+    assert!(start_error(&dir, "newer.rdb").contains("can't handle RDB format version 0011"));
+    // The file stays as it was: nothing is written on a refused start.
+    assert_eq!(
+        std::fs::read(dir.path().join("flipped.rdb")).expect("kept"),
+        flipped
+    );
+    // A type ferrokv does not store yet is refused by name.
+    let d = dir.s();
+    let redis = spawn_redis_with(&["--dir", &d, "--dbfilename", "hash.rdb"]);
+    let mut rr = Raw::connect(redis.port);
+    cmd(&mut rr, &[b"HSET", b"h", b"f", b"v"]);
+    assert_eq!(rr.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let e = start_error(&dir, "hash.rdb");
+    assert!(e.contains("unsupported value type 16 (hash)"), "{e}");
+}
+
+#[test]
+fn function_libraries_in_redis_files_are_skipped() {
+    let dir = TempDir::new("ferrokv-fn");
+    let d = dir.s();
+    let redis = spawn_redis_with(&["--dir", &d, "--dbfilename", "fn.rdb"]);
+    let mut r = Raw::connect(redis.port);
+    let lib = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)";
+    assert_eq!(r.cmd_str(&["FUNCTION", "LOAD", lib]), b"$5\r\nmylib\r\n");
+    cmd(&mut r, &[b"SET", b"k", b"v"]);
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let ours = ferrokv_on(&dir, "fn.rdb");
+    assert_eq!(ours.raw().cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+}
+
+#[test]
+fn save_into_a_missing_directory_fails_plainly() {
+    // start_with points `dir` at a path that does not exist.
+    let a = start();
+    let mut r = a.raw();
+    assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["SAVE"]), b"-ERR\r\n");
+    assert_eq!(r.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+}
