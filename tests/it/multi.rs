@@ -193,7 +193,6 @@ fn plain_errors_inside_multi_do_not_flag() {
 }
 
 #[test]
-#[ignore = "needs SAVE (a no_multi command)"]
 fn no_multi_commands_are_rejected_in_multi() {
     let mut t = Tx::new();
     t.run(&["A MULTI", "A SAVE", "A SET k v", "A EXEC", "A GET k"]);

@@ -180,10 +180,8 @@ fn legacy_records_and_duplicates() {
     let dup = file(b"0010", &[&[0, 1, b'k', 1, b'v'], &[0, 1, b'k', 1, b'w']]);
     let e = load(&dup, true).expect_err("duplicate refused");
     assert!(e.contains("duplicate key 'k' in database 0"), "{e}");
-    let hash = file(b"0010", &[&[4, 1, b'h', 0]]);
-    let e = load(&hash, true).expect_err("hash refused");
-    assert!(
-        e.contains("at offset 9: unsupported value type 4 (hash)"),
-        "{e}"
-    );
+    // A listpack-encoded hash (type 16) is not read yet.
+    let hash = file(b"0010", &[&[16, 1, b'h', 0]]);
+    let e = load(&hash, true).expect_err("listpack hash refused");
+    assert!(e.contains("at offset 9: unsupported value type 16"), "{e}");
 }
