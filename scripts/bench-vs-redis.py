@@ -92,11 +92,23 @@ def run_bench(port, test_args, requests, clients, pipeline):
     raise RuntimeError(f"no result from redis-benchmark: {out!r}")
 
 
-def flush(port):
+def send_all(port, payload, replies):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
-    s.recv(100)
+    s.sendall(payload)
+    f = s.makefile("rb")
+    for _ in range(replies):
+        f.readline()
     s.close()
+
+
+def prepare(port, test):
+    """Data a test reads: redis-benchmark's LRANGE tests read `mylist`,
+    which only its LPUSH test would fill."""
+    if test.startswith("LRANGE"):
+        n = 600
+        items = b"".join(b"$3\r\nxxx\r\n" for _ in range(n))
+        send_all(port, b"*1\r\n$8\r\nFLUSHALL\r\n" +
+                 b"*%d\r\n$5\r\nRPUSH\r\n$6\r\nmylist\r\n" % (n + 2) + items, 2)
 
 
 def geomean(xs):
@@ -130,7 +142,7 @@ def main():
                 for _ in range(args.rounds):
                     for kind in ("ferrokv", "redis"):
                         proc, port = servers[kind]
-                        flush(port)
+                        prepare(port, test)
                         before = cpu_ticks(proc.pid)
                         r, lat = run_bench(port, TESTS[test], args.requests, args.clients, pipeline)
                         cpu[kind] += (cpu_ticks(proc.pid) - before) / hz

@@ -137,10 +137,10 @@ pub struct Spec {
 impl Spec {
     /// Decodes the embedded captures.
     pub fn load() -> Spec {
-        // invariant: the captures are generated files shipped in the crate
-        // and checked by the unit test below.
-        let (info, _) = Node::parse(INFO).expect("embedded COMMAND capture");
-        let (docs, _) = Node::parse(DOCS).expect("embedded COMMAND DOCS capture");
+        // The captures are generated files shipped in the crate and checked
+        // by the unit test below.
+        let (info, _) = Node::parse(INFO).expect("embedded COMMAND capture"); // invariant: shipped file
+        let (docs, _) = Node::parse(DOCS).expect("embedded COMMAND DOCS capture"); // invariant: shipped file
         let mut spec = Spec {
             info: HashMap::new(),
             docs: HashMap::new(),

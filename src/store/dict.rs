@@ -141,8 +141,7 @@ impl Dict {
             expire_at,
             lru,
         }));
-        // invariant: the slot was filled on the line above.
-        slot.as_deref_mut().expect("just inserted")
+        slot.as_deref_mut().expect("just inserted") // invariant: the slot was filled on the line above.
     }
 
     /// Removes and returns the entry for `key`.
@@ -259,13 +258,12 @@ impl Dict {
                 Some(e) => {
                     examined += 1;
                     if pred(e) {
-                        // invariant: matched `Some` just above.
-                        let mut e = link.take().expect("non-empty link");
+                        let mut e = link.take().expect("non-empty link"); // invariant: matched `Some` just above.
                         *link = e.next.take();
                         removed.push(e);
                     } else {
-                        // invariant: matched `Some` just above.
                         link = &mut link.as_mut().expect("non-empty link").next;
+                        // invariant: matched `Some` just above.
                     }
                 }
             }
@@ -300,8 +298,7 @@ impl Dict {
                 let mut pick = rng(n);
                 let mut cur = head;
                 while pick > 0 {
-                    // invariant: pick < chain length counted above.
-                    cur = cur.next.as_deref().expect("chain shorter than counted");
+                    cur = cur.next.as_deref().expect("chain shorter than counted"); // invariant: pick < chain length counted above.
                     pick -= 1;
                 }
                 return Some(cur);

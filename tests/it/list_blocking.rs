@@ -430,3 +430,39 @@ fn multi_exec_scenario_on_redis() {
     let redis = spawn_redis();
     multi_exec_scenario(redis.port);
 }
+
+/// A push made by a script wakes a blocked client once the script has
+/// finished, and the script itself never sees the element taken away.
+fn eval_scenario(port: u16) {
+    let mut c = Raw::connect(port);
+    let mut p = Raw::connect(port);
+    block(&mut c, &["BLPOP", "jobs", "0"]);
+    let script = "redis.call('rpush', KEYS[1], 'a', 'b') \
+                  return redis.call('llen', KEYS[1])";
+    assert_eq!(p.cmd_str(&["EVAL", script, "1", "jobs"]), b":2\r\n");
+    assert_eq!(c.read_reply(), bulk_array(&["jobs", "a"]));
+    assert_eq!(
+        p.cmd_str(&["LRANGE", "jobs", "0", "-1"]),
+        bulk_array(&["b"])
+    );
+    // Blocking pops are flagged noscript in Redis 7.0: scripts may not call
+    // them at all.
+    let script = "return redis.call('blpop', 'empty', 0)";
+    let reply = p.cmd_str(&["EVAL", script, "0"]);
+    assert!(
+        reply.starts_with(b"-ERR This Redis command is not allowed from script"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+}
+
+#[test]
+fn eval_wakes_blocked_clients_after_the_script() {
+    eval_scenario(start().port);
+}
+
+#[test]
+fn eval_scenario_on_redis() {
+    let redis = spawn_redis();
+    eval_scenario(redis.port);
+}

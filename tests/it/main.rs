@@ -18,6 +18,7 @@ mod list;
 mod list_blocking;
 mod multi;
 mod multi_load;
+mod oracle;
 mod persist;
 mod protocol;
 mod scripting;
