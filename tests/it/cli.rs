@@ -8,8 +8,12 @@ use std::time::Duration;
 use crate::config::encode_map;
 use crate::support::*;
 
+/// The binary, started in a fresh temp directory so that a save on
+/// shutdown (save rules are on by default) never writes into the repo.
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+    c.current_dir(temp_dir("cwd"));
+    c
 }
 
 fn temp_dir(tag: &str) -> std::path::PathBuf {
