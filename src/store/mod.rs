@@ -134,17 +134,23 @@ impl Store {
         (self.now_ms / 1000) as u32
     }
 
-    /// The live entry for `key`, expiring it first if its TTL has passed.
-    /// Does not count as a keyspace hit or miss (writes use this).
-    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+    /// The hash of `key` when it is live; an expired key is removed first
+    /// (Redis's expireIfNeeded).
+    fn live_hash(&mut self, db: usize, key: &[u8]) -> Option<u64> {
         let now = self.now_ms;
-        let d = &mut self.dbs[db];
+        let d = &self.dbs[db];
         let h = d.dict.hash(key);
-        let expired = d.dict.get(h, key)?.is_expired(now);
-        if expired {
+        if d.dict.get(h, key)?.is_expired(now) {
             self.expire_now(db, h, key);
             return None;
         }
+        Some(h)
+    }
+
+    /// The live entry for `key`, expiring it first if its TTL has passed.
+    /// Does not count as a keyspace hit or miss (writes use this).
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let h = self.live_hash(db, key)?;
         self.dbs[db].dict.get_mut(h, key)
     }
 
@@ -152,23 +158,7 @@ impl Store {
     /// access time.
     pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let lru = self.lru_clock();
-        let now = self.now_ms;
-        let d = &mut self.dbs[db];
-        let h = d.dict.hash(key);
-        let live = match d.dict.get(h, key) {
-            None => false,
-            Some(e) if e.is_expired(now) => {
-                self.expire_now(db, h, key);
-                false
-            }
-            Some(_) => true,
-        };
-        if !live {
-            self.stats.keyspace_misses += 1;
-            return None;
-        }
-        self.stats.keyspace_hits += 1;
-        let e = self.dbs[db].dict.get_mut(h, key)?;
+        let e = self.get_read_notouch(db, key)?;
         e.lru = lru;
         Some(e)
     }
@@ -176,21 +166,10 @@ impl Store {
     /// Like [`Store::get_read`] but leaves the access time alone (Redis's
     /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
     pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now_ms;
-        let d = &mut self.dbs[db];
-        let h = d.dict.hash(key);
-        let live = match d.dict.get(h, key) {
-            None => false,
-            Some(e) if e.is_expired(now) => {
-                self.expire_now(db, h, key);
-                false
-            }
-            Some(_) => true,
-        };
-        if !live {
+        let Some(h) = self.live_hash(db, key) else {
             self.stats.keyspace_misses += 1;
             return None;
-        }
+        };
         self.stats.keyspace_hits += 1;
         self.dbs[db].dict.get_mut(h, key)
     }
