@@ -20,6 +20,7 @@ pub mod keys;
 pub mod list;
 pub mod list_blocking;
 pub mod persist;
+pub mod pubsub;
 pub mod scan;
 pub mod scripting;
 pub mod server;
@@ -70,6 +71,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     scan::COMMANDS,
     expire::COMMANDS,
     connection::COMMANDS,
+    pubsub::COMMANDS,
     client::COMMANDS,
     server::COMMANDS,
     config::COMMANDS,

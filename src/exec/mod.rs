@@ -13,6 +13,7 @@ pub mod client;
 pub mod clock;
 pub mod multi;
 pub mod pause;
+pub mod pubsub;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,6 +46,8 @@ pub enum Request {
         auth: Arc<AtomicBool>,
         /// The socket's file descriptor (CLIENT LIST).
         fd: i64,
+        /// Pub/sub output shared with the connection task.
+        outq: Arc<client::OutQueue>,
     },
     /// Commands parsed from one read.
     Batch {
@@ -170,6 +173,8 @@ pub struct ServerState {
     pub inbox: Option<Receiver<Request>>,
     /// RDB save state (INFO persistence).
     pub persist: crate::persist::PersistState,
+    /// Pub/sub channels, patterns and their subscribers.
+    pub pubsub: pubsub::PubSub,
 }
 
 impl ServerState {
@@ -182,10 +187,12 @@ impl ServerState {
         tx: UnboundedSender<ToConn>,
         auth: Arc<AtomicBool>,
         fd: i64,
+        outq: Arc<client::OutQueue>,
     ) {
         let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
         c.auth_flag = auth;
         c.fd = fd;
+        c.outq = outq;
         c.set_authenticated(self.config.requirepass.is_none());
         self.clients.insert(id, c);
     }
@@ -233,6 +240,7 @@ impl Executor {
                 scripting: crate::script::EngineSlot::default(),
                 inbox: None,
                 persist: Default::default(),
+                pubsub: pubsub::PubSub::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -341,7 +349,8 @@ impl Executor {
                 tx,
                 auth,
                 fd,
-            } => self.server.connect(id, addr, laddr, tx, auth, fd),
+                outq,
+            } => self.server.connect(id, addr, laddr, tx, auth, fd, outq),
             Request::Batch {
                 id,
                 batch,
@@ -354,6 +363,7 @@ impl Executor {
             }
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
+                self.server.pubsub.forget(id);
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);
             }

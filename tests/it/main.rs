@@ -21,6 +21,7 @@ mod multi_load;
 mod oracle;
 mod persist;
 mod protocol;
+mod pubsub;
 mod scripting;
 mod server;
 mod set;

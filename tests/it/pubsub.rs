@@ -1,0 +1,259 @@
+//! Pub/sub: SUBSCRIBE family replies, delivery between clients, subscribed
+//! mode rules in RESP2 and RESP3, PUBSUB introspection, cleanup on RESET and
+//! disconnect, and cutting off slow subscribers.
+
+use std::time::Duration;
+
+use crate::support::{start, wait_until, Pair, Raw};
+
+/// Sends `args` to both sides, reads `n` frames from each and asserts they
+/// are byte-identical.
+fn frames(p: &mut Pair, args: &[&str], n: usize) -> Vec<u8> {
+    p.ours.send(&crate::support::encode(
+        &args.iter().map(|s| s.as_bytes()).collect::<Vec<_>>(),
+    ));
+    p.theirs.send(&crate::support::encode(
+        &args.iter().map(|s| s.as_bytes()).collect::<Vec<_>>(),
+    ));
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..n {
+        ours.extend(p.ours.read_reply());
+        theirs.extend(p.theirs.read_reply());
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs),
+        "replies differ for {args:?}"
+    );
+    ours
+}
+
+/// Reads one pushed frame from each of two subscribers and compares them.
+fn same_push(a: &mut Raw, b: &mut Raw) -> Vec<u8> {
+    let x = a.read_reply();
+    let y = b.read_reply();
+    assert_eq!(String::from_utf8_lossy(&x), String::from_utf8_lossy(&y));
+    x
+}
+
+fn subscribed_mode_script(p: &mut Pair) {
+    frames(p, &["SUBSCRIBE", "a", "b"], 2);
+    frames(p, &["SUBSCRIBE", "a"], 1);
+    frames(p, &["PSUBSCRIBE", "p*", "q?"], 2);
+    frames(p, &["SSUBSCRIBE", "s1", "s2"], 2);
+    frames(p, &["PING"], 1);
+    frames(p, &["PING", "hello"], 1);
+    frames(p, &["UNSUBSCRIBE", "a", "nope"], 2);
+    frames(p, &["PUNSUBSCRIBE", "q?"], 1);
+    frames(p, &["SUNSUBSCRIBE", "s2"], 1);
+    frames(p, &["UNSUBSCRIBE"], 1);
+    frames(p, &["PUNSUBSCRIBE"], 1);
+    frames(p, &["SUNSUBSCRIBE"], 1);
+    // Nothing left: one confirmation with a null name.
+    frames(p, &["UNSUBSCRIBE"], 1);
+    frames(p, &["PUNSUBSCRIBE"], 1);
+    frames(p, &["SUNSUBSCRIBE"], 1);
+    p.same(&["PING"]);
+    p.same(&["SET", "k", "v"]);
+}
+
+#[test]
+fn subscribe_family_replies_resp2() {
+    let mut p = Pair::new();
+    subscribed_mode_script(&mut p);
+    p.script(&[
+        "SUBSCRIBE x",
+        "GET k",
+        "CLIENT LIST",
+        "PUBSUB NUMSUB x",
+        "SUBSCRIBE",
+        "PUBLISH x y",
+        "MULTI",
+    ]);
+    // QUIT still works and closes.
+    p.same(&["QUIT"]);
+    assert!(p.ours.is_closed());
+}
+
+#[test]
+fn subscribe_family_replies_resp3() {
+    let mut p = Pair::new();
+    p.both(&["HELLO", "3"]);
+    subscribed_mode_script(&mut p);
+    // RESP3 subscribers may run any command.
+    p.same(&["SUBSCRIBE", "x"]);
+    p.same(&["GET", "k"]);
+    p.same(&["PING"]);
+    // A publish to itself: the message comes before the reply.
+    frames(&mut p, &["PUBLISH", "x", "hi"], 2);
+    p.same(&["PUBSUB", "NUMSUB", "x", "y"]);
+    p.same(&["PUBSUB", "SHARDNUMSUB", "x"]);
+    p.same(&["RESET"]);
+    p.same(&["PUBSUB", "NUMSUB", "x"]);
+}
+
+#[test]
+fn subscribe_inside_multi_and_reset() {
+    let mut p = Pair::new();
+    p.script(&["MULTI", "SUBSCRIBE z", "EXEC", "GET k", "PUBSUB NUMSUB z"]);
+    // RESET leaves every channel silently and ends subscribed mode.
+    p.script(&["RESET", "GET k", "PUBSUB NUMSUB z", "PUBSUB NUMPAT"]);
+}
+
+#[test]
+fn pubsub_introspection() {
+    let mut p = Pair::new();
+    p.script(&[
+        "PUBSUB HELP",
+        "PUBSUB CHANNELS",
+        "PUBSUB CHANNELS a b",
+        "PUBSUB SHARDCHANNELS a b",
+        "PUBSUB NUMPAT x",
+        "PUBSUB NUMSUB",
+        "PUBSUB SHARDNUMSUB",
+        "PUBSUB NOPE",
+        "PUBSUB",
+        "PUBLISH",
+        "PUBLISH a",
+        "SPUBLISH a",
+        "SUBSCRIBE",
+        "PSUBSCRIBE",
+        "SSUBSCRIBE",
+        "PUBLISH nobody x",
+        "SPUBLISH nobody x",
+    ]);
+    let (mut a, mut b) = p.connect_again();
+    for r in [&mut a, &mut b] {
+        r.cmd_str(&["SUBSCRIBE", "news.1"]);
+        r.cmd_str(&["PSUBSCRIBE", "news.*"]);
+        r.cmd_str(&["SSUBSCRIBE", "shard"]);
+    }
+    p.script(&[
+        "PUBSUB CHANNELS",
+        "PUBSUB CHANNELS news.?",
+        "PUBSUB CHANNELS zzz",
+        "PUBSUB SHARDCHANNELS",
+        "PUBSUB SHARDCHANNELS sh*",
+        "PUBSUB NUMSUB news.1 news.2 news.1",
+        "PUBSUB SHARDNUMSUB shard x",
+        "PUBSUB NUMPAT",
+    ]);
+    p.both(&["HELLO", "3"]);
+    p.script(&["PUBSUB NUMSUB news.1 x", "PUBSUB SHARDNUMSUB shard"]);
+}
+
+#[test]
+fn messages_reach_other_clients_in_order() {
+    let mut p = Pair::new();
+    let (mut sa, mut sb) = p.connect_again();
+    let (mut s3a, mut s3b) = p.connect_again();
+    for r in [&mut sa, &mut sb] {
+        r.cmd_str(&["SUBSCRIBE", "chan"]);
+        r.cmd_str(&["PSUBSCRIBE", "ch*"]);
+        r.cmd_str(&["SSUBSCRIBE", "sh"]);
+    }
+    for r in [&mut s3a, &mut s3b] {
+        r.cmd_str(&["HELLO", "3"]);
+        r.cmd_str(&["SUBSCRIBE", "chan"]);
+    }
+    // Channel subscribers first, then pattern matches.
+    p.same(&["PUBLISH", "chan", "m0"]);
+    same_push(&mut sa, &mut sb);
+    same_push(&mut sa, &mut sb);
+    same_push(&mut s3a, &mut s3b);
+    p.same(&["PUBLISH", "chx", "only-pattern"]);
+    same_push(&mut sa, &mut sb);
+    p.same(&["SPUBLISH", "sh", "sharded"]);
+    same_push(&mut sa, &mut sb);
+    // Many messages arrive in publish order.
+    for i in 0..100 {
+        p.same(&["PUBLISH", "chan", &format!("msg-{i}")]);
+    }
+    for _ in 0..100 {
+        same_push(&mut s3a, &mut s3b);
+        same_push(&mut sa, &mut sb);
+        same_push(&mut sa, &mut sb);
+    }
+    // Binary payloads pass untouched.
+    p.same_bytes(&[b"PUBLISH", b"chan", b"\x00\r\n\xff"]);
+    same_push(&mut s3a, &mut s3b);
+}
+
+#[test]
+fn client_list_shows_subscriptions() {
+    let s = start();
+    let mut a = s.raw();
+    let mut b = s.raw();
+    a.cmd_str(&["SUBSCRIBE", "c1"]);
+    a.cmd_str(&["SUBSCRIBE", "c2"]);
+    a.cmd_str(&["PSUBSCRIBE", "p*"]);
+    a.cmd_str(&["SSUBSCRIBE", "s"]);
+    let list = String::from_utf8(b.cmd_str(&["CLIENT", "LIST"])).expect("utf8");
+    let line = list
+        .lines()
+        .find(|l| l.contains("cmd=ssubscribe"))
+        .expect("subscriber line");
+    assert!(line.contains("flags=P "), "{line}");
+    assert!(line.contains("sub=2 psub=1 ssub=1 "), "{line}");
+    let killed = b.cmd_str(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert_eq!(killed, b":1\r\n");
+    assert!(wait_until(Duration::from_secs(5), || {
+        b.cmd_str(&["PUBSUB", "NUMSUB", "c1"]) == b"*2\r\n$2\r\nc1\r\n:0\r\n"
+    }));
+    let info = String::from_utf8(b.cmd_str(&["INFO", "stats"])).expect("utf8");
+    assert!(info.contains("pubsub_channels:0\r\n"), "{info}");
+}
+
+#[test]
+fn disconnect_unsubscribes() {
+    let s = start();
+    let mut pubr = s.raw();
+    {
+        let mut sub = s.raw();
+        sub.cmd_str(&["SUBSCRIBE", "gone"]);
+        sub.cmd_str(&["PSUBSCRIBE", "g*"]);
+        assert_eq!(pubr.cmd_str(&["PUBLISH", "gone", "x"]), b":2\r\n");
+        let info = String::from_utf8(pubr.cmd_str(&["INFO", "stats"])).expect("utf8");
+        assert!(info.contains("pubsub_channels:1\r\n"), "{info}");
+        assert!(info.contains("pubsub_patterns:1\r\n"), "{info}");
+    }
+    assert!(wait_until(Duration::from_secs(5), || {
+        pubr.cmd_str(&["PUBLISH", "gone", "x"]) == b":0\r\n"
+    }));
+    assert_eq!(pubr.cmd_str(&["PUBSUB", "NUMPAT"]), b":0\r\n");
+}
+
+#[test]
+fn slow_subscriber_is_disconnected() {
+    let s = start();
+    let mut pubr = s.raw();
+    assert_eq!(
+        pubr.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 1mb 0 0"
+        ]),
+        b"+OK\r\n"
+    );
+    let mut sub = s.raw();
+    sub.cmd_str(&["SUBSCRIBE", "flood"]);
+    // The subscriber never reads: kernel buffers fill, then the queue
+    // grows until the hard limit closes it. At most 64 MB is published.
+    let payload = "x".repeat(256 * 1024);
+    let mut closed = false;
+    for _ in 0..256 {
+        if pubr.cmd_str(&["PUBLISH", "flood", &payload]) == b":0\r\n" {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the slow subscriber was never cut off");
+    assert_eq!(
+        pubr.cmd_str(&["PUBSUB", "NUMSUB", "flood"]),
+        b"*2\r\n$5\r\nflood\r\n:0\r\n"
+    );
+    // The server still serves others.
+    assert_eq!(pubr.cmd_str(&["PING"]), b"+PONG\r\n");
+}
