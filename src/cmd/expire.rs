@@ -101,8 +101,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, relative: bool, seconds: bo
     }
     if when <= ctx.store.now() as i64 {
         ctx.store.remove(db, key);
+        super::pubsub::notify(ctx, b'g', "del", key);
     } else {
         ctx.store.set_expire(db, key, when as u64);
+        super::pubsub::notify(ctx, b'g', "expire", key);
     }
     ctx.reply.int(1);
     Ok(())

@@ -57,6 +57,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, argv: &Argv<'_>, name: &str) -> Result<i64, Erro
 
 fn hset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let n = set_pairs(ctx, &argv, "hset")?;
+    super::pubsub::notify(ctx, b'h', "hset", argv.get(1));
     ctx.reply.int(n);
     Ok(())
 }

@@ -115,6 +115,10 @@ fn push(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End, only_existing: bool) -> Cmd
             n
         }
     };
+    if len > 0 {
+        let event = if end == End::Left { "lpush" } else { "rpush" };
+        super::pubsub::notify(ctx, b'l', event, key);
+    }
     ctx.reply.int(len as i64);
     Ok(())
 }
@@ -171,6 +175,11 @@ fn pop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
         Some(n) => pop_range_reply(l, end, n, &mut ctx.reply),
     }
     after_removal(ctx.store, db, key);
+    let event = if end == End::Left { "lpop" } else { "rpop" };
+    super::pubsub::notify(ctx, b'l', event, key);
+    if !ctx.store.exists(db, key) {
+        super::pubsub::notify(ctx, b'g', "del", key);
+    }
     Ok(())
 }
 

@@ -86,7 +86,7 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn do_publish(ctx: &mut Ctx<'_>, argv: Argv<'_>, shard: bool) -> CmdResult {
     let n = pubsub::publish(
         ctx.server,
-        ctx.client,
+        Some(ctx.client),
         ctx.reply.raw(),
         shard,
         argv.get(1),
@@ -156,4 +156,22 @@ fn shardnumsub(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn numpat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     ctx.reply.int(ctx.server.pubsub.num_patterns() as i64);
     Ok(())
+}
+
+/// Publishes a keyspace notification for `key` in the caller's database
+/// (no-op unless notify-keyspace-events enables `class`).
+pub fn notify(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    if ctx.server.config.notify_keyspace_events.is_empty() {
+        return;
+    }
+    let db = ctx.client.db;
+    pubsub::notify(
+        ctx.server,
+        Some(ctx.client),
+        ctx.reply.raw(),
+        class,
+        event,
+        db,
+        key,
+    );
 }

@@ -52,6 +52,9 @@ fn sadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     finish_write(ctx.store, db, key, added > 0);
+    if added > 0 {
+        super::pubsub::notify(ctx, b's', "sadd", key);
+    }
     ctx.reply.int(added);
     Ok(())
 }

@@ -374,6 +374,7 @@ impl Executor {
     /// Hook after a batch or cycle: WATCH and blocked clients consume the
     /// touched-key lists here.
     fn after_writes(&mut self) {
+        pubsub::drain_expired(&mut self.server, &mut self.store);
         self.store.touched.clear();
         self.store.touched_dbs.clear();
         self.server.blocking.reset_touched();

@@ -345,7 +345,7 @@ fn deliver(c: &Client, bytes: &[u8], limits: Limits) {
 /// The caller, when subscribed, gets its copy in `own` ahead of its reply.
 pub fn publish(
     server: &mut super::ServerState,
-    caller: &Client,
+    caller: Option<&Client>,
     own: &mut Vec<u8>,
     shard: bool,
     ch: &[u8],
@@ -356,8 +356,8 @@ pub fn publish(
     let mut n = 0;
     let mut send = |id: u64, m: &mut Message<'_>| {
         n += 1;
-        if id == caller.id {
-            own.extend_from_slice(m.bytes(caller.resp3));
+        if let Some(me) = caller.filter(|c| c.id == id) {
+            own.extend_from_slice(m.bytes(me.resp3));
         } else if let Some(c) = server.clients.get(&id) {
             deliver(c, m.bytes(c.resp3), limits);
         }
@@ -392,4 +392,56 @@ pub fn publish(
         }
     }
     n
+}
+
+/// Whether notify-keyspace-events `flags` enable events of `class`
+/// (Redis's class characters; `A` stands for every class but `m` and `n`).
+fn class_enabled(flags: &str, class: u8) -> bool {
+    flags.as_bytes().contains(&class) || (flags.contains('A') && b"g$lshzxetd".contains(&class))
+}
+
+/// Redis's notifyKeyspaceEvent: publishes `event` on
+/// `__keyspace@<db>__:<key>` and `key` on `__keyevent@<db>__:<event>`, as
+/// the configuration asks.
+pub fn notify(
+    server: &mut super::ServerState,
+    caller: Option<&Client>,
+    own: &mut Vec<u8>,
+    class: u8,
+    event: &str,
+    db: usize,
+    key: &[u8],
+) {
+    let flags = &server.config.notify_keyspace_events;
+    if flags.is_empty() || !class_enabled(flags, class) {
+        return;
+    }
+    let space = flags.contains('K');
+    let keyevent = flags.contains('E');
+    if space {
+        let mut ch = format!("__keyspace@{db}__:").into_bytes();
+        ch.extend_from_slice(key);
+        publish(server, caller, own, false, &ch, event.as_bytes());
+    }
+    if keyevent {
+        let ch = format!("__keyevent@{db}__:{event}");
+        publish(server, caller, own, false, ch.as_bytes(), key);
+    }
+}
+
+/// Publishes `expired` events for keys the store expired since the last
+/// call, and turns the store's log on or off to follow the configuration.
+pub fn drain_expired(server: &mut super::ServerState, store: &mut crate::store::Store) {
+    let on = class_enabled(&server.config.notify_keyspace_events, b'x');
+    let log = store.expired_log.take();
+    if on {
+        store.expired_log = Some(Vec::new());
+    }
+    let Some(log) = log else {
+        return;
+    };
+    let mut sink = Vec::new();
+    for (db, key) in log {
+        notify(server, None, &mut sink, b'x', "expired", db, &key);
+    }
 }

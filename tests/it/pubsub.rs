@@ -257,3 +257,50 @@ fn slow_subscriber_is_disconnected() {
     // The server still serves others.
     assert_eq!(pubr.cmd_str(&["PING"]), b"+PONG\r\n");
 }
+
+#[test]
+fn keyspace_notifications() {
+    let mut p = Pair::new();
+    let (mut sa, mut sb) = p.connect_again();
+    for r in [&mut sa, &mut sb] {
+        r.cmd_str(&["PSUBSCRIBE", "__key*__:*"]);
+    }
+    p.same(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    let cmds: &[(&[&str], usize)] = &[
+        (&["SET", "k", "v"], 2),
+        (&["SET", "k2", "v", "EX", "100"], 4),
+        (&["EXPIRE", "k", "100"], 2),
+        (&["DEL", "k", "k2", "nokey"], 4),
+        (&["LPUSH", "l", "a", "b"], 2),
+        (&["RPUSH", "l", "c"], 2),
+        (&["LPOP", "l"], 2),
+        (&["RPOP", "l", "5"], 4),
+        (&["HSET", "h", "f", "v"], 2),
+        (&["SADD", "s", "m"], 2),
+        (&["SADD", "s", "m"], 0),
+        (&["EXPIRE", "s", "-1"], 2),
+        (&["SET", "gone", "v", "PX", "1"], 4),
+    ];
+    for (cmd, n) in cmds {
+        p.same(cmd);
+        for _ in 0..*n {
+            same_push(&mut sa, &mut sb);
+        }
+    }
+    // The expired key is reaped (here by a lookup) and announced.
+    let mut gone = (false, false);
+    assert!(wait_until(Duration::from_secs(5), || {
+        let (a, b) = p.both(&["EXISTS", "gone"]);
+        gone.0 |= a == b":0\r\n";
+        gone.1 |= b == b":0\r\n";
+        gone.0 && gone.1
+    }));
+    same_push(&mut sa, &mut sb);
+    same_push(&mut sa, &mut sb);
+    // Only keyevent, only the string class.
+    p.same(&["CONFIG", "SET", "notify-keyspace-events", "E$"]);
+    p.same(&["DEL", "h"]);
+    p.same(&["SET", "k", "v"]);
+    let x = same_push(&mut sa, &mut sb);
+    assert!(String::from_utf8_lossy(&x).contains("__keyevent@0__:set"));
+}
