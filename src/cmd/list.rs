@@ -586,6 +586,8 @@ pub fn serve_blocked(
         BlockOp::Move { dst, from, to } => {
             move_element(store, db, key, dst, *from, *to, reply)?;
         }
+        // Sorted-set waiters are served by zset_blocking.rs.
+        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => reply.null_array(),
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ pub mod string;
 pub mod table;
 pub mod tx;
 pub mod zset;
+pub mod zset_blocking;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -67,6 +68,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    zset_blocking::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,

@@ -57,7 +57,13 @@ fn score_arg(arg: &[u8]) -> Result<f64, Error> {
 
 /// Writes a member and optionally its score: flat in RESP2, a nested pair
 /// in RESP3 when `pairs`.
-fn emit(reply: &mut ReplyBuf<'_>, member: &[u8], score: f64, withscores: bool, pairs: bool) {
+pub(super) fn emit(
+    reply: &mut ReplyBuf<'_>,
+    member: &[u8],
+    score: f64,
+    withscores: bool,
+    pairs: bool,
+) {
     if withscores && pairs {
         reply.array(2);
     }

@@ -31,3 +31,4 @@ mod types_random;
 mod unordered;
 mod watch;
 mod zset;
+mod zset_blocking;
