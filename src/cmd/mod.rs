@@ -25,6 +25,7 @@ pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod spec;
 pub mod string;
 pub mod table;
@@ -69,6 +70,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     zset_blocking::COMMANDS,
+    sort::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,

@@ -25,6 +25,7 @@ mod pubsub;
 mod scripting;
 mod server;
 mod set;
+mod sort;
 mod string;
 mod string_random;
 mod types_random;
