@@ -221,6 +221,10 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, incr: bool) -> CmdResult {
     if nan {
         return Err(Error::err("resulting score is not a number (NaN)"));
     }
+    if added + updated > 0 {
+        let event = if f.incr { "zincr" } else { "zadd" };
+        super::pubsub::notify(ctx, b'z', event, key);
+    }
     if f.incr {
         match last {
             Some(s) => ctx.reply.double(s),

@@ -19,6 +19,9 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("bzmpop", bzmpop),
 ];
 
+/// Members popped, with their scores.
+type Popped = Vec<(Vec<u8>, f64)>;
+
 /// Pops up to `count` members from the sorted set at `key`; None when the
 /// key is missing.
 fn pop(
@@ -27,12 +30,12 @@ fn pop(
     key: &[u8],
     max: bool,
     count: usize,
-) -> Result<Option<Vec<(Vec<u8>, f64)>>, Error> {
+) -> Result<Option<Popped>, Error> {
     let Some(z) = zset_write(store, db, key, None)? else {
         return Ok(None);
     };
     let n = count.min(z.len());
-    let popped: Vec<(Vec<u8>, f64)> = if max {
+    let popped: Popped = if max {
         z.iter_rev_from(z.len().saturating_sub(1))
             .take(n)
             .map(|(m, s)| (m.to_vec(), s))

@@ -278,6 +278,10 @@ fn keyspace_notifications() {
         (&["HSET", "h", "f", "v"], 2),
         (&["SADD", "s", "m"], 2),
         (&["SADD", "s", "m"], 0),
+        (&["INCR", "n"], 2),
+        (&["ZADD", "zs", "1", "a"], 2),
+        (&["ZADD", "zs", "1", "a"], 0),
+        (&["ZADD", "zs", "INCR", "2", "a"], 2),
         (&["EXPIRE", "s", "-1"], 2),
         (&["SET", "gone", "v", "PX", "1"], 4),
     ];
