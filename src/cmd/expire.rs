@@ -175,6 +175,7 @@ fn persist(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let has_ttl = ctx.store.get(db, key).is_some_and(|e| e.expire_at() != 0);
     if has_ttl {
         ctx.store.set_expire(db, key, 0);
+        super::pubsub::notify(ctx, b'g', "persist", key);
     }
     ctx.reply.int(i64::from(has_ttl));
     Ok(())

@@ -150,6 +150,9 @@ fn hdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         finish_write(ctx.store, db, key, deleted > 0);
     }
+    if deleted > 0 {
+        super::pubsub::notify_removed(ctx, b'h', "hdel", key);
+    }
     ctx.reply.int(deleted);
     Ok(())
 }

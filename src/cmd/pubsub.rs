@@ -158,6 +158,19 @@ fn numpat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Notifies `event` for elements removed from `key`, then `del` when that
+/// emptied it (Redis's pattern for HDEL, SREM, ZREM...).
+pub fn notify_removed(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    if ctx.server.config.notify_keyspace_events.is_empty() {
+        return;
+    }
+    notify(ctx, class, event, key);
+    let db = ctx.client.db;
+    if ctx.store.peek(db, key).is_none() {
+        notify(ctx, b'g', "del", key);
+    }
+}
+
 /// Publishes a keyspace notification for `key` in the caller's database
 /// (no-op unless notify-keyspace-events enables `class`).
 pub fn notify(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {

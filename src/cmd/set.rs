@@ -72,6 +72,9 @@ fn srem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         finish_write(ctx.store, db, key, removed > 0);
     }
+    if removed > 0 {
+        super::pubsub::notify_removed(ctx, b's', "srem", key);
+    }
     ctx.reply.int(removed);
     Ok(())
 }

@@ -249,6 +249,9 @@ fn zrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         finish_write(ctx.store, db, key, removed > 0);
     }
+    if removed > 0 {
+        super::pubsub::notify_removed(ctx, b'z', "zrem", key);
+    }
     ctx.reply.int(removed);
     Ok(())
 }
