@@ -154,14 +154,15 @@ impl PubSub {
     ) {
         let id = client.id;
         let subs = self.clients.entry(id).or_default();
-        if !subs.list(kind).iter().any(|c| c == name) {
+        let new = !subs.list(kind).iter().any(|c| c == name);
+        if new {
             subs.list(kind).push(name.to_vec());
-            let count = subs.count(kind);
-            self.space(kind).entry(name.to_vec()).or_default().push(id);
-            confirm(reply, kind.sub_name(), Some(name), count);
-        } else {
-            confirm(reply, kind.sub_name(), Some(name), subs.count(kind));
         }
+        let count = subs.count(kind);
+        if new {
+            self.space(kind).entry(name.to_vec()).or_default().push(id);
+        }
+        confirm(reply, kind.sub_name(), Some(name), count);
         client.kind = super::client::ClientKind::PubSub;
     }
 
@@ -351,7 +352,9 @@ pub fn publish(
     ch: &[u8],
     msg: &[u8],
 ) -> usize {
-    let limits = Limits::from_config(&server.config.get("client-output-buffer-limit"));
+    // Read the limits only when some other client receives the message.
+    let mut limits: Option<Limits> = None;
+    let config = &server.config;
     let ps = &server.pubsub;
     let mut n = 0;
     let mut send = |id: u64, m: &mut Message<'_>| {
@@ -359,7 +362,10 @@ pub fn publish(
         if let Some(me) = caller.filter(|c| c.id == id) {
             own.extend_from_slice(m.bytes(me.resp3));
         } else if let Some(c) = server.clients.get(&id) {
-            deliver(c, m.bytes(c.resp3), limits);
+            let l = *limits.get_or_insert_with(|| {
+                Limits::from_config(&config.get("client-output-buffer-limit"))
+            });
+            deliver(c, m.bytes(c.resp3), l);
         }
     };
     let space = if shard { &ps.shard } else { &ps.channels };

@@ -319,3 +319,28 @@ fn keyspace_notifications() {
     let x = same_push(&mut sa, &mut sb);
     assert!(String::from_utf8_lossy(&x).contains("__keyevent@0__:set"));
 }
+
+#[test]
+fn subscriber_over_soft_limit_too_long_is_disconnected() {
+    let s = start();
+    let mut pubr = s.raw();
+    assert_eq!(
+        pubr.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 0 256kb 1"
+        ]),
+        b"+OK\r\n"
+    );
+    let mut sub = s.raw();
+    sub.cmd_str(&["SUBSCRIBE", "trickle"]);
+    // No hard limit: only staying over the soft limit for a second closes
+    // it. At most 1000 publishes of 64 KB happen.
+    let payload = "y".repeat(64 * 1024);
+    let started = std::time::Instant::now();
+    assert!(wait_until(Duration::from_secs(5), || {
+        pubr.cmd_str(&["PUBLISH", "trickle", &payload]) == b":0\r\n"
+    }));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
