@@ -375,6 +375,7 @@ impl Executor {
     /// touched-key lists here.
     fn after_writes(&mut self) {
         pubsub::drain_expired(&mut self.server, &mut self.store);
+        self.server.pubsub.held.clear();
         self.store.touched.clear();
         self.store.touched_dbs.clear();
         self.server.blocking.reset_touched();

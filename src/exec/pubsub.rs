@@ -84,9 +84,25 @@ pub struct PubSub {
     patterns: HashMap<Vec<u8>, Vec<u64>>,
     shard: HashMap<Vec<u8>, Vec<u64>>,
     clients: HashMap<u64, Subs>,
+    /// Messages for subscribers missing from the client map while a
+    /// command ran: the client whose script published them (RESP2 and
+    /// RESP3 encodings). Cleared after every batch.
+    pub held: Vec<(u64, Vec<u8>, Vec<u8>)>,
 }
 
 impl PubSub {
+    /// Takes the held messages for client `id`, encoded for its protocol.
+    pub fn take_held(&mut self, id: u64, resp3: bool, out: &mut Vec<u8>) {
+        if self.held.is_empty() {
+            return;
+        }
+        for (to, r2, r3) in std::mem::take(&mut self.held) {
+            if to == id {
+                out.extend_from_slice(if resp3 { &r3 } else { &r2 });
+            }
+        }
+    }
+
     fn space(&mut self, kind: Kind) -> &mut HashMap<Vec<u8>, Vec<u64>> {
         match kind {
             Kind::Channel => &mut self.channels,
@@ -356,6 +372,7 @@ pub fn publish(
     let mut limits: Option<Limits> = None;
     let config = &server.config;
     let ps = &server.pubsub;
+    let held = &mut Vec::new();
     let mut n = 0;
     let mut send = |id: u64, m: &mut Message<'_>| {
         n += 1;
@@ -366,6 +383,10 @@ pub fn publish(
                 Limits::from_config(&config.get("client-output-buffer-limit"))
             });
             deliver(c, m.bytes(c.resp3), l);
+        } else {
+            // The client running a script: its copy is written ahead of
+            // the script's reply.
+            held.push((id, m.bytes(false).to_vec(), m.bytes(true).to_vec()));
         }
     };
     let space = if shard { &ps.shard } else { &ps.channels };
@@ -397,6 +418,7 @@ pub fn publish(
             }
         }
     }
+    server.pubsub.held.append(held);
     n
 }
 

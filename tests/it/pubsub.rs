@@ -87,6 +87,15 @@ fn subscribe_family_replies_resp3() {
     p.same(&["PING"]);
     // A publish to itself: the message comes before the reply.
     frames(&mut p, &["PUBLISH", "x", "hi"], 2);
+    // A script's publish reaches its subscribed caller ahead of the reply.
+    frames(
+        &mut p,
+        &["EVAL", "return redis.call('publish', 'x', 'from-lua')", "0"],
+        2,
+    );
+    frames(&mut p, &["MULTI"], 1);
+    frames(&mut p, &["PUBLISH", "x", "queued"], 1);
+    frames(&mut p, &["EXEC"], 2);
     p.same(&["PUBSUB", "NUMSUB", "x", "y"]);
     p.same(&["PUBSUB", "SHARDNUMSUB", "x"]);
     p.same(&["RESET"]);
