@@ -132,6 +132,10 @@ fn pubsub_introspection() {
         "PUBLISH nobody x",
         "SPUBLISH nobody x",
     ]);
+    // SUBSCRIBE is refused in scripts; PUBLISH and PUBSUB are allowed.
+    p.same(&["EVAL", "return redis.call('subscribe', 'x')", "0"]);
+    p.same(&["EVAL", "return redis.call('publish', 'x', 'y')", "0"]);
+    p.same(&["EVAL", "return redis.call('pubsub', 'numsub', 'x')", "0"]);
     let (mut a, mut b) = p.connect_again();
     for r in [&mut a, &mut b] {
         r.cmd_str(&["SUBSCRIBE", "news.1"]);
