@@ -120,6 +120,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     };
     let (expire_at, lru) = (entry.expire_at(), entry.lru);
     put(ctx, db, dst, entry.value, expire_at, lru);
+    super::pubsub::notify(ctx, b'g', "rename_from", src);
+    super::pubsub::notify(ctx, b'g', "rename_to", dst);
     if nx {
         ctx.reply.int(1);
     } else {

@@ -306,6 +306,11 @@ fn keyspace_notifications() {
         (&["EXPIRE", "s2", "100"], 2),
         (&["PERSIST", "s2"], 2),
         (&["PERSIST", "s2"], 0),
+        (&["APPEND", "ap", "x"], 2),
+        (&["APPEND", "ap", "y"], 2),
+        (&["SETRANGE", "ap", "5", "z"], 2),
+        (&["RENAME", "ap", "ap2"], 4),
+        (&["RENAMENX", "ap2", "ap3"], 4),
         (&["EXPIRE", "s", "-1"], 2),
         (&["SET", "gone", "v", "PX", "1"], 4),
     ];
