@@ -266,6 +266,7 @@ fn lset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     l.set(i, argv.get(3));
     ctx.store.signal_modified(db, key);
+    super::pubsub::notify(ctx, b'l', "lset", key);
     ctx.reply.ok();
     Ok(())
 }
@@ -292,6 +293,7 @@ fn linsert(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     l.insert(pos + usize::from(after), argv.get(4));
     let n = l.len();
     ctx.store.signal_modified(db, key);
+    super::pubsub::notify(ctx, b'l', "linsert", key);
     ctx.reply.int(n as i64);
     Ok(())
 }
@@ -308,6 +310,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let removed = l.remove_matching(argv.get(3), limit, count < 0);
     if removed > 0 {
         after_removal(ctx.store, db, key);
+        super::pubsub::notify_removed(ctx, b'l', "lrem", key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -334,6 +337,7 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         l.retain_range(start as usize, end.min(len - 1) as usize);
     }
     after_removal(ctx.store, db, key);
+    super::pubsub::notify_removed(ctx, b'l', "ltrim", key);
     ctx.reply.ok();
     Ok(())
 }

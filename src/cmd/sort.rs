@@ -270,8 +270,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
             if outlen > 0 {
                 ctx.store
                     .set(db, dst, Value::List(Box::new(out)), Ttl::None);
-            } else {
-                ctx.store.remove(db, dst);
+                super::pubsub::notify(ctx, b'g', "sortstore", dst);
+            } else if ctx.store.remove(db, dst).is_some() {
+                super::pubsub::notify(ctx, b'g', "del", dst);
             }
             ctx.reply.int(outlen as i64);
         }
