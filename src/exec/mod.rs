@@ -178,7 +178,9 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    /// Registers a newly connected client.
+    /// Registers a newly connected client (the fields of
+    /// [`Request::Connect`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &mut self,
         id: u64,
