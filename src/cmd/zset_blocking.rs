@@ -95,6 +95,12 @@ pub fn serve_blocked(
     Ok(())
 }
 
+/// Keyspace events of a pop (clients served later are not announced).
+fn notify_pop(ctx: &mut Ctx<'_>, key: &[u8], max: bool) {
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    super::pubsub::notify_removed(ctx, b'z', event, key);
+}
+
 /// BZPOPMIN/BZPOPMAX key... timeout (blockingGenericZpopCommand).
 fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
     let last = argv.len() - 1;
@@ -103,6 +109,7 @@ fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
     for j in 1..last {
         let key = argv.get(j);
         if let Some(popped) = pop(ctx.store, db, key, max, 1)? {
+            notify_pop(ctx, key, max);
             reply_one(&mut ctx.reply, key, &popped);
             return Ok(());
         }
@@ -159,6 +166,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     for i in 0..numkeys {
         let key = argv.get(3 + i);
         if let Some(popped) = pop(ctx.store, db, key, max, count)? {
+            notify_pop(ctx, key, max);
             reply_many(&mut ctx.reply, key, &popped);
             return Ok(());
         }

@@ -322,6 +322,12 @@ fn keyspace_notifications() {
         (&["LTRIM", "li", "5", "1"], 4),
         (&["SORT", "nolist", "STORE", "sorted"], 2),
         (&["SORT", "nolist", "STORE", "sorted"], 0),
+        (&["ZADD", "zp", "1", "a", "2", "b", "3", "c", "4", "d"], 2),
+        (&["ZPOPMIN", "zp"], 2),
+        (&["ZPOPMAX", "zp", "0"], 0),
+        (&["BZPOPMAX", "zp", "0"], 2),
+        (&["ZMPOP", "1", "zp", "MIN"], 2),
+        (&["BZMPOP", "0", "1", "zp", "MAX", "COUNT", "5"], 4),
         (&["EXPIRE", "s", "-1"], 2),
         (&["SET", "gone", "v", "PX", "1"], 4),
     ];
