@@ -221,6 +221,8 @@ struct ClientState {
     blocked: bool,
     /// A watched key was touched (`d`).
     dirty_cas: bool,
+    /// Channels, patterns and shard channels subscribed to.
+    subs: (usize, usize, usize),
 }
 
 impl ClientState {
@@ -228,6 +230,7 @@ impl ClientState {
         ClientState {
             blocked: ctx.server.blocking.is_blocked(id),
             dirty_cas: ctx.store.watches.is_dirty(id),
+            subs: ctx.server.pubsub.counts(id),
         }
     }
 }
@@ -284,7 +287,7 @@ fn info_line(
     let tot_mem = 1024 + 896 + qbuf + qbuf_free + argv_mem;
     let _ = write!(
         out,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
          tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
         c.id,
@@ -296,6 +299,9 @@ fn info_line(
         now_s.saturating_sub(c.last_interaction_ms / 1000),
         flags,
         c.db,
+        state.subs.0,
+        state.subs.1,
+        state.subs.2,
         c.multi_len().map_or(-1, |n| n as i64),
         qbuf,
         qbuf_free,
@@ -359,6 +365,7 @@ fn list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let state = ClientState {
             blocked: ctx.server.blocking.is_blocked(id),
             dirty_cas: ctx.store.watches.is_dirty(id),
+            subs: ctx.server.pubsub.counts(id),
         };
         info_line(&mut out, c, state, now, current);
         out.push('\n');

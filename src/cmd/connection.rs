@@ -69,6 +69,10 @@ fn select(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// password.
 fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     crate::exec::multi::discard_transaction(ctx.client, ctx.store);
+    // Redis leaves every channel silently and the client is no longer a
+    // subscriber.
+    ctx.server.pubsub.forget(ctx.client.id);
+    ctx.client.kind = ClientKind::Normal;
     let c = &mut *ctx.client;
     c.db = 0;
     c.resp3 = false;

@@ -101,8 +101,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, relative: bool, seconds: bo
     }
     if when <= ctx.store.now() as i64 {
         ctx.store.remove(db, key);
+        super::pubsub::notify(ctx, b'g', "del", key);
     } else {
         ctx.store.set_expire(db, key, when as u64);
+        super::pubsub::notify(ctx, b'g', "expire", key);
     }
     ctx.reply.int(1);
     Ok(())
@@ -173,6 +175,7 @@ fn persist(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let has_ttl = ctx.store.get(db, key).is_some_and(|e| e.expire_at() != 0);
     if has_ttl {
         ctx.store.set_expire(db, key, 0);
+        super::pubsub::notify(ctx, b'g', "persist", key);
     }
     ctx.reply.int(i64::from(has_ttl));
     Ok(())

@@ -57,6 +57,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, argv: &Argv<'_>, name: &str) -> Result<i64, Erro
 
 fn hset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let n = set_pairs(ctx, &argv, "hset")?;
+    super::pubsub::notify(ctx, b'h', "hset", argv.get(1));
     ctx.reply.int(n);
     Ok(())
 }
@@ -148,6 +149,9 @@ fn hdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
         }
         finish_write(ctx.store, db, key, deleted > 0);
+    }
+    if deleted > 0 {
+        super::pubsub::notify_removed(ctx, b'h', "hdel", key);
     }
     ctx.reply.int(deleted);
     Ok(())

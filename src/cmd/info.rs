@@ -414,10 +414,13 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("current_eviction_exceeded_time", 0);
     f.kv("keyspace_hits", ks.keyspace_hits);
     f.kv("keyspace_misses", ks.keyspace_misses);
-    for k in [
-        "pubsub_channels",
-        "pubsub_patterns",
+    f.kv("pubsub_channels", ctx.server.pubsub.num_channels());
+    f.kv("pubsub_patterns", ctx.server.pubsub.num_patterns());
+    f.kv(
         "pubsubshard_channels",
+        ctx.server.pubsub.num_shard_channels(),
+    );
+    for k in [
         "latest_fork_usec",
         "total_forks",
         "migrate_cached_sockets",

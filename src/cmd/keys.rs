@@ -34,11 +34,14 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 /// the two only differ in name.
 fn del(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
-    let n = argv
-        .iter_from(1)
-        .filter(|k| ctx.store.remove(db, k).is_some())
-        .count();
-    ctx.reply.int(n as i64);
+    let mut n = 0;
+    for k in argv.iter_from(1) {
+        if ctx.store.remove(db, k).is_some() {
+            n += 1;
+            super::pubsub::notify(ctx, b'g', "del", k);
+        }
+    }
+    ctx.reply.int(n);
     Ok(())
 }
 
@@ -117,6 +120,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     };
     let (expire_at, lru) = (entry.expire_at(), entry.lru);
     put(ctx, db, dst, entry.value, expire_at, lru);
+    super::pubsub::notify(ctx, b'g', "rename_from", src);
+    super::pubsub::notify(ctx, b'g', "rename_to", dst);
     if nx {
         ctx.reply.int(1);
     } else {

@@ -115,6 +115,10 @@ fn push(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End, only_existing: bool) -> Cmd
             n
         }
     };
+    if len > 0 {
+        let event = if end == End::Left { "lpush" } else { "rpush" };
+        super::pubsub::notify(ctx, b'l', event, key);
+    }
     ctx.reply.int(len as i64);
     Ok(())
 }
@@ -171,6 +175,11 @@ fn pop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
         Some(n) => pop_range_reply(l, end, n, &mut ctx.reply),
     }
     after_removal(ctx.store, db, key);
+    let event = if end == End::Left { "lpop" } else { "rpop" };
+    super::pubsub::notify(ctx, b'l', event, key);
+    if !ctx.store.exists(db, key) {
+        super::pubsub::notify(ctx, b'g', "del", key);
+    }
     Ok(())
 }
 
@@ -257,6 +266,7 @@ fn lset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     l.set(i, argv.get(3));
     ctx.store.signal_modified(db, key);
+    super::pubsub::notify(ctx, b'l', "lset", key);
     ctx.reply.ok();
     Ok(())
 }
@@ -283,6 +293,7 @@ fn linsert(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     l.insert(pos + usize::from(after), argv.get(4));
     let n = l.len();
     ctx.store.signal_modified(db, key);
+    super::pubsub::notify(ctx, b'l', "linsert", key);
     ctx.reply.int(n as i64);
     Ok(())
 }
@@ -299,6 +310,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let removed = l.remove_matching(argv.get(3), limit, count < 0);
     if removed > 0 {
         after_removal(ctx.store, db, key);
+        super::pubsub::notify_removed(ctx, b'l', "lrem", key);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -325,6 +337,7 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         l.retain_range(start as usize, end.min(len - 1) as usize);
     }
     after_removal(ctx.store, db, key);
+    super::pubsub::notify_removed(ctx, b'l', "ltrim", key);
     ctx.reply.ok();
     Ok(())
 }
@@ -577,6 +590,8 @@ pub fn serve_blocked(
         BlockOp::Move { dst, from, to } => {
             move_element(store, db, key, dst, *from, *to, reply)?;
         }
+        // Sorted-set waiters are served by zset_blocking.rs.
+        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => reply.null_array(),
     }
     Ok(())
 }

@@ -28,7 +28,7 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 
 /// Parses a timeout in seconds into an absolute deadline in Unix ms (0 =
 /// forever), as Redis 7.0's getTimeoutFromObjectOrReply.
-fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, Error> {
+pub(super) fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, Error> {
     let ms = num::timeout_ms(arg).ok_or(Error::err("timeout is not a float or out of range"))?;
     if ms < 0 {
         return Err(Error::err("timeout is negative"));
@@ -41,7 +41,12 @@ fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, Error> {
 }
 
 /// Asks the executor to park the client on `keys`.
-fn block(ctx: &mut Ctx<'_>, keys: impl Iterator<Item = Vec<u8>>, deadline: u64, op: BlockOp) {
+pub(super) fn block(
+    ctx: &mut Ctx<'_>,
+    keys: impl Iterator<Item = Vec<u8>>,
+    deadline: u64,
+    op: BlockOp,
+) {
     let mut uniq: Vec<Vec<u8>> = Vec::new();
     for k in keys {
         if !uniq.contains(&k) {

@@ -20,15 +20,18 @@ pub mod keys;
 pub mod list;
 pub mod list_blocking;
 pub mod persist;
+pub mod pubsub;
 pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod spec;
 pub mod string;
 pub mod table;
 pub mod tx;
 pub mod zset;
+pub mod zset_blocking;
 
 use crate::error::CmdResult;
 use crate::exec::client::Client;
@@ -66,10 +69,13 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    zset_blocking::COMMANDS,
+    sort::COMMANDS,
     keys::COMMANDS,
     scan::COMMANDS,
     expire::COMMANDS,
     connection::COMMANDS,
+    pubsub::COMMANDS,
     client::COMMANDS,
     server::COMMANDS,
     config::COMMANDS,

@@ -52,6 +52,9 @@ fn sadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     finish_write(ctx.store, db, key, added > 0);
+    if added > 0 {
+        super::pubsub::notify(ctx, b's', "sadd", key);
+    }
     ctx.reply.int(added);
     Ok(())
 }
@@ -68,6 +71,9 @@ fn srem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
         }
         finish_write(ctx.store, db, key, removed > 0);
+    }
+    if removed > 0 {
+        super::pubsub::notify_removed(ctx, b's', "srem", key);
     }
     ctx.reply.int(removed);
     Ok(())

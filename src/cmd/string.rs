@@ -227,6 +227,10 @@ fn set_generic(
         None => Ttl::None,
     };
     ctx.store.set(db, key, Value::string(val), ttl);
+    super::pubsub::notify(ctx, b'$', "set", key);
+    if expire_at.is_some() {
+        super::pubsub::notify(ctx, b'g', "expire", key);
+    }
     if !opts.get {
         match replies {
             Some((ok, _)) => ctx.reply.int(ok),

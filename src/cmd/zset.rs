@@ -57,7 +57,13 @@ fn score_arg(arg: &[u8]) -> Result<f64, Error> {
 
 /// Writes a member and optionally its score: flat in RESP2, a nested pair
 /// in RESP3 when `pairs`.
-fn emit(reply: &mut ReplyBuf<'_>, member: &[u8], score: f64, withscores: bool, pairs: bool) {
+pub(super) fn emit(
+    reply: &mut ReplyBuf<'_>,
+    member: &[u8],
+    score: f64,
+    withscores: bool,
+    pairs: bool,
+) {
     if withscores && pairs {
         reply.array(2);
     }
@@ -215,6 +221,10 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, incr: bool) -> CmdResult {
     if nan {
         return Err(Error::err("resulting score is not a number (NaN)"));
     }
+    if added + updated > 0 {
+        let event = if f.incr { "zincr" } else { "zadd" };
+        super::pubsub::notify(ctx, b'z', event, key);
+    }
     if f.incr {
         match last {
             Some(s) => ctx.reply.double(s),
@@ -238,6 +248,9 @@ fn zrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
         }
         finish_write(ctx.store, db, key, removed > 0);
+    }
+    if removed > 0 {
+        super::pubsub::notify_removed(ctx, b'z', "zrem", key);
     }
     ctx.reply.int(removed);
     Ok(())

@@ -43,6 +43,25 @@ pub enum BlockOp {
         /// End of the destination to push.
         to: End,
     },
+    /// BZPOPMIN/BZPOPMAX: reply `[key, member, score]`.
+    ZPop {
+        /// Pop the highest scores.
+        max: bool,
+    },
+    /// BZMPOP: reply `[key, [[member, score]...]]`.
+    ZMPop {
+        /// Pop the highest scores.
+        max: bool,
+        /// Most members to pop.
+        count: usize,
+    },
+}
+
+impl BlockOp {
+    /// True for operations waiting on sorted sets rather than lists.
+    pub fn wants_zset(&self) -> bool {
+        matches!(self, BlockOp::ZPop { .. } | BlockOp::ZMPop { .. })
+    }
 }
 
 /// A handler's request to block the calling client.
@@ -148,11 +167,17 @@ impl Blocking {
         self.deadlines.first().map(|&(t, _)| t)
     }
 
-    fn first_waiter(&self, db: usize, key: &[u8]) -> Option<u64> {
+    /// The longest-waiting client on `key` whose command wants the key's
+    /// type (a list write never wakes a sorted-set waiter, and back).
+    fn first_waiter(&self, db: usize, key: &[u8], zset: bool) -> Option<u64> {
         // Allocation only while clients are blocked.
-        self.waiters
-            .get(&(db, key.to_vec()))
-            .and_then(|q| q.front().copied())
+        self.waiters.get(&(db, key.to_vec())).and_then(|q| {
+            q.iter().copied().find(|id| {
+                self.parked
+                    .get(id)
+                    .is_some_and(|p| p.req.op.wants_zset() == zset)
+            })
+        })
     }
 }
 
@@ -256,21 +281,31 @@ impl Executor {
     /// Serves the clients waiting on `key` while it holds a non-empty list
     /// (Redis's serveClientsBlockedOnListKey).
     fn serve_key(&mut self, db: usize, key: &[u8]) {
-        while let Some(id) = self.server.blocking.first_waiter(db, key) {
-            let ready = matches!(
-                self.store.get(db, key).map(|e| &e.value),
-                Some(Value::List(l)) if !l.is_empty()
-            );
-            if !ready {
+        loop {
+            let zset = match self.store.get(db, key).map(|e| &e.value) {
+                Some(Value::List(l)) if !l.is_empty() => false,
+                Some(Value::ZSet(z)) if !z.is_empty() => true,
+                _ => return,
+            };
+            let Some(id) = self.server.blocking.first_waiter(db, key, zset) else {
                 return;
-            }
+            };
             let Some(mut p) = self.server.blocking.unblock(id) else {
                 return;
             };
             let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
             let mut reply = ReplyBuf::new(&mut p.out, resp3);
-            let result =
-                crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply);
+            let result = if zset {
+                crate::cmd::zset_blocking::serve_blocked(
+                    &mut self.store,
+                    db,
+                    key,
+                    &p.req.op,
+                    &mut reply,
+                )
+            } else {
+                crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply)
+            };
             if let Err(e) = result {
                 reply.error(&e);
             }

@@ -78,6 +78,7 @@ impl Executor {
         let _ = client.tx.send(ToConn::Replies { batch, out, close });
         if close {
             self.store.watches.unwatch_all(id);
+            self.server.pubsub.forget(id);
         } else {
             self.server.clients.insert(id, client);
         }
@@ -164,6 +165,30 @@ pub(crate) fn check(
     }
     if client.multi.is_some() && cmd.has(flag::NO_MULTI) {
         return Err((Some(id), Error::NotAllowedInMulti));
+    }
+    // A RESP2 subscriber can only receive pub/sub-shaped replies.
+    if client.kind == super::client::ClientKind::PubSub
+        && !client.resp3
+        && !matches!(
+            cmd.name.as_str(),
+            "ping"
+                | "subscribe"
+                | "ssubscribe"
+                | "unsubscribe"
+                | "sunsubscribe"
+                | "psubscribe"
+                | "punsubscribe"
+                | "quit"
+                | "reset"
+        )
+    {
+        return Err((
+            Some(id),
+            Error::err_owned(format!(
+                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                cmd.name
+            )),
+        ));
     }
     Ok(id)
 }

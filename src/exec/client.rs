@@ -3,7 +3,7 @@
 //! for CLIENT LIST.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -27,6 +27,21 @@ pub enum ToConn {
     Push(Vec<u8>),
     /// Close the connection now (CLIENT KILL, shutdown).
     Close,
+}
+
+/// Output queued for a connection outside replies (pub/sub messages),
+/// shared by the executor (which adds) and the connection task (which
+/// subtracts once written), so slow subscribers can be cut off.
+#[derive(Default)]
+pub struct OutQueue {
+    /// Bytes sent as [`ToConn::Push`] and not yet written.
+    pub pending: AtomicUsize,
+    /// Unix ms since when `pending` is over the soft limit (0: not over).
+    pub soft_since: AtomicU64,
+    /// Set when the client is being closed for its output.
+    pub killed: AtomicBool,
+    /// Wakes the connection task out of a write that cannot finish.
+    pub kill: tokio::sync::Notify,
 }
 
 /// What CLIENT REPLY set.
@@ -97,6 +112,8 @@ pub struct Client {
     /// The open transaction, between MULTI and EXEC/DISCARD (Redis
     /// `CLIENT_MULTI` plus `mstate`).
     pub multi: Option<Box<MultiState>>,
+    /// Pub/sub output shared with the connection task.
+    pub outq: Arc<OutQueue>,
 }
 
 impl Client {
@@ -130,6 +147,7 @@ impl Client {
             kind: ClientKind::Normal,
             deny_blocking: false,
             multi: None,
+            outq: Arc::new(OutQueue::default()),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod client;
 pub mod clock;
 pub mod multi;
 pub mod pause;
+pub mod pubsub;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,6 +46,8 @@ pub enum Request {
         auth: Arc<AtomicBool>,
         /// The socket's file descriptor (CLIENT LIST).
         fd: i64,
+        /// Pub/sub output shared with the connection task.
+        outq: Arc<client::OutQueue>,
     },
     /// Commands parsed from one read.
     Batch {
@@ -170,10 +173,14 @@ pub struct ServerState {
     pub inbox: Option<Receiver<Request>>,
     /// RDB save state (INFO persistence).
     pub persist: crate::persist::PersistState,
+    /// Pub/sub channels, patterns and their subscribers.
+    pub pubsub: pubsub::PubSub,
 }
 
 impl ServerState {
-    /// Registers a newly connected client.
+    /// Registers a newly connected client (the fields of
+    /// [`Request::Connect`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &mut self,
         id: u64,
@@ -182,10 +189,12 @@ impl ServerState {
         tx: UnboundedSender<ToConn>,
         auth: Arc<AtomicBool>,
         fd: i64,
+        outq: Arc<client::OutQueue>,
     ) {
         let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
         c.auth_flag = auth;
         c.fd = fd;
+        c.outq = outq;
         c.set_authenticated(self.config.requirepass.is_none());
         self.clients.insert(id, c);
     }
@@ -233,6 +242,7 @@ impl Executor {
                 scripting: crate::script::EngineSlot::default(),
                 inbox: None,
                 persist: Default::default(),
+                pubsub: pubsub::PubSub::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -341,7 +351,8 @@ impl Executor {
                 tx,
                 auth,
                 fd,
-            } => self.server.connect(id, addr, laddr, tx, auth, fd),
+                outq,
+            } => self.server.connect(id, addr, laddr, tx, auth, fd, outq),
             Request::Batch {
                 id,
                 batch,
@@ -354,6 +365,7 @@ impl Executor {
             }
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
+                self.server.pubsub.forget(id);
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);
             }
@@ -364,6 +376,8 @@ impl Executor {
     /// Hook after a batch or cycle: WATCH and blocked clients consume the
     /// touched-key lists here.
     fn after_writes(&mut self) {
+        pubsub::drain_expired(&mut self.server, &mut self.store);
+        self.server.pubsub.held.clear();
         self.store.touched.clear();
         self.store.touched_dbs.clear();
         self.server.blocking.reset_touched();

@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
-use crate::exec::client::ToConn;
+use crate::exec::client::{OutQueue, ToConn};
 use crate::exec::{Request, Shared};
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
@@ -49,6 +49,7 @@ pub async fn serve(
     let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
     #[cfg(not(unix))]
     let fd = -1;
+    let outq = Arc::new(OutQueue::default());
     if exec
         .send(Request::Connect {
             id,
@@ -57,6 +58,7 @@ pub async fn serve(
             tx,
             auth: auth.clone(),
             fd,
+            outq: outq.clone(),
         })
         .is_err()
     {
@@ -113,7 +115,7 @@ pub async fn serve(
                     in_flight = false;
                     if !o.is_empty() {
                         shared.net_output_bytes.fetch_add(o.len() as u64, Ordering::Relaxed);
-                        if sock.write_all(&o).await.is_err() {
+                        if !write(&mut sock, &o, &outq).await {
                             break 'conn;
                         }
                     }
@@ -131,7 +133,10 @@ pub async fn serve(
                     }
                 }
                 Some(ToConn::Push(bytes)) => {
-                    if sock.write_all(&bytes).await.is_err() {
+                    shared.net_output_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    let ok = write(&mut sock, &bytes, &outq).await;
+                    outq.pending.fetch_sub(bytes.len(), Ordering::Relaxed);
+                    if !ok {
                         break 'conn;
                     }
                 }
@@ -171,6 +176,18 @@ pub async fn serve(
     }
     let _ = sock.shutdown().await;
     shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Writes `bytes` unless the executor closes the client meanwhile (a
+/// subscriber past its output limit may never read again).
+async fn write(sock: &mut TcpStream, bytes: &[u8], outq: &OutQueue) -> bool {
+    if outq.killed.load(Ordering::Relaxed) {
+        return false;
+    }
+    tokio::select! {
+        r = sock.write_all(bytes) => r.is_ok(),
+        _ = outq.kill.notified() => false,
+    }
 }
 
 fn parse(

@@ -41,7 +41,8 @@ pub fn process_events(run: &RunState) {
                 tx,
                 auth,
                 fd,
-            } => server.connect(id, addr, laddr, tx, auth, fd),
+                outq,
+            } => server.connect(id, addr, laddr, tx, auth, fd, outq),
             Request::Shutdown => {
                 // A signal: stop the script and the server, as SHUTDOWN
                 // NOSAVE would.
@@ -51,6 +52,7 @@ pub fn process_events(run: &RunState) {
             }
             Request::Disconnect { id } => {
                 server.blocking.forget(id);
+                server.pubsub.forget(id);
                 if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
                     // The script's caller went away: forget it once the
                     // script returns.

@@ -333,6 +333,10 @@ impl Engine {
             // Its Disconnect was consumed while busy: drop it afterwards.
             ctx.client.close_after_reply = true;
         }
+        let caller_resp3 = ctx.client.resp3;
+        ctx.server
+            .pubsub
+            .take_held(ctx.client.id, caller_resp3, ctx.reply.raw());
         let reply = match result {
             Ok((true, value)) => {
                 bridge::write_reply(&mut ctx.reply, &value, self.client.resp3);

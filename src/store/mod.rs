@@ -80,6 +80,9 @@ pub struct Store {
     /// Keys written since the executor last drained them (WATCH and blocked
     /// clients look here); only recorded while `track_writes` is on.
     pub touched: Vec<(usize, Vec<u8>)>,
+    /// Keys removed by expiry, recorded while keyspace notifications of
+    /// class `x` are on (the executor turns it on and drains it).
+    pub expired_log: Option<Vec<(usize, Vec<u8>)>>,
     /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
     pub track_writes: bool,
     /// Set while clients are blocked on keys: they need
@@ -107,6 +110,7 @@ impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Self {
         Store {
+            expired_log: None,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             stats: KeyStats::default(),
             now_ms: 0,
@@ -194,6 +198,9 @@ impl Store {
                 self.dbs[db].volatile -= 1;
             }
             self.stats.expired_keys += 1;
+            if let Some(log) = &mut self.expired_log {
+                log.push((db, key.to_vec()));
+            }
             self.signal_modified(db, key);
         }
     }
@@ -276,6 +283,9 @@ impl Store {
         }
         if e.is_expired(now) {
             self.stats.expired_keys += 1;
+            if let Some(log) = &mut self.expired_log {
+                log.push((db, key.to_vec()));
+            }
             self.signal_modified(db, key);
             return None;
         }

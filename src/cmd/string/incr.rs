@@ -33,6 +33,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
             by
         }
     };
+    crate::cmd::pubsub::notify(ctx, b'$', "incrby", key);
     ctx.reply.int(new);
     Ok(())
 }

@@ -51,6 +51,7 @@ pub(super) fn append(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             total
         }
     };
+    crate::cmd::pubsub::notify(ctx, b'$', "append", key);
     ctx.reply.int(total as i64);
     Ok(())
 }
@@ -158,6 +159,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if exists {
         ctx.store.signal_modified(db, key);
     }
+    crate::cmd::pubsub::notify(ctx, b'$', "setrange", key);
     ctx.reply.int(total as i64);
     Ok(())
 }

@@ -49,6 +49,10 @@ fn zpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
         z.remove(m);
     }
     finish_write(ctx.store, db, key, !popped.is_empty());
+    if !popped.is_empty() {
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        super::super::pubsub::notify_removed(ctx, b'z', event, key);
+    }
     ctx.reply.array(if pairs { n } else { n * 2 });
     for (m, s) in &popped {
         emit(&mut ctx.reply, m, *s, true, pairs);
@@ -485,6 +489,10 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             z.remove(m);
         }
         finish_write(ctx.store, db, key, true);
+        if !popped.is_empty() {
+            let event = if max { "zpopmax" } else { "zpopmin" };
+            super::super::pubsub::notify_removed(ctx, b'z', event, key);
+        }
         ctx.reply.array(2);
         ctx.reply.bulk(key);
         ctx.reply.array(popped.len());

@@ -1,0 +1,190 @@
+//! Pub/sub commands (Redis's `pubsub.c`): SUBSCRIBE and friends, PUBLISH,
+//! SPUBLISH and PUBSUB. The registries and delivery live in
+//! `exec/pubsub.rs`.
+
+use super::args;
+use super::{Argv, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::exec::pubsub::{self, Kind};
+
+/// The handlers this family registers.
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("subscribe", subscribe),
+    ("psubscribe", psubscribe),
+    ("ssubscribe", ssubscribe),
+    ("unsubscribe", unsubscribe),
+    ("punsubscribe", punsubscribe),
+    ("sunsubscribe", sunsubscribe),
+    ("publish", publish),
+    ("spublish", spublish),
+    ("pubsub|help", help),
+    ("pubsub|channels", channels),
+    ("pubsub|shardchannels", shardchannels),
+    ("pubsub|numsub", numsub),
+    ("pubsub|shardnumsub", shardnumsub),
+    ("pubsub|numpat", numpat),
+];
+
+const HELP: &[&str] = &[
+    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+    "SHARDCHANNELS [<pattern>]",
+    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+    "SHARDNUMSUB [<shardchannel> ...]",
+    "    Return the number of subscribers for the specified shard level channel(s)",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn sub(ctx: &mut Ctx<'_>, argv: Argv<'_>, kind: Kind) -> CmdResult {
+    for name in argv.iter_from(1) {
+        ctx.server
+            .pubsub
+            .subscribe(ctx.client, &mut ctx.reply, kind, name);
+    }
+    Ok(())
+}
+
+fn unsub(ctx: &mut Ctx<'_>, argv: Argv<'_>, kind: Kind) -> CmdResult {
+    let names: Vec<&[u8]> = argv.iter_from(1).collect();
+    ctx.server
+        .pubsub
+        .unsubscribe(ctx.client, &mut ctx.reply, kind, &names);
+    Ok(())
+}
+
+fn subscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    sub(ctx, argv, Kind::Channel)
+}
+
+fn psubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    sub(ctx, argv, Kind::Pattern)
+}
+
+fn ssubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    sub(ctx, argv, Kind::Shard)
+}
+
+fn unsubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    unsub(ctx, argv, Kind::Channel)
+}
+
+fn punsubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    unsub(ctx, argv, Kind::Pattern)
+}
+
+fn sunsubscribe(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    unsub(ctx, argv, Kind::Shard)
+}
+
+fn do_publish(ctx: &mut Ctx<'_>, argv: Argv<'_>, shard: bool) -> CmdResult {
+    let n = pubsub::publish(
+        ctx.server,
+        Some(ctx.client),
+        ctx.reply.raw(),
+        shard,
+        argv.get(1),
+        argv.get(2),
+    );
+    ctx.reply.int(n as i64);
+    Ok(())
+}
+
+fn publish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    do_publish(ctx, argv, false)
+}
+
+fn spublish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    do_publish(ctx, argv, true)
+}
+
+fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    super::client::write_help(ctx, HELP);
+    Ok(())
+}
+
+/// PUBSUB CHANNELS|SHARDCHANNELS [pattern]: more arguments are refused
+/// with the unknown-subcommand error, as in Redis.
+fn list_channels(ctx: &mut Ctx<'_>, argv: Argv<'_>, kind: Kind) -> CmdResult {
+    if argv.len() > 3 {
+        return Err(Error::err_owned(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            args::lossy(argv.get(1))
+        )));
+    }
+    let found = ctx.server.pubsub.active(kind, argv.try_get(2));
+    ctx.reply.array(found.len());
+    for c in found {
+        ctx.reply.bulk(c);
+    }
+    Ok(())
+}
+
+fn channels(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    list_channels(ctx, argv, Kind::Channel)
+}
+
+fn shardchannels(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    list_channels(ctx, argv, Kind::Shard)
+}
+
+fn count_subs(ctx: &mut Ctx<'_>, argv: Argv<'_>, kind: Kind) -> CmdResult {
+    // A flat array even in RESP3 (Redis 7.0).
+    ctx.reply.array((argv.len() - 2) * 2);
+    for ch in argv.iter_from(2) {
+        let n = ctx.server.pubsub.num_sub(kind, ch);
+        ctx.reply.bulk(ch);
+        ctx.reply.int(n as i64);
+    }
+    Ok(())
+}
+
+fn numsub(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    count_subs(ctx, argv, Kind::Channel)
+}
+
+fn shardnumsub(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    count_subs(ctx, argv, Kind::Shard)
+}
+
+fn numpat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    ctx.reply.int(ctx.server.pubsub.num_patterns() as i64);
+    Ok(())
+}
+
+/// Notifies `event` for elements removed from `key`, then `del` when that
+/// emptied it (Redis's pattern for HDEL, SREM, ZREM...).
+pub fn notify_removed(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    if ctx.server.config.notify_keyspace_events.is_empty() {
+        return;
+    }
+    notify(ctx, class, event, key);
+    let db = ctx.client.db;
+    if ctx.store.peek(db, key).is_none() {
+        notify(ctx, b'g', "del", key);
+    }
+}
+
+/// Publishes a keyspace notification for `key` in the caller's database
+/// (no-op unless notify-keyspace-events enables `class`).
+pub fn notify(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    if ctx.server.config.notify_keyspace_events.is_empty() {
+        return;
+    }
+    let db = ctx.client.db;
+    pubsub::notify(
+        ctx.server,
+        Some(ctx.client),
+        ctx.reply.raw(),
+        class,
+        event,
+        db,
+        key,
+    );
+}

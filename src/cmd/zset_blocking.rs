@@ -1,0 +1,181 @@
+//! Blocking sorted-set pops (the blocking half of Redis's `t_zset.c`):
+//! BZPOPMIN, BZPOPMAX and BZMPOP. They park through the same machinery as
+//! the blocking list commands (`exec/blocking.rs`).
+
+use super::args;
+use super::coll::{finish_write, zset_write};
+use super::list_blocking::{block, parse_timeout};
+use super::zset::emit;
+use super::{Argv, Ctx, Handler};
+use crate::error::{CmdResult, Error};
+use crate::exec::blocking::BlockOp;
+use crate::net::reply::ReplyBuf;
+use crate::store::Store;
+
+/// The handlers this family registers.
+pub(super) const COMMANDS: &[(&str, Handler)] = &[
+    ("bzpopmin", bzpopmin),
+    ("bzpopmax", bzpopmax),
+    ("bzmpop", bzmpop),
+];
+
+/// Members popped, with their scores.
+type Popped = Vec<(Vec<u8>, f64)>;
+
+/// Pops up to `count` members from the sorted set at `key`; None when the
+/// key is missing.
+fn pop(
+    store: &mut Store,
+    db: usize,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Popped>, Error> {
+    let Some(z) = zset_write(store, db, key, None)? else {
+        return Ok(None);
+    };
+    let n = count.min(z.len());
+    let popped: Popped = if max {
+        z.iter_rev_from(z.len().saturating_sub(1))
+            .take(n)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect()
+    } else {
+        z.iter_from(0)
+            .take(n)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect()
+    };
+    for (m, _) in &popped {
+        z.remove(m);
+    }
+    finish_write(store, db, key, !popped.is_empty());
+    Ok(Some(popped))
+}
+
+/// `[key, member, score]` (BZPOPMIN/BZPOPMAX).
+fn reply_one(reply: &mut ReplyBuf<'_>, key: &[u8], popped: &[(Vec<u8>, f64)]) {
+    reply.array(3);
+    reply.bulk(key);
+    if let Some((m, s)) = popped.first() {
+        emit(reply, m, *s, true, false);
+    }
+}
+
+/// `[key, [[member, score]...]]` (BZMPOP, as ZMPOP).
+fn reply_many(reply: &mut ReplyBuf<'_>, key: &[u8], popped: &[(Vec<u8>, f64)]) {
+    reply.array(2);
+    reply.bulk(key);
+    reply.array(popped.len());
+    for (m, s) in popped {
+        emit(reply, m, *s, true, true);
+    }
+}
+
+/// Serves a blocked client from `key`, which holds a non-empty sorted set
+/// (serveClientBlockedOnSortedSet).
+pub fn serve_blocked(
+    store: &mut Store,
+    db: usize,
+    key: &[u8],
+    op: &BlockOp,
+    reply: &mut ReplyBuf<'_>,
+) -> CmdResult {
+    match *op {
+        BlockOp::ZPop { max } => {
+            let popped = pop(store, db, key, max, 1)?.unwrap_or_default();
+            reply_one(reply, key, &popped);
+        }
+        BlockOp::ZMPop { max, count } => {
+            let popped = pop(store, db, key, max, count)?.unwrap_or_default();
+            reply_many(reply, key, &popped);
+        }
+        _ => reply.null_array(),
+    }
+    Ok(())
+}
+
+/// Keyspace events of a pop (clients served later are not announced).
+fn notify_pop(ctx: &mut Ctx<'_>, key: &[u8], max: bool) {
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    super::pubsub::notify_removed(ctx, b'z', event, key);
+}
+
+/// BZPOPMIN/BZPOPMAX key... timeout (blockingGenericZpopCommand).
+fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
+    let last = argv.len() - 1;
+    let deadline = parse_timeout(argv.get(last), ctx.store.now())?;
+    let db = ctx.db();
+    for j in 1..last {
+        let key = argv.get(j);
+        if let Some(popped) = pop(ctx.store, db, key, max, 1)? {
+            notify_pop(ctx, key, max);
+            reply_one(&mut ctx.reply, key, &popped);
+            return Ok(());
+        }
+    }
+    if ctx.client.deny_blocking {
+        ctx.reply.null_array();
+        return Ok(());
+    }
+    let keys = (1..last).map(|j| argv.get(j).to_vec());
+    block(ctx, keys, deadline, BlockOp::ZPop { max });
+    Ok(())
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    bzpop(ctx, argv, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    bzpop(ctx, argv, true)
+}
+
+/// BZMPOP timeout numkeys key... MIN|MAX [COUNT count].
+fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let deadline = parse_timeout(argv.get(1), ctx.store.now())?;
+    let numkeys = match args::int(argv.get(2)) {
+        Ok(n) if n > 0 => n as usize,
+        _ => return Err(Error::err("numkeys should be greater than 0")),
+    };
+    if numkeys as u64 + 4 > argv.len() as u64 {
+        return Err(Error::Syntax);
+    }
+    let where_idx = 3 + numkeys;
+    let max = match argv.get(where_idx) {
+        w if args::is(w, "min") => false,
+        w if args::is(w, "max") => true,
+        _ => return Err(Error::Syntax),
+    };
+    let mut count = 1usize;
+    let mut j = where_idx + 1;
+    let mut seen_count = false;
+    while j < argv.len() {
+        if !seen_count && args::is(argv.get(j), "count") && j + 1 < argv.len() {
+            count = match args::int(argv.get(j + 1)) {
+                Ok(n) if n > 0 => n as usize,
+                _ => return Err(Error::err("count should be greater than 0")),
+            };
+            seen_count = true;
+            j += 2;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let db = ctx.db();
+    for i in 0..numkeys {
+        let key = argv.get(3 + i);
+        if let Some(popped) = pop(ctx.store, db, key, max, count)? {
+            notify_pop(ctx, key, max);
+            reply_many(&mut ctx.reply, key, &popped);
+            return Ok(());
+        }
+    }
+    if ctx.client.deny_blocking {
+        ctx.reply.null_array();
+        return Ok(());
+    }
+    let keys = (0..numkeys).map(|i| argv.get(3 + i).to_vec());
+    block(ctx, keys, deadline, BlockOp::ZMPop { max, count });
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! SORT and SORT_RO against redis-server: numeric and ALPHA orders, BY
+//! keys and hash fields, GET (with `#`), LIMIT, DESC, STORE and errors.
+
+use crate::support::Pair;
+
+fn sort_script(p: &mut Pair) {
+    p.script(&[
+        "RPUSH l 3 1 2 10 -5 2.5",
+        "SORT l",
+        "SORT l DESC",
+        "SORT l ALPHA",
+        "SORT l ALPHA DESC",
+        "SORT l LIMIT 1 3",
+        "SORT l LIMIT -1 2",
+        "SORT l LIMIT 2 -1",
+        "SORT l LIMIT 10 5",
+        "SORT l LIMIT 0 0",
+        "SORT_RO l DESC LIMIT 0 2",
+        "MSET w_3 30 w_1 10 w_2 20 w_10 5 w_-5 7",
+        "SORT l BY w_*",
+        "SORT l BY w_* DESC",
+        "SORT l BY nosort",
+        "SORT l BY nosort DESC",
+        "SORT l BY nosort LIMIT 1 2",
+        "SORT l BY nosort DESC LIMIT 1 2",
+        "MSET o_3 three o_1 one o_2 two",
+        "SORT l GET o_* GET #",
+        "SORT l BY w_* GET o_*",
+        "SORT l BY o_* ALPHA",
+        "HSET h_1 f a",
+        "HSET h_2 f b",
+        "SORT l BY h_*->f ALPHA GET h_*->f GET #",
+        "SORT l GET h_*->",
+        "SORT l GET nostar",
+        "SORT l STORE dst",
+        "LRANGE dst 0 -1",
+        "SORT l GET o_* STORE dst",
+        "LRANGE dst 0 -1",
+        "SORT nokey STORE dst",
+        "EXISTS dst",
+        "SORT nokey",
+        "SADD s 5 3 9 1",
+        "SORT s",
+        "SORT s DESC LIMIT 1 2",
+        "SADD words banana apple cherry",
+        "SORT words ALPHA",
+        "SORT words",
+        "SORT words BY nosort STORE dst",
+        "LRANGE dst 0 -1",
+        "ZADD z 1 c 2 a 3 b",
+        "SORT z ALPHA",
+        "SORT z BY nosort",
+        "SORT z BY nosort DESC",
+        "SORT z BY nosort LIMIT 1 1",
+        "SET str x",
+        "SORT str",
+        "SORT l FOO",
+        "SORT l LIMIT 1",
+        "SORT l LIMIT a 1",
+        "SORT_RO l STORE dst",
+        "SORT l BY",
+        "SORT l GET",
+        "RPUSH bad 1 x",
+        "SORT bad",
+        "SORT bad BY nosort",
+        "SET w_x notnum",
+        "RPUSH l2 x",
+        "SORT l2 BY w_*",
+        "SORT l2 BY missing_*",
+        "SORT l2 BY missing_* GET #",
+    ]);
+}
+
+#[test]
+fn sort_resp2() {
+    let mut p = Pair::new();
+    sort_script(&mut p);
+}
+
+#[test]
+fn sort_resp3() {
+    let mut p = Pair::new();
+    p.both(&["HELLO", "3"]);
+    sort_script(&mut p);
+}
