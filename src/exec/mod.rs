@@ -170,6 +170,8 @@ pub struct ServerState {
     pub inbox: Option<Receiver<Request>>,
     /// RDB save state (INFO persistence).
     pub persist: crate::persist::PersistState,
+    /// The append-only file (INFO persistence aof_*).
+    pub aof: crate::persist::aof::Aof,
 }
 
 impl ServerState {
@@ -233,6 +235,7 @@ impl Executor {
                 scripting: crate::script::EngineSlot::default(),
                 inbox: None,
                 persist: Default::default(),
+                aof: Default::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -306,6 +309,7 @@ impl Executor {
         self.after_writes();
         crate::persist::bgsave_poll(&mut self.store, &mut self.server);
         crate::persist::check_save_rules(&self.store, &mut self.server);
+        self.server.aof.cron();
     }
 
     /// `timeout`: closes clients idle longer than the limit
@@ -370,6 +374,7 @@ impl Executor {
     }
 
     fn stop(&mut self) {
+        self.server.aof.stop();
         if !self.server.shutdown_save_done {
             if let Err(e) =
                 crate::persist::save_on_shutdown(&mut self.store, &mut self.server, false, false)
