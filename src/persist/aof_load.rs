@@ -130,6 +130,11 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
     };
     let config = server.config.clone();
     server.aof.open_incr(&config, &incr, m.seq)?;
+    server.aof.base_size = m
+        .base
+        .as_ref()
+        .and_then(|b| std::fs::metadata(dir.join(b)).ok())
+        .map_or(0, |md| md.len());
     Ok(())
 }
 
