@@ -213,6 +213,7 @@ pub(crate) fn invoke(
     let started = std::time::Instant::now();
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
+    let mark = out.len();
     server.aof.depth += 1;
     let result = {
         let mut ctx = Ctx {
@@ -224,7 +225,8 @@ pub(crate) fn invoke(
         handler(&mut ctx, argv)
     };
     if server.aof.on {
-        propagate(store, server, client.db, id, argv, dirty);
+        let reply = out.get(mark..).unwrap_or_default();
+        propagate(store, server, client.db, id, argv, dirty, reply);
     }
     server.aof.depth -= 1;
     if server.aof.on {
@@ -251,13 +253,14 @@ pub(crate) fn propagate(
     id: CommandId,
     argv: Argv<'_>,
     dirty_before: u64,
+    reply: &[u8],
 ) {
     let cmd = &server.table.commands[id];
     if store.stats.dirty == dirty_before || !cmd.has(flag::WRITE) {
         return;
     }
     // Subcommands are named "parent|sub"; only top-level names are rewritten.
-    server.aof.feed(store, db, &cmd.name, argv);
+    server.aof.feed(store, db, &cmd.name, argv, reply);
 }
 
 /// Runs one command read from the AOF at start-up, as a client would.

@@ -137,8 +137,9 @@ const EXPIRES: &[&str] = &["expire", "pexpire", "expireat", "pexpireat"];
 
 impl Aof {
     /// Appends the effect of the command `name` (lowercase) just run in
-    /// database `db`. Called only when `on` and the command wrote.
-    pub fn feed(&mut self, store: &Store, db: usize, name: &str, argv: Argv<'_>) {
+    /// database `db`. Called only when `on` and the command wrote. `reply`
+    /// is the command's reply (SPOP propagates the members it popped).
+    pub fn feed(&mut self, store: &Store, db: usize, name: &str, argv: Argv<'_>, reply: &[u8]) {
         if self.depth > 1 && !self.multi_open {
             // The first write of a transaction or script opens MULTI; it
             // goes to the database of that write.
@@ -159,6 +160,16 @@ impl Aof {
                     encode(&mut self.buf, &args);
                 }
                 None => encode(&mut self.buf, &[b"DEL", key]),
+            }
+            return;
+        }
+        if name == "spop" {
+            // Random: replayed as the removal of the members popped.
+            let members = reply_bulks(reply);
+            if !members.is_empty() {
+                let mut args: Vec<&[u8]> = vec![b"SREM", key];
+                args.extend(members);
+                encode(&mut self.buf, &args);
             }
             return;
         }
@@ -341,4 +352,44 @@ fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// The bulk strings of a reply that is one bulk string or an array (or
+/// RESP3 set) of them; empty for anything else.
+fn reply_bulks(reply: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let line = |p: usize| -> Option<(i64, usize)> {
+        let rel = reply.get(p..)?.iter().position(|&c| c == b'\r')?;
+        let n = std::str::from_utf8(reply.get(p + 1..p + rel)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        Some((n, p + rel + 2))
+    };
+    let bulk = |p: usize| -> Option<(&[u8], usize)> {
+        if reply.get(p) != Some(&b'$') {
+            return None;
+        }
+        let (n, start) = line(p)?;
+        let end = start.checked_add(usize::try_from(n).ok()?)?;
+        Some((reply.get(start..end)?, end + 2))
+    };
+    match reply.first() {
+        Some(b'$') => {
+            if let Some((b, _)) = bulk(0) {
+                out.push(b);
+            }
+        }
+        Some(b'*' | b'~') => {
+            if let Some((n, mut p)) = line(0) {
+                for _ in 0..n.max(0) {
+                    let Some((b, next)) = bulk(p) else { break };
+                    out.push(b);
+                    p = next;
+                }
+            }
+        }
+        _ => {}
+    }
+    out
 }

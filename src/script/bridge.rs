@@ -146,7 +146,7 @@ fn run_command(
         let (store, db) = unsafe { (&*st.store.get(), (*st.client.get()).db) };
         // Script effects go inside MULTI ... EXEC, like a transaction's.
         server.aof.depth += 1;
-        crate::exec::call::propagate(store, server, db, id, argv, dirty);
+        crate::exec::call::propagate(store, server, db, id, argv, dirty, &out);
         server.aof.depth -= 1;
     }
     let c = &mut server.table.commands[id];

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,6 +88,13 @@ fn launch(mut c: Command, port: u16) -> Proc {
         ))
         .is_ok()),
         "server listens"
+    );
+    // Redis answers -LOADING until its files are loaded.
+    let mut r = Raw::connect(port);
+    assert!(
+        wait_until(Duration::from_secs(5), || r.cmd_str(&["PING"])
+            == b"+PONG\r\n"),
+        "server loaded"
     );
     p
 }
@@ -176,6 +183,9 @@ fn populate(r: &mut Raw) {
         "HSET h f1 v1 f2 v2",
         "SADD set x y z",
         "ZADD z 1 a 2 b",
+        "SADD sp a b c d e f",
+        "SPOP sp",
+        "SPOP sp 2",
         "SELECT 2",
         "SET indb2 v",
         "EVAL \"redis.call('set','sx','1') redis.call('expire','sx',100) return 1\" 0",
@@ -283,9 +293,11 @@ fn redis_aof_loads_into_ferrokv_and_back() {
 /// dies; returns the keys each acknowledged.
 fn write_until_killed(port: u16, clients: usize, mut server: Proc) -> Vec<Vec<u64>> {
     let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = (0..clients)
         .map(|c| {
             let stop = stop.clone();
+            let count = count.clone();
             std::thread::spawn(move || {
                 let mut acked = Vec::new();
                 let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
@@ -306,6 +318,7 @@ fn write_until_killed(port: u16, clients: usize, mut server: Proc) -> Vec<Vec<u6
                         break;
                     }
                     acked.push(n);
+                    count.fetch_add(1, Ordering::Relaxed);
                     n += 1;
                 }
                 acked
@@ -317,6 +330,10 @@ fn write_until_killed(port: u16, clients: usize, mut server: Proc) -> Vec<Vec<u6
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     std::thread::sleep(Duration::from_millis(200 + u64::from(nanos % 500)));
+    // With a slow disk, `always` acknowledges slowly: wait for some writes.
+    wait_until(Duration::from_secs(3), || {
+        count.load(Ordering::Relaxed) >= 50
+    });
     server.kill();
     stop.store(true, Ordering::Relaxed);
     handles
@@ -351,7 +368,7 @@ fn sigkill_with_fsync_always_loses_no_acknowledged_write() {
     let b = ferrokv(&dir, "always");
     let (lost, total) = lost_writes(b.port, &acked);
     eprintln!("appendfsync always: {total} acknowledged writes, {lost} lost");
-    assert!(total > 100, "{total}");
+    assert!(total >= 50, "{total}");
     assert_eq!(lost, 0);
 }
 
@@ -364,7 +381,7 @@ fn sigkill_with_fsync_everysec_loses_at_most_a_second() {
     let b = ferrokv(&dir, "everysec");
     let (lost, total) = lost_writes(b.port, &acked);
     eprintln!("appendfsync everysec: {total} acknowledged writes, {lost} lost");
-    assert!(total > 100, "{total}");
+    assert!(total >= 50, "{total}");
     // A process kill leaves written data in the page cache, so nothing
     // written before the kill is lost; only an OS crash would lose up to
     // the last second.
