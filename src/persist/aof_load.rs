@@ -120,6 +120,7 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         replay_file(store, server, &path, name, i == last && truncated_ok)?;
     }
     store.stats.dirty = 0;
+    store.set_now(clock::now_ms());
     tracing::info!(
         "DB loaded from append only file: {:.3} seconds",
         started.elapsed().as_secs_f64()
@@ -233,7 +234,11 @@ fn replay_file(
                 } else if a.get(0).eq_ignore_ascii_case(b"exec") {
                     txn_start = None;
                 }
-                store.set_now(clock::now_ms());
+                // Time stands still while loading, as in Redis (no key
+                // expires during the load): every command sees the data
+                // as it was when it was written; PEXPIREAT in the past
+                // still sets the time, and the key expires after the load.
+                store.set_now(0);
                 let _ = call::replay(store, server, &mut client, a, &mut out);
                 server.blocking.pending = None;
                 out.clear();

@@ -479,3 +479,25 @@ fn config_set_appendonly_starts_the_aof() {
         b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
+
+#[test]
+fn keys_expired_before_the_restart_stay_expired() {
+    let dir = Dir::new("ferrokv-aof-exp");
+    let mut a = ferrokv(&dir, "always");
+    let mut r = Raw::connect(a.port);
+    r.cmd_str(&["SET", "k", "1", "PX", "200"]);
+    // Written while the key lived: replay must not recreate it without TTL.
+    assert_eq!(r.cmd_str(&["INCR", "k"]), b":2\r\n");
+    r.cmd_str(&["RPUSH", "l", "a"]);
+    r.cmd_str(&["PEXPIRE", "l", "200"]);
+    r.cmd_str(&["RPUSH", "l", "b"]);
+    assert!(wait_until(Duration::from_secs(2), || r
+        .cmd_str(&["EXISTS", "k", "l"])
+        == b":0\r\n"));
+    a.kill();
+    let b = ferrokv(&dir, "always");
+    assert_eq!(
+        Raw::connect(b.port).cmd_str(&["EXISTS", "k", "l"]),
+        b":0\r\n"
+    );
+}
