@@ -310,6 +310,7 @@ impl Executor {
         crate::persist::bgsave_poll(&mut self.store, &mut self.server);
         crate::persist::check_save_rules(&self.store, &mut self.server);
         self.server.aof.cron();
+        crate::persist::aof::auto_rewrite(&self.store, &mut self.server);
     }
 
     /// `timeout`: closes clients idle longer than the limit

@@ -339,6 +339,39 @@ impl Aof {
     }
 }
 
+/// `auto-aof-rewrite-percentage` / `auto-aof-rewrite-min-size`: rewrites
+/// when the files grew by that percentage over their size after the last
+/// rewrite (Redis's serverCron check).
+pub fn auto_rewrite(store: &Store, server: &mut crate::exec::ServerState) {
+    let aof = &server.aof;
+    if !aof.on {
+        return;
+    }
+    let pct = server
+        .config
+        .get_i64("auto-aof-rewrite-percentage")
+        .unwrap_or(0);
+    if pct <= 0 {
+        return;
+    }
+    let min =
+        crate::util::num::parse_memory(server.config.get("auto-aof-rewrite-min-size").as_bytes())
+            .unwrap_or(64 << 20);
+    let size = aof.base_size + aof.incr_size;
+    let base = aof.base_size.max(1);
+    if size < min || size.saturating_sub(base) * 100 / base < pct as u64 {
+        return;
+    }
+    tracing::info!(
+        "Starting automatic rewriting of AOF on {}% growth",
+        size.saturating_sub(base) * 100 / base
+    );
+    let config = server.config.clone();
+    if let Err(e) = server.aof.rewrite(store, &config) {
+        tracing::warn!("{e}");
+    }
+}
+
 /// Writes `data` to a temp file next to `path`, fsyncs and renames it.
 fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("manifest.tmp");

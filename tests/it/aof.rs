@@ -501,3 +501,30 @@ fn keys_expired_before_the_restart_stay_expired() {
         b":0\r\n"
     );
 }
+
+#[test]
+fn growth_triggers_an_automatic_rewrite() {
+    let dir = Dir::new("ferrokv-aof-auto");
+    let port = free_port();
+    let extra = [
+        "--auto-aof-rewrite-min-size",
+        "4kb",
+        "--auto-aof-rewrite-percentage",
+        "100",
+    ];
+    let mut a = launch(ferrokv_cmd(&dir, port, "everysec", &extra), port);
+    let mut r = Raw::connect(port);
+    for i in 0..200 {
+        r.cmd_str(&["SET", &format!("key:{i}"), "some value to grow the file"]);
+    }
+    let manifest = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    assert!(wait_until(Duration::from_secs(3), || {
+        std::fs::read_to_string(&manifest).is_ok_and(|m| !m.contains("seq 1 "))
+    }));
+    let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+    assert!(info.contains("aof_rewrites:"), "{info}");
+    r.cmd_str(&["SET", "last", "1"]);
+    a.kill();
+    let b = ferrokv(&dir, "everysec");
+    assert_eq!(Raw::connect(b.port).cmd_str(&["DBSIZE"]), b":201\r\n");
+}
