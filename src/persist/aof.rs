@@ -229,6 +229,15 @@ impl Aof {
                 self.last_write_ok = true;
             }
             Err(e) => {
+                if self.fsync == Fsync::Always {
+                    // Redis: the replies would acknowledge writes that are
+                    // not on disk, so the server stops instead.
+                    tracing::warn!(
+                        "Can't recover from AOF write error when the AOF fsync policy is \
+                         'always': {e}. Exiting..."
+                    );
+                    std::process::exit(1);
+                }
                 if self.last_write_ok {
                     tracing::warn!("Error writing to the AOF file: {e}");
                 }

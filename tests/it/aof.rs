@@ -129,9 +129,11 @@ fn bulks(r: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Every key of databases 0..4: (db, key, type, sorted value parts,
-/// PEXPIRETIME).
-fn snapshot(port: u16) -> Vec<(usize, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>)> {
+/// One key: (db, key, TYPE reply, value parts, PEXPIRETIME reply).
+type KeyRow = (usize, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>);
+
+/// Every key of databases 0..4, value parts sorted for unordered types.
+fn snapshot(port: u16) -> Vec<KeyRow> {
     let mut r = Raw::connect(port);
     let mut all = Vec::new();
     for db in 0..4 {
@@ -263,7 +265,7 @@ fn bgrewriteaof_compacts_into_a_new_base() {
     assert!(!dir.incr().exists(), "old incr file removed");
     drop(r);
     // SHUTDOWN syncs the file.
-    let _ = Raw::connect(a.port).send(b"SHUTDOWN\r\n");
+    Raw::connect(a.port).send(b"SHUTDOWN\r\n");
     let _ = a.child.wait();
     let b = ferrokv(&dir, "everysec");
     assert_eq!(snapshot(b.port), before);
