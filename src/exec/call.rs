@@ -214,6 +214,7 @@ pub(crate) fn invoke(
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
     let mark = out.len();
+    store.log_expired = server.aof.on;
     server.aof.depth += 1;
     let result = {
         let mut ctx = Ctx {
@@ -225,6 +226,7 @@ pub(crate) fn invoke(
         handler(&mut ctx, argv)
     };
     if server.aof.on {
+        server.aof.feed_expired(store);
         let reply = out.get(mark..).unwrap_or_default();
         propagate(store, server, client.db, id, argv, dirty, reply);
     }

@@ -303,7 +303,11 @@ impl Executor {
         self.last_cycle = Instant::now();
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
+        self.store.log_expired = self.server.aof.on;
         self.store.active_expire_cycle(period / 4);
+        if self.server.aof.on {
+            self.server.aof.feed_expired(&mut self.store);
+        }
         self.close_idle_clients();
         self.resume_postponed();
         self.after_writes();

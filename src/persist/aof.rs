@@ -5,12 +5,19 @@
 //!
 //! Propagation (Redis's `feedAppendOnlyFile`): after a command with the
 //! WRITE flag changed the dirty counter, `feed` appends it, or the rewrite
-//! that replays to the same data (relative expiries as PEXPIREAT,
-//! INCRBYFLOAT as SET ... KEEPTTL), preceded by SELECT when the database
-//! differs from the last one written. Writes inside EXEC or a script are
-//! wrapped in MULTI ... EXEC. The buffer is written to the file before the
-//! batch's replies are sent (`flush`), and with `appendfsync always` also
-//! fsynced then, so an acknowledged write is on disk.
+//! that replays to the same data (relative expiries followed by PEXPIREAT
+//! of the absolute time, EXPIRE family as PEXPIREAT or DEL, INCRBYFLOAT as
+//! SET ... KEEPTTL, SPOP as SREM of the popped members, expired keys as
+//! DEL), preceded by SELECT when the database differs from the last one
+//! written. Writes inside EXEC or a script (its effects, as Redis 7.0
+//! replicates scripts) are wrapped in MULTI ... EXEC. The buffer is written
+//! to the file before the batch's replies are sent (`flush`), and with
+//! `appendfsync always` also fsynced then, so an acknowledged write is on
+//! disk; `everysec` fsyncs from a background thread once a second.
+//!
+//! Rewrites (BGREWRITEAOF, automatic growth rewrites, CONFIG SET appendonly
+//! yes) run synchronously on the executor: the new base is written with the
+//! RDB writer, then the manifest is swapped atomically.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -189,6 +196,19 @@ impl Aof {
                     encode(&mut self.buf, &[b"PEXPIREAT", key, at.as_bytes()]);
                 }
             }
+        }
+    }
+
+    /// Writes the keys expired since the last call as DEL (lazy and active
+    /// expiry), before the command that ran into them.
+    pub fn feed_expired(&mut self, store: &mut Store) {
+        if store.expired_log.is_empty() {
+            return;
+        }
+        let log = std::mem::take(&mut store.expired_log);
+        for (db, key) in &log {
+            self.select(*db);
+            encode(&mut self.buf, &[b"DEL", key]);
         }
     }
 

@@ -143,7 +143,8 @@ fn run_command(
     let server = unsafe { &mut *st.server.get() };
     if server.aof.on {
         // SAFETY: as above; the store and client are live for the script.
-        let (store, db) = unsafe { (&*st.store.get(), (*st.client.get()).db) };
+        let (store, db) = unsafe { (&mut *st.store.get(), (*st.client.get()).db) };
+        server.aof.feed_expired(store);
         // Script effects go inside MULTI ... EXEC, like a transaction's.
         server.aof.depth += 1;
         crate::exec::call::propagate(store, server, db, id, argv, dirty, &out);

@@ -36,6 +36,9 @@ impl Store {
                 expired_here += removed.len();
                 for e in removed {
                     self.stats.expired_keys += 1;
+                    if self.log_expired {
+                        self.expired_log.push((db, e.key.as_slice().to_vec()));
+                    }
                     self.signal_modified(db, e.key.as_slice());
                 }
                 if next == 0 || self.dbs[db].volatile == 0 {

@@ -88,6 +88,12 @@ pub struct Store {
     pub track_blocked: bool,
     /// Databases flushed or swapped since the last drain.
     pub touched_dbs: Vec<usize>,
+    /// When set (the AOF is on), expired keys are recorded in
+    /// `expired_log` so they can be written to the AOF as DEL, as Redis
+    /// propagates expirations.
+    pub log_expired: bool,
+    /// Keys expired since the AOF last took them: (db, key).
+    pub expired_log: Vec<(usize, Vec<u8>)>,
     /// WATCHed keys and the clients whose watched keys changed.
     pub watches: Watches,
 }
@@ -114,6 +120,8 @@ impl Store {
             track_writes: false,
             track_blocked: false,
             touched_dbs: Vec::new(),
+            log_expired: false,
+            expired_log: Vec::new(),
             watches: Watches::default(),
         }
     }
@@ -215,6 +223,9 @@ impl Store {
                 self.dbs[db].volatile -= 1;
             }
             self.stats.expired_keys += 1;
+            if self.log_expired {
+                self.expired_log.push((db, key.to_vec()));
+            }
             self.signal_modified(db, key);
         }
     }

@@ -497,6 +497,10 @@ fn keys_expired_before_the_restart_stay_expired() {
         .cmd_str(&["EXISTS", "k", "l"])
         == b":0\r\n"));
     a.kill();
+    // Expired keys are written as DEL, as Redis propagates expirations.
+    let text = std::fs::read(dir.incr()).expect("incr file");
+    let del_l = b"*2\r\n$3\r\nDEL\r\n$1\r\nl\r\n";
+    assert!(text.windows(del_l.len()).any(|w| w == del_l));
     let b = ferrokv(&dir, "always");
     assert_eq!(
         Raw::connect(b.port).cmd_str(&["EXISTS", "k", "l"]),
