@@ -90,7 +90,11 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut executor = Executor::new(config, shared.clone(), port);
         executor.server.config_file = config_file;
-        persist::load_on_start(&mut executor.store, &mut executor.server)?;
+        if executor.server.config.appendonly {
+            persist::aof_load::load_on_start(&mut executor.store, &mut executor.server)?;
+        } else {
+            persist::load_on_start(&mut executor.store, &mut executor.server)?;
+        }
         let handle = std::thread::Builder::new()
             .name("ferrokv-exec".into())
             .stack_size(EXEC_STACK)

@@ -178,6 +178,19 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     shared
         .query_buffer_limit
         .store(next.client_query_buffer_limit as usize, Ordering::Relaxed);
+    if next.appendfsync != ctx.server.config.appendfsync {
+        ctx.server.aof.set_fsync(&next.appendfsync);
+    }
+    if next.appendonly != ctx.server.aof.on {
+        if next.appendonly {
+            // Redis starts the AOF with a rewrite that creates the base.
+            if let Err(e) = ctx.server.aof.rewrite(ctx.store, &next) {
+                tracing::warn!("{e}");
+            }
+        } else {
+            ctx.server.aof.stop();
+        }
+    }
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);
     }

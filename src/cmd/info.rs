@@ -363,18 +363,30 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rdb_last_cow_size", 0);
     f.kv("rdb_last_load_keys_expired", p.last_load_keys_expired);
     f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
-    f.kv("aof_enabled", u8::from(ctx.server.config.appendonly));
+    let aof = &ctx.server.aof;
+    f.kv("aof_enabled", u8::from(aof.on));
     f.kv("aof_rewrite_in_progress", 0);
     f.kv("aof_rewrite_scheduled", 0);
-    f.kv("aof_last_rewrite_time_sec", -1);
+    f.kv("aof_last_rewrite_time_sec", aof.last_rewrite_sec);
     f.kv("aof_current_rewrite_time_sec", -1);
     f.kv("aof_last_bgrewrite_status", "ok");
-    f.kv("aof_rewrites", 0);
+    f.kv("aof_rewrites", aof.rewrites);
     f.kv("aof_rewrites_consecutive_failures", 0);
-    f.kv("aof_last_write_status", "ok");
+    f.kv(
+        "aof_last_write_status",
+        if aof.last_write_ok { "ok" } else { "err" },
+    );
     f.kv("aof_last_cow_size", 0);
     f.kv("module_fork_in_progress", 0);
     f.kv("module_fork_last_cow_size", 0);
+    if aof.on {
+        f.kv("aof_current_size", aof.base_size + aof.incr_size);
+        f.kv("aof_base_size", aof.base_size);
+        f.kv("aof_pending_rewrite", 0);
+        f.kv("aof_buffer_length", 0);
+        f.kv("aof_pending_bio_fsync", 0);
+        f.kv("aof_delayed_fsync", 0);
+    }
 }
 
 fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {

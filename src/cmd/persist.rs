@@ -13,6 +13,7 @@ use crate::store::Ttl;
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("save", save),
     ("bgsave", bgsave),
+    ("bgrewriteaof", bgrewriteaof),
     ("dump", dump),
     ("restore", restore),
 ];
@@ -46,6 +47,28 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             Ok(())
         }
         Err(_) => Err(Error::raw("ERR")),
+    }
+}
+
+/// BGREWRITEAOF: a new base from the keyspace, a new incremental file and
+/// a manifest naming them. ferrokv rewrites synchronously (the executor
+/// waits for the base file), then answers as Redis does.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let was_on = ctx.server.aof.on;
+    let config = ctx.server.config.clone();
+    match ctx.server.aof.rewrite(ctx.store, &config) {
+        Ok(()) => {
+            if !was_on {
+                ctx.server.aof.stop();
+            }
+            ctx.reply
+                .simple("Background append only file rewriting started");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("{e}");
+            Err(Error::err("Background append only file rewriting failed"))
+        }
     }
 }
 

@@ -72,6 +72,9 @@ impl Executor {
             }
         }
         batch.clear();
+        // Written (and with appendfsync always, fsynced) before any reply
+        // acknowledges it.
+        self.server.aof.flush();
         let close = client.close_after_reply;
         // A send fails only when the connection task is gone; its
         // Disconnect message will follow.
@@ -234,6 +237,10 @@ pub(crate) fn invoke(
     };
     let started = std::time::Instant::now();
     let resp3 = client.resp3;
+    let dirty = store.stats.dirty;
+    let mark = out.len();
+    store.log_expired = server.aof.on;
+    server.aof.depth += 1;
     let result = {
         let mut ctx = Ctx {
             store,
@@ -243,6 +250,15 @@ pub(crate) fn invoke(
         };
         handler(&mut ctx, argv)
     };
+    if server.aof.on {
+        server.aof.feed_expired(store);
+        let reply = out.get(mark..).unwrap_or_default();
+        propagate(store, server, client.db, id, argv, dirty, reply);
+    }
+    server.aof.depth -= 1;
+    if server.aof.on {
+        server.aof.end_call();
+    }
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
     cmd.usec += started.elapsed().as_micros() as u64;
@@ -252,6 +268,37 @@ pub(crate) fn invoke(
         cmd.failed_calls += 1;
     }
     result
+}
+
+/// Appends a command that wrote (it has the WRITE flag and changed the dirty
+/// counter, Redis's rule) to the AOF. Scripts call this for each command
+/// they run.
+pub(crate) fn propagate(
+    store: &Store,
+    server: &mut ServerState,
+    db: usize,
+    id: CommandId,
+    argv: Argv<'_>,
+    dirty_before: u64,
+    reply: &[u8],
+) {
+    let cmd = &server.table.commands[id];
+    if store.stats.dirty == dirty_before || !cmd.has(flag::WRITE) {
+        return;
+    }
+    // Subcommands are named "parent|sub"; only top-level names are rewritten.
+    server.aof.feed(store, db, &cmd.name, argv, reply);
+}
+
+/// Runs one command read from the AOF at start-up, as a client would.
+pub(crate) fn replay(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    dispatch(store, server, client, argv, out)
 }
 
 /// Counts an error reply by its prefix (INFO errorstats).

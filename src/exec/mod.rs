@@ -175,6 +175,8 @@ pub struct ServerState {
     pub persist: crate::persist::PersistState,
     /// Pub/sub channels, patterns and their subscribers.
     pub pubsub: pubsub::PubSub,
+    /// The append-only file (INFO persistence aof_*).
+    pub aof: crate::persist::aof::Aof,
 }
 
 impl ServerState {
@@ -243,6 +245,7 @@ impl Executor {
                 inbox: None,
                 persist: Default::default(),
                 pubsub: pubsub::PubSub::default(),
+                aof: Default::default(),
             },
             last_cycle: Instant::now(),
         }
@@ -310,12 +313,18 @@ impl Executor {
         self.last_cycle = Instant::now();
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
+        self.store.log_expired = self.server.aof.on;
         self.store.active_expire_cycle(period / 4);
+        if self.server.aof.on {
+            self.server.aof.feed_expired(&mut self.store);
+        }
         self.close_idle_clients();
         self.resume_postponed();
         self.after_writes();
         crate::persist::bgsave_poll(&mut self.store, &mut self.server);
         crate::persist::check_save_rules(&self.store, &mut self.server);
+        self.server.aof.cron();
+        crate::persist::aof::auto_rewrite(&self.store, &mut self.server);
     }
 
     /// `timeout`: closes clients idle longer than the limit
@@ -384,6 +393,7 @@ impl Executor {
     }
 
     fn stop(&mut self) {
+        self.server.aof.stop();
         if !self.server.shutdown_save_done {
             if let Err(e) =
                 crate::persist::save_on_shutdown(&mut self.store, &mut self.server, false, false)

@@ -461,9 +461,9 @@ pub fn notify(
 /// call, and turns the store's log on or off to follow the configuration.
 pub fn drain_expired(server: &mut super::ServerState, store: &mut crate::store::Store) {
     let on = class_enabled(&server.config.notify_keyspace_events, b'x');
-    let log = store.expired_log.take();
+    let log = store.expired_events.take();
     if on {
-        store.expired_log = Some(Vec::new());
+        store.expired_events = Some(Vec::new());
     }
     let Some(log) = log else {
         return;

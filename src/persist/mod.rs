@@ -11,6 +11,8 @@
 //! then renamed over `dbfilename`, so the previous file stays intact until
 //! the new one is complete.
 
+pub mod aof;
+pub mod aof_load;
 mod bgsave;
 pub mod lzf;
 pub mod rdb;

@@ -129,6 +129,7 @@ fn run_command(
     out.clear();
     let resp3 = client.resp3;
     let started = std::time::Instant::now();
+    let dirty = store.stats.dirty;
     let result = {
         let mut ctx = Ctx {
             store,
@@ -140,6 +141,15 @@ fn run_command(
     };
     // SAFETY: as above; the handler's borrows ended with `ctx`.
     let server = unsafe { &mut *st.server.get() };
+    if server.aof.on {
+        // SAFETY: as above; the store and client are live for the script.
+        let (store, db) = unsafe { (&mut *st.store.get(), (*st.client.get()).db) };
+        server.aof.feed_expired(store);
+        // Script effects go inside MULTI ... EXEC, like a transaction's.
+        server.aof.depth += 1;
+        crate::exec::call::propagate(store, server, db, id, argv, dirty, &out);
+        server.aof.depth -= 1;
+    }
     let c = &mut server.table.commands[id];
     c.calls += 1;
     c.usec += started.elapsed().as_micros() as u64;

@@ -36,8 +36,11 @@ impl Store {
                 expired_here += removed.len();
                 for e in removed {
                     self.stats.expired_keys += 1;
-                    if let Some(log) = &mut self.expired_log {
+                    if let Some(log) = &mut self.expired_events {
                         log.push((db, e.key.as_slice().to_vec()));
+                    }
+                    if self.log_expired {
+                        self.expired_log.push((db, e.key.as_slice().to_vec()));
                     }
                     self.signal_modified(db, e.key.as_slice());
                 }

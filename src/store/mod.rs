@@ -82,7 +82,7 @@ pub struct Store {
     pub touched: Vec<(usize, Vec<u8>)>,
     /// Keys removed by expiry, recorded while keyspace notifications of
     /// class `x` are on (the executor turns it on and drains it).
-    pub expired_log: Option<Vec<(usize, Vec<u8>)>>,
+    pub expired_events: Option<Vec<(usize, Vec<u8>)>>,
     /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
     pub track_writes: bool,
     /// Set while clients are blocked on keys: they need
@@ -91,6 +91,12 @@ pub struct Store {
     pub track_blocked: bool,
     /// Databases flushed or swapped since the last drain.
     pub touched_dbs: Vec<usize>,
+    /// When set (the AOF is on), expired keys are recorded in
+    /// `expired_log` so they can be written to the AOF as DEL, as Redis
+    /// propagates expirations.
+    pub log_expired: bool,
+    /// Keys expired since the AOF last took them: (db, key).
+    pub expired_log: Vec<(usize, Vec<u8>)>,
     /// WATCHed keys and the clients whose watched keys changed.
     pub watches: Watches,
 }
@@ -110,7 +116,7 @@ impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Self {
         Store {
-            expired_log: None,
+            expired_events: None,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             stats: KeyStats::default(),
             now_ms: 0,
@@ -118,6 +124,8 @@ impl Store {
             track_writes: false,
             track_blocked: false,
             touched_dbs: Vec::new(),
+            log_expired: false,
+            expired_log: Vec::new(),
             watches: Watches::default(),
         }
     }
@@ -198,8 +206,11 @@ impl Store {
                 self.dbs[db].volatile -= 1;
             }
             self.stats.expired_keys += 1;
-            if let Some(log) = &mut self.expired_log {
+            if let Some(log) = &mut self.expired_events {
                 log.push((db, key.to_vec()));
+            }
+            if self.log_expired {
+                self.expired_log.push((db, key.to_vec()));
             }
             self.signal_modified(db, key);
         }
@@ -283,8 +294,11 @@ impl Store {
         }
         if e.is_expired(now) {
             self.stats.expired_keys += 1;
-            if let Some(log) = &mut self.expired_log {
+            if let Some(log) = &mut self.expired_events {
                 log.push((db, key.to_vec()));
+            }
+            if self.log_expired {
+                self.expired_log.push((db, key.to_vec()));
             }
             self.signal_modified(db, key);
             return None;

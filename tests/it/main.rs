@@ -4,6 +4,7 @@
 
 mod support;
 
+mod aof;
 mod basics;
 mod cli;
 mod command;

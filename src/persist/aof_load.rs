@@ -1,0 +1,286 @@
+//! Loading the append-only file at start-up: the manifest, then the base
+//! (an RDB image, or commands) and the incremental files in order, each
+//! command replayed through the normal call path with a client of its own.
+//!
+//! A torn tail (the last command of the last file cut short, as a crash
+//! leaves it) is truncated away and logged when `aof-load-truncated` is yes,
+//! as Redis does; anything else malformed refuses the start with the file,
+//! the offset and the reason.
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::exec::client::Client;
+use crate::exec::{call, clock, ServerState};
+use crate::net::request::OwnedArgv;
+use crate::store::Store;
+
+use super::aof::{aof_dir, manifest_path};
+
+/// The files a manifest names.
+pub struct Manifest {
+    /// The highest sequence number.
+    pub seq: u64,
+    /// The base file, if any.
+    pub base: Option<String>,
+    /// Incremental files, in order.
+    pub incrs: Vec<String>,
+    /// Every file named.
+    pub files: Vec<String>,
+}
+
+/// Reads the manifest; Ok(None) when there is none.
+pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
+    let path = manifest_path(config);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "Can't read the AOF manifest {}: {e}",
+                path.display()
+            ))
+        }
+    };
+    let mut m = Manifest {
+        seq: 0,
+        base: None,
+        incrs: Vec::new(),
+        files: Vec::new(),
+    };
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (mut name, mut seq, mut kind) = (None, None, None);
+        for pair in words.chunks(2) {
+            match pair {
+                ["file", v] => name = Some(v.to_string()),
+                ["seq", v] => seq = v.parse::<u64>().ok(),
+                ["type", v] => kind = Some(v.to_string()),
+                _ => {}
+            }
+        }
+        let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
+            return Err(format!(
+                "Invalid AOF manifest file format at line {}: {line}",
+                n + 1
+            ));
+        };
+        m.seq = m.seq.max(seq);
+        match kind.as_str() {
+            "b" => m.base = Some(name.clone()),
+            "i" => m.incrs.push(name.clone()),
+            // History files wait for deletion; they are not loaded.
+            _ => {}
+        }
+        m.files.push(name);
+    }
+    Ok(Some(m))
+}
+
+/// Start-up with `appendonly yes`: loads the files the manifest names and
+/// opens the incremental file for appending. Without a manifest, the RDB
+/// file (if any) is loaded and a first base is written from it.
+pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Result<()> {
+    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
+    let Some(m) = read_manifest(&server.config).map_err(bad)? else {
+        super::load_on_start(store, server)?;
+        tracing::info!("Creating AOF base file on server start");
+        return server
+            .aof
+            .rewrite(store, &server.config)
+            .map_err(std::io::Error::other);
+    };
+    let started = std::time::Instant::now();
+    let dir = aof_dir(&server.config);
+    let truncated_ok = server.config.get_bool("aof-load-truncated");
+    if let Some(base) = &m.base {
+        let path = dir.join(base);
+        let data = std::fs::read(&path)
+            .map_err(|e| bad(format!("Can't open the base AOF file {base}: {e}")))?;
+        if data.starts_with(b"REDIS") {
+            super::load_file(&data, store, &server.config).map_err(|e| {
+                bad(format!(
+                    "Bad file format reading the base AOF file {base}: {e}; refusing to start"
+                ))
+            })?;
+        } else {
+            replay_file(store, server, &path, base, false)?;
+        }
+    }
+    let last = m.incrs.len().saturating_sub(1);
+    for (i, name) in m.incrs.iter().enumerate() {
+        let path = dir.join(name);
+        if !path.exists() && i == last {
+            continue;
+        }
+        replay_file(store, server, &path, name, i == last && truncated_ok)?;
+    }
+    store.stats.dirty = 0;
+    store.set_now(clock::now_ms());
+    tracing::info!(
+        "DB loaded from append only file: {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    let incr = match m.incrs.last() {
+        Some(name) => name.clone(),
+        None => format!("{}.{}.incr.aof", server.config.appendfilename, m.seq),
+    };
+    let config = server.config.clone();
+    server.aof.open_incr(&config, &incr, m.seq)?;
+    server.aof.base_size = m
+        .base
+        .as_ref()
+        .and_then(|b| std::fs::metadata(dir.join(b)).ok())
+        .map_or(0, |md| md.len());
+    Ok(())
+}
+
+/// Why a command could not be read at an offset.
+enum Stop {
+    /// The file ends inside the command.
+    Short,
+    /// The bytes are not a RESP array of bulk strings.
+    Bad(&'static str),
+}
+
+/// Parses one command at `pos`; returns its arguments and the next offset.
+fn parse_command(data: &[u8], pos: usize) -> Result<(OwnedArgv, usize), Stop> {
+    let mut p = pos;
+    let count = read_header(data, &mut p, b'*')?;
+    if count < 1 {
+        return Err(Stop::Bad("invalid array length"));
+    }
+    let mut argv = OwnedArgv::from_slices(std::iter::empty::<&[u8]>());
+    for _ in 0..count {
+        let len = read_header(data, &mut p, b'$')?;
+        let end = p.checked_add(len).ok_or(Stop::Bad("bulk length"))?;
+        let Some(arg) = data.get(p..end) else {
+            return Err(Stop::Short);
+        };
+        match data.get(end..end + 2) {
+            Some(b"\r\n") => {}
+            Some(_) => return Err(Stop::Bad("expected CRLF after bulk string")),
+            None => return Err(Stop::Short),
+        }
+        argv.push(arg);
+        p = end + 2;
+    }
+    Ok((argv, p))
+}
+
+/// Reads `<prefix><digits>\r\n` at `p`.
+fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
+    match data.get(*p) {
+        None => return Err(Stop::Short),
+        Some(&c) if c != prefix => {
+            return Err(Stop::Bad(if prefix == b'*' {
+                "expected '*'"
+            } else {
+                "expected '$'"
+            }))
+        }
+        Some(_) => {}
+    }
+    let start = *p + 1;
+    let Some(rel) = data
+        .get(start..)
+        .and_then(|d| d.iter().position(|&c| c == b'\r'))
+    else {
+        return Err(Stop::Short);
+    };
+    let digits = &data[start..start + rel];
+    let n = std::str::from_utf8(digits)
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .ok_or(Stop::Bad("invalid length"))?;
+    match data.get(start + rel + 1) {
+        Some(b'\n') => {}
+        Some(_) => return Err(Stop::Bad("expected CRLF")),
+        None => return Err(Stop::Short),
+    }
+    *p = start + rel + 2;
+    Ok(n)
+}
+
+/// Replays the commands of one file. `may_truncate`: a torn tail is cut
+/// off the file instead of refusing the start.
+fn replay_file(
+    store: &mut Store,
+    server: &mut ServerState,
+    path: &Path,
+    name: &str,
+    may_truncate: bool,
+) -> std::io::Result<()> {
+    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
+    let data =
+        std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let addr: std::net::SocketAddr = ([0, 0, 0, 0], 0).into();
+    let mut client = Client::new(0, addr, addr, tx, clock::now_ms());
+    client.authenticated = true;
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut txn_start = None;
+    while pos < data.len() {
+        match parse_command(&data, pos) {
+            Ok((argv, next)) => {
+                let a = argv.argv();
+                if a.get(0).eq_ignore_ascii_case(b"multi") {
+                    txn_start = Some(pos);
+                } else if a.get(0).eq_ignore_ascii_case(b"exec") {
+                    txn_start = None;
+                }
+                // Time stands still while loading, as in Redis (no key
+                // expires during the load): every command sees the data
+                // as it was when it was written; PEXPIREAT in the past
+                // still sets the time, and the key expires after the load.
+                store.set_now(0);
+                let _ = call::replay(store, server, &mut client, a, &mut out);
+                server.blocking.pending = None;
+                out.clear();
+                pos = next;
+            }
+            Err(Stop::Short) if may_truncate => {
+                // A MULTI without its EXEC is dropped too (Redis
+                // truncates to before the MULTI).
+                let cut = txn_start.unwrap_or(pos);
+                tracing::warn!(
+                    "!!! Warning: short read while loading the AOF file {name}!!! \
+                     AOF loaded anyway because aof-load-truncated is enabled; \
+                     truncating the file at offset {cut} (of {})",
+                    data.len()
+                );
+                let f = std::fs::OpenOptions::new().write(true).open(path)?;
+                f.set_len(cut as u64)?;
+                f.sync_all()?;
+                return Ok(());
+            }
+            Err(Stop::Short) => {
+                return Err(bad(format!(
+                    "Unexpected end of file reading the append only file {name} at offset \
+                     {pos}; set aof-load-truncated yes to load it anyway; refusing to start"
+                )))
+            }
+            Err(Stop::Bad(why)) => {
+                return Err(bad(format!(
+                    "Bad file format reading the append only file {name} at offset {pos}: \
+                     {why}; make a backup of your AOF file, then use ./redis-check-aof --fix \
+                     <filename.manifest>; refusing to start"
+                )))
+            }
+        }
+    }
+    if txn_start.is_some() && may_truncate {
+        // A MULTI that never reached EXEC: its writes were never applied.
+        let cut = txn_start.unwrap_or(pos);
+        tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+        let f = std::fs::OpenOptions::new().write(true).open(path)?;
+        f.set_len(cut as u64)?;
+        f.sync_all()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,536 @@
+//! The append-only file: restart round trips, files exchanged with a real
+//! redis-server 7.0 in both directions, crash safety under SIGKILL with
+//! `appendfsync always` and `everysec`, and torn or corrupted files.
+//!
+//! These tests run the ferrokv binary as a child process so it can be
+//! killed like a crashing server.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::*;
+
+/// A temp directory removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = unique_temp_path(name);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        Dir(p)
+    }
+
+    fn s(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    fn incr(&self) -> PathBuf {
+        self.0
+            .join("appendonlydir")
+            .join("appendonly.aof.1.incr.aof")
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A server process, SIGKILLed on drop.
+struct Proc {
+    port: u16,
+    child: Child,
+}
+
+impl Proc {
+    fn kill(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn ferrokv_cmd(dir: &Dir, port: u16, fsync: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", &dir.s(), "--appendonly", "yes"])
+        .args(["--appendfsync", fsync, "--save", ""])
+        .args(extra)
+        .current_dir(&dir.0);
+    c
+}
+
+fn launch(mut c: Command, port: u16) -> Proc {
+    let child = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let p = Proc { port, child };
+    assert!(
+        wait_until(Duration::from_secs(5), || TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_ok()),
+        "server listens"
+    );
+    // Redis answers -LOADING until its files are loaded.
+    let mut r = Raw::connect(port);
+    assert!(
+        wait_until(Duration::from_secs(5), || r.cmd_str(&["PING"])
+            == b"+PONG\r\n"),
+        "server loaded"
+    );
+    p
+}
+
+fn ferrokv(dir: &Dir, fsync: &str) -> Proc {
+    let port = free_port();
+    launch(ferrokv_cmd(dir, port, fsync, &[]), port)
+}
+
+fn redis(dir: &Dir) -> Proc {
+    let port = free_port();
+    let mut c = Command::new("redis-server");
+    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", &dir.s(), "--appendonly", "yes", "--save", ""])
+        .args(["--appendfsync", "always"])
+        .current_dir(&dir.0);
+    launch(c, port)
+}
+
+/// The bulk strings of a flat array reply.
+fn bulks(r: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let nl = r.iter().position(|&c| c == b'\n').expect("header");
+    let mut pos = nl + 1;
+    while pos < r.len() {
+        let n = frame_len(&r[pos..]).expect("complete element");
+        let item = &r[pos..pos + n];
+        let inl = item.iter().position(|&c| c == b'\n').expect("bulk header");
+        out.push(item[inl + 1..item.len() - 2].to_vec());
+        pos += n;
+    }
+    out
+}
+
+/// One key: (db, key, TYPE reply, value parts, PEXPIRETIME reply).
+type KeyRow = (usize, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>);
+
+/// Every key of databases 0..4, value parts sorted for unordered types.
+fn snapshot(port: u16) -> Vec<KeyRow> {
+    let mut r = Raw::connect(port);
+    let mut all = Vec::new();
+    for db in 0..4 {
+        r.cmd_str(&["SELECT", &db.to_string()]);
+        let mut keys = bulks(&r.cmd_str(&["KEYS", "*"]));
+        keys.sort();
+        for k in keys {
+            let t = r.cmd(&[b"TYPE", &k]);
+            let mut v = match t.as_slice() {
+                b"+string\r\n" => vec![r.cmd(&[b"GET", &k])],
+                b"+list\r\n" => bulks(&r.cmd(&[b"LRANGE", &k, b"0", b"-1"])),
+                b"+hash\r\n" => bulks(&r.cmd(&[b"HGETALL", &k])),
+                b"+set\r\n" => bulks(&r.cmd(&[b"SMEMBERS", &k])),
+                b"+zset\r\n" => bulks(&r.cmd(&[b"ZRANGE", &k, b"0", b"-1", b"WITHSCORES"])),
+                other => panic!("type {:?}", String::from_utf8_lossy(other)),
+            };
+            if t != b"+list\r\n" && t != b"+zset\r\n" {
+                v.sort();
+            }
+            let ttl = r.cmd(&[b"PEXPIRETIME", &k]);
+            all.push((db, k, t, v, ttl));
+        }
+    }
+    all
+}
+
+/// Writes a dataset touching the rewritten commands.
+fn populate(r: &mut Raw) {
+    let ok = |reply: Vec<u8>| assert_ne!(reply.first(), Some(&b'-'), "{reply:?}");
+    for line in [
+        "SET s1 hello",
+        "SET n 10",
+        "INCR n",
+        "APPEND s1 world",
+        "SET ttl1 v EX 1000",
+        "SET ttl2 v PX 500000",
+        "SETEX ttl3 900 v",
+        "PSETEX ttl4 900000 v",
+        "SET e1 v",
+        "EXPIRE e1 3000",
+        "SET e2 v",
+        "PEXPIRE e2 3000000",
+        "SET gone v",
+        "EXPIRE gone -1",
+        "INCRBYFLOAT f 1.5",
+        "INCRBYFLOAT f 0.25",
+        "RPUSH l a b c d",
+        "LPOP l",
+        "HSET h f1 v1 f2 v2",
+        "SADD set x y z",
+        "ZADD z 1 a 2 b",
+        "SADD sp a b c d e f",
+        "SPOP sp",
+        "SPOP sp 2",
+        "SELECT 2",
+        "SET indb2 v",
+        "EVAL \"redis.call('set','sx','1') redis.call('expire','sx',100) return 1\" 0",
+        "SELECT 3",
+        "MULTI",
+        "SET m1 1",
+        "INCR m1",
+        "RPUSH ml x",
+        "EXEC",
+        "SELECT 0",
+    ] {
+        let args: Vec<&str> = split(line);
+        ok(r.cmd_str(&args));
+    }
+}
+
+/// Splits on spaces, keeping double-quoted parts whole.
+fn split(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        if let Some(q) = rest.strip_prefix('"') {
+            let end = q.find('"').expect("closing quote");
+            out.push(&q[..end]);
+            rest = q[end + 1..].trim_start();
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            out.push(&rest[..end]);
+            rest = rest[end..].trim_start();
+        }
+    }
+    out
+}
+
+#[test]
+fn restart_round_trip_keeps_data_and_absolute_ttls() {
+    let dir = Dir::new("ferrokv-aof-rt");
+    let mut a = ferrokv(&dir, "always");
+    let mut r = Raw::connect(a.port);
+    populate(&mut r);
+    let before = snapshot(a.port);
+    assert!(before.len() >= 15, "{}", before.len());
+    a.kill();
+    let text = std::fs::read(dir.incr()).expect("incr file");
+    let has = |s: &[u8]| text.windows(s.len()).any(|w| w == s);
+    assert!(has(b"PEXPIREAT") && has(b"KEEPTTL") && has(b"MULTI"));
+    let manifest =
+        std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("m");
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    let b = ferrokv(&dir, "always");
+    assert_eq!(snapshot(b.port), before);
+    // INFO reports the AOF.
+    let info = Raw::connect(b.port).cmd_str(&["INFO", "persistence"]);
+    assert!(String::from_utf8_lossy(&info).contains("aof_enabled:1"));
+}
+
+#[test]
+fn bgrewriteaof_compacts_into_a_new_base() {
+    let dir = Dir::new("ferrokv-aof-rw");
+    let mut a = ferrokv(&dir, "everysec");
+    let mut r = Raw::connect(a.port);
+    populate(&mut r);
+    assert_eq!(
+        r.cmd_str(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    r.cmd_str(&["SET", "after", "rewrite"]);
+    let before = snapshot(a.port);
+    let manifest =
+        std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("m");
+    assert!(manifest.contains("appendonly.aof.2.base.rdb seq 2 type b"));
+    assert!(!dir.incr().exists(), "old incr file removed");
+    drop(r);
+    // SHUTDOWN syncs the file.
+    Raw::connect(a.port).send(b"SHUTDOWN\r\n");
+    let _ = a.child.wait();
+    let b = ferrokv(&dir, "everysec");
+    assert_eq!(snapshot(b.port), before);
+}
+
+#[test]
+fn redis_aof_loads_into_ferrokv_and_back() {
+    let dir = Dir::new("ferrokv-aof-x");
+    let mut theirs = redis(&dir);
+    let mut r = Raw::connect(theirs.port);
+    populate(&mut r);
+    let want = snapshot(theirs.port);
+    theirs.kill();
+    let mut ours = ferrokv(&dir, "always");
+    assert_eq!(snapshot(ours.port), want);
+    // More writes by ferrokv, then the directory goes back to Redis.
+    let mut o = Raw::connect(ours.port);
+    o.cmd_str(&["SET", "from", "ferrokv"]);
+    o.cmd_str(&["RPUSH", "l", "z"]);
+    let want = snapshot(ours.port);
+    ours.kill();
+    let back = redis(&dir);
+    assert_eq!(snapshot(back.port), want);
+}
+
+/// Writes `SET c<i>:<n> <n>` from `clients` connections until the server
+/// dies; returns the keys each acknowledged.
+fn write_until_killed(port: u16, clients: usize, mut server: Proc) -> Vec<Vec<u64>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let stop = stop.clone();
+            let count = count.clone();
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                    return acked;
+                };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut n = 0u64;
+                let mut buf = [0u8; 5];
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("c{c}:{n}");
+                    let v = n.to_string();
+                    if s.write_all(&encode(&[b"SET", key.as_bytes(), v.as_bytes()]))
+                        .is_err()
+                    {
+                        break;
+                    }
+                    if s.read_exact(&mut buf).is_err() || &buf != b"+OK\r\n" {
+                        break;
+                    }
+                    acked.push(n);
+                    count.fetch_add(1, Ordering::Relaxed);
+                    n += 1;
+                }
+                acked
+            })
+        })
+        .collect();
+    // A random moment between 200 and 700 ms.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::thread::sleep(Duration::from_millis(200 + u64::from(nanos % 500)));
+    // With a slow disk, `always` acknowledges slowly: wait for some writes.
+    wait_until(Duration::from_secs(3), || {
+        count.load(Ordering::Relaxed) >= 50
+    });
+    server.kill();
+    stop.store(true, Ordering::Relaxed);
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("writer"))
+        .collect()
+}
+
+/// Counts acknowledged writes missing after the restart.
+fn lost_writes(port: u16, acked: &[Vec<u64>]) -> (usize, usize) {
+    let mut r = Raw::connect(port);
+    let (mut lost, mut total) = (0, 0);
+    for (c, ns) in acked.iter().enumerate() {
+        for n in ns {
+            total += 1;
+            let key = format!("c{c}:{n}");
+            let want = format!("${}\r\n{n}\r\n", n.to_string().len());
+            if r.cmd_str(&["GET", &key]) != want.as_bytes() {
+                lost += 1;
+            }
+        }
+    }
+    (lost, total)
+}
+
+#[test]
+fn sigkill_with_fsync_always_loses_no_acknowledged_write() {
+    let dir = Dir::new("ferrokv-aof-crash");
+    let a = ferrokv(&dir, "always");
+    let port = a.port;
+    let acked = write_until_killed(port, 4, a);
+    let b = ferrokv(&dir, "always");
+    let (lost, total) = lost_writes(b.port, &acked);
+    eprintln!("appendfsync always: {total} acknowledged writes, {lost} lost");
+    assert!(total >= 50, "{total}");
+    assert_eq!(lost, 0);
+}
+
+#[test]
+fn sigkill_with_fsync_everysec_loses_at_most_a_second() {
+    let dir = Dir::new("ferrokv-aof-crash-es");
+    let a = ferrokv(&dir, "everysec");
+    let port = a.port;
+    let acked = write_until_killed(port, 4, a);
+    let b = ferrokv(&dir, "everysec");
+    let (lost, total) = lost_writes(b.port, &acked);
+    eprintln!("appendfsync everysec: {total} acknowledged writes, {lost} lost");
+    assert!(total >= 50, "{total}");
+    // A process kill leaves written data in the page cache, so nothing
+    // written before the kill is lost; only an OS crash would lose up to
+    // the last second.
+    assert_eq!(lost, 0);
+}
+
+fn start_fails(dir: &Dir, extra: &[&str]) -> String {
+    let out = ferrokv_cmd(dir, free_port(), "always", extra)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let mut all = String::from_utf8_lossy(&out.stdout).into_owned();
+    all.push_str(&String::from_utf8_lossy(&out.stderr));
+    all
+}
+
+fn written(dir: &Dir) {
+    let mut a = ferrokv(dir, "always");
+    let mut r = Raw::connect(a.port);
+    r.cmd_str(&["SET", "a", "1"]);
+    r.cmd_str(&["SET", "b", "2"]);
+    a.kill();
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open");
+    f.write_all(bytes).expect("append");
+}
+
+#[test]
+fn torn_tail_is_truncated_or_refused() {
+    let dir = Dir::new("ferrokv-aof-torn");
+    written(&dir);
+    let good = std::fs::metadata(dir.incr()).expect("incr").len();
+    append(&dir.incr(), b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$5\r\nab");
+    let err = start_fails(&dir, &["--aof-load-truncated", "no"]);
+    assert!(
+        err.contains("appendonly.aof.1.incr.aof") && err.contains(&format!("offset {good}")),
+        "{err}"
+    );
+    let b = ferrokv(&dir, "always");
+    let mut r = Raw::connect(b.port);
+    assert_eq!(
+        r.cmd_str(&["MGET", "a", "b", "c"]),
+        b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
+    );
+    assert_eq!(std::fs::metadata(dir.incr()).expect("incr").len(), good);
+    // New writes follow the truncated tail and load again.
+    r.cmd_str(&["SET", "c", "3"]);
+    drop(b);
+    let c = ferrokv(&dir, "always");
+    assert_eq!(Raw::connect(c.port).cmd_str(&["GET", "c"]), b"$1\r\n3\r\n");
+}
+
+#[test]
+fn corrupted_file_is_refused_with_offset_and_reason() {
+    let dir = Dir::new("ferrokv-aof-bad");
+    written(&dir);
+    let good = std::fs::metadata(dir.incr()).expect("incr").len();
+    append(&dir.incr(), b"garbage\r\n*1\r\n$4\r\nPING\r\n");
+    let err = start_fails(&dir, &[]);
+    assert!(
+        err.contains("Bad file format") && err.contains(&format!("offset {good}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_set_appendonly_starts_the_aof() {
+    let dir = Dir::new("ferrokv-aof-cfg");
+    let port = free_port();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--dir", &dir.s(), "--save", ""])
+        .current_dir(&dir.0);
+    let mut a = launch(c, port);
+    let mut r = Raw::connect(port);
+    r.cmd_str(&["SET", "before", "1"]);
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "appendonly", "yes"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "appendfsync", "always"]),
+        b"+OK\r\n"
+    );
+    r.cmd_str(&["SET", "after", "2"]);
+    a.kill();
+    let b = ferrokv(&dir, "always");
+    assert_eq!(
+        Raw::connect(b.port).cmd_str(&["MGET", "before", "after"]),
+        b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+}
+
+#[test]
+fn keys_expired_before_the_restart_stay_expired() {
+    let dir = Dir::new("ferrokv-aof-exp");
+    let mut a = ferrokv(&dir, "always");
+    let mut r = Raw::connect(a.port);
+    r.cmd_str(&["SET", "k", "1", "PX", "200"]);
+    // Written while the key lived: replay must not recreate it without TTL.
+    assert_eq!(r.cmd_str(&["INCR", "k"]), b":2\r\n");
+    r.cmd_str(&["RPUSH", "l", "a"]);
+    r.cmd_str(&["PEXPIRE", "l", "200"]);
+    r.cmd_str(&["RPUSH", "l", "b"]);
+    assert!(wait_until(Duration::from_secs(2), || r
+        .cmd_str(&["EXISTS", "k", "l"])
+        == b":0\r\n"));
+    a.kill();
+    // Expired keys are written as DEL, as Redis propagates expirations.
+    let text = std::fs::read(dir.incr()).expect("incr file");
+    let del_l = b"*2\r\n$3\r\nDEL\r\n$1\r\nl\r\n";
+    assert!(text.windows(del_l.len()).any(|w| w == del_l));
+    let b = ferrokv(&dir, "always");
+    assert_eq!(
+        Raw::connect(b.port).cmd_str(&["EXISTS", "k", "l"]),
+        b":0\r\n"
+    );
+}
+
+#[test]
+fn growth_triggers_an_automatic_rewrite() {
+    let dir = Dir::new("ferrokv-aof-auto");
+    let port = free_port();
+    let extra = [
+        "--auto-aof-rewrite-min-size",
+        "4kb",
+        "--auto-aof-rewrite-percentage",
+        "100",
+    ];
+    let mut a = launch(ferrokv_cmd(&dir, port, "everysec", &extra), port);
+    let mut r = Raw::connect(port);
+    for i in 0..200 {
+        r.cmd_str(&["SET", &format!("key:{i}"), "some value to grow the file"]);
+    }
+    let manifest = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    assert!(wait_until(Duration::from_secs(3), || {
+        std::fs::read_to_string(&manifest).is_ok_and(|m| !m.contains("seq 1 "))
+    }));
+    let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+    assert!(info.contains("aof_rewrites:"), "{info}");
+    r.cmd_str(&["SET", "last", "1"]);
+    a.kill();
+    let b = ferrokv(&dir, "everysec");
+    assert_eq!(Raw::connect(b.port).cmd_str(&["DBSIZE"]), b":201\r\n");
+}
