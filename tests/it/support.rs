@@ -190,12 +190,6 @@ impl Raw {
         }
     }
 
-    /// Sends bytes, tolerating a peer that closes while they are still
-    /// being written (a server refusing an oversized request).
-    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.sock.write_all(bytes)
-    }
-
     /// Sends bytes as they are.
     pub fn send(&mut self, bytes: &[u8]) {
         self.sock.write_all(bytes).expect("write");
