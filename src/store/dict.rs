@@ -262,8 +262,8 @@ impl Dict {
                         *link = e.next.take();
                         removed.push(e);
                     } else {
-                        link = &mut link.as_mut().expect("non-empty link").next;
-                        // invariant: matched `Some` just above.
+                        let next = link.as_mut().expect("non-empty link"); // invariant: matched `Some` above.
+                        link = &mut next.next;
                     }
                 }
             }
