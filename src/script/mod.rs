@@ -159,6 +159,10 @@ pub struct Engine {
     pub scripts: HashMap<String, Script>,
     /// Script bodies in load order, kept for memory accounting.
     pub body_bytes: usize,
+    /// The sha of every cached body, so a repeated EVAL finds its script
+    /// without hashing the body again (Redis looks the body up in a dict
+    /// the same way before computing a SHA-1).
+    pub shas: HashMap<Box<[u8]>, String>,
     /// The script's client.
     pub client: Client,
     /// The function libraries (FUNCTION LOAD).
@@ -223,6 +227,7 @@ impl Engine {
             run,
             scripts: HashMap::new(),
             body_bytes: 0,
+            shas: HashMap::new(),
             client,
             libraries: function::Libraries::default(),
             parts,
@@ -231,6 +236,11 @@ impl Engine {
 
     /// Compiles `body` and caches it under its SHA-1; returns the sha.
     pub fn load(&mut self, body: &[u8]) -> Result<String, Error> {
+        if let Some(sha) = self.shas.get(body) {
+            if self.scripts.contains_key(sha) {
+                return Ok(sha.clone());
+            }
+        }
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
@@ -251,6 +261,7 @@ impl Engine {
             })?;
         self.body_bytes += body.len();
         self.scripts.insert(sha.clone(), Script { func, flags });
+        self.shas.insert(body.into(), sha.clone());
         Ok(sha)
     }
 
