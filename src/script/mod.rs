@@ -169,6 +169,8 @@ pub struct Engine {
     pub libraries: function::Libraries,
     /// Handles into the Lua state.
     parts: lua::Parts,
+    /// The interned names `KEYS` and `ARGV`, made once rather than per run.
+    kv_names: [mlua::LuaString; 2],
 }
 
 /// Where the server keeps its engine: empty until the first script.
@@ -222,6 +224,13 @@ impl Engine {
         run.mem_limit.set(server.config.lua_memory_limit);
         lua::arm_hook(&parts.lua, run.clone(), false);
         let client = lua::script_client();
+        let name = |n: &str| {
+            parts
+                .lua
+                .create_string(n)
+                .map_err(|e| Error::err_owned(format!("Lua: {e}")))
+        };
+        let kv_names = [name("KEYS")?, name("ARGV")?];
         Ok(Box::new(Engine {
             lua: parts.lua.clone(),
             run,
@@ -231,6 +240,7 @@ impl Engine {
             client,
             libraries: function::Libraries::default(),
             parts,
+            kv_names,
         }))
     }
 
@@ -281,15 +291,15 @@ impl Engine {
         let func = script.func.clone();
         let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
         let g = self.lua.globals();
-        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+        let set = |name: &mlua::LuaString, items: &[&[u8]]| -> mlua::Result<()> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
             for (i, a) in items.iter().enumerate() {
                 t.raw_set(i + 1, self.lua.create_string(a)?)?;
             }
             g.raw_set(name, t)
         };
-        set("KEYS", keys)
-            .and_then(|_| set("ARGV", args))
+        set(&self.kv_names[0], keys)
+            .and_then(|_| set(&self.kv_names[1], args))
             .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let runner = self.parts.runner.clone();
         self.call(ctx, sha, read_only, false, || {
