@@ -17,10 +17,17 @@ fn dispatch(c: &mut Criterion) {
     let mut client = Client::new(1, addr, addr, tx, 0);
     client.authenticated = true;
     let mut out = Vec::with_capacity(1 << 16);
+    // The rate-limiter script: loaded once so EVALSHA finds it.
+    const SCRIPT: &[u8] = b"local c = redis.call('incr', KEYS[1]) if c == 1 then redis.call('expire', KEYS[1], 60) end return c";
+    let load = OwnedArgv::from_slices([&b"SCRIPT"[..], b"LOAD", SCRIPT]);
+    exec.call(&mut client, load.argv(), &mut out);
+    let sha = out[out.len() - 42..out.len() - 2].to_vec();
     let cases: &[(&str, &[&[u8]])] = &[
         ("SET", &[b"SET", b"key:00000001", b"vvvvvvvvvvvvvvvv"]),
         ("GET", &[b"GET", b"key:00000001"]),
         ("INCR", &[b"INCR", b"counter"]),
+        ("EVAL_ratelimit", &[b"EVAL", SCRIPT, b"1", b"rl:1"]),
+        ("EVALSHA_ratelimit", &[b"EVALSHA", &sha, b"1", b"rl:1"]),
     ];
     for (name, args) in cases {
         let argv = OwnedArgv::from_slices(args.iter().copied());

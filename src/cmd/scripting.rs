@@ -114,6 +114,7 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // only the cached scripts go.
     if let Some(mut engine) = ctx.server.scripting.take() {
         engine.scripts.clear();
+        engine.shas.clear();
         engine.body_bytes = 0;
         let _ = engine.lua.gc_collect();
         ctx.server.scripting.put(engine);

@@ -159,12 +159,18 @@ pub struct Engine {
     pub scripts: HashMap<String, Script>,
     /// Script bodies in load order, kept for memory accounting.
     pub body_bytes: usize,
+    /// The sha of every cached body, so a repeated EVAL finds its script
+    /// without hashing the body again (Redis looks the body up in a dict
+    /// the same way before computing a SHA-1).
+    pub shas: HashMap<Box<[u8]>, String>,
     /// The script's client.
     pub client: Client,
     /// The function libraries (FUNCTION LOAD).
     pub libraries: function::Libraries,
     /// Handles into the Lua state.
     parts: lua::Parts,
+    /// The interned names `KEYS` and `ARGV`, made once rather than per run.
+    kv_names: [mlua::LuaString; 2],
 }
 
 /// Where the server keeps its engine: empty until the first script.
@@ -218,19 +224,33 @@ impl Engine {
         run.mem_limit.set(server.config.lua_memory_limit);
         lua::arm_hook(&parts.lua, run.clone(), false);
         let client = lua::script_client();
+        let name = |n: &str| {
+            parts
+                .lua
+                .create_string(n)
+                .map_err(|e| Error::err_owned(format!("Lua: {e}")))
+        };
+        let kv_names = [name("KEYS")?, name("ARGV")?];
         Ok(Box::new(Engine {
             lua: parts.lua.clone(),
             run,
             scripts: HashMap::new(),
             body_bytes: 0,
+            shas: HashMap::new(),
             client,
             libraries: function::Libraries::default(),
             parts,
+            kv_names,
         }))
     }
 
     /// Compiles `body` and caches it under its SHA-1; returns the sha.
     pub fn load(&mut self, body: &[u8]) -> Result<String, Error> {
+        if let Some(sha) = self.shas.get(body) {
+            if self.scripts.contains_key(sha) {
+                return Ok(sha.clone());
+            }
+        }
         let sha = sha1_hex(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
@@ -251,6 +271,7 @@ impl Engine {
             })?;
         self.body_bytes += body.len();
         self.scripts.insert(sha.clone(), Script { func, flags });
+        self.shas.insert(body.into(), sha.clone());
         Ok(sha)
     }
 
@@ -270,15 +291,15 @@ impl Engine {
         let func = script.func.clone();
         let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
         let g = self.lua.globals();
-        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+        let set = |name: &mlua::LuaString, items: &[&[u8]]| -> mlua::Result<()> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
             for (i, a) in items.iter().enumerate() {
                 t.raw_set(i + 1, self.lua.create_string(a)?)?;
             }
             g.raw_set(name, t)
         };
-        set("KEYS", keys)
-            .and_then(|_| set("ARGV", args))
+        set(&self.kv_names[0], keys)
+            .and_then(|_| set(&self.kv_names[1], args))
             .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let runner = self.parts.runner.clone();
         self.call(ctx, sha, read_only, false, || {
