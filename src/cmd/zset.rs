@@ -5,6 +5,7 @@
 //! (`%.17g` bulk strings in RESP2, `,` doubles in RESP3).
 
 mod ops;
+pub(super) use ops::parse_mpop;
 mod range;
 
 use super::args;

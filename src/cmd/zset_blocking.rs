@@ -2,7 +2,6 @@
 //! BZPOPMIN, BZPOPMAX and BZMPOP. They park through the same machinery as
 //! the blocking list commands (`exec/blocking.rs`).
 
-use super::args;
 use super::coll::{finish_write, zset_write};
 use super::list_blocking::{block, parse_timeout};
 use super::zset::emit;
@@ -134,34 +133,7 @@ fn bzpopmax(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// BZMPOP timeout numkeys key... MIN|MAX [COUNT count].
 fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let deadline = parse_timeout(argv.get(1), ctx.store.now())?;
-    let numkeys = match args::int(argv.get(2)) {
-        Ok(n) if n > 0 => n as usize,
-        _ => return Err(Error::err("numkeys should be greater than 0")),
-    };
-    if numkeys as u64 + 4 > argv.len() as u64 {
-        return Err(Error::Syntax);
-    }
-    let where_idx = 3 + numkeys;
-    let max = match argv.get(where_idx) {
-        w if args::is(w, "min") => false,
-        w if args::is(w, "max") => true,
-        _ => return Err(Error::Syntax),
-    };
-    let mut count = 1usize;
-    let mut j = where_idx + 1;
-    let mut seen_count = false;
-    while j < argv.len() {
-        if !seen_count && args::is(argv.get(j), "count") && j + 1 < argv.len() {
-            count = match args::int(argv.get(j + 1)) {
-                Ok(n) if n > 0 => n as usize,
-                _ => return Err(Error::err("count should be greater than 0")),
-            };
-            seen_count = true;
-            j += 2;
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let (numkeys, max, count) = super::zset::parse_mpop(argv, 2)?;
     let db = ctx.db();
     for i in 0..numkeys {
         let key = argv.get(3 + i);

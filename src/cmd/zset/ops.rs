@@ -434,19 +434,22 @@ pub(super) fn zintercard(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     combine(ctx, &argv, 1, None, Op::Inter, true)
 }
 
-/// ZMPOP numkeys key... MIN|MAX [COUNT count]: pops from the first key
-/// that holds a sorted set; replies [key, [[member, score]...]] or a null
-/// array when every key is missing.
-pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let numkeys = match args::int(argv.get(1)) {
+/// Parses `numkeys key... MIN|MAX [COUNT count]` starting with numkeys at
+/// `argv[first]` (ZMPOP and BZMPOP): the key count, whether to pop the
+/// highest scores, and the count.
+pub(in crate::cmd) fn parse_mpop(
+    argv: Argv<'_>,
+    first: usize,
+) -> Result<(usize, bool, usize), Error> {
+    let numkeys = match args::int(argv.get(first)) {
         Ok(n) if n > 0 => n as usize,
         _ => return Err(Error::err("numkeys should be greater than 0")),
     };
     // numkeys, keys, MIN|MAX at least.
-    if numkeys as u64 + 3 > argv.len() as u64 {
+    if numkeys as u64 + first as u64 + 2 > argv.len() as u64 {
         return Err(Error::Syntax);
     }
-    let where_idx = 2 + numkeys;
+    let where_idx = first + 1 + numkeys;
     let max = match argv.get(where_idx) {
         w if args::is(w, "min") => false,
         w if args::is(w, "max") => true,
@@ -467,6 +470,14 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
+    Ok((numkeys, max, count))
+}
+
+/// ZMPOP numkeys key... MIN|MAX [COUNT count]: pops from the first key
+/// that holds a sorted set; replies [key, [[member, score]...]] or a null
+/// array when every key is missing.
+pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let (numkeys, max, count) = parse_mpop(argv, 1)?;
     let db = ctx.db();
     for i in 0..numkeys {
         let key = argv.get(2 + i);
