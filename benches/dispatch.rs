@@ -12,7 +12,7 @@ use ferrokv::net::request::OwnedArgv;
 
 fn dispatch(c: &mut Criterion) {
     let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = ferrokv::exec::client::ConnTx::detached();
     let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
     let mut client = Client::new(1, addr, addr, tx, 0);
     client.authenticated = true;

@@ -16,7 +16,7 @@ fn main() {
     let mode = args.next().unwrap_or_else(|| "eval".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = ferrokv::exec::client::ConnTx::detached();
     let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
     let mut client = Client::new(1, addr, addr, tx, 0);
     client.authenticated = true;

@@ -2,13 +2,14 @@
 //!
 //! Data flows in one direction:
 //!
-//! - [`net`]: the listener and one task per connection. Each read is framed
-//!   into a batch of commands (RESP arrays or inline lines) and handed to the
-//!   executor in one message; replies come back as bytes to write.
+//! - [`net`]: the event loop's sockets (mio). Each read is framed into a
+//!   batch of commands (RESP arrays or inline lines) and handed to the
+//!   executor whole, on the same thread; replies come back as bytes to
+//!   write.
 //! - [`cmd`]: the command table (arity, flags and key positions captured from
 //!   Redis 7.0) and one file per command family.
-//! - [`exec`]: the keyspace executor, a single thread that alone owns the
-//!   data, runs every command in order and drives timers (active expiry).
+//! - [`exec`]: the keyspace executor, which alone owns the data, runs every
+//!   command in order and drives timers (active expiry).
 //! - [`store`]: databases, values and expiry.
 //! - [`persist`]: RDB snapshots (SAVE/BGSAVE, load on start).
 //!
@@ -25,7 +26,9 @@ pub mod script;
 pub mod store;
 pub mod util;
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -36,7 +39,7 @@ use exec::{Executor, Shared};
 /// the server.
 pub const REDIS_VERSION: &str = "7.0.15";
 
-/// Stack of the executor thread: scripts recurse through Rust (cjson
+/// Stack of the event loop's thread: scripts recurse through Rust (cjson
 /// encodes 1000 levels deep, replies nest), so it gets more than the
 /// default 2 MiB.
 const EXEC_STACK: usize = 64 * 1024 * 1024;
@@ -48,65 +51,59 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Server {
     /// Addresses bound.
     pub addrs: Vec<SocketAddr>,
+    handle: ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Asks a running server to stop, from any thread (signals).
+#[derive(Clone)]
+pub struct ServerHandle {
     shared: Arc<Shared>,
-    executor: Option<std::thread::JoinHandle<()>>,
+    waker: Arc<mio::Waker>,
+}
+
+impl ServerHandle {
+    /// Stops the server as SIGTERM (or SIGINT) does: the event loop logs
+    /// the signal and shuts down, saving when save rules are set.
+    pub fn signal(&self, signo: i32) {
+        self.shared.signal.store(signo, Ordering::SeqCst);
+        if let Err(e) = self.waker.wake() {
+            tracing::warn!("cannot wake the event loop: {e}");
+        }
+    }
 }
 
 impl Server {
-    /// Binds the configured addresses and starts the executor thread and the
-    /// accept loops on the current tokio runtime.
-    pub async fn start(config: Config) -> std::io::Result<Server> {
-        Self::start_with_file(config, None).await
+    /// Binds the configured addresses, loads the data and starts the event
+    /// loop on a thread of its own.
+    pub fn start(config: Config) -> std::io::Result<Server> {
+        Self::start_with_file(config, None)
     }
 
     /// As [`Server::start`], remembering the config file path for INFO.
-    pub async fn start_with_file(
-        config: Config,
-        config_file: Option<String>,
-    ) -> std::io::Result<Server> {
+    pub fn start_with_file(config: Config, config_file: Option<String>) -> std::io::Result<Server> {
         tune_allocator();
-        let listeners = net::listener::bind_all(&config.bind, config.port).await?;
-        let addrs: Vec<SocketAddr> = listeners
-            .iter()
-            .filter_map(net::listener::local_addr)
-            .collect();
-        let port = addrs.first().map_or(config.port, |a| a.port());
-        let shared = Arc::new(Shared::default());
-        shared
-            .proto_max_bulk_len
-            .store(config.proto_max_bulk_len, Ordering::Relaxed);
-        shared
-            .maxclients
-            .store(config.maxclients, Ordering::Relaxed);
-        shared
-            .auth_required
-            .store(config.requirepass.is_some(), Ordering::Relaxed);
-        shared
-            .protected_mode
-            .store(config.protected_mode, Ordering::Relaxed);
-        shared
-            .query_buffer_limit
-            .store(config.client_query_buffer_limit as usize, Ordering::Relaxed);
         let (tx, rx) = std::sync::mpsc::channel();
-        let mut executor = Executor::new(config, shared.clone(), port);
-        executor.server.config_file = config_file;
-        if executor.server.config.appendonly {
-            persist::aof_load::load_on_start(&mut executor.store, &mut executor.server)?;
-        } else {
-            persist::load_on_start(&mut executor.store, &mut executor.server)?;
-        }
-        let handle = std::thread::Builder::new()
-            .name("ferrokv-exec".into())
+        let thread = std::thread::Builder::new()
+            .name("ferrokv".into())
             .stack_size(EXEC_STACK)
-            .spawn(move || executor.run(rx))?;
-        let ctl = net::listener::Listeners::start(listeners, tx, &shared);
-        if let Ok(mut slot) = shared.listeners.lock() {
-            *slot = Some(ctl);
-        }
+            .spawn(move || match prepare(config, config_file) {
+                Ok((executor, net, handle)) => {
+                    let addrs = net.local_addrs();
+                    let _ = tx.send(Ok((addrs, handle)));
+                    executor.run(Rc::new(RefCell::new(net)));
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            })?;
+        let (addrs, handle) = rx
+            .recv()
+            .map_err(|e| std::io::Error::other(e.to_string()))??;
         Ok(Server {
             addrs,
-            shared,
-            executor: Some(handle),
+            handle,
+            thread: Some(thread),
         })
     }
 
@@ -115,39 +112,61 @@ impl Server {
         self.addrs.first().map_or(0, |a| a.port())
     }
 
-    /// Waits until the server shuts down (SHUTDOWN command or signal).
-    pub async fn wait(&self) {
-        loop {
-            let notified = self.shared.shutdown.notified();
-            if self.shared.shutting_down.load(Ordering::SeqCst) {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Stops the server as SHUTDOWN does (used on SIGTERM/SIGINT); returns
-    /// once the executor has stopped.
-    pub async fn shutdown(&self) {
-        if let Ok(slot) = self.shared.listeners.lock() {
-            if let Some(l) = slot.as_ref() {
-                l.request_shutdown();
-            }
-        }
-        self.wait().await;
+    /// A handle to stop the server from another thread.
+    pub fn handle(&self) -> ServerHandle {
+        self.handle.clone()
     }
 
     /// True once shutdown began.
     pub fn is_shut_down(&self) -> bool {
-        self.shared.shutting_down.load(Ordering::SeqCst)
+        self.handle.shared.shutting_down.load(Ordering::SeqCst)
     }
 
-    /// Joins the executor thread after shutdown.
+    /// Waits until the server has stopped (SHUTDOWN or a signal).
     pub fn join(mut self) {
-        if let Some(h) = self.executor.take() {
+        if let Some(h) = self.thread.take() {
             let _ = h.join();
         }
     }
+}
+
+/// Binds, builds the executor and loads the data set, on the thread that
+/// will run the event loop.
+fn prepare(
+    config: Config,
+    config_file: Option<String>,
+) -> std::io::Result<(Executor, net::event_loop::Net, ServerHandle)> {
+    let listeners = net::listener::bind_all(&config.bind, config.port)?;
+    let shared = Arc::new(Shared::default());
+    shared
+        .proto_max_bulk_len
+        .store(config.proto_max_bulk_len, Ordering::Relaxed);
+    shared
+        .maxclients
+        .store(config.maxclients, Ordering::Relaxed);
+    shared
+        .auth_required
+        .store(config.requirepass.is_some(), Ordering::Relaxed);
+    shared
+        .protected_mode
+        .store(config.protected_mode, Ordering::Relaxed);
+    shared
+        .query_buffer_limit
+        .store(config.client_query_buffer_limit as usize, Ordering::Relaxed);
+    let net = net::event_loop::Net::new(listeners, shared.clone())?;
+    let port = net.local_addrs().first().map_or(config.port, |a| a.port());
+    let handle = ServerHandle {
+        shared: shared.clone(),
+        waker: net.waker(),
+    };
+    let mut executor = Executor::new(config, shared, port);
+    executor.server.config_file = config_file;
+    if executor.server.config.appendonly {
+        persist::aof_load::load_on_start(&mut executor.store, &mut executor.server)?;
+    } else {
+        persist::load_on_start(&mut executor.store, &mut executor.server)?;
+    }
+    Ok((executor, net, handle))
 }
 
 /// How long jemalloc keeps freed (dirty) pages before returning them to the
@@ -182,37 +201,8 @@ fn tune_allocator() {
     }
 }
 
-/// Starts a server on its own runtime in a background thread (for tests and
-/// embedding); returns its port. The server lives until SHUTDOWN.
+/// Starts a server in a background thread (for tests and embedding);
+/// returns its port. The server lives until SHUTDOWN.
 pub fn spawn_background(config: Config) -> std::io::Result<u16> {
-    let (ptx, prx) = std::sync::mpsc::channel();
-    let threads = config.io_threads.max(1);
-    std::thread::Builder::new()
-        .name("ferrokv-net".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ptx.send(Err(e));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                match Server::start(config).await {
-                    Ok(server) => {
-                        let _ = ptx.send(Ok(server.port()));
-                        server.wait().await;
-                    }
-                    Err(e) => {
-                        let _ = ptx.send(Err(e));
-                    }
-                }
-            });
-        })?;
-    prx.recv()
-        .map_err(|e| std::io::Error::other(e.to_string()))?
+    Server::start(config).map(|s| s.port())
 }

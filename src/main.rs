@@ -8,6 +8,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use ferrokv::config::cli::{self, Action};
 use ferrokv::config::{file, Config};
 use ferrokv::Server;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 fn main() {
     let (file_path, from_stdin, options) = match cli::parse(std::env::args().skip(1).collect()) {
@@ -55,86 +57,49 @@ fn main() {
             tracing::warn!("Failed to write PID file: {e}");
         }
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.io_threads.max(1))
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    // Handlers go in before the port opens, so a SIGTERM sent as soon as
+    // clients can connect is already a graceful shutdown.
+    let signals = match Signals::new([SIGTERM, SIGINT]) {
+        Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
+            tracing::warn!("cannot install signal handlers: {e}");
+            None
+        }
+    };
+    let server = match Server::start_with_file(config, config_file) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("{e}");
             std::process::exit(1);
         }
     };
-    let code = rt.block_on(async move {
-        // Handlers go in before the port opens, so a SIGTERM sent as soon
-        // as clients can connect is already a graceful shutdown.
-        let signals = Signals::install();
-        let server = match Server::start_with_file(config, config_file).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("{e}");
-                return 1;
-            }
-        };
-        tracing::info!(
-            "ferrokv {} (Redis {} compatible) started, port={} pid={}",
-            ferrokv::VERSION,
-            ferrokv::REDIS_VERSION,
-            server.port(),
-            std::process::id()
-        );
-        tracing::info!("Ready to accept connections");
-        signals.wait(&server).await;
-        tracing::info!("ferrokv is now ready to exit, bye bye...");
-        0
-    });
+    tracing::info!(
+        "ferrokv {} (Redis {} compatible) started, port={} pid={}",
+        ferrokv::VERSION,
+        ferrokv::REDIS_VERSION,
+        server.port(),
+        std::process::id()
+    );
+    tracing::info!("Ready to accept connections");
+    if let Some(mut signals) = signals {
+        let handle = server.handle();
+        // Forwards SIGTERM/SIGINT to the event loop, which logs them and
+        // shuts down as SHUTDOWN does.
+        let forward = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    handle.signal(sig);
+                }
+            });
+        if let Err(e) = forward {
+            tracing::warn!("cannot watch signals: {e}");
+        }
+    }
+    server.join();
+    tracing::info!("ferrokv is now ready to exit, bye bye...");
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }
-    std::process::exit(code);
-}
-
-/// SIGTERM and SIGINT listeners.
-struct Signals {
-    #[cfg(unix)]
-    unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
-}
-
-impl Signals {
-    fn install() -> Signals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let unix = match (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) {
-                (Ok(t), Ok(i)) => Some((t, i)),
-                _ => None,
-            };
-            Signals { unix }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// Returns on SHUTDOWN, SIGINT or SIGTERM.
-    async fn wait(self, server: &Server) {
-        #[cfg(unix)]
-        if let Some((mut term, mut int)) = self.unix {
-            tokio::select! {
-                _ = server.wait() => return,
-                _ = term.recv() => tracing::warn!("Received SIGTERM scheduling shutdown..."),
-                _ = int.recv() => tracing::warn!("Received SIGINT scheduling shutdown..."),
-            }
-            server.shutdown().await;
-            return;
-        }
-        tokio::select! {
-            _ = server.wait() => return,
-            _ = tokio::signal::ctrl_c() => tracing::warn!("Received SIGINT scheduling shutdown..."),
-        }
-        server.shutdown().await;
-    }
+    std::process::exit(0);
 }

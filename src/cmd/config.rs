@@ -141,13 +141,11 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         } else {
             cur.port
         };
-        let shared = ctx.server.shared.clone();
-        let mut slot = shared
-            .listeners
-            .lock()
-            .map_err(|_| set_failed(registered, why))?;
-        if let Some(l) = slot.as_mut() {
-            match l.rebind(&shared, &next.bind, next.port, (&cur.bind, old_port)) {
+        if let Some(net) = ctx.server.net.clone() {
+            let rebound = net
+                .borrow_mut()
+                .rebind(&next.bind, next.port, (&cur.bind, old_port));
+            match rebound {
                 Ok(port) => ctx.server.port = port,
                 Err(e) => {
                     tracing::warn!("Failed to listen: {e}");

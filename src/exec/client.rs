@@ -2,11 +2,11 @@
 //! selected database, protocol, name, auth, reply mode and connection facts
 //! for CLIENT LIST.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::multi::MultiState;
 use crate::net::request::Batch;
@@ -29,19 +29,60 @@ pub enum ToConn {
     Close,
 }
 
-/// Output queued for a connection outside replies (pub/sub messages),
-/// shared by the executor (which adds) and the connection task (which
-/// subtracts once written), so slow subscribers can be cut off.
+/// Messages for connections, tagged with the client id, in the order the
+/// executor produced them. The event loop drains it after every request;
+/// both sides run on the same thread, so nothing waits or wakes.
+pub type Outbox = Rc<RefCell<Vec<(u64, ToConn)>>>;
+
+/// A client's way to its connection: messages go to the event loop's
+/// outbox under the client's id.
+#[derive(Clone)]
+pub struct ConnTx {
+    id: u64,
+    outbox: Option<Outbox>,
+}
+
+impl ConnTx {
+    /// Messages for connection `id`, delivered through `outbox`.
+    pub fn new(id: u64, outbox: Outbox) -> Self {
+        ConnTx {
+            id,
+            outbox: Some(outbox),
+        }
+    }
+
+    /// For clients without a connection (scripts, AOF loading, tests):
+    /// every message is dropped.
+    pub fn detached() -> Self {
+        ConnTx {
+            id: 0,
+            outbox: None,
+        }
+    }
+
+    /// Queues `msg` for the connection; fails when there is none.
+    pub fn send(&self, msg: ToConn) -> Result<(), ToConn> {
+        match &self.outbox {
+            Some(o) => {
+                o.borrow_mut().push((self.id, msg));
+                Ok(())
+            }
+            None => Err(msg),
+        }
+    }
+}
+
+/// Output queued for a connection and not yet written, shared by the
+/// executor (which adds pub/sub messages) and the event loop (which sets
+/// what is left after each write), so slow subscribers can be cut off.
 #[derive(Default)]
 pub struct OutQueue {
-    /// Bytes sent as [`ToConn::Push`] and not yet written.
+    /// Bytes queued and not yet written.
     pub pending: AtomicUsize,
     /// Unix ms since when `pending` is over the soft limit (0: not over).
     pub soft_since: AtomicU64,
     /// Set when the client is being closed for its output.
     pub killed: AtomicBool,
-    /// Wakes the connection task out of a write that cannot finish.
-    pub kill: tokio::sync::Notify,
 }
 
 /// What CLIENT REPLY set.
@@ -101,7 +142,7 @@ pub struct Client {
     /// Close once the current reply is written.
     pub close_after_reply: bool,
     /// Channel to the connection task.
-    pub tx: UnboundedSender<ToConn>,
+    pub tx: ConnTx,
     /// Bytes of the query buffer (CLIENT LIST `qbuf`), as last reported.
     pub qbuf: usize,
     /// Kind for CLIENT KILL TYPE.
@@ -118,13 +159,7 @@ pub struct Client {
 
 impl Client {
     /// A fresh client in database 0 speaking RESP2.
-    pub fn new(
-        id: u64,
-        addr: SocketAddr,
-        laddr: SocketAddr,
-        tx: UnboundedSender<ToConn>,
-        now_ms: u64,
-    ) -> Self {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, tx: ConnTx, now_ms: u64) -> Self {
         Client {
             id,
             db: 0,

@@ -1,7 +1,8 @@
-//! The keyspace executor: one thread that alone owns the data. Connection
-//! tasks hand it whole batches of parsed commands ([`Request::Batch`]); it
-//! runs them in order, writes the replies into the batch's output buffer and
-//! sends the batch back. Nothing else touches the store, so nothing locks.
+//! The keyspace executor: it alone owns the data. The event loop on the
+//! same thread (`net/event_loop.rs`) hands it whole batches of parsed
+//! commands ([`Request::Batch`]); it runs them in order, writes the replies
+//! into the batch's output buffer and sends the batch back. Nothing else
+//! touches the store, so nothing locks.
 //!
 //! The loop also drives timers: the active expiry cycle at `hz`, and
 //! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and
@@ -15,22 +16,21 @@ pub mod multi;
 pub mod pause;
 pub mod pubsub;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc::UnboundedSender;
-
-use self::client::{Client, ToConn};
+use self::client::{Client, ConnTx, ToConn};
 use crate::cmd::table::CommandTable;
 use crate::config::Config;
 use crate::net::request::Batch;
 use crate::store::Store;
 
-/// A message from a connection task to the executor.
+/// A message from the network to the executor.
 pub enum Request {
     /// A client connected.
     Connect {
@@ -40,13 +40,13 @@ pub enum Request {
         addr: SocketAddr,
         /// Local address.
         laddr: SocketAddr,
-        /// Channel for replies.
-        tx: UnboundedSender<ToConn>,
-        /// Authentication state shared with the connection task.
+        /// Where its replies go.
+        tx: ConnTx,
+        /// Authentication state shared with the connection.
         auth: Arc<AtomicBool>,
         /// The socket's file descriptor (CLIENT LIST).
         fd: i64,
-        /// Pub/sub output shared with the connection task.
+        /// Output accounting shared with the connection.
         outq: Arc<client::OutQueue>,
     },
     /// Commands parsed from one read.
@@ -96,12 +96,10 @@ pub struct Shared {
     pub protected_mode: AtomicBool,
     /// Set when the server is shutting down.
     pub shutting_down: AtomicBool,
-    /// Wakes the listener when the server shuts down.
-    pub shutdown: tokio::sync::Notify,
+    /// A signal (SIGTERM/SIGINT number) waiting for the event loop.
+    pub signal: AtomicI32,
     /// Ids for new clients.
     pub next_client_id: AtomicU64,
-    /// The accept loops, for CONFIG SET port/bind.
-    pub listeners: std::sync::Mutex<Option<crate::net::listener::Listeners>>,
 }
 
 impl Shared {
@@ -168,9 +166,10 @@ pub struct ServerState {
     /// taken out while a script runs, so the script can reach the rest of
     /// the server state.
     pub scripting: crate::script::EngineSlot,
-    /// The request channel, kept here so a long-running script can answer
-    /// other clients with -BUSY (Redis's processEventsWhileBlocked).
-    pub inbox: Option<Receiver<Request>>,
+    /// The network side of the event loop, kept here so a long-running
+    /// script can answer other clients with -BUSY (Redis's
+    /// processEventsWhileBlocked) and CONFIG SET can rebind.
+    pub net: Option<Rc<RefCell<crate::net::event_loop::Net>>>,
     /// RDB save state (INFO persistence).
     pub persist: crate::persist::PersistState,
     /// Pub/sub channels, patterns and their subscribers.
@@ -188,7 +187,7 @@ impl ServerState {
         id: u64,
         addr: SocketAddr,
         laddr: SocketAddr,
-        tx: UnboundedSender<ToConn>,
+        tx: ConnTx,
         auth: Arc<AtomicBool>,
         fd: i64,
         outq: Arc<client::OutQueue>,
@@ -242,7 +241,7 @@ impl Executor {
                     .unwrap_or_default(),
                 blocking: blocking::Blocking::default(),
                 scripting: crate::script::EngineSlot::default(),
-                inbox: None,
+                net: None,
                 persist: Default::default(),
                 pubsub: pubsub::PubSub::default(),
                 aof: Default::default(),
@@ -251,43 +250,46 @@ impl Executor {
         }
     }
 
-    /// Runs until every connection sender is gone or SHUTDOWN is called.
-    pub fn run(mut self, rx: Receiver<Request>) {
-        self.server.inbox = Some(rx);
+    /// Runs the event loop until SHUTDOWN or a signal: poll the sockets,
+    /// serve what arrived, run the timers, write the replies.
+    pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
+        self.server.net = Some(net.clone());
         loop {
-            let timeout = self.next_timeout();
-            match self.recv(Some(timeout)) {
-                Ok(req) => {
-                    self.handle(req);
-                    // Drain what else is queued before looking at timers.
-                    while let Ok(req) = self.recv(None) {
-                        self.handle(req);
-                        if self.server.shutdown {
-                            break;
-                        }
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+            let mut timeout = self.next_timeout();
+            if let Some(t) = net.borrow().timeout_hint() {
+                timeout = timeout.min(t);
             }
+            net.borrow_mut().poll(timeout);
+            self.serve(&net);
+            if !self.server.shutdown {
+                self.expire_blocked();
+                self.timers();
+                net.borrow_mut().deliver();
+                self.serve(&net);
+            }
+            net.borrow_mut().flush();
             if self.server.shutdown {
                 break;
             }
-            self.expire_blocked();
-            self.timers();
         }
         self.stop();
+        net.borrow_mut().close_all();
+        self.server.net = None;
     }
 
-    /// The next request: waits up to `timeout`, or only takes what is
-    /// queued when `timeout` is None.
-    fn recv(&self, timeout: Option<Duration>) -> Result<Request, RecvTimeoutError> {
-        let Some(rx) = self.server.inbox.as_ref() else {
-            return Err(RecvTimeoutError::Disconnected);
-        };
-        match timeout {
-            Some(t) => rx.recv_timeout(t),
-            None => rx.try_recv().map_err(|_| RecvTimeoutError::Timeout),
+    /// Handles every queued request, applying the executor's answers after
+    /// each (a connection whose batch came back may queue its next one).
+    fn serve(&mut self, net: &RefCell<crate::net::event_loop::Net>) {
+        loop {
+            let req = net.borrow_mut().next_request();
+            let Some(req) = req else {
+                return;
+            };
+            self.handle(req);
+            net.borrow_mut().deliver();
+            if self.server.shutdown {
+                return;
+            }
         }
     }
 
@@ -409,12 +411,5 @@ impl Executor {
             let _ = c.tx.send(ToConn::Close);
         }
         self.server.clients.clear();
-        // Dropping the accept loops' controller stops them and closes the
-        // listening sockets.
-        if let Ok(mut l) = self.server.shared.listeners.lock() {
-            l.take();
-        }
-        self.server.shared.shutdown.notify_waiters();
-        self.server.shared.shutdown.notify_one();
     }
 }

@@ -350,7 +350,6 @@ fn deliver(c: &Client, bytes: &[u8], limits: Limits) {
             "closing client that reached max output buffer limits (pubsub)"
         );
         q.killed.store(true, Ordering::Relaxed);
-        q.kill.notify_one();
         let _ = c.tx.send(ToConn::Close);
         return;
     }

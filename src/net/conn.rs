@@ -1,208 +1,225 @@
-//! One task per client connection: read into a buffer, parse every complete
-//! command, hand the whole batch to the executor (one hand-off per read),
-//! write the replies it sends back. While the executor holds a batch the
-//! task keeps watching the socket, so a client that disconnects while
-//! blocked is noticed.
+//! One client connection as the event loop sees it: the socket, the query
+//! buffer with its incremental parser, and the output not yet written.
+//!
+//! Each read is framed into one [`Batch`] that goes to the executor whole
+//! (one hand-off per read); while it is away (running, or parked by a
+//! blocking command or CLIENT PAUSE) the connection keeps reading, so a
+//! client that disconnects is noticed, and parses again once the replies
+//! are back.
 
+use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::mpsc::unbounded_channel;
+use mio::net::TcpStream;
 
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
-use crate::exec::client::{OutQueue, ToConn};
-use crate::exec::{Request, Shared};
+use crate::exec::client::OutQueue;
+use crate::exec::Shared;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
 /// (this default applies until the config sets the shared value).
 const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
 
-fn query_buffer_limit(shared: &Shared) -> usize {
+/// Bytes each read asks for at least (Redis's PROTO_IOBUF_LEN).
+const READ_CHUNK: usize = 16 * 1024;
+
+/// The client-query-buffer-limit in effect.
+pub fn query_buffer_limit(shared: &Shared) -> usize {
     match shared.query_buffer_limit.load(Ordering::Relaxed) {
         0 => QUERY_BUFFER_LIMIT,
         n => n,
     }
 }
 
-/// Serves one client until it disconnects, is killed, or the server stops.
-pub async fn serve(
-    mut sock: TcpStream,
-    addr: SocketAddr,
-    exec: Sender<Request>,
-    shared: Arc<Shared>,
-) {
-    let id = shared.new_client_id();
-    let laddr = sock.local_addr().unwrap_or(addr);
-    let _ = sock.set_nodelay(true);
-    let (tx, mut rx) = unbounded_channel();
-    // The executor flips this on AUTH/HELLO AUTH/RESET; until then the
-    // parser applies Redis's limits for unauthenticated clients.
-    let auth = Arc::new(AtomicBool::new(
-        !shared.auth_required.load(Ordering::Relaxed),
-    ));
-    #[cfg(unix)]
-    let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
-    #[cfg(not(unix))]
-    let fd = -1;
-    let outq = Arc::new(OutQueue::default());
-    if exec
-        .send(Request::Connect {
-            id,
+/// What a read found.
+pub enum ReadOutcome {
+    /// Bytes arrived; `drained` when the socket had no more at that moment.
+    Data {
+        /// Bytes read.
+        n: usize,
+        /// The read was short, so the socket is empty until the next
+        /// readiness event.
+        drained: bool,
+    },
+    /// Nothing to read now.
+    WouldBlock,
+    /// The peer closed the connection or the socket failed.
+    Closed,
+}
+
+/// One client connection.
+pub struct Conn {
+    /// The socket.
+    pub sock: TcpStream,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Bytes read and not yet handed to the executor.
+    pub inbuf: BytesMut,
+    /// Progress through `inbuf`.
+    pub parser: RequestParser,
+    /// Commands parsed and not yet dispatched (its buffers are reused).
+    pub batch: Batch,
+    /// The reply buffer that goes with the next batch.
+    pub out: Vec<u8>,
+    /// Output not yet written: `wbuf[wpos..]`.
+    pub wbuf: Vec<u8>,
+    /// Written prefix of `wbuf`.
+    pub wpos: usize,
+    /// A batch is at the executor.
+    pub in_flight: bool,
+    /// The peer closed its side (or the socket failed).
+    pub eof: bool,
+    /// A protocol error to report once earlier commands are answered.
+    pub error: Option<ProtocolError>,
+    /// Close once `wbuf` is written (QUIT, protocol error, CLIENT KILL of
+    /// itself).
+    pub closing: bool,
+    /// The socket may hold unread bytes (the last read filled its buffer).
+    pub readable: bool,
+    /// Registered for writability because a write could not finish.
+    pub want_write: bool,
+    /// Listed for the next flush.
+    pub dirty: bool,
+    /// Authentication state, flipped by the executor (AUTH/HELLO/RESET);
+    /// until set the parser applies Redis's limits for unauthenticated
+    /// clients.
+    pub auth: Arc<AtomicBool>,
+    /// Output accounting shared with the executor.
+    pub outq: Arc<OutQueue>,
+}
+
+impl Conn {
+    /// A new connection.
+    pub fn new(sock: TcpStream, addr: SocketAddr, auth: Arc<AtomicBool>) -> Self {
+        Conn {
+            sock,
             addr,
-            laddr,
-            tx,
-            auth: auth.clone(),
-            fd,
-            outq: outq.clone(),
-        })
-        .is_err()
-    {
-        return;
-    }
-    let mut inbuf = BytesMut::with_capacity(16 * 1024);
-    let mut parser = RequestParser::default();
-    let mut batch = Batch::default();
-    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
-    // A batch is at the executor; its buffers come back with the replies.
-    let mut in_flight = false;
-    let mut spare: Option<(Batch, Vec<u8>)> = None;
-    let mut pending_error: Option<ProtocolError> = None;
-    let mut eof = false;
-    let mut disconnect_sent = false;
-    'conn: loop {
-        // Dispatch what is parsed when nothing is in flight.
-        if !in_flight {
-            if let Some((b, o)) = spare.take() {
-                batch = b;
-                out = o;
-            }
-            if !batch.is_empty() {
-                let n = parser.consumed();
-                batch.input = inbuf.split_to(n).freeze();
-                parser.rebase(n);
-                let qbuf = inbuf.len();
-                let b = std::mem::take(&mut batch);
-                let o = std::mem::take(&mut out);
-                if exec
-                    .send(Request::Batch {
-                        id,
-                        batch: b,
-                        out: o,
-                        qbuf,
-                    })
-                    .is_err()
-                {
-                    break;
-                }
-                in_flight = true;
-            } else if let Some(e) = pending_error.take() {
-                let _ = sock.write_all(&e.line()).await;
-                break;
-            } else if eof {
-                break;
-            }
+            inbuf: BytesMut::with_capacity(READ_CHUNK),
+            parser: RequestParser::default(),
+            batch: Batch::default(),
+            out: Vec::with_capacity(READ_CHUNK),
+            wbuf: Vec::with_capacity(READ_CHUNK),
+            wpos: 0,
+            in_flight: false,
+            eof: false,
+            error: None,
+            closing: false,
+            readable: false,
+            want_write: false,
+            dirty: false,
+            auth,
+            outq: Arc::new(OutQueue::default()),
         }
-        let limit = query_buffer_limit(&shared);
-        let can_read = !eof && pending_error.is_none() && inbuf.len() < limit;
-        tokio::select! {
-            msg = rx.recv() => match msg {
-                Some(ToConn::Replies { batch: b, out: o, close }) => {
-                    in_flight = false;
-                    if !o.is_empty() {
-                        shared.net_output_bytes.fetch_add(o.len() as u64, Ordering::Relaxed);
-                        if !write(&mut sock, &o, &outq).await {
-                            break 'conn;
-                        }
-                    }
-                    if close || disconnect_sent {
-                        break 'conn;
-                    }
-                    let mut o = o;
-                    o.clear();
-                    spare = Some((b, o));
-                    // Parse what arrived while the batch was away.
-                    if let Some((ref mut b, _)) = spare {
-                        if let Err(e) = parse(&mut parser, &inbuf, b, &shared, &auth) {
-                            pending_error = Some(e);
-                        }
-                    }
-                }
-                Some(ToConn::Push(bytes)) => {
-                    shared.net_output_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                    let ok = write(&mut sock, &bytes, &outq).await;
-                    outq.pending.fetch_sub(bytes.len(), Ordering::Relaxed);
-                    if !ok {
-                        break 'conn;
-                    }
-                }
-                Some(ToConn::Close) | None => break 'conn,
-            },
-            r = sock.read_buf(&mut inbuf), if can_read => match r {
-                Ok(0) | Err(_) => {
-                    eof = true;
-                    if in_flight {
-                        // Tell the executor now, so a blocked command is
-                        // forgotten; replies already made still arrive
-                        // (the channel closes once they are drained).
-                        let _ = exec.send(Request::Disconnect { id });
-                        disconnect_sent = true;
-                    }
-                }
+    }
+
+    /// One read into the query buffer.
+    pub fn read(&mut self) -> ReadOutcome {
+        // Grow with the buffer, so a large argument arriving in many reads
+        // costs few system calls.
+        let want = READ_CHUNK.max(self.inbuf.len().min(1 << 20));
+        if self.inbuf.capacity() - self.inbuf.len() < want / 2 {
+            self.inbuf.reserve(want);
+        }
+        let spare = self.inbuf.spare_capacity_mut();
+        let room = spare.len();
+        // SAFETY: `read` only writes into the slice and reports how many
+        // bytes it wrote; those bytes are then initialized, which is what
+        // `set_len` below relies on.
+        let buf = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), room) };
+        loop {
+            return match self.sock.read(buf) {
+                Ok(0) => ReadOutcome::Closed,
                 Ok(n) => {
-                    shared.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    if !in_flight {
-                        if let Err(e) = parse(&mut parser, &inbuf, &mut batch, &shared, &auth) {
-                            pending_error = Some(e);
-                        }
+                    // SAFETY: `n` bytes past the old length were just written.
+                    unsafe { self.inbuf.set_len(self.inbuf.len() + n) };
+                    ReadOutcome::Data {
+                        n,
+                        drained: n < room,
                     }
                 }
-            },
-        }
-        if inbuf.len() >= limit && !in_flight && batch.is_empty() {
-            tracing::warn!(
-                client = id,
-                "closing client that reached the query buffer limit"
-            );
-            break;
+                Err(e) if e.kind() == ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => ReadOutcome::Closed,
+            };
         }
     }
-    if !disconnect_sent {
-        let _ = exec.send(Request::Disconnect { id });
-    }
-    let _ = sock.shutdown().await;
-    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
-}
 
-/// Writes `bytes` unless the executor closes the client meanwhile (a
-/// subscriber past its output limit may never read again).
-async fn write(sock: &mut TcpStream, bytes: &[u8], outq: &OutQueue) -> bool {
-    if outq.killed.load(Ordering::Relaxed) {
-        return false;
+    /// Frames what is buffered into `batch`; an error is kept for after
+    /// the commands before it.
+    pub fn parse(&mut self, shared: &Shared) {
+        if self.error.is_some() {
+            return;
+        }
+        let limits = Limits {
+            max_bulk: shared.proto_max_bulk_len.load(Ordering::Relaxed),
+            // Redis's authRequired(): a password is configured and this
+            // client has not authenticated yet.
+            unauthenticated: shared.auth_required.load(Ordering::Relaxed)
+                && !self.auth.load(Ordering::Relaxed),
+        };
+        if let Err(e) = self.parser.parse(&self.inbuf, &mut self.batch, limits) {
+            self.error = Some(e);
+        }
     }
-    tokio::select! {
-        r = sock.write_all(bytes) => r.is_ok(),
-        _ = outq.kill.notified() => false,
-    }
-}
 
-fn parse(
-    parser: &mut RequestParser,
-    buf: &[u8],
-    batch: &mut Batch,
-    shared: &Shared,
-    auth: &AtomicBool,
-) -> Result<(), ProtocolError> {
-    let limits = Limits {
-        max_bulk: shared.proto_max_bulk_len.load(Ordering::Relaxed),
-        // Redis's authRequired(): a password is configured and this client
-        // has not authenticated yet.
-        unauthenticated: shared.auth_required.load(Ordering::Relaxed)
-            && !auth.load(Ordering::Relaxed),
-    };
-    parser.parse(buf, batch, limits)
+    /// Takes the parsed batch with its input bytes and the reply buffer,
+    /// for the executor. Returns the bytes still buffered (`qbuf`).
+    pub fn take_batch(&mut self) -> (Batch, Vec<u8>, usize) {
+        let n = self.parser.consumed();
+        self.batch.input = self.inbuf.split_to(n).freeze();
+        self.parser.rebase(n);
+        self.in_flight = true;
+        let batch = std::mem::take(&mut self.batch);
+        let out = std::mem::take(&mut self.out);
+        (batch, out, self.inbuf.len())
+    }
+
+    /// Queues reply bytes, taking `out`'s buffer when nothing is pending
+    /// (no copy); returns the spare buffer for the next batch.
+    pub fn queue_output(&mut self, mut out: Vec<u8>) -> Vec<u8> {
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+            std::mem::swap(&mut self.wbuf, &mut out);
+        } else {
+            self.wbuf.extend_from_slice(&out);
+        }
+        out.clear();
+        out
+    }
+
+    /// Bytes queued and not written.
+    pub fn pending(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+
+    /// Writes what it can; Ok(n) is the number of bytes written, an error
+    /// means the connection is dead.
+    pub fn write_pending(&mut self) -> std::io::Result<usize> {
+        let start = self.wpos;
+        while self.wpos < self.wbuf.len() {
+            match self.sock.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => self.wpos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let written = self.wpos - start;
+        if self.wpos == self.wbuf.len() {
+            self.wpos = 0;
+            self.wbuf.clear();
+            // A burst (a large reply, a backlog of pub/sub messages) need
+            // not keep its buffer.
+            if self.wbuf.capacity() > 4 * 1024 * 1024 {
+                self.wbuf.shrink_to(READ_CHUNK);
+            }
+        }
+        self.outq.pending.store(self.pending(), Ordering::Relaxed);
+        Ok(written)
+    }
 }

@@ -218,7 +218,7 @@ fn replay_file(
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let data =
         std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = crate::exec::client::ConnTx::detached();
     let addr: std::net::SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut client = Client::new(0, addr, addr, tx, clock::now_ms());
     client.authenticated = true;

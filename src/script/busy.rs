@@ -4,6 +4,8 @@
 //! QUIT, AUTH, HELLO, MULTI...), which run or act on the running script.
 //! Called from the instruction-count hook on the executor thread.
 
+use std::time::Duration;
+
 use super::RunState;
 use crate::cmd::args::is;
 use crate::cmd::table::flag;
@@ -21,78 +23,89 @@ const BUSY_FUNCTION: &str =
 /// -UNKILLABLE once the script wrote.
 const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 
-/// Answers every request queued at the executor.
+/// Polls the network once and answers every request that arrived.
 pub fn process_events(run: &RunState) {
     if !run.active.get() || run.server.get().is_null() {
         return;
     }
+    // SAFETY: valid while `active` is set (see bridge.rs); the script is
+    // paused in the hook, so nothing else uses the server state.
+    let Some(net) = (unsafe { &*run.server.get() }).net.clone() else {
+        return;
+    };
+    net.borrow_mut().poll(Duration::ZERO);
     loop {
-        // SAFETY: valid while `active` is set (see bridge.rs); the script
-        // is paused in the hook, so nothing else uses the server state.
-        let server = unsafe { &mut *run.server.get() };
-        let Some(Ok(req)) = server.inbox.as_ref().map(|rx| rx.try_recv()) else {
-            return;
+        let req = net.borrow_mut().next_request();
+        let Some(req) = req else {
+            break;
         };
-        match req {
-            Request::Connect {
-                id,
-                addr,
-                laddr,
-                tx,
-                auth,
-                fd,
-                outq,
-            } => server.connect(id, addr, laddr, tx, auth, fd, outq),
-            Request::Shutdown => {
-                // A signal: stop the script and the server, as SHUTDOWN
-                // NOSAVE would.
-                server.shutdown = true;
-                run.killed.set(true);
+        // SAFETY: as above.
+        let server = unsafe { &mut *run.server.get() };
+        handle(run, server, req);
+        net.borrow_mut().deliver();
+        if run.killed.get() {
+            // The script stops now; later requests wait for it.
+            break;
+        }
+    }
+    net.borrow_mut().flush();
+}
+
+fn handle(run: &RunState, server: &mut ServerState, req: Request) {
+    match req {
+        Request::Connect {
+            id,
+            addr,
+            laddr,
+            tx,
+            auth,
+            fd,
+            outq,
+        } => server.connect(id, addr, laddr, tx, auth, fd, outq),
+        Request::Shutdown => {
+            // A signal: stop the script and the server, as SHUTDOWN
+            // NOSAVE would.
+            server.shutdown = true;
+            run.killed.set(true);
+        }
+        Request::Disconnect { id } => {
+            server.blocking.forget(id);
+            server.pubsub.forget(id);
+            if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
+                // The script's caller went away: forget it once the
+                // script returns.
+                run.caller_gone.set(true);
+            }
+        }
+        Request::Batch {
+            id,
+            mut batch,
+            mut out,
+            qbuf: _,
+        } => {
+            let Some(mut client) = server.clients.remove(&id) else {
                 return;
-            }
-            Request::Disconnect { id } => {
-                server.blocking.forget(id);
-                server.pubsub.forget(id);
-                if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
-                    // The script's caller went away: forget it once the
-                    // script returns.
-                    run.caller_gone.set(true);
+            };
+            for i in 0..batch.len() {
+                let mark = out.len();
+                let (result, close) = answer(run, server, &mut client, batch.argv(i), &mut out);
+                if let Err(e) = result {
+                    ReplyBuf::new(&mut out, client.resp3).error(&e);
                 }
-            }
-            Request::Batch {
-                id,
-                mut batch,
-                mut out,
-                qbuf: _,
-            } => {
-                let Some(mut client) = server.clients.remove(&id) else {
-                    continue;
-                };
-                for i in 0..batch.len() {
-                    let mark = out.len();
-                    let (result, close) = answer(run, server, &mut client, batch.argv(i), &mut out);
-                    if let Err(e) = result {
-                        ReplyBuf::new(&mut out, client.resp3).error(&e);
+                if close {
+                    client.close_after_reply = true;
+                    if server.shutdown {
+                        // SHUTDOWN: the connection closes without a reply.
+                        out.truncate(mark);
                     }
-                    if close {
-                        client.close_after_reply = true;
-                        if server.shutdown {
-                            // SHUTDOWN: the connection closes without a reply.
-                            out.truncate(mark);
-                        }
-                        break;
-                    }
+                    break;
                 }
-                batch.clear();
-                let close = client.close_after_reply;
-                let _ = client.tx.send(ToConn::Replies { batch, out, close });
-                if !close {
-                    server.clients.insert(id, client);
-                }
-                if run.killed.get() {
-                    // The script stops now; later requests wait for it.
-                    return;
-                }
+            }
+            batch.clear();
+            let close = client.close_after_reply;
+            let _ = client.tx.send(ToConn::Replies { batch, out, close });
+            if !close {
+                server.clients.insert(id, client);
             }
         }
     }

@@ -443,7 +443,7 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
 /// The script's client (Redis's lua_client): never connected, its channel
 /// goes nowhere.
 pub fn script_client() -> Client {
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = crate::exec::client::ConnTx::detached();
     let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
     let mut c = Client::new(0, addr, addr, tx, crate::exec::clock::now_ms());
     c.authenticated = true;

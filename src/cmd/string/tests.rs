@@ -17,7 +17,7 @@ struct Harness {
 impl Harness {
     fn new() -> Self {
         let ex = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let tx = crate::exec::client::ConnTx::detached();
         let addr = "127.0.0.1:1".parse().expect("literal address");
         let mut client = Client::new(1, addr, addr, tx, 0);
         client.authenticated = true;

@@ -1,0 +1,511 @@
+//! The event loop's network half: one mio poll over the listening sockets
+//! and every client connection, run on the executor's thread (Redis's `ae`
+//! loop). Reads become [`Request`]s queued for the executor; the executor's
+//! answers come back through the outbox ([`ToConn`]) and are written out in
+//! one pass per loop iteration.
+//!
+//! Keeping the sockets on the thread that owns the keyspace means a request
+//! costs no thread hand-off: no wake-up, no context switch. A script that
+//! runs past busy-reply-threshold polls this same loop from its hook to
+//! answer other clients (see `script/busy.rs`).
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hashbrown::HashMap;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::conn::{query_buffer_limit, Conn, ReadOutcome};
+use super::listener::{bind_all, protected_denies};
+use crate::exec::client::{ConnTx, Outbox, ToConn};
+use crate::exec::{Request, Shared};
+
+/// The waker's token (signals, [`crate::Server::shutdown`]).
+const WAKER: Token = Token(usize::MAX);
+/// Listener `i` has token `LISTENER_BASE - i`; client tokens are client ids,
+/// which never get near.
+const LISTENER_BASE: usize = usize::MAX - 1;
+/// At most this many listening sockets.
+const MAX_LISTENERS: usize = 64;
+
+/// Retry delay after accept failed for want of resources (EMFILE).
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+
+/// The sockets and what is queued for and from the executor.
+pub struct Net {
+    poll: Poll,
+    events: Events,
+    listeners: Vec<TcpListener>,
+    conns: HashMap<u64, Conn>,
+    /// Requests for the executor, in arrival order.
+    requests: VecDeque<Request>,
+    outbox: Outbox,
+    spare: Vec<(u64, ToConn)>,
+    /// Connections with output to write.
+    dirty: Vec<u64>,
+    /// Connections whose socket may hold more unread bytes.
+    unread: Vec<u64>,
+    /// (token, readable, writable) of the last poll.
+    ready: Vec<(Token, bool, bool)>,
+    shared: Arc<Shared>,
+    waker: Arc<Waker>,
+    accept_retry: bool,
+}
+
+impl Net {
+    /// Registers `listeners` with a new poll.
+    pub fn new(listeners: Vec<TcpListener>, shared: Arc<Shared>) -> std::io::Result<Net> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let mut net = Net {
+            poll,
+            events: Events::with_capacity(1024),
+            listeners: Vec::new(),
+            conns: HashMap::new(),
+            requests: VecDeque::new(),
+            outbox: Outbox::default(),
+            spare: Vec::new(),
+            dirty: Vec::new(),
+            unread: Vec::new(),
+            ready: Vec::new(),
+            shared,
+            waker,
+            accept_retry: false,
+        };
+        net.listen(listeners)?;
+        Ok(net)
+    }
+
+    fn listen(&mut self, listeners: Vec<TcpListener>) -> std::io::Result<()> {
+        for mut l in listeners.into_iter().take(MAX_LISTENERS) {
+            let token = Token(LISTENER_BASE - self.listeners.len());
+            self.poll
+                .registry()
+                .register(&mut l, token, Interest::READABLE)?;
+            self.listeners.push(l);
+        }
+        Ok(())
+    }
+
+    /// Wakes the loop from another thread.
+    pub fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
+    }
+
+    /// The addresses listened on.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
+    }
+
+    /// How long the next poll may wait at most, if the network has work of
+    /// its own: none when requests are queued or sockets hold unread bytes.
+    pub fn timeout_hint(&self) -> Option<Duration> {
+        if !self.requests.is_empty() || !self.unread.is_empty() {
+            Some(Duration::ZERO)
+        } else if self.accept_retry {
+            Some(ACCEPT_RETRY)
+        } else {
+            None
+        }
+    }
+
+    /// Waits up to `timeout` for socket events, then accepts, reads and
+    /// frames what arrived.
+    pub fn poll(&mut self, timeout: Duration) {
+        if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::warn!("poll failed: {e}");
+            }
+            return;
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.extend(self.events.iter().map(|e| {
+            let readable = e.is_readable() || e.is_read_closed() || e.is_error();
+            (e.token(), readable, e.is_writable() || e.is_write_closed())
+        }));
+        if std::mem::take(&mut self.accept_retry) {
+            for i in 0..self.listeners.len() {
+                self.accept(i);
+            }
+        }
+        for (token, readable, writable) in ready.drain(..) {
+            if token == WAKER {
+                self.take_signal();
+            } else if token.0 > LISTENER_BASE - MAX_LISTENERS {
+                self.accept(LISTENER_BASE - token.0);
+            } else {
+                let id = token.0 as u64;
+                let Some(c) = self.conns.get_mut(&id) else {
+                    continue;
+                };
+                if writable && !c.dirty {
+                    c.dirty = true;
+                    self.dirty.push(id);
+                }
+                if readable && !c.readable {
+                    c.readable = true;
+                    self.unread.push(id);
+                }
+            }
+        }
+        self.ready = ready;
+        self.read_all();
+    }
+
+    /// A signal asked the server to stop (the flag is set by the signal
+    /// thread before it wakes the loop).
+    fn take_signal(&mut self) {
+        let sig = self.shared.signal.swap(0, Ordering::SeqCst);
+        if sig == 0 {
+            return;
+        }
+        let name = if sig == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        tracing::warn!("Received {name} scheduling shutdown...");
+        self.requests.push_back(Request::Shutdown);
+    }
+
+    /// One read for each connection that may have bytes (Redis reads once
+    /// per readable event too, which keeps a flooding client from starving
+    /// the others).
+    fn read_all(&mut self) {
+        let mut unread = std::mem::take(&mut self.unread);
+        let limit = query_buffer_limit(&self.shared);
+        for id in unread.drain(..) {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if c.eof || c.closing || c.inbuf.len() >= limit {
+                // Read again once the buffer is consumed (see `progress`).
+                continue;
+            }
+            match c.read() {
+                ReadOutcome::Data { n, drained } => {
+                    self.shared
+                        .net_input_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    if drained {
+                        c.readable = false;
+                    } else {
+                        self.unread.push(id);
+                    }
+                }
+                ReadOutcome::WouldBlock => c.readable = false,
+                ReadOutcome::Closed => {
+                    c.readable = false;
+                    c.eof = true;
+                }
+            }
+            self.progress(id);
+        }
+        // Keep the allocation unless a read filled its buffer meanwhile.
+        if self.unread.is_empty() {
+            self.unread = unread;
+        }
+    }
+
+    /// Frames buffered bytes and queues the batch, or acts on end of file,
+    /// a protocol error or an overfull query buffer.
+    fn progress(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.in_flight {
+            if c.eof {
+                // Tell the executor now, so a blocked command is forgotten.
+                self.drop_conn(id, true);
+            }
+            return;
+        }
+        if c.closing {
+            return;
+        }
+        c.parse(&self.shared);
+        if !c.batch.is_empty() {
+            let (batch, out, qbuf) = c.take_batch();
+            self.requests.push_back(Request::Batch {
+                id,
+                batch,
+                out,
+                qbuf,
+            });
+            return;
+        }
+        if let Some(e) = c.error.take() {
+            c.wbuf.extend_from_slice(&e.line());
+            c.closing = true;
+            self.mark_dirty(id);
+        } else if c.eof {
+            self.drop_conn(id, true);
+        } else if c.inbuf.len() >= query_buffer_limit(&self.shared) {
+            tracing::warn!(
+                client = id,
+                "closing client that reached the query buffer limit"
+            );
+            self.drop_conn(id, true);
+        }
+    }
+
+    fn mark_dirty(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    /// The next request for the executor.
+    pub fn next_request(&mut self) -> Option<Request> {
+        self.requests.pop_front()
+    }
+
+    /// Applies what the executor sent: replies and pushes are queued for
+    /// writing, closes happen now. A connection whose batch came back
+    /// frames what it buffered meanwhile.
+    pub fn deliver(&mut self) {
+        loop {
+            std::mem::swap(&mut *self.outbox.borrow_mut(), &mut self.spare);
+            if self.spare.is_empty() {
+                return;
+            }
+            let mut msgs = std::mem::take(&mut self.spare);
+            for (id, msg) in msgs.drain(..) {
+                match msg {
+                    ToConn::Replies { batch, out, close } => self.replies(id, batch, out, close),
+                    ToConn::Push(bytes) => {
+                        if let Some(c) = self.conns.get_mut(&id) {
+                            self.shared
+                                .net_output_bytes
+                                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            c.wbuf.extend_from_slice(&bytes);
+                            self.mark_dirty(id);
+                        }
+                    }
+                    // The Disconnect lets the executor forget what else the
+                    // client held (subscriptions, watches, a blocked pop).
+                    ToConn::Close => self.drop_conn(id, true),
+                }
+            }
+            self.spare = msgs;
+        }
+    }
+
+    fn replies(&mut self, id: u64, batch: crate::net::request::Batch, out: Vec<u8>, close: bool) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.batch = batch;
+        c.in_flight = false;
+        let wrote = !out.is_empty();
+        if wrote {
+            self.shared
+                .net_output_bytes
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            c.out = c.queue_output(out);
+        } else {
+            c.out = out;
+        }
+        c.closing |= close;
+        let more = c.readable && !close;
+        if wrote || close {
+            self.mark_dirty(id);
+        }
+        if close {
+            return;
+        }
+        self.progress(id);
+        if more && self.conns.contains_key(&id) && !self.unread.contains(&id) {
+            self.unread.push(id);
+        }
+    }
+
+    /// Writes queued output; closes connections that asked to be closed
+    /// once written, and those whose socket failed.
+    pub fn flush(&mut self) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for id in dirty.drain(..) {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            c.dirty = false;
+            if c.write_pending().is_err() {
+                self.drop_conn(id, true);
+                continue;
+            }
+            if c.pending() == 0 {
+                if c.closing {
+                    self.drop_conn(id, true);
+                } else if c.want_write {
+                    c.want_write = false;
+                    let _ = self.poll.registry().reregister(
+                        &mut c.sock,
+                        Token(id as usize),
+                        Interest::READABLE,
+                    );
+                }
+            } else if !c.want_write {
+                c.want_write = true;
+                let _ = self.poll.registry().reregister(
+                    &mut c.sock,
+                    Token(id as usize),
+                    Interest::READABLE | Interest::WRITABLE,
+                );
+            }
+        }
+        if self.dirty.is_empty() {
+            self.dirty = dirty;
+        }
+    }
+
+    /// Closes connection `id`; `tell` queues a Disconnect for the executor
+    /// (not wanted at shutdown).
+    fn drop_conn(&mut self, id: u64, tell: bool) {
+        let Some(mut c) = self.conns.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut c.sock);
+        let _ = c.sock.shutdown(std::net::Shutdown::Write);
+        self.shared
+            .connected_clients
+            .fetch_sub(1, Ordering::Relaxed);
+        if tell {
+            self.requests.push_back(Request::Disconnect { id });
+        }
+    }
+
+    /// Accepts every pending connection on listener `i`.
+    fn accept(&mut self, i: usize) {
+        loop {
+            let Some(l) = self.listeners.get(i) else {
+                return;
+            };
+            match l.accept() {
+                Ok((sock, addr)) => self.admit(sock, addr),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Out of file descriptors, say: the connection stays
+                    // in the backlog, try again shortly.
+                    tracing::warn!("accept failed: {e}");
+                    self.accept_retry = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit(&mut self, mut sock: TcpStream, addr: SocketAddr) {
+        let shared = &self.shared;
+        shared.total_connections.fetch_add(1, Ordering::Relaxed);
+        let refusal: Option<&[u8]> = if shared.connected_clients.load(Ordering::Relaxed)
+            >= shared.maxclients.load(Ordering::Relaxed)
+        {
+            Some(b"-ERR max number of clients reached\r\n")
+        } else if protected_denies(shared, &addr) {
+            Some(crate::error::DENIED_PROTECTED_MODE)
+        } else {
+            None
+        };
+        if let Some(msg) = refusal {
+            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            // Best effort, as Redis: the socket is fresh, the line fits.
+            let _ = sock.write(msg);
+            let _ = sock.shutdown(std::net::Shutdown::Write);
+            return;
+        }
+        let id = shared.new_client_id();
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut sock, Token(id as usize), Interest::READABLE)
+        {
+            tracing::warn!("cannot register a client socket: {e}");
+            return;
+        }
+        shared.connected_clients.fetch_add(1, Ordering::Relaxed);
+        let _ = sock.set_nodelay(true);
+        let laddr = sock.local_addr().unwrap_or(addr);
+        #[cfg(unix)]
+        let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
+        #[cfg(not(unix))]
+        let fd = -1;
+        // The executor flips this on AUTH/HELLO AUTH/RESET.
+        let auth = Arc::new(AtomicBool::new(
+            !shared.auth_required.load(Ordering::Relaxed),
+        ));
+        let conn = Conn::new(sock, addr, auth.clone());
+        self.requests.push_back(Request::Connect {
+            id,
+            addr,
+            laddr,
+            tx: ConnTx::new(id, self.outbox.clone()),
+            auth,
+            fd,
+            outq: conn.outq.clone(),
+        });
+        self.conns.insert(id, conn);
+    }
+
+    /// The outbox the executor's clients send into.
+    pub fn outbox(&self) -> Outbox {
+        self.outbox.clone()
+    }
+
+    /// Closes the listening sockets and listens on `bind`/`port` instead;
+    /// when that fails, listens on `old` again and returns the error.
+    /// Returns the port bound (CONFIG SET port/bind).
+    pub fn rebind(
+        &mut self,
+        bind: &[String],
+        port: u16,
+        old: (&[String], u16),
+    ) -> std::io::Result<u16> {
+        for mut l in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        match bind_all(bind, port) {
+            Ok(ls) => {
+                let port = ls
+                    .first()
+                    .and_then(|l| l.local_addr().ok())
+                    .map_or(port, |a| a.port());
+                self.listen(ls)?;
+                Ok(port)
+            }
+            Err(e) => {
+                if let Ok(ls) = bind_all(old.0, old.1) {
+                    let _ = self.listen(ls);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// At shutdown: writes what can be written without waiting, then
+    /// closes every connection and the listening sockets.
+    pub fn close_all(&mut self) {
+        self.deliver();
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            if let Some(c) = self.conns.get_mut(&id) {
+                let _ = c.write_pending();
+            }
+            self.drop_conn(id, false);
+        }
+        for mut l in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+    }
+}
