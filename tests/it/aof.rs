@@ -259,10 +259,22 @@ fn bgrewriteaof_compacts_into_a_new_base() {
     );
     r.cmd_str(&["SET", "after", "rewrite"]);
     let before = snapshot(a.port);
-    let manifest =
-        std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("m");
-    assert!(manifest.contains("appendonly.aof.2.base.rdb seq 2 type b"));
-    assert!(!dir.incr().exists(), "old incr file removed");
+    let path = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&path).is_ok_and(|m| m.contains("seq 2 type b"))
+    }));
+    let manifest = std::fs::read_to_string(&path).expect("manifest");
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    // The replaced files are deleted once the new manifest is in place.
+    let base1 = dir.0.join("appendonlydir/appendonly.aof.1.base.rdb");
+    assert!(
+        wait_until(Duration::from_secs(2), || !dir.incr().exists()
+            && !base1.exists()),
+        "old files removed"
+    );
     drop(r);
     // SHUTDOWN syncs the file.
     Raw::connect(a.port).send(b"SHUTDOWN\r\n");

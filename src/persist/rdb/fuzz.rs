@@ -45,6 +45,7 @@ fn image(checksum: bool) -> Vec<u8> {
         compress: true,
         checksum,
         used_mem: 0,
+        aof_base: false,
     };
     write_rdb(&mut out, &sample_store(), opts, None).expect("writes to memory");
     out

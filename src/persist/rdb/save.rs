@@ -193,6 +193,8 @@ pub struct SaveOptions {
     pub checksum: bool,
     /// Memory in use, for the `used-mem` AUX field.
     pub used_mem: u64,
+    /// The file is an AOF base (the `aof-base` AUX field is 1).
+    pub aof_base: bool,
 }
 
 /// What a save wrote.
@@ -227,7 +229,7 @@ pub fn write_rdb<W: Write>(
     let ctime = crate::exec::clock::now_ms() / 1000;
     e.aux("ctime", ctime.to_string().as_bytes());
     e.aux("used-mem", opts.used_mem.to_string().as_bytes());
-    e.aux("aof-base", b"0");
+    e.aux("aof-base", if opts.aof_base { b"1" } else { b"0" });
     let mut flush =
         |e: &mut Enc, digest: &mut crc::Digest<'_, u64, crc::Table<16>>, out: &mut W| {
             digest.update(&e.buf);
