@@ -135,10 +135,14 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
     let Some(m) = read_manifest(&server.config).map_err(bad)? else {
         super::load_on_start(store, server)?;
         tracing::info!("Creating AOF base file on server start");
-        return server
+        let config = server.config.clone();
+        server
             .aof
-            .rewrite(store, &server.config)
-            .map_err(std::io::Error::other);
+            .rewrite(store, &config)
+            .map_err(std::io::Error::other)?;
+        // Redis does not count the base written at start-up as a rewrite.
+        server.aof.rewrites = 0;
+        return Ok(());
     };
     let started = std::time::Instant::now();
     let dir = aof_dir(&server.config);

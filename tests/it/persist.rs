@@ -3,7 +3,7 @@
 //! `redis-check-rdb`), DUMP/RESTORE between the two, BGSAVE, save rules,
 //! and the refusal of damaged files.
 
-mod compact;
+pub(crate) mod compact;
 mod data;
 
 use std::time::Duration;
