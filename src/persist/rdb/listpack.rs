@@ -133,6 +133,17 @@ pub fn build_nodes<'a, E>(
     Ok(())
 }
 
+/// One listpack holding `items` (a small hash's or sorted set's blob).
+pub fn build<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut entries = Vec::new();
+    let mut count = 0;
+    for item in items {
+        push_entry(&mut entries, item);
+        count += 1;
+    }
+    finish(&mut entries, count)
+}
+
 /// Wraps entries into a listpack (header, entries, terminator) and empties
 /// `entries`.
 fn finish(entries: &mut Vec<u8>, count: usize) -> Vec<u8> {
