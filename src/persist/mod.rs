@@ -3,9 +3,9 @@
 //! loading on start, and the facts INFO persistence reports
 //! ([`PersistState`], read by INFO persistence).
 //!
-//! BGSAVE needs a point-in-time view without fork: the executor clones the
-//! keyspace (values are plain owned data) and a background thread writes
-//! the clone, so the server keeps answering while the file is written.
+//! BGSAVE (`bgsave.rs`) and BGREWRITEAOF (`aof/rewrite.rs`) fork, as Redis
+//! does: a child writes its copy-on-write view of the keyspace while the
+//! server keeps answering, one child at a time.
 //!
 //! Files are written as Redis does: to a temporary file in `dir`, fsynced,
 //! then renamed over `dbfilename`, so the previous file stays intact until
