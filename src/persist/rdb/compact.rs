@@ -80,13 +80,16 @@ pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
     })))
 }
 
+/// Field/value (or member/score) pairs borrowed from decoded elements.
+type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
 /// Splits elements into pairs, refusing an odd count and (when `unique`)
 /// a repeated first element (`lpPairsValidateIntegrityAndDups`).
-fn pairs(items: &[Vec<u8>]) -> Result<Vec<(&[u8], &[u8])>, &'static str> {
-    if items.len() % 2 != 0 {
+fn pairs(items: &[Vec<u8>]) -> Result<Pairs<'_>, &'static str> {
+    if !items.len().is_multiple_of(2) {
         return Err("odd number of elements in a pairs encoding");
     }
-    let out: Vec<(&[u8], &[u8])> = items
+    let out: Pairs<'_> = items
         .chunks_exact(2)
         .map(|p| (p[0].as_slice(), p[1].as_slice()))
         .collect();
@@ -185,10 +188,7 @@ pub fn zipmap(zm: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
             n => Some(usize::from(n)),
         })
     };
-    loop {
-        let Some(flen) = len(&mut pos)? else {
-            break;
-        };
+    while let Some(flen) = len(&mut pos)? {
         let field = zm
             .get(pos..pos.saturating_add(flen))
             .ok_or("zipmap entry runs past the end")?;

@@ -213,7 +213,7 @@ impl<'a> Dec<'a> {
                         return self.fail("duplicate set member");
                     }
                 }
-                return Ok((set.len() > 0).then(|| Value::Set(Box::new(set))));
+                return Ok((!set.is_empty()).then(|| Value::Set(Box::new(set))));
             }
             ty::HASH => {
                 let mut hash = crate::store::hash::Hash::default();
@@ -225,7 +225,7 @@ impl<'a> Dec<'a> {
                         return self.fail("duplicate hash field");
                     }
                 }
-                return Ok((hash.len() > 0).then(|| Value::Hash(Box::new(hash))));
+                return Ok((!hash.is_empty()).then(|| Value::Hash(Box::new(hash))));
             }
             ty::ZSET | ty::ZSET_2 => {
                 let n = self.length()?;
@@ -248,7 +248,7 @@ impl<'a> Dec<'a> {
                 }
                 // Redis converts small loaded sorted sets to a listpack.
                 z.shrink_encoding();
-                return Ok((z.len() > 0).then(|| Value::ZSet(Box::new(z))));
+                return Ok((!z.is_empty()).then(|| Value::ZSet(Box::new(z))));
             }
             ty::SET_INTSET => {
                 let blob = self.string()?;
