@@ -365,13 +365,21 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     let aof = &ctx.server.aof;
     f.kv("aof_enabled", u8::from(aof.on));
-    f.kv("aof_rewrite_in_progress", 0);
-    f.kv("aof_rewrite_scheduled", 0);
+    f.kv("aof_rewrite_in_progress", u8::from(aof.rewrite.is_some()));
+    f.kv("aof_rewrite_scheduled", u8::from(aof.rewrite_scheduled));
     f.kv("aof_last_rewrite_time_sec", aof.last_rewrite_sec);
-    f.kv("aof_current_rewrite_time_sec", -1);
-    f.kv("aof_last_bgrewrite_status", "ok");
+    f.kv(
+        "aof_current_rewrite_time_sec",
+        aof.rewrite
+            .as_ref()
+            .map_or(-1, |r| r.started.elapsed().as_secs() as i64),
+    );
+    f.kv(
+        "aof_last_bgrewrite_status",
+        if aof.last_rewrite_ok { "ok" } else { "err" },
+    );
     f.kv("aof_rewrites", aof.rewrites);
-    f.kv("aof_rewrites_consecutive_failures", 0);
+    f.kv("aof_rewrites_consecutive_failures", aof.rewrite_failures);
     f.kv(
         "aof_last_write_status",
         if aof.last_write_ok { "ok" } else { "err" },
@@ -382,7 +390,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     if aof.on {
         f.kv("aof_current_size", aof.base_size + aof.incr_size);
         f.kv("aof_base_size", aof.base_size);
-        f.kv("aof_pending_rewrite", 0);
+        f.kv("aof_pending_rewrite", u8::from(aof.rewrite_scheduled));
         f.kv("aof_buffer_length", 0);
         f.kv("aof_pending_bio_fsync", 0);
         f.kv("aof_delayed_fsync", 0);

@@ -6,6 +6,7 @@
 use super::args::{int, is};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::persist::aof::BgStart;
 use crate::persist::{self, rdb};
 use crate::store::Ttl;
 
@@ -35,11 +36,24 @@ fn save(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    if argv.len() > 1 && !(argv.len() == 2 && is(argv.get(1), "schedule")) {
+    let schedule = argv.len() == 2 && is(argv.get(1), "schedule");
+    if argv.len() > 1 && !schedule {
         return Err(Error::Syntax);
     }
     if ctx.server.persist.bgsave.is_some() {
         return Err(BGSAVE_RUNNING);
+    }
+    if ctx.server.aof.rewrite.is_some() {
+        // One child at a time, as in Redis.
+        if !schedule {
+            return Err(Error::err(
+                "Another child process is active (AOF?): can't BGSAVE right now. \
+                 Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+            ));
+        }
+        ctx.server.persist.bgsave_scheduled = true;
+        ctx.reply.simple("Background saving scheduled");
+        return Ok(());
     }
     match persist::bgsave_start(ctx.store, ctx.server) {
         Ok(()) => {
@@ -50,26 +64,29 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
 }
 
-/// BGREWRITEAOF: a new base from the keyspace, a new incremental file and
-/// a manifest naming them. ferrokv rewrites synchronously (the executor
-/// waits for the base file), then answers as Redis does.
+/// BGREWRITEAOF: a forked child writes a new base while writes go to a
+/// new incremental file; scheduled when a background save runs.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    let was_on = ctx.server.aof.on;
-    let config = ctx.server.config.clone();
-    match ctx.server.aof.rewrite(ctx.store, &config) {
-        Ok(()) => {
-            if !was_on {
-                ctx.server.aof.stop();
-            }
-            ctx.reply
-                .simple("Background append only file rewriting started");
-            Ok(())
+    match persist::aof::bgrewriteaof(ctx.store, ctx.server) {
+        BgStart::Started => ctx
+            .reply
+            .simple("Background append only file rewriting started"),
+        BgStart::Scheduled => ctx
+            .reply
+            .simple("Background append only file rewriting scheduled"),
+        BgStart::InProgress => {
+            return Err(Error::err(
+                "Background append only file rewriting already in progress",
+            ))
         }
-        Err(e) => {
-            tracing::warn!("{e}");
-            Err(Error::err("Background append only file rewriting failed"))
+        BgStart::Failed => {
+            return Err(Error::err(
+                "Can't execute an AOF background rewriting. Please check the server logs for \
+                 more information.",
+            ))
         }
     }
+    Ok(())
 }
 
 fn dump(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {

@@ -15,9 +15,11 @@
 //! `appendfsync always` also fsynced then, so an acknowledged write is on
 //! disk; `everysec` fsyncs from a background thread once a second.
 //!
-//! Rewrites (BGREWRITEAOF, automatic growth rewrites, CONFIG SET appendonly
-//! yes) run synchronously on the executor: the new base is written with the
-//! RDB writer, then the manifest is swapped atomically.
+//! Rewrites (`rewrite.rs`): BGREWRITEAOF and automatic growth rewrites fork
+//! a child that writes the new base while the server keeps appending to a
+//! new incremental file; CONFIG SET appendonly yes and start-up without a
+//! manifest write the first base synchronously. Either way the manifest is
+//! replaced atomically and only then are the old files deleted.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -26,9 +28,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::aof_load::{AofFile, Manifest};
 use crate::config::Config;
 use crate::net::request::Argv;
 use crate::store::Store;
+
+mod rewrite;
+
+pub use self::rewrite::{auto_rewrite, bgrewriteaof, write_commands, BgStart, Rewrite};
 
 /// The fsync policy (`appendfsync`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -77,8 +84,20 @@ pub struct Aof {
     pub rewrites: u64,
     /// Duration of the last rewrite in seconds, -1 when none ran.
     pub last_rewrite_sec: i64,
-    /// Sequence number of the current base/incr files.
-    pub seq: u64,
+    /// The files the manifest names now.
+    pub manifest: Manifest,
+    /// The background rewrite running now (`aof_rewrite_in_progress`).
+    pub rewrite: Option<Rewrite>,
+    /// A rewrite waits for a background save to end
+    /// (`aof_rewrite_scheduled`).
+    pub rewrite_scheduled: bool,
+    /// Outcome of the last background rewrite (`aof_last_bgrewrite_status`).
+    pub last_rewrite_ok: bool,
+    /// Background rewrites failed in a row
+    /// (`aof_rewrites_consecutive_failures`).
+    pub rewrite_failures: u64,
+    /// When the last rewrite failed (automatic rewrites back off).
+    last_failure: Option<Instant>,
 }
 
 impl Default for Aof {
@@ -98,7 +117,12 @@ impl Default for Aof {
             last_write_ok: true,
             rewrites: 0,
             last_rewrite_sec: -1,
-            seq: 1,
+            manifest: Manifest::default(),
+            rewrite: None,
+            rewrite_scheduled: false,
+            last_rewrite_ok: true,
+            rewrite_failures: 0,
+            last_failure: None,
         }
     }
 }
@@ -113,8 +137,15 @@ pub fn manifest_path(config: &Config) -> PathBuf {
     aof_dir(config).join(format!("{}.manifest", config.appendfilename))
 }
 
+/// The base file name: `.base.rdb` with `aof-use-rdb-preamble yes`,
+/// `.base.aof` (commands) otherwise.
 fn base_name(config: &Config, seq: u64) -> String {
-    format!("{}.{seq}.base.rdb", config.appendfilename)
+    let ext = if config.get_bool("aof-use-rdb-preamble") {
+        "rdb"
+    } else {
+        "aof"
+    };
+    format!("{}.{seq}.base.{ext}", config.appendfilename)
 }
 
 fn incr_name(config: &Config, seq: u64) -> String {
@@ -300,43 +331,43 @@ impl Aof {
         self.fsync = Fsync::parse(policy);
     }
 
-    /// Writes a new base (the whole keyspace as RDB), a new empty
-    /// incremental file and a manifest naming them, then appends to the new
-    /// incremental file (BGREWRITEAOF, start-up without a manifest, CONFIG
-    /// SET appendonly yes). Synchronous: the executor waits for it.
+    /// Writes a new base (the whole keyspace), a new empty incremental
+    /// file and a manifest naming them, then appends to the new
+    /// incremental file (start-up without a manifest, CONFIG SET
+    /// appendonly yes). Synchronous: the executor waits for it. A
+    /// background rewrite still running is abandoned first.
     pub fn rewrite(&mut self, store: &Store, config: &Config) -> Result<(), String> {
+        rewrite::cancel(self);
         self.flush();
         let started = Instant::now();
         let dir = aof_dir(config);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("Can't create AOF directory {}: {e}", dir.display()))?;
-        let old = super::aof_load::read_manifest(config).ok().flatten();
-        let seq = old.as_ref().map_or(1, |m| m.seq + 1);
-        let base = dir.join(base_name(config, seq));
-        let report = super::write_file(&base, store, super::save_options(config), None)?;
-        let incr = dir.join(incr_name(config, seq));
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&incr)
-            .map_err(|e| format!("Can't open the append-only file {}: {e}", incr.display()))?;
-        let text = format!(
-            "file {} seq {seq} type b\nfile {} seq {seq} type i\n",
-            base_name(config, seq),
-            incr_name(config, seq)
-        );
-        write_atomically(&manifest_path(config), text.as_bytes())
-            .map_err(|e| format!("Can't write the AOF manifest: {e}"))?;
-        if let Some(m) = old {
-            for name in m.files {
-                let _ = std::fs::remove_file(dir.join(name));
-            }
-        }
+        let old = super::aof_load::read_manifest(config)?.unwrap_or_default();
+        let base = AofFile {
+            name: base_name(config, old.base_seq + 1),
+            seq: old.base_seq + 1,
+        };
+        let incr = AofFile {
+            name: incr_name(config, old.incr_seq + 1),
+            seq: old.incr_seq + 1,
+        };
+        let bytes = rewrite::write_base(&dir.join(&base.name), store, config)?;
+        let file = open_append(&dir.join(&incr.name))?;
+        let m = Manifest {
+            base_seq: base.seq,
+            incr_seq: incr.seq,
+            base: Some(base),
+            incrs: vec![incr],
+            history: Vec::new(),
+        };
+        write_manifest(config, &m)?;
+        delete_replaced(config, &old, &m);
+        self.manifest = m;
         self.file = Some(file);
         self.db = None;
-        self.seq = seq;
         self.incr_size = 0;
-        self.base_size = report.bytes;
+        self.base_size = bytes;
         self.rewrites += 1;
         self.last_rewrite_sec = started.elapsed().as_secs() as i64;
         self.set_fsync(&config.appendfsync);
@@ -344,22 +375,37 @@ impl Aof {
         Ok(())
     }
 
-    /// Opens the incremental file named by the manifest for appending
-    /// (start-up after loading).
-    pub fn open_incr(&mut self, config: &Config, name: &str, seq: u64) -> std::io::Result<()> {
-        let path = aof_dir(config).join(name);
+    /// Opens the last incremental file the loaded manifest names for
+    /// appending, creating one (and recording it) when there is none.
+    pub fn open_on_start(&mut self, config: &Config, mut m: Manifest) -> std::io::Result<()> {
+        if m.incrs.is_empty() {
+            m.incr_seq += 1;
+            m.incrs.push(AofFile {
+                name: incr_name(config, m.incr_seq),
+                seq: m.incr_seq,
+            });
+            write_manifest(config, &m).map_err(std::io::Error::other)?;
+        }
+        let Some(last) = m.incrs.last() else {
+            return Err(std::io::Error::other("no incremental AOF file"));
+        };
+        let path = aof_dir(config).join(&last.name);
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         self.incr_size = file.metadata().map_or(0, |m| m.len());
         self.file = Some(file);
+        self.manifest = m;
         self.db = None;
-        self.seq = seq;
         self.set_fsync(&config.appendfsync);
         self.on = true;
         Ok(())
     }
 
-    /// Stops appending (CONFIG SET appendonly no), syncing what was written.
+    /// Stops appending (CONFIG SET appendonly no, shutdown), syncing what
+    /// was written; a background rewrite is abandoned, as Redis kills its
+    /// rewrite child.
     pub fn stop(&mut self) {
+        rewrite::cancel(self);
+        self.rewrite_scheduled = false;
         self.flush();
         if let Some(f) = self.file.take() {
             let _ = f.sync_data();
@@ -368,36 +414,29 @@ impl Aof {
     }
 }
 
-/// `auto-aof-rewrite-percentage` / `auto-aof-rewrite-min-size`: rewrites
-/// when the files grew by that percentage over their size after the last
-/// rewrite (Redis's serverCron check).
-pub fn auto_rewrite(store: &Store, server: &mut crate::exec::ServerState) {
-    let aof = &server.aof;
-    if !aof.on {
-        return;
-    }
-    let pct = server
-        .config
-        .get_i64("auto-aof-rewrite-percentage")
-        .unwrap_or(0);
-    if pct <= 0 {
-        return;
-    }
-    let min =
-        crate::util::num::parse_memory(server.config.get("auto-aof-rewrite-min-size").as_bytes())
-            .unwrap_or(64 << 20);
-    let size = aof.base_size + aof.incr_size;
-    let base = aof.base_size.max(1);
-    if size < min || size.saturating_sub(base) * 100 / base < pct as u64 {
-        return;
-    }
-    tracing::info!(
-        "Starting automatic rewriting of AOF on {}% growth",
-        size.saturating_sub(base) * 100 / base
-    );
-    let config = server.config.clone();
-    if let Err(e) = server.aof.rewrite(store, &config) {
-        tracing::warn!("{e}");
+/// Opens `path` for appending, creating it.
+fn open_append(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("Can't open the append-only file {}: {e}", path.display()))
+}
+
+/// Persists a manifest: temp file, fsync, rename (`persistAofManifest`).
+fn write_manifest(config: &Config, m: &Manifest) -> Result<(), String> {
+    write_atomically(&manifest_path(config), m.text().as_bytes())
+        .map_err(|e| format!("Can't write the AOF manifest: {e}"))
+}
+
+/// Deletes the files `old` named that `new` does not (after the new
+/// manifest is durable, so a crash never leaves it naming missing files).
+fn delete_replaced(config: &Config, old: &Manifest, new: &Manifest) {
+    let dir = aof_dir(config);
+    for f in old.files() {
+        if !new.files().any(|n| n.name == f.name) {
+            let _ = std::fs::remove_file(dir.join(&f.name));
+        }
     }
 }
 

@@ -17,16 +17,55 @@ use crate::store::Store;
 
 use super::aof::{aof_dir, manifest_path};
 
-/// The files a manifest names.
-pub struct Manifest {
-    /// The highest sequence number.
+/// A file named by the manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AofFile {
+    /// File name inside the AOF directory.
+    pub name: String,
+    /// Its sequence number.
     pub seq: u64,
+}
+
+/// The manifest (Redis 7.0's `aofManifest`): the base file, the
+/// incremental files in order, and history files waiting for deletion.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
     /// The base file, if any.
-    pub base: Option<String>,
+    pub base: Option<AofFile>,
     /// Incremental files, in order.
-    pub incrs: Vec<String>,
+    pub incrs: Vec<AofFile>,
+    /// Files replaced by a rewrite, not loaded.
+    pub history: Vec<AofFile>,
+    /// The highest base sequence number seen.
+    pub base_seq: u64,
+    /// The highest incremental sequence number seen.
+    pub incr_seq: u64,
+}
+
+impl Manifest {
     /// Every file named.
-    pub files: Vec<String>,
+    pub fn files(&self) -> impl Iterator<Item = &AofFile> {
+        self.base.iter().chain(&self.history).chain(&self.incrs)
+    }
+
+    /// The manifest text as Redis writes it (`getAofManifestAsString`):
+    /// base, then history, then incremental files.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let mut line = |f: &AofFile, t: char| {
+            out.push_str(&format!("file {} seq {} type {t}\n", f.name, f.seq));
+        };
+        if let Some(b) = &self.base {
+            line(b, 'b');
+        }
+        for h in &self.history {
+            line(h, 'h');
+        }
+        for i in &self.incrs {
+            line(i, 'i');
+        }
+        out
+    }
 }
 
 /// Reads the manifest; Ok(None) when there is none.
@@ -42,12 +81,7 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
             ))
         }
     };
-    let mut m = Manifest {
-        seq: 0,
-        base: None,
-        incrs: Vec::new(),
-        files: Vec::new(),
-    };
+    let mut m = Manifest::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -69,14 +103,26 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
                 n + 1
             ));
         };
-        m.seq = m.seq.max(seq);
+        let file = AofFile { name, seq };
         match kind.as_str() {
-            "b" => m.base = Some(name.clone()),
-            "i" => m.incrs.push(name.clone()),
+            "b" => {
+                if m.base.is_some() {
+                    return Err("Found duplicate base file information".into());
+                }
+                m.base_seq = seq;
+                m.base = Some(file);
+            }
+            "i" => {
+                if seq <= m.incr_seq && !m.incrs.is_empty() {
+                    return Err("Found a non-monotonic sequence number".into());
+                }
+                m.incr_seq = seq;
+                m.incrs.push(file);
+            }
             // History files wait for deletion; they are not loaded.
-            _ => {}
+            "h" => m.history.push(file),
+            _ => return Err(format!("Unknown AOF file type {kind} at line {}", n + 1)),
         }
-        m.files.push(name);
     }
     Ok(Some(m))
 }
@@ -89,15 +135,19 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
     let Some(m) = read_manifest(&server.config).map_err(bad)? else {
         super::load_on_start(store, server)?;
         tracing::info!("Creating AOF base file on server start");
-        return server
+        let config = server.config.clone();
+        server
             .aof
-            .rewrite(store, &server.config)
-            .map_err(std::io::Error::other);
+            .rewrite(store, &config)
+            .map_err(std::io::Error::other)?;
+        // Redis does not count the base written at start-up as a rewrite.
+        server.aof.rewrites = 0;
+        return Ok(());
     };
     let started = std::time::Instant::now();
     let dir = aof_dir(&server.config);
     let truncated_ok = server.config.get_bool("aof-load-truncated");
-    if let Some(base) = &m.base {
+    if let Some(base) = m.base.as_ref().map(|b| &b.name) {
         let path = dir.join(base);
         let data = std::fs::read(&path)
             .map_err(|e| bad(format!("Can't open the base AOF file {base}: {e}")))?;
@@ -112,7 +162,7 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         }
     }
     let last = m.incrs.len().saturating_sub(1);
-    for (i, name) in m.incrs.iter().enumerate() {
+    for (i, name) in m.incrs.iter().map(|f| &f.name).enumerate() {
         let path = dir.join(name);
         if !path.exists() && i == last {
             continue;
@@ -125,17 +175,13 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         "DB loaded from append only file: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
-    let incr = match m.incrs.last() {
-        Some(name) => name.clone(),
-        None => format!("{}.{}.incr.aof", server.config.appendfilename, m.seq),
-    };
     let config = server.config.clone();
-    server.aof.open_incr(&config, &incr, m.seq)?;
     server.aof.base_size = m
         .base
         .as_ref()
-        .and_then(|b| std::fs::metadata(dir.join(b)).ok())
+        .and_then(|b| std::fs::metadata(dir.join(&b.name)).ok())
         .map_or(0, |md| md.len());
+    server.aof.open_on_start(&config, m)?;
     Ok(())
 }
 

@@ -3,9 +3,9 @@
 //! loading on start, and the facts INFO persistence reports
 //! ([`PersistState`], read by INFO persistence).
 //!
-//! BGSAVE needs a point-in-time view without fork: the executor clones the
-//! keyspace (values are plain owned data) and a background thread writes
-//! the clone, so the server keeps answering while the file is written.
+//! BGSAVE (`bgsave.rs`) and BGREWRITEAOF (`aof/rewrite.rs`) fork, as Redis
+//! does: a child writes its copy-on-write view of the keyspace while the
+//! server keeps answering, one child at a time.
 //!
 //! Files are written as Redis does: to a temporary file in `dir`, fsynced,
 //! then renamed over `dbfilename`, so the previous file stays intact until
@@ -53,6 +53,8 @@ pub struct PersistState {
     pub last_load_keys_expired: u64,
     /// Keys loaded by the last load (`rdb_last_load_keys_loaded`).
     pub last_load_keys_loaded: u64,
+    /// BGSAVE SCHEDULE found an AOF rewrite running: save once it ends.
+    pub bgsave_scheduled: bool,
 }
 
 impl Default for PersistState {
@@ -65,6 +67,7 @@ impl Default for PersistState {
             saves: 0,
             last_load_keys_expired: 0,
             last_load_keys_loaded: 0,
+            bgsave_scheduled: false,
         }
     }
 }
@@ -112,11 +115,13 @@ fn used_memory() -> u64 {
     }
 }
 
-fn save_options(config: &Config) -> SaveOptions {
+/// The options of an RDB save under `config`.
+pub(crate) fn save_options(config: &Config) -> SaveOptions {
     SaveOptions {
         compress: config.rdbcompression,
         checksum: config.rdbchecksum,
         used_mem: used_memory(),
+        aof_base: false,
     }
 }
 
@@ -234,11 +239,24 @@ pub fn save_on_shutdown(
     save_now(store, server).map(|_| ())
 }
 
-/// Starts a background save when a `save <seconds> <changes>` rule is met
-/// (serverCron's check): enough changes, enough time since the last save,
-/// and not right after a failed attempt.
+/// Starts a background save when one was scheduled (BGSAVE SCHEDULE) or a
+/// `save <seconds> <changes>` rule is met (serverCron's check): enough
+/// changes, enough time since the last save, and not right after a failed
+/// attempt.
 pub fn check_save_rules(store: &Store, server: &mut ServerState) {
-    if server.persist.bgsave.is_some() || server.config.save.is_empty() {
+    // One child at a time, as in Redis: saves wait for an AOF rewrite.
+    if server.persist.bgsave.is_some() || server.aof.rewrite.is_some() {
+        return;
+    }
+    if server.persist.bgsave_scheduled {
+        server.persist.bgsave_scheduled = false;
+        if let Err(e) = bgsave_start(store, server) {
+            server.persist.last_bgsave_ok = false;
+            tracing::warn!("{e}");
+        }
+        return;
+    }
+    if server.config.save.is_empty() {
         return;
     }
     let now = clock::now_ms() / 1000;

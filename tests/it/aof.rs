@@ -16,20 +16,20 @@ use std::time::Duration;
 use crate::support::*;
 
 /// A temp directory removed on drop.
-struct Dir(PathBuf);
+pub(crate) struct Dir(pub(crate) PathBuf);
 
 impl Dir {
-    fn new(name: &str) -> Dir {
+    pub(crate) fn new(name: &str) -> Dir {
         let p = unique_temp_path(name);
         std::fs::create_dir_all(&p).expect("create temp dir");
         Dir(p)
     }
 
-    fn s(&self) -> String {
+    pub(crate) fn s(&self) -> String {
         self.0.display().to_string()
     }
 
-    fn incr(&self) -> PathBuf {
+    pub(crate) fn incr(&self) -> PathBuf {
         self.0
             .join("appendonlydir")
             .join("appendonly.aof.1.incr.aof")
@@ -43,13 +43,13 @@ impl Drop for Dir {
 }
 
 /// A server process, SIGKILLed on drop.
-struct Proc {
-    port: u16,
-    child: Child,
+pub(crate) struct Proc {
+    pub(crate) port: u16,
+    pub(crate) child: Child,
 }
 
 impl Proc {
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
             libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL);
@@ -64,7 +64,7 @@ impl Drop for Proc {
     }
 }
 
-fn ferrokv_cmd(dir: &Dir, port: u16, fsync: &str, extra: &[&str]) -> Command {
+pub(crate) fn ferrokv_cmd(dir: &Dir, port: u16, fsync: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
     c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--dir", &dir.s(), "--appendonly", "yes"])
@@ -74,7 +74,7 @@ fn ferrokv_cmd(dir: &Dir, port: u16, fsync: &str, extra: &[&str]) -> Command {
     c
 }
 
-fn launch(mut c: Command, port: u16) -> Proc {
+pub(crate) fn launch(mut c: Command, port: u16) -> Proc {
     let child = c
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -99,12 +99,12 @@ fn launch(mut c: Command, port: u16) -> Proc {
     p
 }
 
-fn ferrokv(dir: &Dir, fsync: &str) -> Proc {
+pub(crate) fn ferrokv(dir: &Dir, fsync: &str) -> Proc {
     let port = free_port();
     launch(ferrokv_cmd(dir, port, fsync, &[]), port)
 }
 
-fn redis(dir: &Dir) -> Proc {
+pub(crate) fn redis(dir: &Dir) -> Proc {
     let port = free_port();
     let mut c = Command::new("redis-server");
     c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -130,10 +130,10 @@ fn bulks(r: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// One key: (db, key, TYPE reply, value parts, PEXPIRETIME reply).
-type KeyRow = (usize, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>);
+pub(crate) type KeyRow = (usize, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>);
 
 /// Every key of databases 0..4, value parts sorted for unordered types.
-fn snapshot(port: u16) -> Vec<KeyRow> {
+pub(crate) fn snapshot(port: u16) -> Vec<KeyRow> {
     let mut r = Raw::connect(port);
     let mut all = Vec::new();
     for db in 0..4 {
@@ -161,7 +161,7 @@ fn snapshot(port: u16) -> Vec<KeyRow> {
 }
 
 /// Writes a dataset touching the rewritten commands.
-fn populate(r: &mut Raw) {
+pub(crate) fn populate(r: &mut Raw) {
     let ok = |reply: Vec<u8>| assert_ne!(reply.first(), Some(&b'-'), "{reply:?}");
     for line in [
         "SET s1 hello",
@@ -259,10 +259,22 @@ fn bgrewriteaof_compacts_into_a_new_base() {
     );
     r.cmd_str(&["SET", "after", "rewrite"]);
     let before = snapshot(a.port);
-    let manifest =
-        std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).expect("m");
-    assert!(manifest.contains("appendonly.aof.2.base.rdb seq 2 type b"));
-    assert!(!dir.incr().exists(), "old incr file removed");
+    let path = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&path).is_ok_and(|m| m.contains("seq 2 type b"))
+    }));
+    let manifest = std::fs::read_to_string(&path).expect("manifest");
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    // The replaced files are deleted once the new manifest is in place.
+    let base1 = dir.0.join("appendonlydir/appendonly.aof.1.base.rdb");
+    assert!(
+        wait_until(Duration::from_secs(2), || !dir.incr().exists()
+            && !base1.exists()),
+        "old files removed"
+    );
     drop(r);
     // SHUTDOWN syncs the file.
     Raw::connect(a.port).send(b"SHUTDOWN\r\n");

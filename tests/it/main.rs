@@ -5,6 +5,7 @@
 mod support;
 
 mod aof;
+mod aof_rewrite;
 mod basics;
 mod cli;
 mod command;

@@ -3,6 +3,7 @@
 //! `redis-check-rdb`), DUMP/RESTORE between the two, BGSAVE, save rules,
 //! and the refusal of damaged files.
 
+pub(crate) mod compact;
 mod data;
 
 use std::time::Duration;
@@ -343,14 +344,31 @@ fn damaged_files_are_refused() {
         std::fs::read(dir.path().join("flipped.rdb")).expect("kept"),
         flipped
     );
-    // A type ferrokv does not store yet is refused by name.
+    // A damaged listpack inside a Redis file: refused with its offset.
     let d = dir.s();
     let redis = spawn_redis_with(&["--dir", &d, "--dbfilename", "hash.rdb"]);
     let mut rr = Raw::connect(redis.port);
     cmd(&mut rr, &[b"HSET", b"h", b"f", b"v"]);
     assert_eq!(rr.cmd_str(&["SAVE"]), b"+OK\r\n");
+    let redis_file = std::fs::read(dir.path().join("hash.rdb")).expect("saved");
+    let lp = redis_file
+        .windows(4)
+        .position(|w| w == b"\x02\x00\x81f")
+        .expect("listpack header");
+    let mut bad = redis_file.clone();
+    bad[lp] = 3;
+    write("badlp.rdb", &bad);
+    let e = start_error(&dir, "badlp.rdb");
+    assert!(
+        e.contains("badlp.rdb at offset")
+            && e.contains("listpack element count does not match its header"),
+        "{e}"
+    );
+    // A type ferrokv does not store (a stream) is refused by name.
+    cmd(&mut rr, &[b"XADD", b"st", b"1-1", b"f", b"v"]);
+    assert_eq!(rr.cmd_str(&["SAVE"]), b"+OK\r\n");
     let e = start_error(&dir, "hash.rdb");
-    assert!(e.contains("unsupported value type 16 (hash)"), "{e}");
+    assert!(e.contains("unsupported value type 19 (stream)"), "{e}");
 }
 
 #[test]

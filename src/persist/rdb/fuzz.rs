@@ -36,6 +36,41 @@ fn sample_store() -> Store {
         };
         s.set((i % 3) as usize, k.as_bytes(), v, ttl);
     }
+    // Collections in their compact and large encodings.
+    for n in [3usize, 130] {
+        let mut h = crate::store::hash::Hash::default();
+        let mut set = crate::store::set::Set::default();
+        let mut z = crate::store::zset::ZSet::default();
+        for j in 0..n {
+            h.set(format!("f{j}").as_bytes(), j.to_string().as_bytes());
+            set.add((j as i64 * 70_000 - 5).to_string().as_bytes());
+            z.insert(format!("m{j}").as_bytes(), j as f64 / 3.0);
+        }
+        if n > 100 {
+            // Past the zset entry limit; a long value and a non-integer
+            // member make the hash and set tables too.
+            h.set(b"long", &[b'x'; 80]);
+            set.add(b"word");
+        }
+        s.set(
+            0,
+            format!("h{n}").as_bytes(),
+            Value::Hash(Box::new(h)),
+            Ttl::None,
+        );
+        s.set(
+            1,
+            format!("s{n}").as_bytes(),
+            Value::Set(Box::new(set)),
+            Ttl::None,
+        );
+        s.set(
+            2,
+            format!("z{n}").as_bytes(),
+            Value::ZSet(Box::new(z)),
+            Ttl::None,
+        );
+    }
     s
 }
 
@@ -45,6 +80,7 @@ fn image(checksum: bool) -> Vec<u8> {
         compress: true,
         checksum,
         used_mem: 0,
+        aof_base: false,
     };
     write_rdb(&mut out, &sample_store(), opts, None).expect("writes to memory");
     out
@@ -67,7 +103,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
 #[test]
 fn round_trip_and_truncations() {
     let img = image(true);
-    assert_eq!(load(&img, true), Ok(50));
+    assert_eq!(load(&img, true), Ok(56));
     // Every cut in the header and first keys, then a spread over the rest.
     let step = (img.len() / 500).max(1);
     for cut in (0..img.len().min(3000)).chain((3000..img.len()).step_by(step)) {
@@ -180,8 +216,110 @@ fn legacy_records_and_duplicates() {
     let dup = file(b"0010", &[&[0, 1, b'k', 1, b'v'], &[0, 1, b'k', 1, b'w']]);
     let e = load(&dup, true).expect_err("duplicate refused");
     assert!(e.contains("duplicate key 'k' in database 0"), "{e}");
-    // A listpack-encoded hash (type 16) is not read yet.
-    let hash = file(b"0010", &[&[16, 1, b'h', 0]]);
-    let e = load(&hash, true).expect_err("listpack hash refused");
-    assert!(e.contains("at offset 9: unsupported value type 16"), "{e}");
+    // A type Redis 7.0 cannot write either (a stream) is refused.
+    let stream = file(b"0010", &[&[15, 1, b'x', 0]]);
+    let e = load(&stream, true).expect_err("stream refused");
+    assert!(e.contains("at offset 9: unsupported value type 15"), "{e}");
+}
+
+/// DUMP bodies from redis-server 7.0 of `HSET h a 1 b 2`, `SADD s 1 2 3`
+/// and `ZADD z 1 a 2.5 b -3 c`, as file records.
+fn compact_records() -> Vec<Vec<u8>> {
+    let mut h = vec![16u8, 1, b'h', 0x11];
+    h.extend_from_slice(b"\x11\0\0\0\x04\0\x81a\x02\x01\x01\x81b\x02\x02\x01\xff");
+    let mut s = vec![11u8, 1, b's', 0x0e];
+    s.extend_from_slice(&[2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 2, 0, 3, 0]);
+    let mut z = vec![17u8, 1, b'z', 0x1a];
+    z.extend_from_slice(
+        b"\x1a\0\0\0\x06\0\x81c\x02\xdf\xfd\x02\x81a\x02\x01\x01\x81b\x02\x832.5\x04\xff",
+    );
+    // The same hash as a Redis 6 ziplist (type 13): ["a", 1, "b", 2].
+    let zl: &[u8] = &[
+        21, 0, 0, 0, 18, 0, 0, 0, 4, 0, 0, 1, b'a', 3, 0xF2, 2, 1, b'b', 3, 0xF3, 0xFF,
+    ];
+    let mut hz = vec![13u8, 2, b'h', b'z', zl.len() as u8];
+    hz.extend_from_slice(zl);
+    vec![h, s, z, hz]
+}
+
+#[test]
+fn compact_encodings_load_as_redis_has_them() {
+    let recs = compact_records();
+    let refs: Vec<&[u8]> = recs.iter().map(|r| r.as_slice()).collect();
+    let img = file(b"0010", &refs);
+    let mut st = Store::new(16);
+    let r = load_rdb(
+        &img,
+        &mut st,
+        LoadOptions {
+            verify_checksum: true,
+            now_ms: 1_000,
+        },
+    )
+    .expect("loads");
+    assert_eq!(r.keys_loaded, 4);
+    let get = |k: &[u8]| {
+        let d = &st.dbs[0].dict;
+        d.get(d.hash(k), k).map(|e| e.value.clone()).expect("key")
+    };
+    match get(b"h") {
+        Value::Hash(h) => {
+            assert_eq!(h.encoding(), "listpack");
+            let all: Vec<_> = h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+            assert_eq!(
+                all,
+                vec![
+                    (b"a".to_vec(), b"1".to_vec()),
+                    (b"b".to_vec(), b"2".to_vec())
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match get(b"hz") {
+        Value::Hash(h) => assert_eq!(h.get(b"b"), Some(&b"2"[..])),
+        other => panic!("{other:?}"),
+    }
+    match get(b"s") {
+        Value::Set(s) => {
+            assert_eq!(s.encoding(), "intset");
+            assert!(s.contains(b"2") && s.len() == 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    match get(b"z") {
+        Value::ZSet(z) => {
+            assert_eq!(z.encoding(), "listpack");
+            let all: Vec<_> = z.iter_from(0).map(|(m, s)| (m.to_vec(), s)).collect();
+            assert_eq!(
+                all,
+                vec![
+                    (b"c".to_vec(), -3.0),
+                    (b"a".to_vec(), 1.0),
+                    (b"b".to_vec(), 2.5)
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Every truncation is refused; byte flips never panic.
+    for cut in 0..img.len() {
+        assert!(load(&img[..cut], true).is_err(), "prefix of {cut} loaded");
+    }
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for _ in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut d = img.clone();
+        let at = 9 + (x % (img.len() as u64 - 18)) as usize;
+        d[at] = (x >> 32) as u8;
+        let _ = load(&d, false);
+    }
+    // A duplicate field in the listpack is refused with its offset.
+    let mut dup = recs[0].clone();
+    let b_at = dup.iter().position(|&c| c == b'b').expect("field b");
+    dup[b_at] = b'a';
+    let e = load(&file(b"0010", &[&dup]), true).expect_err("duplicate refused");
+    assert_eq!(e, "at offset 12: duplicate field in a pairs encoding");
 }

@@ -133,6 +133,17 @@ pub fn build_nodes<'a, E>(
     Ok(())
 }
 
+/// One listpack holding `items` (a small hash's or sorted set's blob).
+pub fn build<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut entries = Vec::new();
+    let mut count = 0;
+    for item in items {
+        push_entry(&mut entries, item);
+        count += 1;
+    }
+    finish(&mut entries, count)
+}
+
 /// Wraps entries into a listpack (header, entries, terminator) and empties
 /// `entries`.
 fn finish(entries: &mut Vec<u8>, count: usize) -> Vec<u8> {
@@ -246,6 +257,9 @@ pub fn decode_ziplist(zl: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), &'stati
     }
     let declared = u16::from_le_bytes([zl[8], zl[9]]);
     let mut pos = 10;
+    let mut prev_size = 0usize;
+    let tail = u32::from_le_bytes([zl[4], zl[5], zl[6], zl[7]]) as usize;
+    let mut last = 10;
     let mut count = 0usize;
     let mut buf = num::itoa_buf();
     loop {
@@ -256,8 +270,20 @@ pub fn decode_ziplist(zl: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), &'stati
             }
             break;
         }
-        // Previous entry length: 1 byte, or 0xFE and 4 more.
-        pos += if b == 0xFE { 5 } else { 1 };
+        // Previous entry length: 1 byte, or 0xFE and 4 more; it must be
+        // the size of the entry before (0 for the first).
+        let start = pos;
+        last = start;
+        let prevlen = if b == 0xFE {
+            let l = take(zl, &mut pos, 5)?;
+            u32::from_le_bytes([l[1], l[2], l[3], l[4]]) as usize
+        } else {
+            pos += 1;
+            usize::from(b)
+        };
+        if prevlen != prev_size {
+            return Err("ziplist entry has a wrong previous-entry length");
+        }
         let e = *zl.get(pos).ok_or("ziplist entry runs past the end")?;
         pos += 1;
         let int = match e >> 6 {
@@ -290,7 +316,11 @@ pub fn decode_ziplist(zl: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), &'stati
         if let Some(v) = int {
             f(num::fmt_i64(v, &mut buf));
         }
+        prev_size = pos - start;
         count += 1;
+    }
+    if tail != last {
+        return Err("ziplist tail offset does not point at its last entry");
     }
     if declared != 65535 && usize::from(declared) != count {
         return Err("ziplist element count does not match its header");

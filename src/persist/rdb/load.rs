@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{container, enc, listpack, op, ty, CRC64, RDB_VERSION};
+use super::{compact, container, enc, listpack, op, ty, CRC64, RDB_VERSION};
 use crate::store::list::List;
 use crate::store::value::Value;
 use crate::store::Store;
@@ -207,29 +207,70 @@ impl<'a> Dec<'a> {
             ty::SET => {
                 let mut set = crate::store::set::Set::default();
                 for _ in 0..self.length()? {
-                    set.add(&self.string()?);
+                    let at = self.pos;
+                    if !set.add(&self.string()?) {
+                        self.pos = at;
+                        return self.fail("duplicate set member");
+                    }
                 }
-                return Ok((set.len() > 0).then(|| Value::Set(Box::new(set))));
+                return Ok((!set.is_empty()).then(|| Value::Set(Box::new(set))));
             }
             ty::HASH => {
                 let mut hash = crate::store::hash::Hash::default();
                 for _ in 0..self.length()? {
+                    let at = self.pos;
                     let field = self.string()?;
-                    hash.set(&field, &self.string()?);
+                    if !hash.set(&field, &self.string()?) {
+                        self.pos = at;
+                        return self.fail("duplicate hash field");
+                    }
                 }
-                return Ok((hash.len() > 0).then(|| Value::Hash(Box::new(hash))));
+                return Ok((!hash.is_empty()).then(|| Value::Hash(Box::new(hash))));
             }
-            ty::ZSET_2 => {
-                let mut z = crate::store::zset::ZSet::default();
-                for _ in 0..self.length()? {
+            ty::ZSET | ty::ZSET_2 => {
+                let n = self.length()?;
+                let mut z = crate::store::zset::ZSet::with_hint(n.min(1 << 20) as usize, 0);
+                for _ in 0..n {
+                    let at = self.pos;
                     let member = self.string()?;
-                    let score = f64::from_le_bytes(self.array::<8>()?);
+                    let score = if t == ty::ZSET {
+                        self.text_double()?
+                    } else {
+                        f64::from_le_bytes(self.array::<8>()?)
+                    };
                     if score.is_nan() {
                         return self.fail("sorted set score is NaN");
                     }
-                    z.insert(&member, score);
+                    if z.insert(&member, score).is_some() {
+                        self.pos = at;
+                        return self.fail("duplicate sorted set member");
+                    }
                 }
-                return Ok((z.len() > 0).then(|| Value::ZSet(Box::new(z))));
+                // Redis converts small loaded sorted sets to a listpack.
+                z.shrink_encoding();
+                return Ok((!z.is_empty()).then(|| Value::ZSet(Box::new(z))));
+            }
+            ty::SET_INTSET => {
+                let blob = self.string()?;
+                return compact::intset(&blob)
+                    .map(Some)
+                    .map_err(|e| blob_err(at, e));
+            }
+            ty::HASH_ZIPMAP | ty::HASH_ZIPLIST | ty::HASH_LISTPACK => {
+                let blob = self.string()?;
+                let items = match t {
+                    ty::HASH_ZIPMAP => compact::zipmap(&blob),
+                    _ => compact::elements(&blob, t == ty::HASH_ZIPLIST),
+                };
+                return items
+                    .and_then(|i| compact::hash(&i, t == ty::HASH_ZIPMAP))
+                    .map_err(|e| blob_err(at, e));
+            }
+            ty::ZSET_ZIPLIST | ty::ZSET_LISTPACK => {
+                let blob = self.string()?;
+                return compact::elements(&blob, t == ty::ZSET_ZIPLIST)
+                    .and_then(|i| compact::zset(&i))
+                    .map_err(|e| blob_err(at, e));
             }
             _ => return self.fail(unsupported(t)),
         }
@@ -237,16 +278,42 @@ impl<'a> Dec<'a> {
     }
 
     fn blob(&mut self, at: usize, r: Result<(), &'static str>) -> Result<(), LoadError> {
-        r.map_err(|e| LoadError {
-            offset: at,
-            reason: e.into(),
+        r.map_err(|e| blob_err(at, e))
+    }
+
+    /// A double as text with a one-byte length (`rdbLoadDoubleValue`, the
+    /// scores of the old ZSET type): 253 is NaN, 254 +inf, 255 -inf.
+    fn text_double(&mut self) -> Result<f64, LoadError> {
+        let at = self.pos;
+        Ok(match self.u8()? {
+            253 => f64::NAN,
+            254 => f64::INFINITY,
+            255 => f64::NEG_INFINITY,
+            n => {
+                let text = self.take(usize::from(n))?;
+                match std::str::from_utf8(text).ok().and_then(|s| s.parse().ok()) {
+                    Some(v) => v,
+                    None => {
+                        self.pos = at;
+                        return self.fail("invalid sorted set score");
+                    }
+                }
+            }
         })
+    }
+}
+
+/// A damaged encoded blob, reported at the start of its value.
+fn blob_err(at: usize, reason: &str) -> LoadError {
+    LoadError {
+        offset: at,
+        reason: reason.into(),
     }
 }
 
 fn unsupported(t: u8) -> String {
     format!(
-        "unsupported value type {t} ({}): ferrokv reads strings, lists and the plain set, hash and sorted-set encodings",
+        "unsupported value type {t} ({}): ferrokv reads strings, lists, hashes, sets and sorted sets",
         super::type_name(t)
     )
 }
@@ -259,7 +326,14 @@ fn supported(t: u8) -> bool {
             | ty::LIST
             | ty::SET
             | ty::HASH
+            | ty::ZSET
             | ty::ZSET_2
+            | ty::HASH_ZIPMAP
+            | ty::SET_INTSET
+            | ty::ZSET_ZIPLIST
+            | ty::HASH_ZIPLIST
+            | ty::HASH_LISTPACK
+            | ty::ZSET_LISTPACK
             | ty::LIST_ZIPLIST
             | ty::LIST_QUICKLIST
             | ty::LIST_QUICKLIST_2

@@ -5,9 +5,12 @@
 //! - `save.rs` writes files and DUMP payloads,
 //! - `load.rs` reads them back (strings, every list encoding Redis ever
 //!   wrote, expiry, AUX, SELECTDB/RESIZEDB),
+//! - `compact.rs` reads the compact encodings of small hashes, sets and
+//!   sorted sets (intset, zipmap, ziplist and listpack pairs),
 //! - `listpack.rs` encodes and decodes the listpack and ziplist blobs lists
 //!   are stored in.
 
+pub mod compact;
 pub mod listpack;
 pub mod load;
 pub mod save;
@@ -23,14 +26,28 @@ pub mod ty {
     pub const LIST: u8 = 1;
     /// A set as a plain sequence of members (Redis 7.0 still loads it).
     pub const SET: u8 = 2;
+    /// A sorted set as members with text scores (before 3.2).
+    pub const ZSET: u8 = 3;
     /// A hash as field/value strings (Redis 7.0 still loads it).
     pub const HASH: u8 = 4;
     /// A sorted set as members with binary double scores.
     pub const ZSET_2: u8 = 5;
+    /// A small hash as a zipmap (Redis 2.x).
+    pub const HASH_ZIPMAP: u8 = 9;
     /// A list in one ziplist (before 3.2).
     pub const LIST_ZIPLIST: u8 = 10;
+    /// A set of integers as an intset.
+    pub const SET_INTSET: u8 = 11;
+    /// A small sorted set as a ziplist (before 7.0).
+    pub const ZSET_ZIPLIST: u8 = 12;
+    /// A small hash as a ziplist (before 7.0).
+    pub const HASH_ZIPLIST: u8 = 13;
     /// A quicklist of ziplists (3.2 to 6.2).
     pub const LIST_QUICKLIST: u8 = 14;
+    /// A small hash as a listpack (7.0).
+    pub const HASH_LISTPACK: u8 = 16;
+    /// A small sorted set as a listpack (7.0).
+    pub const ZSET_LISTPACK: u8 = 17;
     /// A quicklist of listpack or plain nodes (7.0).
     pub const LIST_QUICKLIST_2: u8 = 18;
 }

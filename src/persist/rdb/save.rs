@@ -95,14 +95,16 @@ impl Enc {
         }
     }
 
-    /// The type byte of a value (`rdbSaveObjectType`).
+    /// The type byte of a value (`rdbSaveObjectType`): compact hashes,
+    /// sets and sorted sets in the compact types Redis 7.0 writes for them.
     pub fn value_type(&mut self, v: &Value) {
         self.buf.push(match v {
             Value::List(_) => ty::LIST_QUICKLIST_2,
-            // Hashes, sets and sorted sets use the plain encodings, which
-            // Redis 7.0 loads and converts to its compact forms itself.
+            Value::Hash(h) if h.is_listpack() => ty::HASH_LISTPACK,
             Value::Hash(_) => ty::HASH,
+            Value::Set(s) if s.encoding() == "intset" => ty::SET_INTSET,
             Value::Set(_) => ty::SET,
+            Value::ZSet(z) if z.encoding() == "listpack" => ty::ZSET_LISTPACK,
             Value::ZSet(_) => ty::ZSET_2,
             Value::Int(_) | Value::Str(_) | Value::Raw(_) => ty::STRING,
         });
@@ -128,6 +130,10 @@ impl Enc {
                     self.string(&b);
                 }
             }
+            Value::Hash(h) if h.is_listpack() => {
+                let lp = listpack::build(h.iter().flat_map(|(f, v)| [f, v]));
+                self.string(&lp);
+            }
             Value::Hash(h) => {
                 self.len(h.len() as u64);
                 for (field, value) in h.iter() {
@@ -135,15 +141,27 @@ impl Enc {
                     self.string(value);
                 }
             }
+            Value::Set(set) if set.encoding() == "intset" => self.string(&intset_blob(set)),
             Value::Set(set) => {
                 self.len(set.len() as u64);
                 for m in set.iter() {
                     m.with(|b| self.string(b));
                 }
             }
+            Value::ZSet(z) if z.encoding() == "listpack" => {
+                let scores: Vec<Vec<u8>> = z.iter_from(0).map(|(_, s)| d2string(s)).collect();
+                let lp = listpack::build(
+                    z.iter_from(0)
+                        .zip(&scores)
+                        .flat_map(|((m, _), s)| [m, s.as_slice()]),
+                );
+                self.string(&lp);
+            }
             Value::ZSet(z) => {
+                // From the highest score down, as Redis walks its skiplist
+                // from the tail (so that loading inserts at the head).
                 self.len(z.len() as u64);
-                for (member, score) in z.iter_from(0) {
+                for (member, score) in z.iter_rev_from(z.len().saturating_sub(1)) {
                     self.string(member);
                     self.buf.extend_from_slice(&score.to_le_bytes());
                 }
@@ -157,6 +175,51 @@ impl Enc {
         self.string(name.as_bytes());
         self.string(value);
     }
+}
+
+/// An intset blob (`intset.c`): the narrowest of 2, 4 or 8 bytes per
+/// member that holds them all, the count, the members ascending.
+fn intset_blob(set: &crate::store::set::Set) -> Vec<u8> {
+    let ints: Vec<i64> = set
+        .iter()
+        .map(|m| match m {
+            crate::store::set::Member::Int(n) => n,
+            crate::store::set::Member::Bytes(b) => num::parse_i64(b).unwrap_or(0),
+        })
+        .collect();
+    let width: u32 = if ints.iter().all(|&v| i16::try_from(v).is_ok()) {
+        2
+    } else if ints.iter().all(|&v| i32::try_from(v).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let mut out = Vec::with_capacity(8 + ints.len() * width as usize);
+    out.extend_from_slice(&width.to_le_bytes());
+    out.extend_from_slice(&(ints.len() as u32).to_le_bytes());
+    for v in ints {
+        out.extend_from_slice(&v.to_le_bytes()[..width as usize]);
+    }
+    out
+}
+
+/// A score as Redis 7.0's `d2string` writes it into a listpack: integers
+/// within +-2^52 without a fraction, `inf`/`-inf`, else `%.17g`.
+fn d2string(v: f64) -> Vec<u8> {
+    let mut out = Vec::new();
+    if v.is_nan() {
+        out.extend_from_slice(b"nan");
+    } else if v.is_infinite() {
+        out.extend_from_slice(if v < 0.0 { b"-inf" } else { b"inf" });
+    } else if v == 0.0 {
+        out.extend_from_slice(if v.is_sign_negative() { b"-0" } else { b"0" });
+    } else if v > -4503599627370495.0 && v < 4503599627370496.0 && v == (v as i64) as f64 {
+        let mut b = num::itoa_buf();
+        out.extend_from_slice(num::fmt_i64(v as i64, &mut b));
+    } else {
+        num::write_g17(v, &mut out);
+    }
+    out
 }
 
 /// A DUMP payload: type, value, RDB version (2 bytes LE), CRC64 (8 bytes LE).
@@ -193,6 +256,8 @@ pub struct SaveOptions {
     pub checksum: bool,
     /// Memory in use, for the `used-mem` AUX field.
     pub used_mem: u64,
+    /// The file is an AOF base (the `aof-base` AUX field is 1).
+    pub aof_base: bool,
 }
 
 /// What a save wrote.
@@ -227,7 +292,7 @@ pub fn write_rdb<W: Write>(
     let ctime = crate::exec::clock::now_ms() / 1000;
     e.aux("ctime", ctime.to_string().as_bytes());
     e.aux("used-mem", opts.used_mem.to_string().as_bytes());
-    e.aux("aof-base", b"0");
+    e.aux("aof-base", if opts.aof_base { b"1" } else { b"0" });
     let mut flush =
         |e: &mut Enc, digest: &mut crc::Digest<'_, u64, crc::Table<16>>, out: &mut W| {
             digest.update(&e.buf);

@@ -1,0 +1,504 @@
+//! Background AOF rewrites, as Redis 7.0's `rewriteAppendOnlyFileBackground`
+//! and `backgroundRewriteDoneHandler` do them in the multi-part layout:
+//!
+//! 1. at the start a NEW incremental file is opened and recorded in the
+//!    manifest, and the parent appends there from then on;
+//! 2. a forked child writes its copy-on-write view of the keyspace as the
+//!    new base (an RDB image with `aof-use-rdb-preamble yes`, commands
+//!    otherwise) to a temp file;
+//! 3. when the child succeeds the temp file becomes the next base, the
+//!    manifest (temp file, fsync, rename) names the new base and the new
+//!    incremental file only, and the old base and incremental files are
+//!    deleted. When it fails, the manifest from step 1 still names every
+//!    file needed, so nothing is lost.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use super::{
+    aof_dir, base_name, delete_replaced, encode, incr_name, open_append, write_manifest, Aof,
+};
+use crate::config::Config;
+use crate::exec::ServerState;
+use crate::persist::aof_load::{read_manifest, AofFile};
+use crate::persist::rdb::save::DbSource;
+use crate::store::value::Value;
+use crate::store::Store;
+use crate::util::num;
+
+/// Elements per command in a command base (Redis's
+/// AOF_REWRITE_ITEMS_PER_CMD).
+const ITEMS_PER_CMD: usize = 64;
+
+/// After this many failures in a row automatic rewrites back off
+/// (Redis's AOF_REWRITE_LIMITE_THRESHOLD).
+const FAILURES_BEFORE_BACKOFF: u64 = 3;
+
+/// A background rewrite in progress.
+pub struct Rewrite {
+    /// When it started (`aof_current_rewrite_time_sec`).
+    pub started: Instant,
+    pid: i32,
+    tmp: PathBuf,
+    done: Receiver<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What BGREWRITEAOF did.
+pub enum BgStart {
+    /// The child was forked.
+    Started,
+    /// Another child (a background save) runs; the rewrite starts after it.
+    Scheduled,
+    /// A rewrite is already running.
+    InProgress,
+    /// The rewrite could not start (logged).
+    Failed,
+}
+
+/// BGREWRITEAOF (`bgrewriteaofCommand`).
+pub fn bgrewriteaof(store: &Store, server: &mut ServerState) -> BgStart {
+    if server.aof.rewrite.is_some() {
+        return BgStart::InProgress;
+    }
+    // A manual rewrite is never held back by earlier failures.
+    server.aof.rewrite_failures = 0;
+    if server.persist.bgsave.is_some() {
+        server.aof.rewrite_scheduled = true;
+        return BgStart::Scheduled;
+    }
+    match start(store, server) {
+        Ok(()) => BgStart::Started,
+        Err(e) => {
+            tracing::warn!("{e}");
+            BgStart::Failed
+        }
+    }
+}
+
+/// Starts a background rewrite; the caller checks no child runs.
+fn start(store: &Store, server: &mut ServerState) -> Result<(), String> {
+    let config = &server.config;
+    let aof = &mut server.aof;
+    aof.rewrite_scheduled = false;
+    let dir = aof_dir(config);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("Can't create AOF directory {}: {e}", dir.display()))?;
+    if aof.on {
+        switch_incr(aof, config, &dir)?;
+    }
+    let (pid, tmp, thread, done) = fork_child(store, config, &dir)?;
+    // Counted when started, as Redis's stat_aof_rewrites.
+    aof.rewrites += 1;
+    aof.rewrite = Some(Rewrite {
+        started: Instant::now(),
+        pid,
+        tmp,
+        done,
+        thread: Some(thread),
+    });
+    tracing::info!("Background append only file rewriting started by pid {pid}");
+    Ok(())
+}
+
+/// Opens the next incremental file, records it in the manifest and
+/// appends there from now on (`openNewIncrAofForAppend`). The previous
+/// file is fsynced and closed off the executor thread.
+fn switch_incr(aof: &mut Aof, config: &Config, dir: &Path) -> Result<(), String> {
+    aof.flush();
+    let mut m = aof.manifest.clone();
+    m.incr_seq += 1;
+    let incr = AofFile {
+        name: incr_name(config, m.incr_seq),
+        seq: m.incr_seq,
+    };
+    let file = open_append(&dir.join(&incr.name))?;
+    m.incrs.push(incr);
+    if let Err(e) = write_manifest(config, &m) {
+        let _ = std::fs::remove_file(dir.join(&m.incrs[m.incrs.len() - 1].name));
+        return Err(e);
+    }
+    tracing::info!(
+        "Creating AOF incr file {} on background rewrite",
+        m.incrs[m.incrs.len() - 1].name
+    );
+    if let Some(old) = aof.file.replace(file) {
+        let _ = std::thread::Builder::new()
+            .name("ferrokv-aof-close".into())
+            .spawn(move || {
+                let _ = old.sync_data();
+            });
+    }
+    aof.manifest = m;
+    aof.db = None;
+    aof.incr_size = 0;
+    Ok(())
+}
+
+type Forked = (i32, PathBuf, std::thread::JoinHandle<()>, Receiver<bool>);
+
+/// Forks the child that writes the new base to
+/// `temp-rewriteaof-bg-<pid>.aof`, and a thread that waits for it.
+#[cfg(unix)]
+fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, String> {
+    // SAFETY: called on the executor thread, which owns the store, so the
+    // child's copy is consistent. The child only writes the file and leaves
+    // with _exit, never running the parent's runtime or destructors (see
+    // bgsave.rs, which forks the same way).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!(
+            "Can't rewrite append only file in background: fork: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if pid == 0 {
+        #[cfg(target_os = "linux")]
+        // SAFETY: close_range(2) on descriptors of this (child) process only.
+        unsafe {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
+        let tmp = temp_name(dir, std::process::id());
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            write_base(&tmp, store, config).is_ok()
+        }))
+        .unwrap_or(false);
+        // SAFETY: ends the child without unwinding into the parent's state.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("ferrokv-aofrw-wait".into())
+        .spawn(move || {
+            let mut status: libc::c_int = 0;
+            let ok = loop {
+                // SAFETY: waits for the child forked above; `status` is a
+                // valid out pointer.
+                let w = unsafe { libc::waitpid(pid, &mut status, 0) };
+                if w == pid {
+                    break libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                }
+                if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                    break false;
+                }
+            };
+            let _ = tx.send(ok);
+        });
+    match thread {
+        Ok(t) => Ok((pid, temp_name(dir, pid as u32), t, rx)),
+        Err(e) => {
+            // SAFETY: the child forked above; nobody else will reap it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            Err(format!("Can't start the AOF rewrite waiter: {e}"))
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn fork_child(_: &Store, _: &Config, _: &Path) -> Result<Forked, String> {
+    Err("Can't rewrite append only file in background: fork is not available".into())
+}
+
+fn temp_name(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("temp-rewriteaof-bg-{pid}.aof"))
+}
+
+/// Kills a running rewrite child and removes its temp file (CONFIG SET
+/// appendonly, shutdown, a synchronous rewrite superseding it).
+pub(super) fn cancel(aof: &mut Aof) {
+    if let Some(mut rw) = aof.rewrite.take() {
+        #[cfg(unix)]
+        // SAFETY: kill(2) on the child this process forked and has not
+        // reaped yet (the waiter thread reaps it).
+        unsafe {
+            libc::kill(rw.pid, libc::SIGKILL);
+        }
+        if let Some(t) = rw.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&rw.tmp);
+        tracing::info!("Killing running AOF rewrite child: {}", rw.pid);
+    }
+}
+
+/// The AOF's periodic work (called from the executor timers): collects a
+/// finished rewrite, starts a scheduled one once no background save runs,
+/// and starts one on growth (`auto-aof-rewrite-percentage` over the size
+/// after the last rewrite, at least `auto-aof-rewrite-min-size`), as
+/// serverCron does.
+pub fn auto_rewrite(store: &Store, server: &mut ServerState) {
+    poll(server);
+    if server.aof.rewrite.is_some() || server.persist.bgsave.is_some() {
+        return;
+    }
+    if server.aof.rewrite_scheduled {
+        if let Err(e) = start(store, server) {
+            tracing::warn!("{e}");
+        }
+        return;
+    }
+    let aof = &server.aof;
+    if !aof.on || backing_off(aof) {
+        return;
+    }
+    let pct = server
+        .config
+        .get_i64("auto-aof-rewrite-percentage")
+        .unwrap_or(0);
+    if pct <= 0 {
+        return;
+    }
+    let min = num::parse_memory(server.config.get("auto-aof-rewrite-min-size").as_bytes())
+        .unwrap_or(64 << 20);
+    let size = aof.base_size + aof.incr_size;
+    let base = aof.base_size.max(1);
+    if size < min || size.saturating_sub(base) * 100 / base < pct as u64 {
+        return;
+    }
+    tracing::info!(
+        "Starting automatic rewriting of AOF on {}% growth",
+        size.saturating_sub(base) * 100 / base
+    );
+    if let Err(e) = start(store, server) {
+        tracing::warn!("{e}");
+    }
+}
+
+/// After repeated failures automatic rewrites wait one minute, doubling up
+/// to an hour (`aofRewriteLimited`).
+fn backing_off(aof: &Aof) -> bool {
+    if aof.rewrite_failures < FAILURES_BEFORE_BACKOFF {
+        return false;
+    }
+    let shift = (aof.rewrite_failures - FAILURES_BEFORE_BACKOFF).min(6) as u32;
+    let wait = Duration::from_secs((60u64 << shift).min(3600));
+    aof.last_failure.is_some_and(|t| t.elapsed() < wait)
+}
+
+/// Collects a finished child (`backgroundRewriteDoneHandler`).
+fn poll(server: &mut ServerState) {
+    let Some(rw) = server.aof.rewrite.as_mut() else {
+        return;
+    };
+    let ok = match rw.done.try_recv() {
+        Ok(ok) => ok,
+        Err(TryRecvError::Empty) => return,
+        Err(TryRecvError::Disconnected) => false,
+    };
+    let Some(mut rw) = server.aof.rewrite.take() else {
+        return;
+    };
+    if let Some(t) = rw.thread.take() {
+        let _ = t.join();
+    }
+    let aof = &mut server.aof;
+    aof.last_rewrite_sec = rw.started.elapsed().as_secs() as i64;
+    let result = if ok {
+        install(aof, &server.config, &rw.tmp)
+    } else {
+        Err("the rewriting child failed".to_string())
+    };
+    match result {
+        Ok(()) => {
+            aof.last_rewrite_ok = true;
+            aof.rewrite_failures = 0;
+            tracing::info!("Background AOF rewrite finished successfully");
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&rw.tmp);
+            aof.last_rewrite_ok = false;
+            aof.rewrite_failures += 1;
+            aof.last_failure = Some(Instant::now());
+            tracing::warn!("Background AOF rewrite failed: {e}");
+        }
+    }
+}
+
+/// Makes the child's file the new base: renamed into place, a manifest
+/// naming it and the incremental file opened at the start, then the
+/// replaced files deleted.
+fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
+    let dir = aof_dir(config);
+    let old = if aof.on {
+        aof.manifest.clone()
+    } else {
+        read_manifest(config)?.unwrap_or_default()
+    };
+    let mut m = old.clone();
+    m.base_seq += 1;
+    let base = AofFile {
+        name: base_name(config, m.base_seq),
+        seq: m.base_seq,
+    };
+    let path = dir.join(&base.name);
+    std::fs::rename(tmp, &path).map_err(|e| format!("rename of the new base: {e}"))?;
+    m.base = Some(base);
+    // With the AOF on, the file opened at the start holds every write made
+    // since the child's snapshot; the earlier ones are in the new base.
+    m.incrs = if aof.on {
+        m.incrs.last().cloned().into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    m.history.clear();
+    if let Err(e) = write_manifest(config, &m) {
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
+    }
+    delete_replaced(config, &old, &m);
+    aof.base_size = std::fs::metadata(&path).map_or(0, |md| md.len());
+    if aof.on {
+        aof.manifest = m;
+    }
+    Ok(())
+}
+
+/// Writes a base file: an RDB image (`aof-use-rdb-preamble yes`) or the
+/// commands that rebuild the keyspace, via a temp file, fsync and rename.
+/// Returns its size.
+pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Result<u64, String> {
+    if config.get_bool("aof-use-rdb-preamble") {
+        let mut opts = crate::persist::save_options(config);
+        opts.aof_base = true;
+        return crate::persist::write_file(path, src, opts, None).map(|r| r.bytes);
+    }
+    let tmp = path.with_extension("tmp");
+    let result = (|| -> std::io::Result<u64> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        let n = write_commands(&mut w, src)?;
+        w.flush()?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        Ok(n)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("Write error writing the AOF base {}: {e}", path.display())
+    })
+}
+
+/// Writes the commands that rebuild `src` (`rewriteAppendOnlyFileRio`):
+/// per non-empty database SELECT, then per key SET, RPUSH, SADD, ZADD or
+/// HMSET (64 elements per command) and PEXPIREAT for a TTL. Returns the
+/// bytes written.
+pub fn write_commands<W: Write>(out: &mut W, src: &dyn DbSource) -> std::io::Result<u64> {
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut total = 0u64;
+    for db in 0..src.db_count() {
+        if src.db_sizes(db).0 == 0 {
+            continue;
+        }
+        encode(&mut buf, &[b"SELECT", db.to_string().as_bytes()]);
+        src.each(db, &mut |key, value, expire_at| {
+            key_commands(&mut buf, key, value);
+            if expire_at != 0 {
+                encode(
+                    &mut buf,
+                    &[b"PEXPIREAT", key, expire_at.to_string().as_bytes()],
+                );
+            }
+            if buf.len() >= 1 << 16 {
+                total += buf.len() as u64;
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            Ok(())
+        })?;
+    }
+    total += buf.len() as u64;
+    out.write_all(&buf)?;
+    Ok(total)
+}
+
+/// The commands that create one key.
+fn key_commands(out: &mut Vec<u8>, key: &[u8], value: &Value) {
+    // Emits `cmd key items...` in chunks of ITEMS_PER_CMD items.
+    fn chunked(out: &mut Vec<u8>, cmd: &[u8], key: &[u8], items: Vec<Vec<u8>>, per: usize) {
+        for chunk in items.chunks(ITEMS_PER_CMD * per) {
+            let mut args: Vec<&[u8]> = Vec::with_capacity(chunk.len() + 2);
+            args.push(cmd);
+            args.push(key);
+            args.extend(chunk.iter().map(Vec::as_slice));
+            encode(out, &args);
+        }
+    }
+    match value {
+        Value::Int(_) | Value::Str(_) | Value::Raw(_) => {
+            let mut b = num::itoa_buf();
+            let v: &[u8] = match value {
+                Value::Int(n) => num::fmt_i64(*n, &mut b),
+                Value::Str(s) => s.as_slice(),
+                Value::Raw(r) => r,
+                _ => &[],
+            };
+            encode(out, &[b"SET", key, v]);
+        }
+        Value::List(l) => chunked(
+            out,
+            b"RPUSH",
+            key,
+            l.iter().map(<[u8]>::to_vec).collect(),
+            1,
+        ),
+        Value::Set(s) => chunked(out, b"SADD", key, s.iter().map(|m| m.to_vec()).collect(), 1),
+        Value::Hash(h) => {
+            let items = h
+                .iter()
+                .flat_map(|(f, v)| [f.to_vec(), v.to_vec()])
+                .collect();
+            chunked(out, b"HMSET", key, items, 2);
+        }
+        Value::ZSet(z) => {
+            let items = z
+                .iter_from(0)
+                .flat_map(|(m, s)| {
+                    let mut score = Vec::new();
+                    num::write_g17(s, &mut score);
+                    [score, m.to_vec()]
+                })
+                .collect();
+            chunked(out, b"ZADD", key, items, 2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Ttl;
+
+    #[test]
+    fn commands_rebuild_every_type() {
+        let mut s = Store::new(16);
+        s.set_now(1_000);
+        s.set(0, b"str", Value::string(b"hello"), Ttl::At(5_000));
+        s.set(0, b"int", Value::string(b"42"), Ttl::None);
+        let mut l = crate::store::list::List::default();
+        for i in 0..100 {
+            l.push_back(i.to_string().as_bytes());
+        }
+        s.set(2, b"list", Value::List(Box::new(l)), Ttl::None);
+        let mut z = crate::store::zset::ZSet::default();
+        z.insert(b"m", 1.5);
+        z.insert(b"inf", f64::INFINITY);
+        s.set(2, b"z", Value::ZSet(Box::new(z)), Ttl::None);
+        let mut out = Vec::new();
+        let n = write_commands(&mut out, &s).expect("writes to memory");
+        assert_eq!(n, out.len() as u64);
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("$9\r\nPEXPIREAT\r\n$3\r\nstr\r\n$4\r\n5000\r\n"));
+        assert!(text.contains("*66\r\n$5\r\nRPUSH\r\n$4\r\nlist\r\n"));
+        assert!(text.contains("*38\r\n$5\r\nRPUSH\r\n"));
+        assert!(text.contains("$3\r\n1.5\r\n$1\r\nm\r\n$3\r\ninf\r\n$3\r\ninf\r\n"));
+    }
+}

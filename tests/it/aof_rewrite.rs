@@ -1,0 +1,293 @@
+//! Background AOF rewrites: the server keeps answering while a child
+//! writes the new base, one child at a time (a rewrite waits behind
+//! BGSAVE and the other way round), a crash in the middle loses nothing,
+//! command bases (`aof-use-rdb-preamble no`), and appendonlydirs exchanged
+//! with redis-server 7.0 both ways with compact collections in the base.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::aof::*;
+use crate::persist::compact::populate_collections;
+use crate::support::*;
+
+fn manifest(dir: &Dir) -> String {
+    std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap_or_default()
+}
+
+fn info(r: &mut Raw) -> String {
+    String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned()
+}
+
+/// Writes `n` keys in one pipeline.
+fn fill(r: &mut Raw, n: usize) {
+    let mut pipeline = Vec::new();
+    for i in 0..n {
+        let (k, v) = (format!("key:{i:07}"), format!("value-{i}"));
+        pipeline.extend(encode(&[b"SET", k.as_bytes(), v.as_bytes()]));
+    }
+    r.send(&pipeline);
+    for _ in 0..n {
+        assert_eq!(r.read_reply(), b"+OK\r\n");
+    }
+}
+
+/// Sends `cmds` as one batch (the executor runs them back to back, so no
+/// child can finish in between) and returns the replies.
+fn batch(r: &mut Raw, cmds: &[&[&str]]) -> Vec<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for c in cmds {
+        let args: Vec<&[u8]> = c.iter().map(|a| a.as_bytes()).collect();
+        bytes.extend(encode(&args));
+    }
+    r.send(&bytes);
+    cmds.iter().map(|_| r.read_reply()).collect()
+}
+
+fn rewrite_done(r: &mut Raw) -> bool {
+    let i = info(r);
+    i.contains("aof_rewrite_in_progress:0") && i.contains("aof_rewrite_scheduled:0")
+}
+
+#[test]
+fn bgrewriteaof_runs_in_the_background() {
+    let dir = Dir::new("ferrokv-aofbg");
+    let mut a = ferrokv(&dir, "everysec");
+    let mut r = Raw::connect(a.port);
+    fill(&mut r, 2_000);
+    let replies = batch(
+        &mut r,
+        &[
+            &["BGREWRITEAOF"],
+            &["BGREWRITEAOF"],
+            &["INFO", "persistence"],
+            &["BGSAVE"],
+            &["SET", "during", "rewrite"],
+        ],
+    );
+    assert_eq!(
+        replies[0],
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(
+        replies[1],
+        b"-ERR Background append only file rewriting already in progress\r\n"
+    );
+    let text = String::from_utf8_lossy(&replies[2]);
+    assert!(text.contains("aof_rewrite_in_progress:1"), "{text}");
+    assert!(text.contains("aof_current_rewrite_time_sec:0"), "{text}");
+    assert_eq!(
+        replies[3],
+        b"-ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE \
+          SCHEDULE in order to schedule a BGSAVE whenever possible.\r\n"
+            .to_vec()
+    );
+    assert_eq!(replies[4], b"+OK\r\n");
+    assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+    let text = info(&mut r);
+    assert!(text.contains("aof_last_bgrewrite_status:ok"), "{text}");
+    assert!(text.contains("aof_rewrites:1\r\n"), "{text}");
+    assert_eq!(
+        manifest(&dir),
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    // The new incremental file holds only what was written since.
+    let incr2 = std::fs::read(dir.0.join("appendonlydir/appendonly.aof.2.incr.aof")).expect("incr");
+    assert_eq!(
+        incr2,
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$6\r\nduring\r\n$7\r\nrewrite\r\n"
+    );
+    let before = snapshot(a.port);
+    a.kill();
+    let b = ferrokv(&dir, "everysec");
+    assert_eq!(Raw::connect(b.port).cmd_str(&["DBSIZE"]), b":2001\r\n");
+    assert_eq!(snapshot(b.port), before);
+}
+
+#[test]
+fn a_crash_during_the_rewrite_loses_nothing() {
+    let dir = Dir::new("ferrokv-aofbg-crash");
+    let mut a = ferrokv(&dir, "always");
+    let mut r = Raw::connect(a.port);
+    fill(&mut r, 30_000);
+    let replies = batch(&mut r, &[&["BGREWRITEAOF"], &["SET", "during", "1"]]);
+    assert_eq!(replies[1], b"+OK\r\n");
+    // The new incremental file is in the manifest before the child ends.
+    assert!(manifest(&dir).contains("appendonly.aof.2.incr.aof seq 2 type i"));
+    a.kill();
+    let b = ferrokv(&dir, "always");
+    let mut r = Raw::connect(b.port);
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":30001\r\n");
+    assert_eq!(r.cmd_str(&["GET", "during"]), b"$1\r\n1\r\n");
+    assert_eq!(
+        r.cmd_str(&["GET", "key:0012345"]),
+        b"$11\r\nvalue-12345\r\n"
+    );
+}
+
+#[test]
+fn one_child_at_a_time() {
+    let dir = Dir::new("ferrokv-aofbg-sched");
+    let a = ferrokv(&dir, "everysec");
+    let mut r = Raw::connect(a.port);
+    fill(&mut r, 30_000);
+    let replies = batch(
+        &mut r,
+        &[&["BGSAVE"], &["BGREWRITEAOF"], &["INFO", "persistence"]],
+    );
+    assert_eq!(replies[0], b"+Background saving started\r\n");
+    assert_eq!(
+        replies[1],
+        b"+Background append only file rewriting scheduled\r\n"
+    );
+    let text = String::from_utf8_lossy(&replies[2]);
+    assert!(text.contains("aof_rewrite_scheduled:1"), "{text}");
+    assert!(text.contains("aof_rewrite_in_progress:0"), "{text}");
+    // The rewrite starts once the save is collected, then completes.
+    assert!(wait_until(Duration::from_secs(10), || manifest(&dir)
+        .contains("seq 2 type b")));
+    assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+    // BGSAVE SCHEDULE waits behind a rewrite.
+    let dump = dir.0.join("dump.rdb");
+    let _ = std::fs::remove_file(&dump);
+    let replies = batch(
+        &mut r,
+        &[
+            &["BGREWRITEAOF"],
+            &["BGSAVE", "SCHEDULE"],
+            &["BGREWRITEAOF"],
+        ],
+    );
+    assert_eq!(
+        replies[0],
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(replies[1], b"+Background saving scheduled\r\n");
+    assert!(replies[2].starts_with(b"-ERR Background append only file rewriting already"));
+    assert!(wait_until(Duration::from_secs(10), || dump.exists()));
+    assert!(wait_until(Duration::from_secs(10), || manifest(&dir)
+        .contains("seq 3 type b")));
+}
+
+fn base_path(dir: &Dir, seq: u64, ext: &str) -> PathBuf {
+    dir.0
+        .join(format!("appendonlydir/appendonly.aof.{seq}.base.{ext}"))
+}
+
+#[test]
+fn command_bases_without_the_rdb_preamble() {
+    let dir = Dir::new("ferrokv-aofbg-cmds");
+    let port = free_port();
+    let extra = ["--aof-use-rdb-preamble", "no"];
+    let mut a = launch(ferrokv_cmd(&dir, port, "always", &extra), port);
+    let mut r = Raw::connect(port);
+    populate(&mut r);
+    populate_collections(&mut r);
+    assert_eq!(
+        r.cmd_str(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+    r.cmd_str(&["SET", "after", "1"]);
+    let base = std::fs::read(base_path(&dir, 2, "aof")).expect("command base");
+    assert!(base.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"));
+    let want = snapshot(port);
+    a.kill();
+    let b = ferrokv(&dir, "always");
+    assert_eq!(snapshot(b.port), want);
+    drop(b);
+    // Redis 7.0 loads the command base too.
+    let theirs = redis(&dir);
+    assert_eq!(snapshot(theirs.port), want);
+}
+
+#[test]
+fn redis_rdb_preamble_aof_loads_into_ferrokv() {
+    let dir = Dir::new("ferrokv-aofbg-from-redis");
+    let mut theirs = redis(&dir);
+    let mut r = Raw::connect(theirs.port);
+    populate(&mut r);
+    populate_collections(&mut r);
+    assert_eq!(
+        r.cmd_str(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+    // Writes after the rewrite land in Redis's new incremental file.
+    r.cmd_str(&["HSET", "h_small", "new", "field"]);
+    r.cmd_str(&["SADD", "s_int", "99"]);
+    r.cmd_str(&["DEL", "z_big"]);
+    let base = std::fs::read(base_path(&dir, 2, "rdb")).expect("Redis's RDB base");
+    assert!(base.starts_with(b"REDIS0010"));
+    let want = snapshot(theirs.port);
+    theirs.kill();
+    let ours = ferrokv(&dir, "always");
+    assert_eq!(snapshot(ours.port), want);
+    let mut o = Raw::connect(ours.port);
+    assert_eq!(
+        o.cmd_str(&["OBJECT", "ENCODING", "h_small"]),
+        b"$8\r\nlistpack\r\n"
+    );
+    assert_eq!(
+        o.cmd_str(&["OBJECT", "ENCODING", "s_int"]),
+        b"$6\r\nintset\r\n"
+    );
+}
+
+#[test]
+fn ferrokv_rdb_preamble_aof_loads_into_redis() {
+    let dir = Dir::new("ferrokv-aofbg-to-redis");
+    let mut ours = ferrokv(&dir, "always");
+    let mut r = Raw::connect(ours.port);
+    populate(&mut r);
+    populate_collections(&mut r);
+    assert_eq!(
+        r.cmd_str(&["BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+    r.cmd_str(&["HSET", "h_small", "new", "field"]);
+    r.cmd_str(&["ZADD", "z_small", "7", "seven"]);
+    let base = std::fs::read(base_path(&dir, 2, "rdb")).expect("RDB base");
+    assert!(base.starts_with(b"REDIS0010"));
+    let want = snapshot(ours.port);
+    ours.kill();
+    let theirs = redis(&dir);
+    assert_eq!(snapshot(theirs.port), want);
+}
+
+/// The field names of an INFO persistence reply, in order.
+fn field_names(reply: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(reply)
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .filter(|k| !k.starts_with('$'))
+        .collect()
+}
+
+#[test]
+fn info_persistence_fields_match_redis() {
+    // AOF off.
+    let mut p = Pair::new();
+    let (a, b) = p.both(&["INFO", "persistence"]);
+    assert_eq!(field_names(&a), field_names(&b));
+    assert!(field_names(&a).len() >= 30);
+    // AOF on: Redis adds the aof_current_size group.
+    let d1 = Dir::new("ferrokv-info-aof");
+    let d2 = Dir::new("ferrokv-info-aof-redis");
+    let ours = ferrokv(&d1, "everysec");
+    let theirs = redis(&d2);
+    let a = Raw::connect(ours.port).cmd_str(&["INFO", "persistence"]);
+    let b = Raw::connect(theirs.port).cmd_str(&["INFO", "persistence"]);
+    assert_eq!(field_names(&a), field_names(&b));
+    assert!(field_names(&a).contains(&"aof_pending_rewrite".to_string()));
+    // The values that mean the same on both sides agree.
+    for f in [
+        "aof_enabled:1",
+        "aof_rewrites:0",
+        "aof_rewrite_in_progress:0",
+    ] {
+        assert!(String::from_utf8_lossy(&a).contains(f), "{f}");
+        assert!(String::from_utf8_lossy(&b).contains(f), "{f}");
+    }
+}
