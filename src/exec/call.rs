@@ -47,6 +47,11 @@ impl Executor {
         start: usize,
     ) {
         let id = client.id;
+        if batch.len().saturating_sub(start) > 1 {
+            // Keys are usually argv[1]; a wrong guess only wastes a hint.
+            let keys = (start..batch.len()).filter_map(|i| batch.argv(i).try_get(1));
+            self.store.prefetch(client.db, keys);
+        }
         for i in start..batch.len() {
             if self.paused_for(&batch, i) {
                 let qbuf = client.qbuf;

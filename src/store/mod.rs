@@ -159,6 +159,13 @@ impl Store {
         Some(h)
     }
 
+    /// Cache hint for the keys a pipelined batch is about to use.
+    pub fn prefetch<'a>(&self, db: usize, keys: impl Iterator<Item = &'a [u8]>) {
+        if let Some(d) = self.dbs.get(db) {
+            d.dict.prefetch(keys);
+        }
+    }
+
     /// The live entry for `key`, expiring it first if its TTL has passed.
     /// Does not count as a keyspace hit or miss (writes use this).
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
