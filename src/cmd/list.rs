@@ -590,8 +590,8 @@ pub fn serve_blocked(
         BlockOp::Move { dst, from, to } => {
             move_element(store, db, key, dst, *from, *to, reply)?;
         }
-        // Sorted-set waiters are served by zset_blocking.rs.
-        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => reply.null_array(),
+        // Sorted-set and stream waiters are served by their own families.
+        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } | BlockOp::XRead { .. } => reply.null_array(),
     }
     Ok(())
 }

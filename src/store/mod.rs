@@ -15,6 +15,7 @@ pub mod intset;
 pub mod list;
 pub mod packed;
 pub mod set;
+pub mod stream;
 pub mod value;
 pub mod watch;
 pub mod zset;

@@ -64,6 +64,11 @@ impl<'a> Dec<'a> {
         }
     }
 
+    /// `n` raw bytes (stream IDs and times in consumer groups).
+    pub fn raw(&mut self, n: usize) -> Result<&'a [u8], LoadError> {
+        self.take(n)
+    }
+
     fn u8(&mut self) -> Result<u8, LoadError> {
         Ok(self.take(1)?[0])
     }
@@ -231,6 +236,10 @@ impl<'a> Dec<'a> {
                 }
                 return Ok((z.len() > 0).then(|| Value::ZSet(Box::new(z))));
             }
+            ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
+                let s = super::stream::load(self, t == ty::STREAM_LISTPACKS_2)?;
+                return Ok(Some(Value::Stream(Box::new(s))));
+            }
             _ => return self.fail(unsupported(t)),
         }
         Ok((!list.is_empty()).then(|| Value::List(Box::new(list))))
@@ -263,6 +272,8 @@ fn supported(t: u8) -> bool {
             | ty::LIST_ZIPLIST
             | ty::LIST_QUICKLIST
             | ty::LIST_QUICKLIST_2
+            | ty::STREAM_LISTPACKS
+            | ty::STREAM_LISTPACKS_2
     )
 }
 

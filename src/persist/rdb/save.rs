@@ -104,6 +104,7 @@ impl Enc {
             Value::Hash(_) => ty::HASH,
             Value::Set(_) => ty::SET,
             Value::ZSet(_) => ty::ZSET_2,
+            Value::Stream(_) => ty::STREAM_LISTPACKS_2,
             Value::Int(_) | Value::Str(_) | Value::Raw(_) => ty::STRING,
         });
     }
@@ -148,6 +149,7 @@ impl Enc {
                     self.buf.extend_from_slice(&score.to_le_bytes());
                 }
             }
+            Value::Stream(s) => super::stream::save(self, s),
         }
     }
 
