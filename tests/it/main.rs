@@ -11,6 +11,7 @@ mod command;
 mod config;
 mod connection;
 mod expire;
+mod frameworks;
 mod functions;
 mod hash;
 mod incr;
