@@ -28,6 +28,7 @@ mod scripting;
 mod server;
 mod set;
 mod sort;
+mod stream;
 mod string;
 mod string_random;
 mod types_random;
