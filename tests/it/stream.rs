@@ -401,3 +401,83 @@ fn xread_block_is_served_by_xadd() {
     ]);
     p.same(&["EVAL", "return redis.call('XREAD','STREAMS','s1','0')", "0"]);
 }
+
+#[test]
+fn aof_replays_generated_ids_and_approximate_trims() {
+    let dir = crate::support::unique_temp_path("ferrokv-stream-aof");
+    let d = dir.display().to_string();
+    let server = crate::support::start_with(|c| {
+        c.appendonly = true;
+        c.appendfsync = "always".into();
+        c.dir = d.clone();
+    });
+    let mut r = server.raw();
+    let mut batch = Vec::new();
+    for i in 0..250 {
+        let v = i.to_string();
+        batch.extend(encode(&[b"XADD", b"s", b"*", b"f", v.as_bytes()]));
+    }
+    r.send(&batch);
+    for _ in 0..250 {
+        r.read_reply();
+    }
+    // The new base holds the stream as RDB, entries 1 and 2 deleted (the
+    // first node keeps 98 live entries, so the trim below still drops
+    // it whole).
+    let ids = r.cmd_str(&["XRANGE", "s", "-", "+", "COUNT", "3"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&ids)
+        .lines()
+        .filter(|l| l.contains('-') && !l.starts_with('$'))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    r.cmd_str(&["XDEL", "s", &ids[1], &ids[2]]);
+    assert!(r.cmd_str(&["BGREWRITEAOF"]).starts_with(b"+"));
+    assert!(wait_until(Duration::from_secs(5), || {
+        String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"]))
+            .contains("aof_rewrite_in_progress:0")
+    }));
+    // The new base holds the stream as RDB, entries 1 and 2 deleted (the
+    // first node keeps 98 live entries, so the trim below still drops
+    // it whole).
+    let ids = r.cmd_str(&["XRANGE", "s", "-", "+", "COUNT", "3"]);
+    let ids: Vec<String> = String::from_utf8_lossy(&ids)
+        .lines()
+        .filter(|l| l.contains('-') && !l.starts_with('$') && !l.starts_with('*'))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    r.cmd_str(&["XDEL", "s", &ids[1], &ids[2]]);
+    assert!(r.cmd_str(&["BGREWRITEAOF"]).starts_with(b"+"));
+    assert!(wait_until(Duration::from_secs(5), || {
+        String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"]))
+            .contains("aof_rewrite_in_progress:0")
+    }));
+    r.cmd_str(&[
+        "XADD", "s", "MAXLEN", "~", "120", "LIMIT", "500", "*", "f", "last",
+    ]);
+    r.cmd_str(&["XADD", "s", "99999999999999-*", "g", "h"]);
+    r.cmd_str(&["XTRIM", "s", "MINID", "~", "0-1"]);
+    r.cmd_str(&["XDEL", "s", "99999999999999-0"]);
+    r.cmd_str(&["XADD", "m", "MINID", "~", "5", "1-1", "a", "b"]);
+    let want = r.cmd_str(&["XRANGE", "s", "-", "+"]);
+    let len = r.cmd_str(&["XLEN", "s"]);
+    assert_eq!(len, b":151\r\n");
+    // redis-server replays ferrokv's AOF (RDB base + commands) to the same
+    // entries.
+    let redis = crate::support::spawn_redis_with(&["--dir", &d, "--appendonly", "yes"]);
+    let mut theirs = Raw::connect(redis.port);
+    assert!(wait_until(Duration::from_secs(5), || theirs
+        .cmd_str(&["XLEN", "s"])
+        == len));
+    assert_eq!(theirs.cmd_str(&["XRANGE", "s", "-", "+"]), want);
+    assert_eq!(theirs.cmd_str(&["XLEN", "m"]), b":1\r\n");
+    drop(redis);
+    // And so does ferrokv.
+    let again = crate::support::start_with(|c| {
+        c.appendonly = true;
+        c.dir = d.clone();
+    });
+    assert_eq!(again.raw().cmd_str(&["XRANGE", "s", "-", "+"]), want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
