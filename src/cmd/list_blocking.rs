@@ -75,6 +75,7 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
                 ctx.reply.bulk(v);
                 l.drop_end(end);
                 after_removal(ctx.store, db, key);
+                super::pubsub::notify_removed(ctx, b'l', super::list::pop_event(end), key);
                 return Ok(());
             }
         }

@@ -174,10 +174,15 @@ pub fn notify_removed(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
 /// Publishes a keyspace notification for `key` in the caller's database
 /// (no-op unless notify-keyspace-events enables `class`).
 pub fn notify(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    let db = ctx.client.db;
+    notify_db(ctx, class, event, db, key);
+}
+
+/// As [`notify`] for a key in database `db` (COPY ... DB, MOVE).
+pub fn notify_db(ctx: &mut Ctx<'_>, class: u8, event: &str, db: usize, key: &[u8]) {
     if ctx.server.config.notify_keyspace_events.is_empty() {
         return;
     }
-    let db = ctx.client.db;
     pubsub::notify(
         ctx.server,
         Some(ctx.client),

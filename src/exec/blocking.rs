@@ -353,10 +353,42 @@ impl Executor {
             } else {
                 crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply)
             };
-            if let Err(e) = result {
-                reply.error(&e);
+            match result {
+                Ok(()) => self.notify_served(db, key, &p.req.op),
+                Err(e) => reply.error(&e),
             }
             self.server.blocking.finish(id, p);
+        }
+    }
+
+    /// The keyspace events of a blocked pop or move just served from `key`,
+    /// as Redis fires them when serving: the push on the destination (a
+    /// move), the pop, `del` when the key emptied.
+    fn notify_served(&mut self, db: usize, key: &[u8], op: &BlockOp) {
+        if self.server.config.notify_keyspace_events.is_empty() {
+            return;
+        }
+        let mut events: Vec<(u8, &str, &[u8])> = Vec::with_capacity(3);
+        match op {
+            BlockOp::Pop { end } | BlockOp::MPop { end, .. } => {
+                events.push((b'l', crate::cmd::list::pop_event(*end), key));
+            }
+            BlockOp::Move { dst, from, to } => {
+                let push = if *to == End::Left { "lpush" } else { "rpush" };
+                events.push((b'l', push, dst));
+                events.push((b'l', crate::cmd::list::pop_event(*from), key));
+            }
+            BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
+                events.push((b'z', if *max { "zpopmax" } else { "zpopmin" }, key));
+            }
+            BlockOp::XRead { .. } => return,
+        }
+        if self.store.peek(db, key).is_none() {
+            events.push((b'g', "del", key));
+        }
+        let mut sink = Vec::new();
+        for (class, event, k) in events {
+            super::pubsub::notify(&mut self.server, None, &mut sink, class, event, db, k);
         }
     }
 

@@ -20,6 +20,7 @@ mod list;
 mod list_blocking;
 mod multi;
 mod multi_load;
+mod notify;
 mod oracle;
 mod persist;
 mod protocol;
