@@ -183,6 +183,26 @@ pub fn notify_db(ctx: &mut Ctx<'_>, class: u8, event: &str, db: usize, key: &[u8
     if ctx.server.config.notify_keyspace_events.is_empty() {
         return;
     }
+    // Keys this command created are announced first, as Redis's dbAdd does.
+    if ctx.store.new_events.as_ref().is_some_and(|l| !l.is_empty()) {
+        let log = ctx
+            .store
+            .new_events
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for (d, k) in log {
+            pubsub::notify(
+                ctx.server,
+                Some(ctx.client),
+                ctx.reply.raw(),
+                b'n',
+                "new",
+                d,
+                &k,
+            );
+        }
+    }
     pubsub::notify(
         ctx.server,
         Some(ctx.client),

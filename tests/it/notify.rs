@@ -273,6 +273,35 @@ fn class_filters() {
 }
 
 #[test]
+fn new_key_events() {
+    // Class `n` is not part of `A`: asked for on its own and with others.
+    let creating = &[
+        "SET k v",
+        "SET k w",
+        "LPUSH l a",
+        "LPUSH l b",
+        "HSET h f v",
+        "SADD s m",
+        "ZADD z 1 m",
+        "XADD x 1-1 f v",
+        "RENAME k k2",
+        "COPY k2 k3",
+        "INCR n",
+        "SET e v PX 100000",
+        "SUNIONSTORE s2 s",
+        "LMOVE l l2 LEFT LEFT",
+        "MSET a 1 b 2 a 3",
+    ];
+    same_events("KEn", creating);
+    same_events("KEAn", creating);
+    let mut p = Pair::new();
+    for flags in ["KEn", "nA", "Elzn", "AKEmn", "n"] {
+        p.same(&["CONFIG", "SET", "notify-keyspace-events", flags]);
+        p.same(&["CONFIG", "GET", "notify-keyspace-events"]);
+    }
+}
+
+#[test]
 fn expired_keys_are_announced() {
     let mut p = Pair::new();
     let (mut sa, mut sb) = p.connect_again();
