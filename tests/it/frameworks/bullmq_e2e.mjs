@@ -16,6 +16,7 @@ const worker = new Worker(
   name,
   async (job) => {
     if (job.name === 'bad') throw new Error('boom');
+    if (job.name === 'flaky' && job.attemptsMade === 0) throw new Error('first try');
     return { sum: job.data.a + job.data.b };
   },
   { connection },
@@ -35,8 +36,20 @@ assert.equal(await bad.getState(), 'failed');
 const failed = await queue.getJob(bad.id);
 assert.equal(failed.failedReason, 'boom');
 
-const counts = await queue.getJobCounts('completed', 'failed', 'waiting', 'active');
-assert.deepEqual(counts, { completed: 1, failed: 1, waiting: 0, active: 0, paused: 0 });
+// A delayed job, a prioritized one and one that succeeds on its retry.
+const delayed = await queue.add('add', { a: 1, b: 1 }, { delay: 300 });
+assert.equal(await delayed.getState(), 'delayed');
+const prio = await queue.add('add', { a: 2, b: 2 }, { priority: 5 });
+const flaky = await queue.add('flaky', { a: 3, b: 3 }, { attempts: 2 });
+assert.deepEqual(await prio.waitUntilFinished(events, 10000), { sum: 4 });
+assert.deepEqual(await flaky.waitUntilFinished(events, 10000), { sum: 6 });
+assert.deepEqual(await delayed.waitUntilFinished(events, 10000), { sum: 2 });
+assert.equal((await queue.getJob(flaky.id)).attemptsMade, 2);
+
+const counts = await queue.getJobCounts('completed', 'failed', 'waiting', 'active', 'delayed');
+assert.deepEqual(counts, { completed: 4, failed: 1, waiting: 0, active: 0, delayed: 0, paused: 0 });
+const completed = await queue.getCompleted();
+assert.equal(completed.length, 4);
 
 await worker.close();
 await events.close();

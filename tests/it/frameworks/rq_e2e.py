@@ -23,7 +23,10 @@ def main():
     queue = Queue("e2e", connection=conn)
     ok = queue.enqueue(rq_jobs.add, 2, 3)
     bad = queue.enqueue(rq_jobs.fail, "boom")
+    # Runs only once `ok` finished (a deferred job until then).
+    after = queue.enqueue(rq_jobs.add, 10, 20, depends_on=ok, meta={"step": 2})
     assert queue.count == 2, queue.count
+    assert after.get_status() == JobStatus.DEFERRED, after.get_status()
     assert ok.get_status() == JobStatus.QUEUED, ok.get_status()
 
     worker = Worker([queue], connection=conn, name="e2e-worker")
@@ -42,6 +45,11 @@ def main():
     assert bad.id in FailedJobRegistry(queue=queue), "failed registry"
     failure = bad.latest_result()
     assert failure is not None and "boom" in (failure.exc_string or ""), failure
+    after.refresh()
+    assert after.get_status() == JobStatus.FINISHED, after.get_status()
+    assert after.return_value() == 30, after.return_value()
+    assert after.meta == {"step": 2}, after.meta
+    assert queue.fetch_job(after.id).id == after.id
     assert queue.count == 0, queue.count
     print("RQ OK")
 
