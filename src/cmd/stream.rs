@@ -305,10 +305,18 @@ fn parse_trim_args(ctx: &Ctx<'_>, argv: &Argv<'_>, xadd: bool) -> Result<TrimArg
 
 /// The node size limits from the configuration.
 pub(super) fn node_limits(ctx: &Ctx<'_>) -> NodeLimits {
-    let cfg = &ctx.server.config;
+    // Read in place (no copy of the text) as XADD runs often.
+    let get = |name: &str, default: u64| {
+        ctx.server
+            .config
+            .other
+            .get(name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
     NodeLimits {
-        max_bytes: cfg.get_i64("stream-node-max-bytes").unwrap_or(4096).max(0) as u64,
-        max_entries: cfg.get_i64("stream-node-max-entries").unwrap_or(100).max(0) as u64,
+        max_bytes: get("stream-node-max-bytes", 4096),
+        max_entries: get("stream-node-max-entries", 100),
     }
 }
 

@@ -281,7 +281,7 @@ impl Stream {
                 break;
             }
             let remove_node = match how {
-                Trim::MaxLen(max) => self.len() - entries >= max,
+                Trim::MaxLen(max) => self.len().saturating_sub(entries) >= max,
                 Trim::MinId(min) => node.last < min,
             };
             let last = node.last;
@@ -314,7 +314,7 @@ impl Stream {
                 from_node += 1;
             }
             if let Some(node) = self.nodes.get_mut(&master) {
-                node.live -= from_node;
+                node.live = node.live.saturating_sub(from_node);
                 node.deleted += from_node;
             }
             deleted += from_node;

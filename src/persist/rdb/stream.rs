@@ -123,7 +123,15 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
         parse_node(&mut s, master, lp.len(), elems).map_err(bad)?;
     }
     let _length = d.length()?;
+    let at = d.pos;
     s.last_id = StreamId::new(d.length()?, d.length()?);
+    // As Redis's loader: entries past the last ID would break XADD.
+    if s.last_valid_id() > s.last_id {
+        return Err(LoadError {
+            offset: at,
+            reason: "stream last ID is smaller than an entry's".into(),
+        });
+    }
     if v2 {
         let _first = StreamId::new(d.length()?, d.length()?);
         s.max_deleted_id = StreamId::new(d.length()?, d.length()?);
