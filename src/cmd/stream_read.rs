@@ -62,7 +62,7 @@ fn xread(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         } else if is(opt, "streams") && more > 0 {
             streams_at = i + 1;
             let n = argv.len() - streams_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Error::err(
                     "Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.",
                 ));

@@ -299,10 +299,7 @@ impl Stream {
                 break;
             }
             let mut from_node = 0u64;
-            loop {
-                let Some((&id, _)) = self.entries.range(master..=last).next() else {
-                    break;
-                };
+            while let Some((&id, _)) = self.entries.range(master..=last).next() {
                 let stop = match how {
                     Trim::MaxLen(max) => self.len() <= max,
                     Trim::MinId(min) => id >= min,
