@@ -474,25 +474,8 @@ pub(super) fn lmove_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, from: End, to: En
         }
     }
     move_element(ctx.store, db, src, dst, from, to, &mut ctx.reply)?;
-    notify_move(ctx, src, dst, from, to);
+    super::list_blocking::notify_move(ctx, src, dst, from, to);
     Ok(())
-}
-
-/// The events of a list move, in Redis's order: the push on `dst`, the
-/// pop on `src`, `del` when `src` emptied.
-pub(super) fn notify_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
-    let push = if to == End::Left { "lpush" } else { "rpush" };
-    super::pubsub::notify(ctx, b'l', push, dst);
-    super::pubsub::notify_removed(ctx, b'l', pop_event(from), src);
-}
-
-/// `lpop` or `rpop`.
-pub(crate) fn pop_event(end: End) -> &'static str {
-    if end == End::Left {
-        "lpop"
-    } else {
-        "rpop"
-    }
 }
 
 fn lmove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -558,7 +541,12 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
                 ctx.reply.bulk(key);
                 pop_range_reply(l, a.end, a.count, &mut ctx.reply);
                 after_removal(ctx.store, db, key);
-                super::pubsub::notify_removed(ctx, b'l', pop_event(a.end), key);
+                super::pubsub::notify_removed(
+                    ctx,
+                    b'l',
+                    super::list_blocking::pop_event(a.end),
+                    key,
+                );
                 return Ok(true);
             }
             _ => {}

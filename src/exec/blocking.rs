@@ -371,12 +371,12 @@ impl Executor {
         let mut events: Vec<(u8, &str, &[u8])> = Vec::with_capacity(3);
         match op {
             BlockOp::Pop { end } | BlockOp::MPop { end, .. } => {
-                events.push((b'l', crate::cmd::list::pop_event(*end), key));
+                events.push((b'l', crate::cmd::list_blocking::pop_event(*end), key));
             }
             BlockOp::Move { dst, from, to } => {
                 let push = if *to == End::Left { "lpush" } else { "rpush" };
                 events.push((b'l', push, dst));
-                events.push((b'l', crate::cmd::list::pop_event(*from), key));
+                events.push((b'l', crate::cmd::list_blocking::pop_event(*from), key));
             }
             BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
                 events.push((b'z', if *max { "zpopmax" } else { "zpopmin" }, key));

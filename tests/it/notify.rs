@@ -268,7 +268,7 @@ fn class_filters() {
     same_events("Elh", &["HSET h a 1", "LPUSH l a", "SADD s a", "DEL h l s"]);
     same_events(
         "Kgx",
-        &["SET k v PX 1", "DEL k", "SET k2 v", "EXPIRE k2 100"],
+        &["SET k v PX 100000", "DEL k", "SET k2 v", "EXPIRE k2 100"],
     );
 }
 
