@@ -54,6 +54,8 @@ pub enum Error {
     ExecAbortBecause(String),
     /// `-NOSCRIPT No matching script. Please use EVAL.`
     NoScript,
+    /// `-ERR Invalid stream ID specified as stream command argument`
+    InvalidStreamId,
     /// `-ERR <text>`: a one-off message of Redis's with the ERR prefix.
     Err(Cow<'static, str>),
     /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
@@ -83,6 +85,9 @@ impl Error {
             Error::NotInteger => "ERR value is not an integer or out of range".into(),
             Error::NotFloat => "ERR value is not a valid float".into(),
             Error::Syntax => "ERR syntax error".into(),
+            Error::InvalidStreamId => {
+                "ERR Invalid stream ID specified as stream command argument".into()
+            }
             Error::Overflow => "ERR increment or decrement would overflow".into(),
             Error::WrongArity(name) => format!("ERR wrong number of arguments for '{name}' command").into(),
             Error::UnknownCommand(detail) => format!("ERR unknown command {detail}").into(),

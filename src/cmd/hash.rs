@@ -64,6 +64,7 @@ fn hset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 fn hmset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     set_pairs(ctx, &argv, "hmset")?;
+    super::pubsub::notify(ctx, b'h', "hset", argv.get(1));
     ctx.reply.ok();
     Ok(())
 }
@@ -76,6 +77,9 @@ fn hsetnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     let added = !h.contains(argv.get(2)) && h.set(argv.get(2), argv.get(3));
     finish_write(ctx.store, db, key, added);
+    if added {
+        super::pubsub::notify(ctx, b'h', "hset", key);
+    }
     ctx.reply.int(i64::from(added));
     Ok(())
 }
@@ -202,6 +206,7 @@ fn hincrby(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         h.set(field, text);
     }
     finish_write(ctx.store, db, key, true);
+    super::pubsub::notify(ctx, b'h', "hincrby", key);
     ctx.reply.int(value);
     Ok(())
 }
@@ -237,6 +242,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         h.set(field, &value);
     }
     finish_write(ctx.store, db, key, true);
+    super::pubsub::notify(ctx, b'h', "hincrbyfloat", key);
     ctx.reply.bulk(&value);
     Ok(())
 }

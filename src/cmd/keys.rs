@@ -181,6 +181,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let lru = (ctx.store.now() / 1000) as u32;
     put(ctx, dst_db, newkey, value, expire_at, lru);
+    super::pubsub::notify_db(ctx, b'g', "copy_to", dst_db, newkey);
     ctx.reply.int(1);
     Ok(())
 }
@@ -203,6 +204,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     let (expire_at, lru) = (entry.expire_at(), entry.lru);
     put(ctx, dst_db, key, entry.value, expire_at, lru);
+    super::pubsub::notify_db(ctx, b'g', "move_from", src_db, key);
+    super::pubsub::notify_db(ctx, b'g', "move_to", dst_db, key);
     ctx.reply.int(1);
     Ok(())
 }

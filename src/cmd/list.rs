@@ -473,7 +473,9 @@ pub(super) fn lmove_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, from: End, to: En
             return Ok(());
         }
     }
-    move_element(ctx.store, db, src, dst, from, to, &mut ctx.reply)
+    move_element(ctx.store, db, src, dst, from, to, &mut ctx.reply)?;
+    super::list_blocking::notify_move(ctx, src, dst, from, to);
+    Ok(())
 }
 
 fn lmove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -539,6 +541,12 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
                 ctx.reply.bulk(key);
                 pop_range_reply(l, a.end, a.count, &mut ctx.reply);
                 after_removal(ctx.store, db, key);
+                super::pubsub::notify_removed(
+                    ctx,
+                    b'l',
+                    super::list_blocking::pop_event(a.end),
+                    key,
+                );
                 return Ok(true);
             }
             _ => {}
@@ -590,8 +598,8 @@ pub fn serve_blocked(
         BlockOp::Move { dst, from, to } => {
             move_element(store, db, key, dst, *from, *to, reply)?;
         }
-        // Sorted-set waiters are served by zset_blocking.rs.
-        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => reply.null_array(),
+        // Sorted-set and stream waiters are served by their own families.
+        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } | BlockOp::XRead { .. } => reply.null_array(),
     }
     Ok(())
 }

@@ -75,6 +75,7 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
                 ctx.reply.bulk(v);
                 l.drop_end(end);
                 after_removal(ctx.store, db, key);
+                super::pubsub::notify_removed(ctx, b'l', pop_event(end), key);
                 return Ok(());
             }
         }
@@ -190,4 +191,21 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     ctx.server.blocking.finish(t, p);
     ctx.reply.int(1);
     Ok(())
+}
+
+/// The events of a list move, in Redis's order: the push on `dst`, the
+/// pop on `src`, `del` when `src` emptied.
+pub(super) fn notify_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
+    let push = if to == End::Left { "lpush" } else { "rpush" };
+    super::pubsub::notify(ctx, b'l', push, dst);
+    super::pubsub::notify_removed(ctx, b'l', pop_event(from), src);
+}
+
+/// `lpop` or `rpop`.
+pub(crate) fn pop_event(end: End) -> &'static str {
+    if end == End::Left {
+        "lpop"
+    } else {
+        "rpop"
+    }
 }

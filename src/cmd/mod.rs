@@ -27,6 +27,8 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod spec;
+pub mod stream;
+pub mod stream_read;
 pub mod string;
 pub mod table;
 pub mod tx;
@@ -86,4 +88,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     list::COMMANDS,
     list_blocking::COMMANDS,
     persist::COMMANDS,
+    stream::COMMANDS,
+    stream_read::COMMANDS,
 ];

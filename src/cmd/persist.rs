@@ -156,8 +156,8 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     if ttl > 0 && ttl as u64 <= now {
         // Already expired: the key is only deleted (when REPLACE found one).
-        if replace {
-            ctx.store.remove(db, key);
+        if replace && ctx.store.remove(db, key).is_some() {
+            super::pubsub::notify(ctx, b'g', "del", key);
         }
         ctx.reply.ok();
         return Ok(());
@@ -174,6 +174,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             e.lru = lru as u32;
         }
     }
+    super::pubsub::notify(ctx, b'g', "restore", key);
     ctx.reply.ok();
     Ok(())
 }

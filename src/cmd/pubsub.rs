@@ -174,10 +174,35 @@ pub fn notify_removed(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
 /// Publishes a keyspace notification for `key` in the caller's database
 /// (no-op unless notify-keyspace-events enables `class`).
 pub fn notify(ctx: &mut Ctx<'_>, class: u8, event: &str, key: &[u8]) {
+    let db = ctx.client.db;
+    notify_db(ctx, class, event, db, key);
+}
+
+/// As [`notify`] for a key in database `db` (COPY ... DB, MOVE).
+pub fn notify_db(ctx: &mut Ctx<'_>, class: u8, event: &str, db: usize, key: &[u8]) {
     if ctx.server.config.notify_keyspace_events.is_empty() {
         return;
     }
-    let db = ctx.client.db;
+    // Keys this command created are announced first, as Redis's dbAdd does.
+    if ctx.store.new_events.as_ref().is_some_and(|l| !l.is_empty()) {
+        let log = ctx
+            .store
+            .new_events
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for (d, k) in log {
+            pubsub::notify(
+                ctx.server,
+                Some(ctx.client),
+                ctx.reply.raw(),
+                b'n',
+                "new",
+                d,
+                &k,
+            );
+        }
+    }
     pubsub::notify(
         ctx.server,
         Some(ctx.client),

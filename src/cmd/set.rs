@@ -162,6 +162,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 bulk_member(&mut ctx.reply, m);
             }
             ctx.store.remove(db, key);
+            super::pubsub::notify_removed(ctx, b's', "spop", key);
             return Ok(());
         }
         Some(n) => {
@@ -174,6 +175,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     finish_write(ctx.store, db, key, true);
+    super::pubsub::notify_removed(ctx, b's', "spop", key);
     Ok(())
 }
 
@@ -247,10 +249,12 @@ fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     finish_write(ctx.store, db, src, true);
-    if let Some(s) = set_write(ctx.store, db, dst, true)? {
-        s.add(member);
-    }
+    super::pubsub::notify_removed(ctx, b's', "srem", src);
+    let added = set_write(ctx.store, db, dst, true)?.is_some_and(|s| s.add(member));
     finish_write(ctx.store, db, dst, true);
+    if added {
+        super::pubsub::notify(ctx, b's', "sadd", dst);
+    }
     ctx.reply.int(1);
     Ok(())
 }

@@ -275,6 +275,7 @@ fn getset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     ctx.store
         .set(db, key, Value::string(argv.get(2)), Ttl::None);
+    super::pubsub::notify(ctx, b'$', "set", key);
     Ok(())
 }
 
@@ -283,6 +284,7 @@ fn getdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if reply_string_found(ctx, key)? {
         let db = ctx.db();
         ctx.store.remove(db, key);
+        super::pubsub::notify(ctx, b'g', "del", key);
     }
     Ok(())
 }
@@ -309,12 +311,15 @@ fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     match at {
         Some(at) if absolute && at <= now => {
             ctx.store.remove(db, key);
+            super::pubsub::notify(ctx, b'g', "del", key);
         }
         Some(at) => {
             ctx.store.set_expire(db, key, at);
+            super::pubsub::notify(ctx, b'g', "expire", key);
         }
         None if opts.persist && had_ttl => {
             ctx.store.set_expire(db, key, 0);
+            super::pubsub::notify(ctx, b'g', "persist", key);
         }
         None => {}
     }
@@ -355,6 +360,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     while i + 1 < argv.len() {
         let (key, val) = (argv.get(i), argv.get(i + 1));
         ctx.store.set(db, key, Value::string(val), Ttl::None);
+        super::pubsub::notify(ctx, b'$', "set", key);
         i += 2;
     }
     if nx {

@@ -215,7 +215,7 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
             "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
             "slowlog-max-len" => self.slowlog_max_len.to_string(),
-            "notify-keyspace-events" => self.notify_keyspace_events.clone(),
+            "notify-keyspace-events" => value::notify_for_display(&self.notify_keyspace_events),
             "daemonize" => yn(self.daemonize),
             "pidfile" => self.pidfile.clone(),
             "tcp-keepalive" => self.tcp_keepalive.to_string(),

@@ -318,9 +318,10 @@ pub fn normalize_notify(arg: &[u8]) -> Result<String, ValueError> {
                 s.push(*ch as char);
             }
         }
+        if flags & NOTIFY_NEW != 0 {
+            s.push('n');
+        }
     }
-    // Redis 7.0 accepts 'n' but does not print it back.
-    let _ = NOTIFY_NEW;
     for (f, ch) in [
         (NOTIFY_KEYSPACE, 'K'),
         (NOTIFY_KEYEVENT, 'E'),
@@ -330,7 +331,23 @@ pub fn normalize_notify(arg: &[u8]) -> Result<String, ValueError> {
             s.push(ch);
         }
     }
+    // Redis prints 'n' only without 'A' (keyspaceEventsFlagsToString) but
+    // still fires `new` events: the flag is kept at the end, and CONFIG GET
+    // leaves it out (see [`notify_for_display`]).
+    if flags & NOTIFY_ALL == NOTIFY_ALL && flags & NOTIFY_NEW != 0 {
+        s.push('n');
+    }
     Ok(s)
+}
+
+/// The notify-keyspace-events value as CONFIG GET prints it: with `A`,
+/// the `n` flag [`normalize_notify`] keeps at the end is not shown.
+pub fn notify_for_display(v: &str) -> String {
+    if v.starts_with('A') {
+        v.trim_end_matches('n').to_string()
+    } else {
+        v.to_string()
+    }
 }
 
 /// Applies client-output-buffer-limit arguments over the current value

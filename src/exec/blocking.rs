@@ -17,6 +17,7 @@ use super::{clock, Executor};
 use crate::net::reply::ReplyBuf;
 use crate::net::request::Batch;
 use crate::store::list::End;
+use crate::store::stream::StreamId;
 use crate::store::value::Value;
 
 /// What a blocked client does once one of its keys holds elements.
@@ -55,12 +56,39 @@ pub enum BlockOp {
         /// Most members to pop.
         count: usize,
     },
+    /// XREAD BLOCK: reply with the entries after the ID given per key.
+    XRead {
+        /// Each key with the ID entries must be greater than.
+        keys: Vec<(Vec<u8>, StreamId)>,
+        /// Most entries per stream.
+        count: usize,
+    },
+}
+
+/// The type of value a blocked command waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitKind {
+    /// A non-empty list.
+    List,
+    /// A non-empty sorted set.
+    ZSet,
+    /// A stream with new entries.
+    Stream,
 }
 
 impl BlockOp {
+    /// The type of value the operation waits for.
+    pub fn kind(&self) -> WaitKind {
+        match self {
+            BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => WaitKind::ZSet,
+            BlockOp::XRead { .. } => WaitKind::Stream,
+            _ => WaitKind::List,
+        }
+    }
+
     /// True for operations waiting on sorted sets rather than lists.
     pub fn wants_zset(&self) -> bool {
-        matches!(self, BlockOp::ZPop { .. } | BlockOp::ZMPop { .. })
+        self.kind() == WaitKind::ZSet
     }
 }
 
@@ -169,15 +197,26 @@ impl Blocking {
 
     /// The longest-waiting client on `key` whose command wants the key's
     /// type (a list write never wakes a sorted-set waiter, and back).
-    fn first_waiter(&self, db: usize, key: &[u8], zset: bool) -> Option<u64> {
+    fn first_waiter(&self, db: usize, key: &[u8], kind: WaitKind) -> Option<u64> {
         // Allocation only while clients are blocked.
         self.waiters.get(&(db, key.to_vec())).and_then(|q| {
-            q.iter().copied().find(|id| {
-                self.parked
-                    .get(id)
-                    .is_some_and(|p| p.req.op.wants_zset() == zset)
-            })
+            q.iter()
+                .copied()
+                .find(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
         })
+    }
+
+    /// Every client waiting on `key` for `kind`, longest-waiting first.
+    fn waiters_of(&self, db: usize, key: &[u8], kind: WaitKind) -> Vec<u64> {
+        self.waiters
+            .get(&(db, key.to_vec()))
+            .map(|q| {
+                q.iter()
+                    .copied()
+                    .filter(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -281,13 +320,21 @@ impl Executor {
     /// Serves the clients waiting on `key` while it holds a non-empty list
     /// (Redis's serveClientsBlockedOnListKey).
     fn serve_key(&mut self, db: usize, key: &[u8]) {
+        if matches!(
+            self.store.peek(db, key).map(|e| &e.value),
+            Some(Value::Stream(_))
+        ) {
+            self.serve_stream_key(db, key);
+            return;
+        }
         loop {
             let zset = match self.store.get(db, key).map(|e| &e.value) {
                 Some(Value::List(l)) if !l.is_empty() => false,
                 Some(Value::ZSet(z)) if !z.is_empty() => true,
                 _ => return,
             };
-            let Some(id) = self.server.blocking.first_waiter(db, key, zset) else {
+            let kind = if zset { WaitKind::ZSet } else { WaitKind::List };
+            let Some(id) = self.server.blocking.first_waiter(db, key, kind) else {
                 return;
             };
             let Some(mut p) = self.server.blocking.unblock(id) else {
@@ -306,10 +353,63 @@ impl Executor {
             } else {
                 crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply)
             };
-            if let Err(e) = result {
-                reply.error(&e);
+            match result {
+                Ok(()) => self.notify_served(db, key, &p.req.op),
+                Err(e) => reply.error(&e),
             }
             self.server.blocking.finish(id, p);
+        }
+    }
+
+    /// The keyspace events of a blocked pop or move just served from `key`,
+    /// as Redis fires them when serving: the push on the destination (a
+    /// move), the pop, `del` when the key emptied.
+    fn notify_served(&mut self, db: usize, key: &[u8], op: &BlockOp) {
+        if self.server.config.notify_keyspace_events.is_empty() {
+            return;
+        }
+        let mut events: Vec<(u8, &str, &[u8])> = Vec::with_capacity(3);
+        match op {
+            BlockOp::Pop { end } | BlockOp::MPop { end, .. } => {
+                events.push((b'l', crate::cmd::list_blocking::pop_event(*end), key));
+            }
+            BlockOp::Move { dst, from, to } => {
+                let push = if *to == End::Left { "lpush" } else { "rpush" };
+                events.push((b'l', push, dst));
+                events.push((b'l', crate::cmd::list_blocking::pop_event(*from), key));
+            }
+            BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
+                events.push((b'z', if *max { "zpopmax" } else { "zpopmin" }, key));
+            }
+            BlockOp::XRead { .. } => return,
+        }
+        if self.store.peek(db, key).is_none() {
+            events.push((b'g', "del", key));
+        }
+        let mut sink = Vec::new();
+        for (class, event, k) in events {
+            super::pubsub::notify(&mut self.server, None, &mut sink, class, event, db, k);
+        }
+    }
+
+    /// Serves every XREAD waiting on the stream at `key` for entries past
+    /// its ID; reading consumes nothing, so all of them may be served.
+    fn serve_stream_key(&mut self, db: usize, key: &[u8]) {
+        for id in self.server.blocking.waiters_of(db, key, WaitKind::Stream) {
+            let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
+            let Some(p) = self.server.blocking.parked.get_mut(&id) else {
+                continue;
+            };
+            let mark = p.out.len();
+            let mut reply = ReplyBuf::new(&mut p.out, resp3);
+            let op = p.req.op.clone();
+            if !crate::cmd::stream_read::serve_blocked(&mut self.store, db, key, &op, &mut reply) {
+                p.out.truncate(mark);
+                continue;
+            }
+            if let Some(p) = self.server.blocking.unblock(id) {
+                self.server.blocking.finish(id, p);
+            }
         }
     }
 

@@ -459,6 +459,12 @@ pub fn notify(
 /// Publishes `expired` events for keys the store expired since the last
 /// call, and turns the store's log on or off to follow the configuration.
 pub fn drain_expired(server: &mut super::ServerState, store: &mut crate::store::Store) {
+    drain_new(server, store);
+    if server.config.notify_keyspace_events.contains('n') {
+        store.new_events.get_or_insert_with(Vec::new);
+    } else {
+        store.new_events = None;
+    }
     let on = class_enabled(&server.config.notify_keyspace_events, b'x');
     let log = store.expired_events.take();
     if on {
@@ -470,5 +476,21 @@ pub fn drain_expired(server: &mut super::ServerState, store: &mut crate::store::
     let mut sink = Vec::new();
     for (db, key) in log {
         notify(server, None, &mut sink, b'x', "expired", db, &key);
+    }
+}
+
+/// Publishes the `new` events of keys created since the last call (class
+/// `n`, which `A` does not include).
+pub fn drain_new(server: &mut super::ServerState, store: &mut crate::store::Store) {
+    let Some(log) = store.new_events.as_mut() else {
+        return;
+    };
+    if log.is_empty() {
+        return;
+    }
+    let log = std::mem::take(log);
+    let mut sink = Vec::new();
+    for (db, key) in log {
+        notify(server, None, &mut sink, b'n', "new", db, &key);
     }
 }

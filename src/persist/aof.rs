@@ -211,6 +211,12 @@ impl Aof {
             }
             return;
         }
+        if name == "xadd" || name == "xtrim" {
+            let args = stream_args(store, db, name == "xadd", argv, reply);
+            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
+            encode(&mut self.buf, &refs);
+            return;
+        }
         if name == "incrbyfloat" {
             if let Some(v) = store.peek(db, key).and_then(|e| e.value.as_str()) {
                 let v = v.to_vec();
@@ -453,6 +459,74 @@ fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// XADD/XTRIM as Redis propagates them: the ID XADD generated in place of
+/// `*` or `<ms>-*`, and an approximate trim (`~`, which depends on the node
+/// layout) rewritten as the exact trim it amounted to: `=` with the
+/// resulting length (MAXLEN) or first ID (MINID), LIMIT dropped
+/// (streamRewriteApproxSpecifier, streamRewriteTrimArgument).
+fn stream_args<'a>(
+    store: &Store,
+    db: usize,
+    xadd: bool,
+    argv: Argv<'a>,
+    reply: &[u8],
+) -> Vec<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
+    let is = |a: &[u8], kw: &str| a.eq_ignore_ascii_case(kw.as_bytes());
+    let n = argv.len();
+    let mut args: Vec<Cow<'a, [u8]>> = (0..n).map(|i| Cow::Borrowed(argv.get(i))).collect();
+    let mut approx: Option<(usize, bool)> = None;
+    let mut limit_at = None;
+    let mut id_at = None;
+    let mut i = 2;
+    while i < n {
+        let opt = argv.get(i);
+        let more = n - 1 - i;
+        if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
+            let next = argv.get(i + 1);
+            let mut at = i + 1;
+            if more >= 2 && (next == b"~" || next == b"=") {
+                if next == b"~" {
+                    approx = Some((i + 1, is(opt, "maxlen")));
+                } else {
+                    approx = None;
+                }
+                at += 1;
+            }
+            i = at;
+        } else if is(opt, "limit") && more > 0 {
+            limit_at = Some(i);
+            i += 1;
+        } else if xadd && is(opt, "nomkstream") {
+        } else if xadd {
+            id_at = Some(i);
+            break;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if let (Some(at), Some(id)) = (id_at, reply_bulks(reply).first()) {
+        args[at] = Cow::Owned(id.to_vec());
+    }
+    if let Some((tilde, maxlen)) = approx {
+        if let Some(crate::store::value::Value::Stream(s)) =
+            store.peek(db, argv.get(1)).map(|e| &e.value)
+        {
+            args[tilde] = Cow::Borrowed(b"=");
+            args[tilde + 1] = Cow::Owned(if maxlen {
+                s.len().to_string().into_bytes()
+            } else {
+                s.first_id().to_vec()
+            });
+        }
+        if let Some(l) = limit_at {
+            args.drain(l..l + 2);
+        }
+    }
+    args
 }
 
 /// The bulk strings of a reply that is one bulk string or an array (or

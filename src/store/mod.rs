@@ -15,6 +15,7 @@ pub mod intset;
 pub mod list;
 pub mod packed;
 pub mod set;
+pub mod stream;
 pub mod value;
 pub mod watch;
 pub mod zset;
@@ -83,6 +84,10 @@ pub struct Store {
     /// Keys removed by expiry, recorded while keyspace notifications of
     /// class `x` are on (the executor turns it on and drains it).
     pub expired_events: Option<Vec<(usize, Vec<u8>)>>,
+    /// Keys created, recorded while keyspace notifications of class `n`
+    /// are on (Redis fires `new` from dbAdd); drained ahead of the next
+    /// event so `new` precedes the creating command's own event.
+    pub new_events: Option<Vec<(usize, Vec<u8>)>>,
     /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
     pub track_writes: bool,
     /// Set while clients are blocked on keys: they need
@@ -117,6 +122,7 @@ impl Store {
     pub fn new(databases: usize) -> Self {
         Store {
             expired_events: None,
+            new_events: None,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             stats: KeyStats::default(),
             now_ms: 0,
@@ -245,6 +251,9 @@ impl Store {
                 }
                 let is_volatile = e.expire_at != 0;
                 d.volatile = d.volatile + usize::from(is_volatile) - usize::from(was_volatile);
+                if expired {
+                    self.note_new(db, key);
+                }
             }
             None => {
                 let at = match ttl {
@@ -253,14 +262,24 @@ impl Store {
                 };
                 d.dict.insert_new(h, CompactBytes::new(key), value, at, lru);
                 d.volatile += usize::from(at != 0);
+                self.note_new(db, key);
             }
         }
         self.signal_modified(db, key);
     }
 
+    /// Records a created key for `new` notifications when they are on.
+    #[inline]
+    fn note_new(&mut self, db: usize, key: &[u8]) {
+        if let Some(log) = &mut self.new_events {
+            log.push((db, key.to_vec()));
+        }
+    }
+
     /// Inserts `key` known to be absent (after a failed [`Store::get`]).
     pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> &mut Entry {
         let lru = self.lru_clock();
+        self.note_new(db, key);
         // Signalled before the insert, so tell WATCH the key will exist.
         self.note_write(db, key, Some(true));
         let d = &mut self.dbs[db];

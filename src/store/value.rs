@@ -22,6 +22,8 @@ pub enum Value {
     Set(Box<super::set::Set>),
     /// A sorted set.
     ZSet(Box<super::zset::ZSet>),
+    /// A stream.
+    Stream(Box<super::stream::Stream>),
 }
 
 /// Redis stores strings of up to 44 bytes as embstr.
@@ -53,6 +55,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -66,6 +69,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -84,6 +88,7 @@ impl Value {
             Value::Hash(h) => 16 + h.heap_size(),
             Value::Set(s) => 16 + s.heap_size(),
             Value::ZSet(z) => 16 + z.heap_size(),
+            Value::Stream(s) => s.heap_size(),
         }
     }
 }

@@ -93,15 +93,20 @@ fn reply_set(ctx: &mut Ctx<'_>, s: &Set) {
 
 /// Stores a computed set at `dst` (replacing whatever was there, TTL
 /// included) or deletes `dst` when the result is empty; replies its size.
-fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], s: Set) {
+/// `event` (`sinterstore`...) is announced for a stored result, `del` for
+/// a removed destination.
+fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], s: Set, event: &str) {
     let db = ctx.db();
     let n = s.len();
+    ctx.reply.int(n as i64);
     if n == 0 {
-        ctx.store.remove(db, dst);
+        if ctx.store.remove(db, dst).is_some() {
+            crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
+        }
     } else {
         ctx.store.set(db, dst, Value::Set(Box::new(s)), Ttl::None);
+        crate::cmd::pubsub::notify(ctx, b's', event, dst);
     }
-    ctx.reply.int(n as i64);
 }
 
 /// The keys `argv[from..]` as a vector of slices.
@@ -131,7 +136,7 @@ pub(super) fn sinterstore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let ks = keys(&argv, 2);
     let out = intersect(&load(ctx.store, db, &ks)?, 0);
-    store_result(ctx, argv.get(1), out);
+    store_result(ctx, argv.get(1), out, "sinterstore");
     Ok(())
 }
 
@@ -178,7 +183,7 @@ pub(super) fn sunionstore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let ks = keys(&argv, 2);
     let out = union(&load(ctx.store, db, &ks)?);
-    store_result(ctx, argv.get(1), out);
+    store_result(ctx, argv.get(1), out, "sunionstore");
     Ok(())
 }
 
@@ -194,6 +199,6 @@ pub(super) fn sdiffstore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let ks = keys(&argv, 2);
     let out = diff(&load(ctx.store, db, &ks)?);
-    store_result(ctx, argv.get(1), out);
+    store_result(ctx, argv.get(1), out, "sdiffstore");
     Ok(())
 }

@@ -77,6 +77,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         FloatIncrError::NanOrInfinity => Error::err("increment would produce NaN or Infinity"),
     })?;
     ctx.reply.bulk(&text);
+    crate::cmd::pubsub::notify(ctx, b'$', "incrbyfloat", key);
     match ctx.store.get(db, key) {
         Some(e) => {
             e.value = Value::plain_string(text);

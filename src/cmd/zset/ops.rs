@@ -380,8 +380,10 @@ fn combine(
     if let Some(d) = dst {
         let dst = argv.get(d);
         if sorted.is_empty() {
-            ctx.store.remove(db, dst);
             ctx.reply.int(0);
+            if ctx.store.remove(db, dst).is_some() {
+                super::super::pubsub::notify(ctx, b'g', "del", dst);
+            }
         } else {
             let mut z = ZSet::with_hint(usize::MAX, 0);
             for (m, s) in &sorted {
@@ -391,6 +393,12 @@ fn combine(
             let n = z.len();
             ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
             ctx.reply.int(n as i64);
+            let event = match op {
+                Op::Union => "zunionstore",
+                Op::Inter => "zinterstore",
+                Op::Diff => "zdiffstore",
+            };
+            super::super::pubsub::notify(ctx, b'z', event, dst);
         }
         return Ok(());
     }

@@ -295,10 +295,13 @@ fn store_range(ctx: &mut Ctx<'_>, dst: &[u8], z: Option<ZSet>) {
             let n = z.len();
             ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
             ctx.reply.int(n as i64);
+            crate::cmd::pubsub::notify(ctx, b'z', "zrangestore", dst);
         }
         None => {
-            ctx.store.remove(db, dst);
             ctx.reply.int(0);
+            if ctx.store.remove(db, dst).is_some() {
+                crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
+            }
         }
     }
 }
@@ -399,6 +402,7 @@ pub(super) fn zlexcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn zremrange(
     ctx: &mut Ctx<'_>,
     argv: &Argv<'_>,
+    event: &str,
     span: impl Fn(&ZSet) -> (usize, usize),
 ) -> CmdResult {
     let db = ctx.db();
@@ -420,21 +424,24 @@ fn zremrange(
         removed = victims.len();
         finish_write(ctx.store, db, key, removed > 0);
     }
+    if removed > 0 {
+        crate::cmd::pubsub::notify_removed(ctx, b'z', event, key);
+    }
     ctx.reply.int(removed as i64);
     Ok(())
 }
 
 pub(super) fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let (a, b) = (args::int(argv.get(2))?, args::int(argv.get(3))?);
-    zremrange(ctx, &argv, |z| rank_span(z.len(), a, b))
+    zremrange(ctx, &argv, "zremrangebyrank", |z| rank_span(z.len(), a, b))
 }
 
 pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let r = parse_score_range(argv.get(2), argv.get(3))?;
-    zremrange(ctx, &argv, |z| score_span(z, &r))
+    zremrange(ctx, &argv, "zremrangebyscore", |z| score_span(z, &r))
 }
 
 pub(super) fn zremrangebylex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let r = parse_lex_range(argv.get(2), argv.get(3))?;
-    zremrange(ctx, &argv, |z| lex_span(z, &r))
+    zremrange(ctx, &argv, "zremrangebylex", |z| lex_span(z, &r))
 }

@@ -50,6 +50,38 @@ fn push_backlen(out: &mut Vec<u8>, l: usize) {
     }
 }
 
+/// Bytes one integer element takes in a listpack (encoding and
+/// back-length), as `lpAppendInteger` would store it.
+pub fn int_entry_size(v: i64) -> usize {
+    let enc = match v {
+        0..=127 => 1,
+        -4096..=4095 => 2,
+        -32768..=32767 => 3,
+        -8388608..=8388607 => 4,
+        -2147483648..=2147483647 => 5,
+        _ => 9,
+    };
+    enc + backlen_size(enc)
+}
+
+/// Bytes [`push_entry`] would append for `item`.
+pub fn entry_size(item: &[u8]) -> usize {
+    if item.len() <= 20 {
+        if let Some(v) = num::parse_i64(item) {
+            return int_entry_size(v);
+        }
+    }
+    let n = item.len();
+    let enc = if n < 64 {
+        1 + n
+    } else if n < 4096 {
+        2 + n
+    } else {
+        5 + n
+    };
+    enc + backlen_size(enc)
+}
+
 /// Appends one element's entry (encoding, data, back-length), choosing the
 /// encoding as `lpEncodeGetType` does: canonical integers of up to 20
 /// characters are stored as integers.
@@ -146,7 +178,7 @@ pub fn build<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
 
 /// Wraps entries into a listpack (header, entries, terminator) and empties
 /// `entries`.
-fn finish(entries: &mut Vec<u8>, count: usize) -> Vec<u8> {
+pub fn finish(entries: &mut Vec<u8>, count: usize) -> Vec<u8> {
     let total = HEADER + entries.len() + 1;
     let mut lp = Vec::with_capacity(total);
     lp.extend_from_slice(&(total as u32).to_le_bytes());

@@ -64,6 +64,11 @@ impl<'a> Dec<'a> {
         }
     }
 
+    /// `n` raw bytes (stream IDs and times in consumer groups).
+    pub fn raw(&mut self, n: usize) -> Result<&'a [u8], LoadError> {
+        self.take(n)
+    }
+
     fn u8(&mut self) -> Result<u8, LoadError> {
         Ok(self.take(1)?[0])
     }
@@ -272,6 +277,10 @@ impl<'a> Dec<'a> {
                     .and_then(|i| compact::zset(&i))
                     .map_err(|e| blob_err(at, e));
             }
+            ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
+                let s = super::stream::load(self, t == ty::STREAM_LISTPACKS_2)?;
+                return Ok(Some(Value::Stream(Box::new(s))));
+            }
             _ => return self.fail(unsupported(t)),
         }
         Ok((!list.is_empty()).then(|| Value::List(Box::new(list))))
@@ -337,6 +346,8 @@ fn supported(t: u8) -> bool {
             | ty::LIST_ZIPLIST
             | ty::LIST_QUICKLIST
             | ty::LIST_QUICKLIST_2
+            | ty::STREAM_LISTPACKS
+            | ty::STREAM_LISTPACKS_2
     )
 }
 

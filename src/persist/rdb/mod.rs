@@ -14,6 +14,7 @@ pub mod compact;
 pub mod listpack;
 pub mod load;
 pub mod save;
+pub mod stream;
 
 /// The RDB version written (Redis 7.0).
 pub const RDB_VERSION: u16 = 10;
@@ -50,6 +51,10 @@ pub mod ty {
     pub const ZSET_LISTPACK: u8 = 17;
     /// A quicklist of listpack or plain nodes (7.0).
     pub const LIST_QUICKLIST_2: u8 = 18;
+    /// A stream as listpack nodes (5.0 to 6.2).
+    pub const STREAM_LISTPACKS: u8 = 15;
+    /// A stream as listpack nodes with 7.0's extra metadata.
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// Opcodes that are not value types.

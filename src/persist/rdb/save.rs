@@ -106,6 +106,7 @@ impl Enc {
             Value::Set(_) => ty::SET,
             Value::ZSet(z) if z.encoding() == "listpack" => ty::ZSET_LISTPACK,
             Value::ZSet(_) => ty::ZSET_2,
+            Value::Stream(_) => ty::STREAM_LISTPACKS_2,
             Value::Int(_) | Value::Str(_) | Value::Raw(_) => ty::STRING,
         });
     }
@@ -166,6 +167,7 @@ impl Enc {
                     self.buf.extend_from_slice(&score.to_le_bytes());
                 }
             }
+            Value::Stream(s) => super::stream::save(self, s),
         }
     }
 

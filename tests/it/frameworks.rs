@@ -1,0 +1,202 @@
+//! End to end with real job-queue frameworks, installed from their
+//! registries: Python's rq (PyPI) and Node's bullmq (npm) run their own
+//! scripts (tests/it/frameworks/) against an in-process ferrokv.
+//!
+//! The Python virtualenv and the npm project live under `target/e2e/` and
+//! are reused while the pinned versions (requirements.txt,
+//! package-lock.json) do not change, so only the first run downloads.
+//! Missing python3 or node/npm fail the test: `.ci/run` installs them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{start, wait_until};
+
+/// Longest an install may take.
+const INSTALL_DEADLINE: Duration = Duration::from_secs(600);
+/// Longest a framework script may take.
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scripts_dir() -> PathBuf {
+    manifest_dir().join("tests/it/frameworks")
+}
+
+fn e2e_dir() -> PathBuf {
+    manifest_dir().join("target/e2e")
+}
+
+/// What a finished process printed.
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    fn describe(&self) -> String {
+        format!("--- stdout:\n{}\n--- stderr:\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs `cmd` to completion within `deadline` (killed past it), output
+/// captured in files under `logs` named after `label`.
+fn run(mut cmd: Command, label: &str, deadline: Duration) -> Output {
+    let logs = e2e_dir().join("logs");
+    fs::create_dir_all(&logs).expect("create target/e2e/logs");
+    let out_path = logs.join(format!("{label}.stdout"));
+    let err_path = logs.join(format!("{label}.stderr"));
+    let out = fs::File::create(&out_path).expect("create stdout log");
+    let err = fs::File::create(&err_path).expect("create stderr log");
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {label} ({cmd:?}): {e}"));
+    let mut status = None;
+    let finished = wait_until(deadline, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if !finished {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let stdout = fs::read_to_string(&out_path).unwrap_or_default();
+    let mut stderr = fs::read_to_string(&err_path).unwrap_or_default();
+    if !finished {
+        stderr.push_str(&format!(
+            "\n[killed: still running after {:?}]",
+            started.elapsed()
+        ));
+    }
+    Output {
+        ok: finished && status.is_some_and(|s| s.success()),
+        stdout,
+        stderr,
+    }
+}
+
+/// Fails with a clear message when `tool` cannot be run.
+fn require_tool(tool: &str, args: &[&str], hint: &str) {
+    let ok = Command::new(tool)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "`{tool} {}` failed: the framework tests need it ({hint}; .ci/run installs it)",
+        args.join(" ")
+    );
+}
+
+/// True when `stamp` holds exactly `content` (the install it marks is
+/// current).
+fn stamp_matches(stamp: &Path, content: &[u8]) -> bool {
+    fs::read(stamp).is_ok_and(|s| s == content)
+}
+
+/// A virtualenv with the pinned rq installed; returns its python.
+fn python_env() -> PathBuf {
+    require_tool("python3", &["--version"], "apt-get install python3");
+    let venv = e2e_dir().join("py");
+    let python = venv.join("bin/python");
+    let reqs_path = scripts_dir().join("requirements.txt");
+    let reqs = fs::read(&reqs_path).expect("read requirements.txt");
+    let stamp = venv.join("ferrokv-requirements.txt");
+    if python.exists() && stamp_matches(&stamp, &reqs) {
+        return python;
+    }
+    if !python.exists() {
+        fs::create_dir_all(e2e_dir()).expect("create target/e2e");
+        let mut cmd = Command::new("python3");
+        cmd.args(["-m", "venv"]).arg(&venv);
+        let out = run(cmd, "venv", INSTALL_DEADLINE);
+        assert!(
+            out.ok,
+            "python3 -m venv failed (apt-get install python3-venv)\n{}",
+            out.describe()
+        );
+    }
+    let mut cmd = Command::new(&python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-r",
+    ])
+    .arg(&reqs_path);
+    let out = run(cmd, "pip-install", INSTALL_DEADLINE);
+    assert!(out.ok, "pip install of rq failed\n{}", out.describe());
+    fs::write(&stamp, &reqs).expect("write install stamp");
+    python
+}
+
+/// An npm project with the pinned bullmq installed; returns its directory.
+fn node_env() -> PathBuf {
+    require_tool("node", &["--version"], "apt-get install nodejs");
+    require_tool("npm", &["--version"], "apt-get install npm");
+    let dir = e2e_dir().join("node");
+    fs::create_dir_all(&dir).expect("create target/e2e/node");
+    let lock = fs::read(scripts_dir().join("package-lock.json")).expect("read package-lock.json");
+    let manifest = fs::read(scripts_dir().join("package.json")).expect("read package.json");
+    let stamp = dir.join("node_modules/.ferrokv-lock.json");
+    if !(stamp_matches(&stamp, &lock) && dir.join("node_modules/bullmq").exists()) {
+        fs::write(dir.join("package.json"), &manifest).expect("write package.json");
+        fs::write(dir.join("package-lock.json"), &lock).expect("write package-lock.json");
+        // `npm install` with the lock file installs the locked versions
+        // (`npm ci` rejects locks that leave out other platforms' optional
+        // packages, as npm 11 writes them).
+        let mut cmd = Command::new("npm");
+        cmd.args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir);
+        let out = run(cmd, "npm-install", INSTALL_DEADLINE);
+        assert!(out.ok, "npm install of bullmq failed\n{}", out.describe());
+        fs::write(&stamp, &lock).expect("write install stamp");
+    }
+    dir
+}
+
+#[test]
+fn rq_enqueue_work_and_results() {
+    let python = python_env();
+    let server = start();
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts_dir().join("rq_e2e.py"))
+        .arg(server.port.to_string());
+    let out = run(cmd, "rq", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("RQ OK"),
+        "the rq script failed against ferrokv\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn bullmq_queue_worker_and_events() {
+    let dir = node_env();
+    // Node resolves `bullmq` from the script's own directory upwards, so
+    // the script runs from inside the npm project.
+    let script = dir.join("bullmq_e2e.mjs");
+    fs::copy(scripts_dir().join("bullmq_e2e.mjs"), &script).expect("copy the bullmq script");
+    let server = start();
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).arg(server.port.to_string());
+    let out = run(cmd, "bullmq", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("BULLMQ OK"),
+        "the bullmq script failed against ferrokv\n{}",
+        out.describe()
+    );
+}
