@@ -364,11 +364,6 @@ fn damaged_files_are_refused() {
             && e.contains("listpack element count does not match its header"),
         "{e}"
     );
-    // A type ferrokv does not store (a stream) is refused by name.
-    cmd(&mut rr, &[b"XADD", b"st", b"1-1", b"f", b"v"]);
-    assert_eq!(rr.cmd_str(&["SAVE"]), b"+OK\r\n");
-    let e = start_error(&dir, "hash.rdb");
-    assert!(e.contains("unsupported value type 19 (stream)"), "{e}");
 }
 
 #[test]

@@ -62,12 +62,15 @@ pub struct RedisServer {
     /// Its port.
     pub port: u16,
     child: Child,
+    /// Its own working directory, so no test loads another's dump.rdb.
+    dir: std::path::PathBuf,
 }
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -81,6 +84,8 @@ pub fn free_port() -> u16 {
 pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
     for _ in 0..5 {
         let port = free_port();
+        let dir = unique_temp_path("redis-it");
+        std::fs::create_dir_all(&dir).expect("create a directory for redis-server");
         let mut cmd = Command::new("redis-server");
         cmd.args([
             "--port",
@@ -92,14 +97,14 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
             "--appendonly",
             "no",
         ])
-        .args(["--dir", std::env::temp_dir().to_str().unwrap_or("/tmp")])
+        .args(["--dir", dir.to_str().unwrap_or("/tmp")])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
         let child = cmd
             .spawn()
             .expect("redis-server is installed (apt-get install redis-server)");
-        let mut server = RedisServer { port, child };
+        let mut server = RedisServer { port, child, dir };
         if wait_until(Duration::from_secs(5), || {
             TcpStream::connect(("127.0.0.1", port)).is_ok()
         }) {

@@ -465,6 +465,38 @@ fn key_commands(out: &mut Vec<u8>, key: &[u8], value: &Value) {
                 .collect();
             chunked(out, b"ZADD", key, items, 2);
         }
+        Value::Stream(st) => {
+            // rewriteStreamObject: the entries by XADD (an empty stream by
+            // the MAXLEN 0 trick), then XSETID restores the last ID and
+            // the counters that XDEL and trims leave behind.
+            if st.entries.is_empty() {
+                encode(out, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
+            }
+            for (id, fields) in &st.entries {
+                let id = id.to_vec();
+                let mut args: Vec<&[u8]> = Vec::with_capacity(fields.len() + 3);
+                args.extend([b"XADD".as_slice(), key, &id]);
+                args.extend(fields.iter().map(Vec::as_slice));
+                encode(out, &args);
+            }
+            let (last, added, maxdel) = (
+                st.last_id.to_vec(),
+                st.entries_added.to_string(),
+                st.max_deleted_id.to_vec(),
+            );
+            encode(
+                out,
+                &[
+                    b"XSETID",
+                    key,
+                    &last,
+                    b"ENTRIESADDED",
+                    added.as_bytes(),
+                    b"MAXDELETEDID",
+                    &maxdel,
+                ],
+            );
+        }
     }
 }
 
