@@ -5,8 +5,9 @@ Both servers run on free loopback ports, each pinned to core 0 with taskset;
 redis-benchmark runs on core 1. Rounds are interleaved (ferrokv, redis,
 ferrokv, redis, ...) so machine noise hits both alike. For each test it prints
 the median requests/s of each server, the median of the per-round ratios,
-p99 latency, and server CPU time per request (utime+stime from /proc before
-and after), then geometric means per pipeline depth.
+p99 latency, and server CPU time per request (user+system time of all its
+threads from /proc/<pid>/task/*/schedstat before and after, in ns), then
+geometric means per pipeline depth.
 
 Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--rounds 3] [--requests 100000]
        [--clients 50] [--pipelines 1,16] [--tests set,get,...]
@@ -61,11 +62,18 @@ def wait_port(port, deadline=10.0):
     return False
 
 
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # utime and stime are fields 14 and 15 (1-based) of the whole line.
-    return int(fields[11]) + int(fields[12])
+def cpu_seconds(pid):
+    """CPU time (user + system) of every thread of `pid`, from
+    /proc/<pid>/task/*/schedstat: nanoseconds, where utime+stime in
+    /proc/<pid>/stat count 10 ms ticks, too coarse for a 100 ms run."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
 
 
 def start(kind, binary):
@@ -137,7 +145,6 @@ def main():
     pipelines = [int(p) for p in args.pipelines.split(",")]
 
     servers = {k: start(k, args.ferrokv) for k in ("ferrokv", "redis")}
-    hz = os.sysconf("SC_CLK_TCK")
     results = []
     try:
         for pipeline in pipelines:
@@ -150,9 +157,9 @@ def main():
                     for kind in ("ferrokv", "redis"):
                         proc, port = servers[kind]
                         prepare(port, test)
-                        before = cpu_ticks(proc.pid)
+                        before = cpu_seconds(proc.pid)
                         r, lat = run_bench(port, TESTS[test], args.requests, args.clients, pipeline)
-                        cpu[kind] += (cpu_ticks(proc.pid) - before) / hz
+                        cpu[kind] += cpu_seconds(proc.pid) - before
                         rps[kind].append(r)
                         p99[kind].append(lat)
                     ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])

@@ -94,7 +94,11 @@ impl Executor {
 
     /// Runs one command and appends its reply to `out`.
     pub fn call(&mut self, client: &mut Client, argv: Argv<'_>, out: &mut Vec<u8>) {
-        let now = clock::now_ms();
+        // One clock read serves the command's time and the start of its
+        // duration (Redis's call() does the same with ustime()).
+        let now_us = clock::now_us();
+        let now = now_us / 1000;
+        self.server.call_started_us = now_us;
         self.store.set_now(now);
         client.last_interaction_ms = now;
         let mark = out.len();
@@ -240,7 +244,13 @@ pub(crate) fn invoke(
     let Some(handler) = server.table.commands[id].handler else {
         return Err(Error::WrongArity(server.table.commands[id].name.clone()));
     };
-    let started = std::time::Instant::now();
+    // A top-level command started when call() read the clock; commands
+    // inside EXEC or a script read it themselves.
+    let started_us = if server.aof.depth == 0 {
+        server.call_started_us
+    } else {
+        clock::now_us()
+    };
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
     let mark = out.len();
@@ -266,7 +276,7 @@ pub(crate) fn invoke(
     }
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
-    cmd.usec += started.elapsed().as_micros() as u64;
+    cmd.usec += clock::now_us().saturating_sub(started_us);
     server.stats.total_commands_processed += 1;
     if result.is_err() {
         server.stats.failed_calls += 1;
@@ -303,6 +313,7 @@ pub(crate) fn replay(
     argv: Argv<'_>,
     out: &mut Vec<u8>,
 ) -> CmdResult {
+    server.call_started_us = clock::now_us();
     dispatch(store, server, client, argv, out)
 }
 

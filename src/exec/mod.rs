@@ -176,6 +176,8 @@ pub struct ServerState {
     pub pubsub: pubsub::PubSub,
     /// The append-only file (INFO persistence aof_*).
     pub aof: crate::persist::aof::Aof,
+    /// Unix µs when the running top-level command started.
+    pub call_started_us: u64,
 }
 
 impl ServerState {
@@ -245,6 +247,7 @@ impl Executor {
                 persist: Default::default(),
                 pubsub: pubsub::PubSub::default(),
                 aof: Default::default(),
+                call_started_us: 0,
             },
             last_cycle: Instant::now(),
         }
