@@ -40,7 +40,8 @@ pub struct Config {
     pub logfile: String,
     /// Refuse non-loopback clients when no password is set.
     pub protected_mode: bool,
-    /// Network threads.
+    /// io-threads: accepted for compatibility; ferrokv serves every
+    /// connection from its one event-loop thread.
     pub io_threads: usize,
     /// Close clients idle for this many seconds (0 = never).
     pub timeout: u64,
