@@ -138,21 +138,7 @@ fn prepare(
 ) -> std::io::Result<(Executor, net::event_loop::Net, ServerHandle)> {
     let listeners = net::listener::bind_all(&config.bind, config.port)?;
     let shared = Arc::new(Shared::default());
-    shared
-        .proto_max_bulk_len
-        .store(config.proto_max_bulk_len, Ordering::Relaxed);
-    shared
-        .maxclients
-        .store(config.maxclients, Ordering::Relaxed);
-    shared
-        .auth_required
-        .store(config.requirepass.is_some(), Ordering::Relaxed);
-    shared
-        .protected_mode
-        .store(config.protected_mode, Ordering::Relaxed);
-    shared
-        .query_buffer_limit
-        .store(config.client_query_buffer_limit as usize, Ordering::Relaxed);
+    shared.load_config(&config);
     let net = net::event_loop::Net::new(listeners, shared.clone())?;
     let port = net.local_addrs().first().map_or(config.port, |a| a.port());
     let handle = ServerHandle {

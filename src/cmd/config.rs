@@ -162,20 +162,7 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// Installs a new configuration and pushes what the network side reads
 /// without the executor into the shared atomics.
 fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
-    let shared = &ctx.server.shared;
-    shared
-        .proto_max_bulk_len
-        .store(next.proto_max_bulk_len, Ordering::Relaxed);
-    shared.maxclients.store(next.maxclients, Ordering::Relaxed);
-    shared
-        .auth_required
-        .store(next.requirepass.is_some(), Ordering::Relaxed);
-    shared
-        .protected_mode
-        .store(next.protected_mode, Ordering::Relaxed);
-    shared
-        .query_buffer_limit
-        .store(next.client_query_buffer_limit as usize, Ordering::Relaxed);
+    ctx.server.shared.load_config(&next);
     if next.appendfsync != ctx.server.config.appendfsync {
         ctx.server.aof.set_fsync(&next.appendfsync);
     }

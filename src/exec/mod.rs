@@ -33,22 +33,7 @@ use crate::store::Store;
 /// A message from the network to the executor.
 pub enum Request {
     /// A client connected.
-    Connect {
-        /// Its id.
-        id: u64,
-        /// Peer address.
-        addr: SocketAddr,
-        /// Local address.
-        laddr: SocketAddr,
-        /// Where its replies go.
-        tx: ConnTx,
-        /// Authentication state shared with the connection.
-        auth: Arc<AtomicBool>,
-        /// The socket's file descriptor (CLIENT LIST).
-        fd: i64,
-        /// Output accounting shared with the connection.
-        outq: Arc<client::OutQueue>,
-    },
+    Connect(NewClient),
     /// Commands parsed from one read.
     Batch {
         /// The client.
@@ -67,6 +52,24 @@ pub enum Request {
     },
     /// SIGTERM/SIGINT: stop as SHUTDOWN does.
     Shutdown,
+}
+
+/// A newly accepted connection, as the executor registers it.
+pub struct NewClient {
+    /// Its id.
+    pub id: u64,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Where its replies go.
+    pub tx: ConnTx,
+    /// Authentication state shared with the connection.
+    pub auth: Arc<AtomicBool>,
+    /// The socket's file descriptor (CLIENT LIST).
+    pub fd: i64,
+    /// Output accounting shared with the connection.
+    pub outq: Arc<client::OutQueue>,
 }
 
 /// State shared with the network side, read without going through the
@@ -103,6 +106,20 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Copies what the network side reads without the executor from the
+    /// configuration (at start and after CONFIG SET).
+    pub fn load_config(&self, c: &Config) {
+        self.proto_max_bulk_len
+            .store(c.proto_max_bulk_len, Ordering::Relaxed);
+        self.maxclients.store(c.maxclients, Ordering::Relaxed);
+        self.auth_required
+            .store(c.requirepass.is_some(), Ordering::Relaxed);
+        self.protected_mode
+            .store(c.protected_mode, Ordering::Relaxed);
+        self.query_buffer_limit
+            .store(c.client_query_buffer_limit as usize, Ordering::Relaxed);
+    }
+
     /// A fresh id for a new client.
     pub fn new_client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Ordering::Relaxed) + 1
@@ -181,25 +198,14 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    /// Registers a newly connected client (the fields of
-    /// [`Request::Connect`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn connect(
-        &mut self,
-        id: u64,
-        addr: SocketAddr,
-        laddr: SocketAddr,
-        tx: ConnTx,
-        auth: Arc<AtomicBool>,
-        fd: i64,
-        outq: Arc<client::OutQueue>,
-    ) {
-        let mut c = Client::new(id, addr, laddr, tx, clock::now_ms());
-        c.auth_flag = auth;
-        c.fd = fd;
-        c.outq = outq;
+    /// Registers a newly connected client.
+    pub fn connect(&mut self, nc: NewClient) {
+        let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::now_ms());
+        c.auth_flag = nc.auth;
+        c.fd = nc.fd;
+        c.outq = nc.outq;
         c.set_authenticated(self.config.requirepass.is_none());
-        self.clients.insert(id, c);
+        self.clients.insert(nc.id, c);
     }
 }
 
@@ -358,15 +364,7 @@ impl Executor {
 
     fn handle(&mut self, req: Request) {
         match req {
-            Request::Connect {
-                id,
-                addr,
-                laddr,
-                tx,
-                auth,
-                fd,
-                outq,
-            } => self.server.connect(id, addr, laddr, tx, auth, fd, outq),
+            Request::Connect(nc) => self.server.connect(nc),
             Request::Batch {
                 id,
                 batch,

@@ -23,7 +23,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::conn::{query_buffer_limit, Conn, ReadOutcome};
 use super::listener::{bind_all, protected_denies};
 use crate::exec::client::{ConnTx, Outbox, ToConn};
-use crate::exec::{Request, Shared};
+use crate::exec::{NewClient, Request, Shared};
 
 /// The waker's token (signals, [`crate::Server::shutdown`]).
 const WAKER: Token = Token(usize::MAX);
@@ -446,7 +446,7 @@ impl Net {
             !shared.auth_required.load(Ordering::Relaxed),
         ));
         let conn = Conn::new(sock, addr, auth.clone());
-        self.requests.push_back(Request::Connect {
+        self.requests.push_back(Request::Connect(NewClient {
             id,
             addr,
             laddr,
@@ -454,7 +454,7 @@ impl Net {
             auth,
             fd,
             outq: conn.outq.clone(),
-        });
+        }));
         self.conns.insert(id, conn);
     }
 

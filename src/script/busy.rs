@@ -53,15 +53,7 @@ pub fn process_events(run: &RunState) {
 
 fn handle(run: &RunState, server: &mut ServerState, req: Request) {
     match req {
-        Request::Connect {
-            id,
-            addr,
-            laddr,
-            tx,
-            auth,
-            fd,
-            outq,
-        } => server.connect(id, addr, laddr, tx, auth, fd, outq),
+        Request::Connect(nc) => server.connect(nc),
         Request::Shutdown => {
             // A signal: stop the script and the server, as SHUTDOWN
             // NOSAVE would.
