@@ -278,25 +278,24 @@ impl Dict {
     }
 
     /// Removes the entries `pred` selects in the bucket named by `cursor`,
-    /// returning the next cursor (as [`Dict::scan`]) and how many entries
-    /// were examined. The active expiry cycle walks the table with it.
+    /// returning the next cursor (as [`Dict::scan`]) and what was removed.
+    /// `pred` sees every entry of the bucket. The active expiry cycle walks
+    /// the table with it.
     pub fn sweep_bucket(
         &mut self,
         cursor: u64,
         mut pred: impl FnMut(&Entry) -> bool,
-    ) -> (u64, usize, Vec<Box<Entry>>) {
+    ) -> (u64, Vec<Box<Entry>>) {
         if self.buckets.is_empty() {
-            return (0, 0, Vec::new());
+            return (0, Vec::new());
         }
         let mask = self.mask() as u64;
         let mut removed = Vec::new();
-        let mut examined = 0;
         let mut link = &mut self.buckets[(cursor & mask) as usize];
         loop {
             match link {
                 None => break,
                 Some(e) => {
-                    examined += 1;
                     if pred(e) {
                         let mut e = link.take().expect("non-empty link"); // invariant: matched `Some` just above.
                         *link = e.next.take();
@@ -312,7 +311,7 @@ impl Dict {
         let mut v = cursor | !mask;
         v = v.reverse_bits();
         v = v.wrapping_add(1);
-        (v.reverse_bits(), examined, removed)
+        (v.reverse_bits(), removed)
     }
 
     /// Shrinks the table if removals left it sparse (after a sweep).

@@ -75,9 +75,18 @@ impl Drop for RedisServer {
 }
 
 /// A free loopback port (bound then released).
+/// Servers bind `127.0.0.1 -::1` by default, so the port must be free on
+/// ::1 as well (where the machine has it), or a server started by another
+/// test may hold it there.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-    l.local_addr().expect("local addr").port()
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+        let port = l.local_addr().expect("local addr").port();
+        match std::net::TcpListener::bind(("::1", port)) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            _ => return port,
+        }
+    }
 }
 
 /// Starts redis-server 7.0 on a free loopback port with extra arguments.
