@@ -6,8 +6,12 @@ growth (VmRSS from /proc) divided by the item count. Datasets:
   strings  1,000,000 x SET key:NNNNNNN <16-byte value>
   list     one list of 1,000,000 16-byte elements
   ttl      200,000 x SET key:NNNNNNN <16-byte value> EX 10000
+  hash     100,000 hashes of 10 fields (f0..f9 -> 16-byte values): per field
+  set      100,000 sets of 10 16-byte members: per member
+  intset   100,000 sets of 10 integers: per member
+  zset     100,000 sorted sets of 10 16-byte members with scores: per member
 
-Usage: scripts/mem-vs-redis.py [--ferrokv PATH] [--datasets strings,list,ttl]
+Usage: scripts/mem-vs-redis.py [--ferrokv PATH] [--datasets strings,list,ttl,hash,set,intset,zset]
 """
 import argparse
 import os
@@ -84,6 +88,21 @@ def dataset(name):
                            for i in range(1_000_000 // per))
     if name == "ttl":
         return 200_000, (enc("SET", b"key:%07d" % i, VALUE, "EX", "10000") for i in range(200_000))
+    small = 100_000  # collections of 10 elements each
+    if name == "hash":
+        return small * 10, (enc("HSET", b"hash:%07d" % i, *[x for j in range(10)
+                                                        for x in (b"f%d" % j, b"%016d" % (i * 10 + j))])
+                            for i in range(small))
+    if name == "set":
+        return small * 10, (enc("SADD", b"set:%07d" % i, *[b"m%015d" % (i * 10 + j) for j in range(10)])
+                            for i in range(small))
+    if name == "intset":
+        return small * 10, (enc("SADD", b"iset:%07d" % i, *[i * 10 + j for j in range(10)])
+                            for i in range(small))
+    if name == "zset":
+        return small * 10, (enc("ZADD", b"zset:%07d" % i, *[x for j in range(10)
+                                                        for x in (j, b"m%015d" % (i * 10 + j))])
+                            for i in range(small))
     raise SystemExit(f"unknown dataset {name}")
 
 
@@ -113,7 +132,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
-    ap.add_argument("--datasets", default="strings,list,ttl")
+    ap.add_argument("--datasets", default="strings,list,ttl,hash,set,intset,zset")
     args = ap.parse_args()
     print(f"{'dataset':<10} {'ferrokv B/item':>15} {'redis B/item':>13} {'ratio':>6}")
     for name in args.datasets.split(","):

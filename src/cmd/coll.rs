@@ -132,7 +132,7 @@ pub(super) fn set_write<'a>(
         if !create {
             return Ok(None);
         }
-        store.insert_new(db, key, Value::Set(Box::default()));
+        store.insert_new(db, key, Value::Set(Default::default()));
     }
     match store.get(db, key) {
         Some(e) => match &mut e.value {

@@ -2,37 +2,53 @@
 //! narrowest width that holds every member, widened (never narrowed) as
 //! members arrive, like Redis's `intset.c`.
 
-/// A sorted set of integers.
+/// Bytes per member. An enum (not a plain integer) leaves the compiler
+/// niches, so a [`super::set::Set`] holding an `IntSet` stays 24 bytes and
+/// fits inside a [`super::value::Value`] with no box of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Width {
+    W2 = 2,
+    W4 = 4,
+    W8 = 8,
+}
+
+/// Bytes needed for `v`.
+fn width_of(v: i64) -> Width {
+    if i16::try_from(v).is_ok() {
+        Width::W2
+    } else if i32::try_from(v).is_ok() {
+        Width::W4
+    } else {
+        Width::W8
+    }
+}
+
+/// A sorted set of integers in an exactly sized buffer, reallocated per
+/// insert and removal as Redis's intset is (it holds at most 512 members).
 #[derive(Clone, Debug)]
 pub struct IntSet {
-    width: usize,
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
+    width: Width,
 }
 
 impl Default for IntSet {
     fn default() -> Self {
         IntSet {
-            width: 2,
-            buf: Vec::new(),
+            buf: Box::default(),
+            width: Width::W2,
         }
     }
 }
 
-/// Bytes needed for `v`.
-fn width_of(v: i64) -> usize {
-    if i16::try_from(v).is_ok() {
-        2
-    } else if i32::try_from(v).is_ok() {
-        4
-    } else {
-        8
-    }
-}
-
 impl IntSet {
+    fn width(&self) -> usize {
+        self.width as usize
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.buf.len() / self.width
+        self.buf.len() / self.width()
     }
 
     /// True when empty.
@@ -42,12 +58,12 @@ impl IntSet {
 
     /// The member at index `i` (ascending order); 0 past the end.
     pub fn get(&self, i: usize) -> i64 {
-        let at = i * self.width;
-        let b = self.buf.get(at..at + self.width).unwrap_or(&[]);
+        let at = i * self.width();
+        let b = self.buf.get(at..at + self.width()).unwrap_or(&[]);
         match self.width {
-            2 => b.try_into().map_or(0, |a| i64::from(i16::from_le_bytes(a))),
-            4 => b.try_into().map_or(0, |a| i64::from(i32::from_le_bytes(a))),
-            _ => b.try_into().map_or(0, i64::from_le_bytes),
+            Width::W2 => b.try_into().map_or(0, |a| i64::from(i16::from_le_bytes(a))),
+            Width::W4 => b.try_into().map_or(0, |a| i64::from(i32::from_le_bytes(a))),
+            Width::W8 => b.try_into().map_or(0, i64::from_le_bytes),
         }
     }
 
@@ -65,38 +81,32 @@ impl IntSet {
         Err(lo)
     }
 
-    fn encode(&self, v: i64, out: &mut Vec<u8>) {
-        match self.width {
-            2 => out.extend_from_slice(&(v as i16).to_le_bytes()),
-            4 => out.extend_from_slice(&(v as i32).to_le_bytes()),
-            _ => out.extend_from_slice(&v.to_le_bytes()),
+    fn encode(width: Width, v: i64, out: &mut Vec<u8>) {
+        match width {
+            Width::W2 => out.extend_from_slice(&(v as i16).to_le_bytes()),
+            Width::W4 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            Width::W8 => out.extend_from_slice(&v.to_le_bytes()),
         }
     }
 
-    /// Adds `v`; false when already present.
+    /// Adds `v`; false when already present. Every member is rewritten at
+    /// the width `v` needs when that is more than they have.
     pub fn insert(&mut self, v: i64) -> bool {
-        let w = width_of(v);
-        if w > self.width {
-            // Widen every member first.
-            let old: Vec<i64> = (0..self.len()).map(|i| self.get(i)).collect();
-            self.width = w;
-            let mut buf = Vec::with_capacity((old.len() + 1) * w);
-            for x in old {
-                self.encode(x, &mut buf);
-            }
-            self.buf = buf;
-        }
-        let Err(i) = self.search(v) else {
-            return false;
+        let at = match self.search(v) {
+            Ok(_) => return false,
+            Err(i) => i,
         };
-        let mut enc = Vec::with_capacity(8);
-        self.encode(v, &mut enc);
-        if self.buf.capacity() - self.buf.len() < enc.len() {
-            // Grow by one member, as an intset reallocates per insert.
-            self.buf.reserve_exact(enc.len());
+        let width = width_of(v).max(self.width);
+        let mut buf = Vec::with_capacity((self.len() + 1) * width as usize);
+        for i in 0..at {
+            Self::encode(width, self.get(i), &mut buf);
         }
-        let at = i * self.width;
-        self.buf.splice(at..at, enc);
+        Self::encode(width, v, &mut buf);
+        for i in at..self.len() {
+            Self::encode(width, self.get(i), &mut buf);
+        }
+        self.buf = buf.into_boxed_slice();
+        self.width = width;
         true
     }
 
@@ -105,8 +115,11 @@ impl IntSet {
         let Ok(i) = self.search(v) else {
             return false;
         };
-        let at = i * self.width;
-        self.buf.drain(at..at + self.width);
+        let at = i * self.width();
+        let mut buf = Vec::with_capacity(self.buf.len() - self.width());
+        buf.extend_from_slice(&self.buf[..at]);
+        buf.extend_from_slice(&self.buf[at + self.width()..]);
+        self.buf = buf.into_boxed_slice();
         true
     }
 
@@ -117,7 +130,7 @@ impl IntSet {
 
     /// Heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
     }
 }
 

@@ -15,8 +15,8 @@ pub const MAX_INTSET_ENTRIES: usize = 512;
 pub enum Set {
     /// Integers, ascending.
     Intset(IntSet),
-    /// Anything else.
-    Table(HashedMap<()>),
+    /// Anything else; boxed so a `Set` stays 24 bytes.
+    Table(Box<HashedMap<()>>),
 }
 
 impl Default for Set {
@@ -89,7 +89,7 @@ impl Set {
                 let mut buf = num::itoa_buf();
                 m.insert(num::fmt_i64(n, &mut buf), ());
             }
-            *self = Set::Table(m);
+            *self = Set::Table(Box::new(m));
         }
     }
 

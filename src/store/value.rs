@@ -19,7 +19,8 @@ pub enum Value {
     /// A hash.
     Hash(Box<super::hash::Hash>),
     /// A set.
-    Set(Box<super::set::Set>),
+    /// A set, held inline: an intset then costs one allocation, as in Redis.
+    Set(super::set::Set),
     /// A sorted set.
     ZSet(Box<super::zset::ZSet>),
     /// A stream.

@@ -20,8 +20,8 @@ pub const MAX_LISTPACK_VALUE: usize = 64;
 /// A sorted set.
 #[derive(Clone, Debug)]
 pub enum ZSet {
-    /// Compact: member, score (8 bytes, little-endian f64), ... in
-    /// (score, member) order.
+    /// Compact: member, score ([`PackedScore`]), ... in (score, member)
+    /// order.
     Listpack(Packed),
     /// Large.
     Skiplist(Box<Tree>),
@@ -93,7 +93,7 @@ impl ZSet {
                 let mut p = Packed::default();
                 for (m, s) in t.iter_from(0) {
                     p.push(m);
-                    p.push(&lp_score(s).to_le_bytes());
+                    p.push(PackedScore::new(lp_score(s)).as_bytes());
                 }
                 *self = ZSet::Listpack(p);
             }
@@ -135,7 +135,7 @@ impl ZSet {
                 let at = entry_spans(p)
                     .find(|(m, s, _)| cmp_entry(*s, m, score, member) != Ordering::Less)
                     .map_or(p.byte_len(), |(_, _, start)| start);
-                p.insert_at(at, &[member, &score.to_le_bytes()]);
+                p.insert_at(at, &[member, PackedScore::new(score).as_bytes()]);
                 return old;
             }
             // Redis converts before inserting what would not fit.
@@ -225,9 +225,63 @@ impl ZSet {
     }
 }
 
-/// Decodes a packed score.
+/// A score as a compact sorted set stores it. An integral score of at most
+/// 2^53 in magnitude (exact in an f64) takes the fewest little-endian
+/// two's-complement bytes that hold it, 0 to 7, as a listpack stores
+/// integer scores; any other score takes the 8 bytes of its f64.
+pub struct PackedScore {
+    bytes: [u8; 8],
+    len: u8,
+}
+
+/// Largest magnitude stored as an integer: every integer up to it is exact.
+const PACKED_INT_MAX: f64 = (1u64 << 53) as f64;
+
+impl PackedScore {
+    /// Encodes `s`.
+    pub fn new(s: f64) -> Self {
+        let integral = s.fract() == 0.0 && s.abs() <= PACKED_INT_MAX;
+        if integral && !(s == 0.0 && s.is_sign_negative()) {
+            let n = s as i64;
+            // The fewest bytes whose sign extension gives `n` back: at most
+            // 7, since 2^53 needs 54 bits and a sign bit.
+            let len = (0u8..8).find(|&l| match l {
+                0 => n == 0,
+                _ => {
+                    let shift = 64 - 8 * u32::from(l);
+                    (n << shift) >> shift == n
+                }
+            });
+            if let Some(len) = len {
+                let bytes = n.to_le_bytes();
+                return PackedScore { bytes, len };
+            }
+        }
+        PackedScore {
+            bytes: s.to_le_bytes(),
+            len: 8,
+        }
+    }
+
+    /// The stored bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// Decodes a [`PackedScore`].
 fn score_of(b: &[u8]) -> f64 {
-    b.try_into().map_or(0.0, f64::from_le_bytes)
+    match b.len() {
+        8 => b.try_into().map_or(0.0, f64::from_le_bytes),
+        0 => 0.0,
+        n => {
+            // Sign-extend the little-endian bytes to 64 bits.
+            let fill = if b[n - 1] & 0x80 != 0 { 0xff } else { 0 };
+            let mut full = [fill; 8];
+            full[..n].copy_from_slice(b);
+            i64::from_le_bytes(full) as f64
+        }
+    }
 }
 
 /// Member/score pairs of a packed sorted set, in order.
@@ -295,6 +349,33 @@ impl<'a> Iterator for Iter<'a> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn packed_scores_round_trip() {
+        let two53 = (1u64 << 53) as f64;
+        for (s, len) in [
+            (0.0, 0),
+            (1.0, 1),
+            (-1.0, 1),
+            (127.0, 1),
+            (128.0, 2),
+            (-128.0, 1),
+            (-129.0, 2),
+            (1e15, 7),
+            (two53, 7),
+            (-two53, 7),
+            (two53 + 2.0, 8),
+            (0.5, 8),
+            (-0.0, 8),
+            (f64::INFINITY, 8),
+            (f64::NEG_INFINITY, 8),
+        ] {
+            let p = PackedScore::new(s);
+            assert_eq!(p.as_bytes().len(), len, "{s}");
+            let back = score_of(p.as_bytes());
+            assert_eq!(back.to_bits(), s.to_bits(), "{s}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -30,7 +30,7 @@ fn load<'a>(
     Ok(keys
         .iter()
         .map(|k| match store.peek(db, k).map(|e| &e.value) {
-            Some(Value::Set(s)) => Some(&**s),
+            Some(Value::Set(s)) => Some(s),
             _ => None,
         })
         .collect())
@@ -104,7 +104,7 @@ fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], s: Set, event: &str) {
             crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
         }
     } else {
-        ctx.store.set(db, dst, Value::Set(Box::new(s)), Ttl::None);
+        ctx.store.set(db, dst, Value::Set(s), Ttl::None);
         crate::cmd::pubsub::notify(ctx, b's', event, dst);
     }
 }

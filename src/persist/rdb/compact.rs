@@ -74,10 +74,10 @@ pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
             }
         }
     }
-    Ok(Value::Set(Box::new(match table {
-        Some(t) => Set::Table(t),
+    Ok(Value::Set(match table {
+        Some(t) => Set::Table(Box::new(t)),
         None => Set::Intset(ints),
-    })))
+    }))
 }
 
 /// Field/value (or member/score) pairs borrowed from decoded elements.
@@ -158,7 +158,7 @@ pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
         let mut p = Packed::default();
         for (m, s) in entries {
             p.push(m);
-            p.push(&s.to_le_bytes());
+            p.push(zset::PackedScore::new(s).as_bytes());
         }
         ZSet::Listpack(p)
     };

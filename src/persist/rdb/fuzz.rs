@@ -58,12 +58,7 @@ fn sample_store() -> Store {
             Value::Hash(Box::new(h)),
             Ttl::None,
         );
-        s.set(
-            1,
-            format!("s{n}").as_bytes(),
-            Value::Set(Box::new(set)),
-            Ttl::None,
-        );
+        s.set(1, format!("s{n}").as_bytes(), Value::Set(set), Ttl::None);
         s.set(
             2,
             format!("z{n}").as_bytes(),

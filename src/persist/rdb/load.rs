@@ -218,7 +218,7 @@ impl<'a> Dec<'a> {
                         return self.fail("duplicate set member");
                     }
                 }
-                return Ok((!set.is_empty()).then(|| Value::Set(Box::new(set))));
+                return Ok((!set.is_empty()).then_some(Value::Set(set)));
             }
             ty::HASH => {
                 let mut hash = crate::store::hash::Hash::default();
