@@ -7,7 +7,7 @@ ferrokv, redis, ...) so machine noise hits both alike. For each test it prints
 the median requests/s of each server, the median of the per-round ratios,
 p99 latency, and server CPU time per request (user+system time of all its
 threads from /proc/<pid>/task/*/schedstat before and after, in ns), then
-geometric means per pipeline depth.
+geometric means per pipeline depth and the CPU ratio's over all tests.
 
 Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--rounds 3] [--requests 100000]
        [--clients 50] [--pipelines 1,16] [--tests set,get,...]
@@ -190,6 +190,9 @@ def main():
         print(f"P{pipeline}: rps ratio geomean {geomean([r['ratio'] for r in rows]):.2f}, "
               f"min {min(r['ratio'] for r in rows):.2f} ({min(rows, key=lambda r: r['ratio'])['test']}), "
               f"cpu/req ratio geomean {cpu_ratio:.2f}")
+    if len(pipelines) > 1:
+        print(f"all: cpu/req ratio geomean "
+              f"{geomean([r['cpu_f'] / r['cpu_r'] for r in results if r['cpu_r'] > 0]):.2f}")
 
 
 if __name__ == "__main__":
