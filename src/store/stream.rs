@@ -63,8 +63,7 @@ impl StreamId {
     pub fn fmt<'a>(&self, buf: &'a mut [u8; 41]) -> &'a [u8] {
         use std::io::Write;
         let mut cur = std::io::Cursor::new(&mut buf[..]);
-        // invariant: two u64 and a dash fit in 41 bytes.
-        write!(cur, "{}-{}", self.ms, self.seq).expect("41 bytes hold an ID");
+        write!(cur, "{}-{}", self.ms, self.seq).expect("41 bytes hold an ID"); // invariant: two u64 and a dash fit
         let n = cur.position() as usize;
         &buf[..n]
     }
