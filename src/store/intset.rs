@@ -98,12 +98,19 @@ impl IntSet {
         };
         let width = width_of(v).max(self.width);
         let mut buf = Vec::with_capacity((self.len() + 1) * width as usize);
-        for i in 0..at {
-            Self::encode(width, self.get(i), &mut buf);
-        }
-        Self::encode(width, v, &mut buf);
-        for i in at..self.len() {
-            Self::encode(width, self.get(i), &mut buf);
+        if width == self.width {
+            let split = at * self.width();
+            buf.extend_from_slice(&self.buf[..split]);
+            Self::encode(width, v, &mut buf);
+            buf.extend_from_slice(&self.buf[split..]);
+        } else {
+            for i in 0..at {
+                Self::encode(width, self.get(i), &mut buf);
+            }
+            Self::encode(width, v, &mut buf);
+            for i in at..self.len() {
+                Self::encode(width, self.get(i), &mut buf);
+            }
         }
         self.buf = buf.into_boxed_slice();
         self.width = width;

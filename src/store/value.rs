@@ -18,7 +18,6 @@ pub enum Value {
     List(Box<super::list::List>),
     /// A hash.
     Hash(Box<super::hash::Hash>),
-    /// A set.
     /// A set, held inline: an intset then costs one allocation, as in Redis.
     Set(super::set::Set),
     /// A sorted set.

@@ -349,6 +349,7 @@ impl<'a> Iterator for Iter<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn packed_scores_round_trip() {
@@ -376,7 +377,6 @@ mod tests {
             assert_eq!(back.to_bits(), s.to_bits(), "{s}");
         }
     }
-    use super::*;
 
     #[test]
     fn listpack_converts_and_keeps_order() {
