@@ -27,7 +27,7 @@ pub(super) fn entry_size(len: usize) -> usize {
 }
 
 /// Appends the encoding of `s` to `out`.
-pub(super) fn encode_into(s: &[u8], out: &mut Vec<u8>) {
+fn encode_into(s: &[u8], out: &mut Vec<u8>) {
     let mut tmp = [0u8; 10];
     let mut n = s.len();
     let mut k = 0;
@@ -52,7 +52,7 @@ pub(super) fn encode_into(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Writes the encoding of `s` into `dst`, which is exactly `entry_size` long.
-pub(super) fn encode_at(s: &[u8], dst: &mut [u8]) {
+fn encode_at(s: &[u8], dst: &mut [u8]) {
     let k = varint_len(s.len());
     let mut n = s.len();
     for i in 0..k {
@@ -66,7 +66,7 @@ pub(super) fn encode_at(s: &[u8], dst: &mut [u8]) {
 
 /// Reads the element starting at `pos`: (data start, data len, next pos).
 #[inline]
-pub(super) fn read_fwd(buf: &[u8], pos: usize) -> (usize, usize, usize) {
+fn read_fwd(buf: &[u8], pos: usize) -> (usize, usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     let mut p = pos;
@@ -85,7 +85,7 @@ pub(super) fn read_fwd(buf: &[u8], pos: usize) -> (usize, usize, usize) {
 
 /// Reads the element ending at `end`: (element start, data start, data len).
 #[inline]
-pub(super) fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
+fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     let mut p = end;
@@ -112,14 +112,98 @@ pub(super) struct Chunk {
     pub(super) start: usize,
     /// Elements held.
     pub(super) count: usize,
+    /// When not 0, every element is exactly this many bytes long and is
+    /// stored bare, with no lengths: runs of same-size elements (ids,
+    /// hashes, timestamps) cost nothing beyond their bytes. 0: elements are
+    /// `varint(len) bytes rvarint(len)`.
+    fixed: usize,
 }
 
 impl Chunk {
     pub(super) fn with_capacity(cap: usize) -> Chunk {
         Chunk {
             buf: Vec::with_capacity(cap),
-            start: 0,
-            count: 0,
+            ..Chunk::default()
+        }
+    }
+
+    /// Reads the element starting at `pos`: (data start, data len, next pos).
+    #[inline]
+    pub(super) fn read_fwd(&self, pos: usize) -> (usize, usize, usize) {
+        match self.fixed {
+            0 => read_fwd(&self.buf, pos),
+            n => (pos, n, pos + n),
+        }
+    }
+
+    /// Reads the element ending at `end`: (element start, data start, data
+    /// len).
+    #[inline]
+    pub(super) fn read_back(&self, end: usize) -> (usize, usize, usize) {
+        match self.fixed {
+            0 => read_back(&self.buf, end),
+            n => (end - n, end - n, n),
+        }
+    }
+
+    /// Bytes an element of `len` bytes takes in this chunk once admitted.
+    #[inline]
+    pub(super) fn entry_size(&self, len: usize) -> usize {
+        match self.fixed {
+            0 => entry_size(len),
+            _ => len,
+        }
+    }
+
+    /// Appends the encoding of `s` (admitted) to `out`.
+    pub(super) fn encode_into(&self, s: &[u8], out: &mut Vec<u8>) {
+        match self.fixed {
+            0 => encode_into(s, out),
+            _ => out.extend_from_slice(s),
+        }
+    }
+
+    /// Readies the chunk for an element of `len` bytes at one of its ends:
+    /// false when the element should start a chunk of its own instead,
+    /// which is when this one holds a run of another size and is too full
+    /// to be rewritten with lengths.
+    pub(super) fn admit_at_end(&mut self, len: usize) -> bool {
+        if self.fixed == 0 || self.fixed == len {
+            return true;
+        }
+        if self.count * entry_size(self.fixed) + entry_size(len) > CHUNK_MAX {
+            return false;
+        }
+        self.admit(len);
+        true
+    }
+
+    /// Readies the chunk for an element of `len` bytes anywhere: a run of
+    /// another size is rewritten with lengths (the caller splits the chunk
+    /// if that made it too large).
+    pub(super) fn admit(&mut self, len: usize) {
+        if self.fixed == 0 || self.fixed == len {
+            return;
+        }
+        let mut nb = Vec::with_capacity(self.count * entry_size(self.fixed) + entry_size(len));
+        for e in self.buf[self.start..].chunks_exact(self.fixed) {
+            encode_into(e, &mut nb);
+        }
+        self.buf = nb;
+        self.start = 0;
+        self.fixed = 0;
+    }
+
+    /// True when the chunk stores a bare run of same-size elements.
+    #[cfg(test)]
+    pub(super) fn is_fixed(&self) -> bool {
+        self.fixed != 0
+    }
+
+    /// Starts fixed-size storage for a first element of `len` bytes.
+    fn begin(&mut self, len: usize) {
+        if self.count == 0 {
+            self.fixed = len;
         }
     }
 
@@ -171,52 +255,68 @@ impl Chunk {
         true
     }
 
+    /// Appends `s`, admitted (or this chunk's first element), with room made.
     pub(super) fn push_back(&mut self, s: &[u8]) {
-        encode_into(s, &mut self.buf);
+        self.begin(s.len());
+        match self.fixed {
+            0 => encode_into(s, &mut self.buf),
+            _ => self.buf.extend_from_slice(s),
+        }
         self.count += 1;
     }
 
+    /// Prepends `s`, admitted (or this chunk's first element), with room made.
     pub(super) fn push_front(&mut self, s: &[u8]) {
-        let size = entry_size(s.len());
-        let at = self.start - size;
-        encode_at(s, &mut self.buf[at..self.start]);
+        self.begin(s.len());
+        let at = self.start - self.entry_size(s.len());
+        match self.fixed {
+            0 => encode_at(s, &mut self.buf[at..self.start]),
+            _ => self.buf[at..self.start].copy_from_slice(s),
+        }
         self.start = at;
         self.count += 1;
     }
 
     pub(super) fn front(&self) -> &[u8] {
-        let (d, n, _) = read_fwd(&self.buf, self.start);
+        let (d, n, _) = self.read_fwd(self.start);
         &self.buf[d..d + n]
     }
 
     pub(super) fn back(&self) -> &[u8] {
-        let (_, d, n) = read_back(&self.buf, self.buf.len());
+        let (_, d, n) = self.read_back(self.buf.len());
         &self.buf[d..d + n]
     }
 
     pub(super) fn drop_front(&mut self) {
-        let (_, _, next) = read_fwd(&self.buf, self.start);
+        let (_, _, next) = self.read_fwd(self.start);
         self.start = next;
         self.count -= 1;
         if self.count == 0 {
-            self.buf.clear();
-            self.start = 0;
+            self.clear();
         }
     }
 
     pub(super) fn drop_back(&mut self) {
-        let (s, _, _) = read_back(&self.buf, self.buf.len());
+        let (s, _, _) = self.read_back(self.buf.len());
         self.buf.truncate(s);
         self.count -= 1;
         if self.count == 0 {
-            self.buf.clear();
-            self.start = 0;
+            self.clear();
         }
+    }
+
+    /// Empties the chunk; the next element chooses its storage again.
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.start = 0;
+        self.fixed = 0;
     }
 
     /// Byte offset of element `i` (0 <= i < count).
     pub(super) fn offset_of(&self, i: usize) -> usize {
-        if i < self.count / 2 {
+        if self.fixed != 0 {
+            self.start + i * self.fixed
+        } else if i < self.count / 2 {
             let mut p = self.start;
             for _ in 0..i {
                 p = read_fwd(&self.buf, p).2;
@@ -254,6 +354,7 @@ impl Chunk {
         let mut tail = Chunk::with_capacity((self.buf.len() - at).max(CHUNK_MIN));
         tail.buf.extend_from_slice(&self.buf[at..]);
         tail.count = self.count - half;
+        tail.fixed = self.fixed;
         self.buf.truncate(at);
         self.count = half;
         self.rebuild(None);

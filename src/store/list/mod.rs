@@ -5,7 +5,11 @@
 //! An element is encoded as `varint(len) bytes rvarint(len)`: the LEB128
 //! length before the bytes lets iteration walk forward, the same length
 //! written backwards after them lets it walk backward (listpack's
-//! `backlen`). A 16-byte element costs 18 bytes, close to Redis's listpack.
+//! `backlen`). A 16-byte element costs 18 bytes, as in Redis's listpack.
+//! A chunk whose elements all have one length stores them bare instead,
+//! the length kept once for the chunk (a 16-byte element then costs 16);
+//! an element of another length rewrites it with lengths, or starts a new
+//! chunk when it is full.
 //!
 //! Each chunk keeps free space at its front (`start`) as well as its back,
 //! so pushes and pops at both ends of the list are O(1) amortised; changes
@@ -18,7 +22,7 @@ mod tests;
 use std::collections::VecDeque;
 
 pub use self::chunk::CHUNK_MAX;
-use self::chunk::{encode_into, entry_size, read_back, read_fwd, Chunk, CHUNK_MIN};
+use self::chunk::{entry_size, Chunk, CHUNK_MIN};
 
 /// A list of byte strings.
 #[derive(Clone, Debug, Default)]
@@ -69,7 +73,7 @@ impl List {
     pub fn push_back(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
         let fits = match self.chunks.back_mut() {
-            Some(c) => c.make_room(need, false),
+            Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), false),
             None => false,
         };
         if !fits {
@@ -93,7 +97,7 @@ impl List {
     pub fn push_front(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
         let fits = match self.chunks.front_mut() {
-            Some(c) => c.make_room(need, true),
+            Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), true),
             None => false,
         };
         if !fits {
@@ -216,7 +220,7 @@ impl List {
         }
         let (ci, k) = self.locate(i);
         let c = self.chunks.get(ci)?;
-        let (d, n, _) = read_fwd(&c.buf, c.offset_of(k));
+        let (d, n, _) = c.read_fwd(c.offset_of(k));
         Some(&c.buf[d..d + n])
     }
 
@@ -229,10 +233,11 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return false;
         };
+        c.admit(s.len());
         let at = c.offset_of(k);
-        let (_, _, next) = read_fwd(&c.buf, at);
-        let mut enc = Vec::with_capacity(entry_size(s.len()));
-        encode_into(s, &mut enc);
+        let (_, _, next) = c.read_fwd(at);
+        let mut enc = Vec::with_capacity(c.entry_size(s.len()));
+        c.encode_into(s, &mut enc);
         c.rebuild(Some((at, next - at, &enc)));
         self.fix_size(ci);
         true
@@ -250,9 +255,10 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return;
         };
+        c.admit(s.len());
         let at = c.offset_of(k);
-        let mut enc = Vec::with_capacity(entry_size(s.len()));
-        encode_into(s, &mut enc);
+        let mut enc = Vec::with_capacity(c.entry_size(s.len()));
+        c.encode_into(s, &mut enc);
         c.rebuild(Some((at, 0, &enc)));
         c.count += 1;
         self.len += 1;
@@ -287,7 +293,7 @@ impl List {
             offsets.clear();
             let mut p = c.start;
             while p < c.buf.len() {
-                let next = read_fwd(&c.buf, p).2;
+                let next = c.read_fwd(p).2;
                 offsets.push((p, next));
                 p = next;
             }
@@ -300,7 +306,7 @@ impl List {
                     break;
                 }
                 let (p, _) = offsets[j];
-                let (d, len, _) = read_fwd(&c.buf, p);
+                let (d, len, _) = c.read_fwd(p);
                 if &c.buf[d..d + len] == s {
                     drop[j] = true;
                     removed += 1;
@@ -393,7 +399,7 @@ impl List {
         let (ci, k) = self.locate(from);
         let end = self.chunks.get(ci).map_or(0, |c| {
             let p = c.offset_of(k);
-            read_fwd(&c.buf, p).2
+            c.read_fwd(p).2
         });
         RevIter {
             list: self,
@@ -424,7 +430,7 @@ impl<'a> Iterator for Iter<'a> {
         loop {
             let c = self.list.chunks.get(self.ci)?;
             if self.pos < c.buf.len() {
-                let (d, n, next) = read_fwd(&c.buf, self.pos);
+                let (d, n, next) = c.read_fwd(self.pos);
                 self.pos = next;
                 return Some(&c.buf[d..d + n]);
             }
@@ -452,7 +458,7 @@ impl<'a> Iterator for RevIter<'a> {
             }
             let c = self.list.chunks.get(self.ci)?;
             if self.end > c.start {
-                let (s, d, n) = read_back(&c.buf, self.end);
+                let (s, d, n) = c.read_back(self.end);
                 self.end = s;
                 return Some(&c.buf[d..d + n]);
             }

@@ -24,6 +24,18 @@ fn model_check(l: &List, m: &VecDeque<Vec<u8>>) {
 
 #[test]
 fn random_ops_match_vecdeque() {
+    random_ops(false);
+}
+
+/// Mostly same-size elements, so chunks store bare runs and meet the
+/// occasional element of another size at either end and in the middle.
+#[test]
+fn random_ops_on_same_size_runs_match_vecdeque() {
+    random_ops(true);
+}
+
+fn random_ops(same_size: bool) {
+    let mut fixed_seen = 0;
     let mut l = List::new();
     let mut m: VecDeque<Vec<u8>> = VecDeque::new();
     let mut seed = 12345u64;
@@ -35,6 +47,7 @@ fn random_ops_match_vecdeque() {
     };
     for step in 0..20000 {
         let size = match rnd(10) {
+            _ if same_size && rnd(40) != 0 => 16,
             0 => rnd(300) as usize,
             1 => 20000,
             _ => rnd(20) as usize,
@@ -81,7 +94,11 @@ fn random_ops_match_vecdeque() {
         }
         if step % 97 == 0 {
             model_check(&l, &m);
+            fixed_seen += l.chunks.iter().filter(|c| c.is_fixed()).count();
         }
     }
     model_check(&l, &m);
+    if same_size {
+        assert!(fixed_seen > 0, "no chunk held a same-size run");
+    }
 }
