@@ -100,7 +100,12 @@ pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
                     if !db.is_empty() {
                         f.kv(
                             &format!("db{i}"),
-                            format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile()),
+                            format!(
+                                "keys={},expires={},avg_ttl={}",
+                                db.len(),
+                                db.volatile(),
+                                db.avg_ttl()
+                            ),
                         );
                     }
                 }

@@ -17,6 +17,7 @@ impl Store {
         let mut reclaimed = 0;
         for db in 0..self.dbs.len() {
             if self.dbs[db].volatile == 0 {
+                self.dbs[db].avg_ttl = 0;
                 continue;
             }
             // Walk a hundredth of the table per cycle, so at the default hz
@@ -30,12 +31,18 @@ impl Store {
             let buckets = self.dbs[db].dict.buckets();
             let quota = (buckets / 100).max(CHECK_EVERY);
             let (mut walked, mut volatile_seen, mut expired_here) = (0usize, 0usize, 0usize);
+            let (mut ttl_sum, mut ttl_samples) = (0u64, 0u64);
             loop {
                 let d = &mut self.dbs[db];
                 let cursor = d.expire_cursor;
                 let (next, removed) = d.dict.sweep_bucket(cursor, |e| {
                     volatile_seen += usize::from(e.expire_at() != 0);
-                    e.is_expired(now)
+                    let expired = e.is_expired(now);
+                    if e.expire_at() != 0 && !expired {
+                        ttl_sum = ttl_sum.saturating_add(e.expire_at() - now);
+                        ttl_samples += 1;
+                    }
+                    expired
                 });
                 d.expire_cursor = next;
                 walked += 1;
@@ -63,6 +70,15 @@ impl Store {
                         break;
                     }
                 }
+            }
+            if ttl_samples > 0 {
+                // Redis's running average: the new sample weighs 2%.
+                let sample = ttl_sum / ttl_samples;
+                let d = &mut self.dbs[db];
+                if d.avg_ttl == 0 {
+                    d.avg_ttl = sample;
+                }
+                d.avg_ttl = d.avg_ttl / 50 * 49 + sample / 50;
             }
             self.dbs[db].dict.compact();
             reclaimed += expired_here;

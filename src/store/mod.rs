@@ -35,6 +35,9 @@ pub struct Db {
     volatile: usize,
     /// Where the active expiry cycle resumes its walk.
     expire_cursor: u64,
+    /// Running estimate of the remaining TTL of keys that have one, in
+    /// milliseconds, kept by the active expiry cycle (INFO `avg_ttl`).
+    avg_ttl: u64,
 }
 
 impl Db {
@@ -51,6 +54,12 @@ impl Db {
     /// Keys with a TTL.
     pub fn volatile(&self) -> usize {
         self.volatile
+    }
+
+    /// Estimated mean remaining TTL in milliseconds; 0 when unknown or
+    /// when no key has a TTL.
+    pub fn avg_ttl(&self) -> u64 {
+        self.avg_ttl
     }
 }
 

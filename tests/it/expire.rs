@@ -371,3 +371,39 @@ fn odd_option_strings_in_errors() {
     p.same(&["EXPIRE", "k", "010"]);
     close(&mut p, &["TTL", "k"], 1);
 }
+
+/// The `avg_ttl` field of `INFO keyspace` for db0 (None without db0).
+fn avg_ttl(c: &mut Raw) -> Option<u64> {
+    let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "keyspace"])).into_owned();
+    let line = info.lines().find(|l| l.starts_with("db0:"))?;
+    line.split(',')
+        .find_map(|kv| kv.strip_prefix("avg_ttl="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn info_keyspace_estimates_the_average_ttl() {
+    let server = start();
+    let mut c = server.raw();
+    for i in 0..200 {
+        c.cmd_str(&["SET", &format!("t{i}"), "v", "EX", "1000"]);
+        c.cmd_str(&["SET", &format!("p{i}"), "v"]);
+    }
+    // Sampled by the active expiry cycle, as in Redis: just under 1000 s.
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            avg_ttl(&mut c).is_some_and(|t| (990_000..=1_000_000).contains(&t))
+        }),
+        "{:?}",
+        avg_ttl(&mut c)
+    );
+    // No key with a TTL left: the estimate goes back to 0.
+    for i in 0..200 {
+        c.cmd_str(&["PERSIST", &format!("t{i}")]);
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || avg_ttl(&mut c) == Some(0)),
+        "{:?}",
+        avg_ttl(&mut c)
+    );
+}
