@@ -71,9 +71,8 @@ impl Store {
                     }
                 }
             }
-            if ttl_samples > 0 {
+            if let Some(sample) = ttl_sum.checked_div(ttl_samples) {
                 // Redis's running average: the new sample weighs 2%.
-                let sample = ttl_sum / ttl_samples;
                 let d = &mut self.dbs[db];
                 if d.avg_ttl == 0 {
                     d.avg_ttl = sample;
