@@ -30,13 +30,14 @@ impl Store {
             // a busy server whose keys all had long TTLs, for nothing.
             let buckets = self.dbs[db].dict.buckets();
             let quota = (buckets / 100).max(CHECK_EVERY);
-            let (mut walked, mut volatile_seen, mut expired_here) = (0usize, 0usize, 0usize);
-            let (mut ttl_sum, mut ttl_samples) = (0u64, 0u64);
+            // Keys with a TTL seen so far: the live ones sampled here, plus
+            // the expired ones, which are all removed (`expired_here`).
+            let (mut walked, mut expired_here) = (0usize, 0usize);
+            let (mut ttl_sum, mut ttl_samples) = (0u64, 0usize);
             loop {
                 let d = &mut self.dbs[db];
                 let cursor = d.expire_cursor;
                 let (next, removed) = d.dict.sweep_bucket(cursor, |e| {
-                    volatile_seen += usize::from(e.expire_at() != 0);
                     let expired = e.is_expired(now);
                     if e.expire_at() != 0 && !expired {
                         ttl_sum = ttl_sum.saturating_add(e.expire_at() - now);
@@ -65,13 +66,13 @@ impl Store {
                     if start.elapsed() >= budget {
                         break;
                     }
-                    let stale = expired_here * 10 > volatile_seen;
+                    let stale = expired_here * 10 > ttl_samples + expired_here;
                     if walked >= quota && !stale {
                         break;
                     }
                 }
             }
-            if let Some(sample) = ttl_sum.checked_div(ttl_samples) {
+            if let Some(sample) = ttl_sum.checked_div(ttl_samples as u64) {
                 // Redis's running average: the new sample weighs 2%.
                 let d = &mut self.dbs[db];
                 if d.avg_ttl == 0 {

@@ -103,6 +103,15 @@ fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
     (start, start + k, n)
 }
 
+/// Appends `s` encoded for a chunk whose `fixed` length is given: bare in
+/// a run of same-size elements, with its lengths otherwise.
+fn encode_entry(fixed: usize, s: &[u8], out: &mut Vec<u8>) {
+    match fixed {
+        0 => encode_into(s, out),
+        _ => out.extend_from_slice(s),
+    }
+}
+
 /// One packed run of elements.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Chunk {
@@ -157,10 +166,7 @@ impl Chunk {
 
     /// Appends the encoding of `s` (admitted) to `out`.
     pub(super) fn encode_into(&self, s: &[u8], out: &mut Vec<u8>) {
-        match self.fixed {
-            0 => encode_into(s, out),
-            _ => out.extend_from_slice(s),
-        }
+        encode_entry(self.fixed, s, out);
     }
 
     /// Readies the chunk for an element of `len` bytes at one of its ends:
@@ -258,10 +264,7 @@ impl Chunk {
     /// Appends `s`, admitted (or this chunk's first element), with room made.
     pub(super) fn push_back(&mut self, s: &[u8]) {
         self.begin(s.len());
-        match self.fixed {
-            0 => encode_into(s, &mut self.buf),
-            _ => self.buf.extend_from_slice(s),
-        }
+        encode_entry(self.fixed, s, &mut self.buf);
         self.count += 1;
     }
 
