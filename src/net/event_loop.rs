@@ -463,33 +463,44 @@ impl Net {
         self.outbox.clone()
     }
 
-    /// Closes the listening sockets and listens on `bind`/`port` instead;
-    /// when that fails, listens on `old` again and returns the error.
+    /// Listens on `bind`/`port` instead of the current listening sockets;
+    /// when that fails, keeps listening on `old` and returns the error.
     /// Returns the port bound (CONFIG SET port/bind).
+    ///
+    /// The new sockets are bound while the old ones stay open, so a refused
+    /// address leaves the server listening without a gap. Only when the new
+    /// set reuses an address and port held now (address in use) are the old
+    /// sockets closed first, as Redis does, and bound again on failure.
     pub fn rebind(
         &mut self,
         bind: &[String],
         port: u16,
         old: (&[String], u16),
     ) -> std::io::Result<u16> {
+        let bound = match bind_all(bind, port) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                self.close_listeners();
+                bind_all(bind, port).inspect_err(|_| match bind_all(old.0, old.1) {
+                    Ok(ls) => {
+                        let _ = self.listen(ls);
+                    }
+                    Err(e) => tracing::warn!("cannot listen on the previous addresses again: {e}"),
+                })
+            }
+            other => other,
+        }?;
+        self.close_listeners();
+        let port = bound
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(port, |a| a.port());
+        self.listen(bound)?;
+        Ok(port)
+    }
+
+    fn close_listeners(&mut self) {
         for mut l in self.listeners.drain(..) {
             let _ = self.poll.registry().deregister(&mut l);
-        }
-        match bind_all(bind, port) {
-            Ok(ls) => {
-                let port = ls
-                    .first()
-                    .and_then(|l| l.local_addr().ok())
-                    .map_or(port, |a| a.port());
-                self.listen(ls)?;
-                Ok(port)
-            }
-            Err(e) => {
-                if let Ok(ls) = bind_all(old.0, old.1) {
-                    let _ = self.listen(ls);
-                }
-                Err(e)
-            }
         }
     }
 
@@ -504,8 +515,6 @@ impl Net {
             }
             self.drop_conn(id, false);
         }
-        for mut l in self.listeners.drain(..) {
-            let _ = self.poll.registry().deregister(&mut l);
-        }
+        self.close_listeners();
     }
 }
