@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ferrokv::config::Config;
-use ferrokv::exec::client::Client;
-use ferrokv::exec::{Executor, Shared};
+use ferrokv::exec::Executor;
+use ferrokv::net::link::Shared;
 use ferrokv::net::request::OwnedArgv;
+use ferrokv::server::client::Client;
 
 fn dispatch(c: &mut Criterion) {
     let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-    let tx = ferrokv::exec::client::ConnTx::detached();
+    let tx = ferrokv::net::link::ConnTx::detached();
     let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
     let mut client = Client::new(1, addr, addr, tx, 0);
     client.authenticated = true;

@@ -5,9 +5,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use ferrokv::config::Config;
-use ferrokv::exec::client::Client;
-use ferrokv::exec::{Executor, Shared};
+use ferrokv::exec::Executor;
+use ferrokv::net::link::Shared;
 use ferrokv::net::request::OwnedArgv;
+use ferrokv::server::client::Client;
 
 const SCRIPT: &[u8] = b"local c = redis.call('incr', KEYS[1]) if c == 1 then redis.call('expire', KEYS[1], 60) end return c";
 
@@ -16,7 +17,7 @@ fn main() {
     let mode = args.next().unwrap_or_else(|| "eval".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-    let tx = ferrokv::exec::client::ConnTx::detached();
+    let tx = ferrokv::net::link::ConnTx::detached();
     let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
     let mut client = Client::new(1, addr, addr, tx, 0);
     client.authenticated = true;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate src/cmd/spec/{info,docs}.resp3 from a running redis-server 7.0.
+"""Regenerate src/server/spec/{info,docs}.resp3 from a running redis-server 7.0.
 
 ferrokv's command table takes every fact it reports (arity, flags, key specs,
 ACL categories, docs) from these captures, so COMMAND answers byte for byte as

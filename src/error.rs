@@ -60,6 +60,10 @@ pub enum Error {
     Err(Cow<'static, str>),
     /// A full error line with its own prefix (`NOPROTO ...`, `EXECABORT ...`).
     Raw(Cow<'static, str>),
+    /// A reply text the error statistics counted already: a script raising
+    /// the error of a command it called (Redis's
+    /// `ignore_error_stats_update`).
+    Counted(String),
 }
 
 impl Error {
@@ -117,6 +121,7 @@ impl Error {
             Error::NoScript => "NOSCRIPT No matching script. Please use EVAL.".into(),
             Error::Err(msg) => format!("ERR {msg}").into(),
             Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),
+            Error::Counted(msg) => Cow::Borrowed(msg.as_str()),
         }
     }
 

@@ -23,6 +23,7 @@ pub mod exec;
 pub mod net;
 pub mod persist;
 pub mod script;
+pub mod server;
 pub mod store;
 pub mod util;
 
@@ -33,7 +34,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use config::Config;
-use exec::{Executor, Shared};
+use exec::Executor;
+use net::link::Shared;
 
 /// Version reported as `redis_version`, so clients that check it accept
 /// the server.
@@ -70,6 +72,12 @@ impl ServerHandle {
         if let Err(e) = self.waker.wake() {
             tracing::warn!("cannot wake the event loop: {e}");
         }
+    }
+
+    /// Stops the server as a signal does, without logging one: what
+    /// dropping a [`Server`] does.
+    pub fn stop(&self) {
+        self.signal(net::STOP_REQUEST);
     }
 }
 
@@ -125,6 +133,18 @@ impl Server {
     /// Waits until the server has stopped (SHUTDOWN or a signal).
     pub fn join(mut self) {
         if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    /// Stops the server (saving as on SIGTERM when save rules are set) and
+    /// waits for its thread, so an embedding program or a test leaves no
+    /// server behind.
+    fn drop(&mut self) {
+        if let Some(h) = self.thread.take() {
+            self.handle.stop();
             let _ = h.join();
         }
     }
@@ -187,8 +207,12 @@ fn tune_allocator() {
     }
 }
 
-/// Starts a server in a background thread (for tests and embedding);
-/// returns its port. The server lives until SHUTDOWN.
+/// Starts a server in a background thread and returns its port. The
+/// server lives until SHUTDOWN or a signal; keep the [`Server`] from
+/// [`Server::start`] instead to stop it when it is dropped.
 pub fn spawn_background(config: Config) -> std::io::Result<u16> {
-    Server::start(config).map(|s| s.port())
+    let mut server = Server::start(config)?;
+    // Detached: dropping the Server no longer stops it.
+    drop(server.thread.take());
+    Ok(server.port())
 }

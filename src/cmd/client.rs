@@ -8,8 +8,9 @@ use super::args;
 use super::connection::{valid_client_name, BAD_CLIENT_NAME};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::client::{Client, ClientKind, ReplyMode, ToConn};
-use crate::exec::clock;
+use crate::net::link::ToConn;
+use crate::server::client::{Client, ClientKind, ReplyMode};
+use crate::util::clock;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[

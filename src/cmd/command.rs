@@ -2,10 +2,10 @@
 //! captured Redis 7.0 facts of the commands ferrokv implements, and nothing
 //! about the others.
 
-use super::spec::Node;
-use super::table::{flag, CommandId, CommandTable};
 use super::{args, client::write_help, Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::server::spec::Node;
+use crate::server::table::{flag, CommandId, CommandTable};
 use crate::util::glob::glob_match;
 use crate::util::num::parse_i64;
 
@@ -423,13 +423,22 @@ mod tests {
     use super::*;
 
     fn positions(name: &str, argv: &[&str]) -> Vec<usize> {
-        let t = CommandTable::build();
+        let t = CommandTable::build(crate::cmd::FAMILIES);
         let id = t.lookup(name.as_bytes()).expect("implemented");
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
         find_keys(name, key_specs(&t, id), &a)
             .into_iter()
             .map(|(p, _)| p)
             .collect()
+    }
+
+    #[test]
+    fn every_handler_has_a_spec_row_and_arity() {
+        let t = CommandTable::build(crate::cmd::FAMILIES);
+        let get = t.lookup(b"GeT").expect("get is implemented");
+        assert_eq!(t.commands[get].arity, 2);
+        assert!(t.commands[get].has(crate::server::table::flag::READONLY));
+        assert_eq!(t.commands[get].key_positions(2), vec![1]);
     }
 
     #[test]

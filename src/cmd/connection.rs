@@ -5,7 +5,7 @@
 use super::args;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::client::{ClientKind, ReplyMode};
+use crate::server::client::{ClientKind, ReplyMode};
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -68,7 +68,7 @@ fn select(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// name, replies on, and authenticated only if the default user needs no
 /// password.
 fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    crate::exec::multi::discard_transaction(ctx.client, ctx.store);
+    crate::server::multi::discard_transaction(ctx.client, ctx.store);
     // Redis leaves every channel silently and the client is no longer a
     // subscriber.
     ctx.server.pubsub.forget(ctx.client.id);

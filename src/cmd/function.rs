@@ -3,7 +3,7 @@
 //! library, then the RDB version and a CRC64.
 
 use super::args::{is, lossy};
-use super::scripting::{numkeys, take_engine, NOTBUSY};
+use super::scripting::{kill_running, numkeys, run_on_host, take_engine};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::script::function::FLAG_NAMES;
@@ -42,7 +42,10 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
     let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
     let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
     *engine.run.command.borrow_mut() = argv.iter_from(0).map(<[u8]>::to_vec).collect();
-    let result = engine.fcall(ctx, argv.get(1), &keys, &args, ro);
+    let name = argv.get(1);
+    let result = run_on_host(ctx, &mut engine, |e, run| {
+        e.fcall(run, name, &keys, &args, ro)
+    });
     ctx.server.scripting.put(engine);
     result
 }
@@ -385,13 +388,33 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    let (libs, funcs) = ctx.server.scripting.get().map_or((0, 0), |e| {
-        (e.libraries.libs.len(), e.libraries.function_count())
-    });
+    // While a function runs the engine is out of the server: its run
+    // state kept the counts from when it started.
+    let running = ctx.server.running_script.clone();
+    let (libs, funcs) = match (&running, ctx.server.scripting.get()) {
+        (Some(run), _) => (run.libraries.get(), run.functions.get()),
+        (None, Some(e)) => (e.libraries.libs.len(), e.libraries.function_count()),
+        (None, None) => (0, 0),
+    };
     let reply = &mut ctx.reply;
     reply.map(2);
     reply.bulk(b"running_script");
-    reply.null();
+    match running.filter(|run| run.is_function.get()) {
+        Some(run) => {
+            let command = run.command.borrow();
+            reply.map(3);
+            reply.bulk(b"name");
+            reply.bulk(run.name.borrow().as_bytes());
+            reply.bulk(b"command");
+            reply.array(command.len());
+            for a in command.iter() {
+                reply.bulk(a);
+            }
+            reply.bulk(b"duration_ms");
+            reply.int(run.started.get().elapsed().as_millis() as i64);
+        }
+        None => reply.null(),
+    }
     reply.bulk(b"engines");
     reply.map(1);
     reply.bulk(b"LUA");
@@ -403,8 +426,8 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-fn function_kill(_ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    Err(NOTBUSY)
+fn function_kill(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    kill_running(ctx, true)
 }
 
 const FUNCTION_HELP: &[&str] = &[

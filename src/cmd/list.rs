@@ -6,8 +6,8 @@
 use super::args::{self, is};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::blocking::BlockOp;
 use crate::net::reply::ReplyBuf;
+use crate::server::blocking::BlockOp;
 use crate::store::list::{End, List};
 use crate::store::value::Value;
 use crate::store::Store;

@@ -11,8 +11,8 @@ use super::args::{self, is};
 use super::list::{after_removal, list_mut, lmove_generic, mpop_first, parse_end, parse_mpop};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::blocking::{BlockOp, BlockRequest};
 use crate::net::reply::ReplyBuf;
+use crate::server::blocking::{BlockOp, BlockRequest};
 use crate::store::list::End;
 use crate::util::num;
 

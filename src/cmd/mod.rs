@@ -1,6 +1,7 @@
-//! Commands: the table that describes them (`table.rs`, from the captured
-//! spec in `spec.rs`), argument parsing helpers (`args.rs`) and one file per
-//! command family, mirroring Redis's `t_string.c`, `db.c`, `expire.c`...
+//! Commands: argument parsing helpers (`args.rs`) and one file per command
+//! family, mirroring Redis's `t_string.c`, `db.c`, `expire.c`... The table
+//! that describes them (`server/table.rs`, from the captured spec in
+//! `server/spec.rs`) joins these handlers at startup.
 //!
 //! A handler has the shape `fn(&mut Ctx, Argv) -> CmdResult`: it parses its
 //! arguments, works on the store and writes its reply through `ctx.reply`.
@@ -26,44 +27,15 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
-pub mod spec;
 pub mod stream;
 pub mod stream_read;
 pub mod string;
-pub mod table;
 pub mod tx;
 pub mod zset;
 pub mod zset_blocking;
 
-use crate::error::CmdResult;
-use crate::exec::client::Client;
-use crate::exec::ServerState;
-use crate::net::reply::ReplyBuf;
 pub use crate::net::request::Argv;
-use crate::store::Store;
-
-/// Everything a handler may touch while it runs.
-pub struct Ctx<'a> {
-    /// The keyspace.
-    pub store: &'a mut Store,
-    /// The calling client's state.
-    pub client: &'a mut Client,
-    /// Where the reply goes.
-    pub reply: ReplyBuf<'a>,
-    /// Server-wide state: config, stats, other clients, the command table.
-    pub server: &'a mut ServerState,
-}
-
-impl Ctx<'_> {
-    /// The client's selected database.
-    #[inline]
-    pub fn db(&self) -> usize {
-        self.client.db
-    }
-}
-
-/// A command implementation.
-pub type Handler = fn(&mut Ctx<'_>, Argv<'_>) -> CmdResult;
+pub use crate::server::{Ctx, Handler};
 
 /// Every family's handlers, joined into the command table at startup.
 pub const FAMILIES: &[&[(&str, Handler)]] = &[

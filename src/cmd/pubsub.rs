@@ -5,7 +5,7 @@
 use super::args;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::pubsub::{self, Kind};
+use crate::server::pubsub::{self, Kind};
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[

@@ -4,7 +4,8 @@
 use super::args::{int, is, lossy};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::script::Engine;
+use crate::script::{Engine, Run};
+use crate::server::script_host::{script_client, ScriptHost};
 
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("eval", eval),
@@ -42,8 +43,59 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 pub(super) fn take_engine(ctx: &mut Ctx<'_>) -> Result<Box<Engine>, Error> {
     match ctx.server.scripting.take() {
         Some(e) => Ok(e),
-        None => Engine::new(ctx.server),
+        None => Engine::new(ctx.server.config.lua_memory_limit),
     }
+}
+
+/// Runs a script or function (`start`) with the server as its host: the
+/// scripts' client starts in the caller's database, SCRIPT KILL and the
+/// busy loop see the run, and pub/sub messages held meanwhile follow the
+/// reply.
+pub(super) fn run_on_host(
+    ctx: &mut Ctx<'_>,
+    engine: &mut Engine,
+    start: impl FnOnce(&mut Engine, Run<'_, '_>) -> CmdResult,
+) -> CmdResult {
+    let mut client = ctx
+        .server
+        .script_client
+        .take()
+        .unwrap_or_else(|| Box::new(script_client()));
+    client.db = ctx.client.db;
+    let run = engine.run.clone();
+    ctx.server.running_script = Some(run.clone());
+    let busy_threshold_ms = ctx.server.config.busy_reply_threshold;
+    let caller_id = ctx.client.id;
+    let mark = ctx.reply.raw().len();
+    let result = {
+        let mut host = ScriptHost {
+            server: &mut *ctx.server,
+            store: &mut *ctx.store,
+            client: &mut client,
+        };
+        let run = Run {
+            host: &mut host,
+            reply: &mut ctx.reply,
+            caller_id,
+            busy_threshold_ms,
+        };
+        start(engine, run)
+    };
+    ctx.server.running_script = None;
+    ctx.server.script_client = Some(client);
+    if run.caller_gone.get() {
+        // Its disconnect was seen while busy: close it after the reply.
+        ctx.client.close_after_reply = true;
+    }
+    // Messages the script published to its caller go before the reply.
+    let mut held = Vec::new();
+    let resp3 = ctx.client.resp3;
+    ctx.server.pubsub.take_held(ctx.client.id, resp3, &mut held);
+    if !held.is_empty() {
+        let out = ctx.reply.raw();
+        out.splice(mark..mark, held);
+    }
+    result
 }
 
 /// Parses numkeys at `argv[at]` and checks it against the arguments left.
@@ -76,7 +128,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, by_sha: bool, ro: bool) -> Cm
         };
         let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
         let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
-        engine.run_script(ctx, &sha, &keys, &args, ro)
+        run_on_host(ctx, &mut engine, |e, run| {
+            e.run_script(run, &sha, &keys, &args, ro)
+        })
     })();
     ctx.server.scripting.put(engine);
     result
@@ -123,11 +177,29 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-fn script_kill(_ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    // A running script answers SCRIPT KILL from its hook; reaching the
-    // handler means nothing runs.
-    Err(NOTBUSY)
+fn script_kill(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    kill_running(ctx, false)
 }
+
+/// SCRIPT KILL and FUNCTION KILL (Redis's scriptKill): stops the running
+/// script unless it wrote, or is of the other kind.
+pub(super) fn kill_running(ctx: &mut Ctx<'_>, function: bool) -> CmdResult {
+    let Some(run) = &ctx.server.running_script else {
+        return Err(NOTBUSY);
+    };
+    if run.wrote.get() {
+        return Err(UNKILLABLE);
+    }
+    if function != run.is_function.get() {
+        return Err(ctx.server.busy_error());
+    }
+    run.killed.set(true);
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// -UNKILLABLE once the running script wrote.
+const UNKILLABLE: Error = Error::raw("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
 
 fn script_debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mode = argv.get(2);

@@ -121,6 +121,19 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             "SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
         ));
     }
+    if let Some(run) = &ctx.server.running_script {
+        // Only the busy loop runs commands while a script runs: there,
+        // only NOSAVE may stop the server, and it stops the script too.
+        if !nosave {
+            return Err(ctx.server.busy_error());
+        }
+        run.killed.set(true);
+        tracing::warn!("User requested shutdown...");
+        ctx.server.shutdown_save_done = true;
+        ctx.server.shutdown = true;
+        ctx.client.close_after_reply = true;
+        return Ok(());
+    }
     tracing::warn!("User requested shutdown...");
     if let Err(e) = crate::persist::save_on_shutdown(ctx.store, ctx.server, save, nosave) {
         tracing::warn!("error saving the dataset on shutdown: {e}");

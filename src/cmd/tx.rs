@@ -5,7 +5,7 @@
 
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::multi;
+use crate::server::multi;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[

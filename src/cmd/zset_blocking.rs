@@ -7,8 +7,8 @@ use super::list_blocking::{block, parse_timeout};
 use super::zset::emit;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::exec::blocking::BlockOp;
 use crate::net::reply::ReplyBuf;
+use crate::server::blocking::BlockOp;
 use crate::store::Store;
 
 /// The handlers this family registers.

@@ -1,224 +1,27 @@
-//! Blocked clients (Redis's `blocked.c` for lists): BLPOP, BRPOP, BLMOVE,
-//! BRPOPLPUSH and BLMPOP park their client here when every key is empty.
+//! Serving blocked clients (Redis's `blocked.c`): parking a client whose
+//! command asked to block, waking waiters when a key they wait on is
+//! written (`handleClientsBlockedOnKeys`), timeouts, and resuming the rest
+//! of a served client's batch. The registry itself is
+//! `server/blocking.rs`.
 //!
-//! A blocking handler records a [`BlockRequest`] in [`Blocking::pending`]
-//! instead of replying. The batch runner then parks the client with the rest
-//! of its batch and its output buffer. After every top-level command (so
-//! never inside MULTI/EXEC or a script) the executor looks at the keys the
-//! command wrote (`Store::touched`); a written key that now holds a
-//! non-empty list serves its waiters in the order they blocked, as Redis's
-//! `handleClientsBlockedOnKeys` does. A served, timed-out or unblocked
-//! client gets its reply and the rest of its batch runs.
+//! A blocking handler records a [`BlockRequest`] in `Blocking::pending`
+//! instead of replying. The batch runner then parks the client with the
+//! rest of its batch and its output buffer. After every top-level command
+//! (so never inside MULTI/EXEC or a script) the executor looks at the keys
+//! the command wrote (`Store::touched`); a written key that now holds a
+//! non-empty list serves its waiters in the order they blocked. A served,
+//! timed-out or unblocked client gets its reply and the rest of its batch
+//! runs.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
-
-use super::client::ToConn;
-use super::{clock, Executor};
+use super::Executor;
+use crate::net::link::ToConn;
 use crate::net::reply::ReplyBuf;
 use crate::net::request::Batch;
+use crate::server::blocking::{BlockOp, BlockRequest, Parked, WaitKind};
+use crate::server::pubsub;
 use crate::store::list::End;
-use crate::store::stream::StreamId;
 use crate::store::value::Value;
-
-/// What a blocked client does once one of its keys holds elements.
-#[derive(Debug, Clone)]
-pub enum BlockOp {
-    /// BLPOP/BRPOP: reply `[key, element]`.
-    Pop {
-        /// Which end to pop.
-        end: End,
-    },
-    /// BLMPOP: reply `[key, [elements...]]`.
-    MPop {
-        /// Which end to pop.
-        end: End,
-        /// Most elements to pop.
-        count: usize,
-    },
-    /// BLMOVE/BRPOPLPUSH: move one element to `dst`, reply with it.
-    Move {
-        /// Destination key.
-        dst: Vec<u8>,
-        /// End of the source to pop.
-        from: End,
-        /// End of the destination to push.
-        to: End,
-    },
-    /// BZPOPMIN/BZPOPMAX: reply `[key, member, score]`.
-    ZPop {
-        /// Pop the highest scores.
-        max: bool,
-    },
-    /// BZMPOP: reply `[key, [[member, score]...]]`.
-    ZMPop {
-        /// Pop the highest scores.
-        max: bool,
-        /// Most members to pop.
-        count: usize,
-    },
-    /// XREAD BLOCK: reply with the entries after the ID given per key.
-    XRead {
-        /// Each key with the ID entries must be greater than.
-        keys: Vec<(Vec<u8>, StreamId)>,
-        /// Most entries per stream.
-        count: usize,
-    },
-}
-
-/// The type of value a blocked command waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitKind {
-    /// A non-empty list.
-    List,
-    /// A non-empty sorted set.
-    ZSet,
-    /// A stream with new entries.
-    Stream,
-}
-
-impl BlockOp {
-    /// The type of value the operation waits for.
-    pub fn kind(&self) -> WaitKind {
-        match self {
-            BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => WaitKind::ZSet,
-            BlockOp::XRead { .. } => WaitKind::Stream,
-            _ => WaitKind::List,
-        }
-    }
-
-    /// True for operations waiting on sorted sets rather than lists.
-    pub fn wants_zset(&self) -> bool {
-        self.kind() == WaitKind::ZSet
-    }
-}
-
-/// A handler's request to block the calling client.
-#[derive(Debug, Clone)]
-pub struct BlockRequest {
-    /// Database of the keys.
-    pub db: usize,
-    /// Keys waited on, without duplicates, in command order.
-    pub keys: Vec<Vec<u8>>,
-    /// Absolute deadline in Unix ms; 0 waits forever.
-    pub deadline: u64,
-    /// What to do when served.
-    pub op: BlockOp,
-}
-
-/// A parked client's unfinished batch.
-pub struct Parked {
-    req: BlockRequest,
-    batch: Batch,
-    /// Output buffer the blocked command's reply goes to.
-    pub out: Vec<u8>,
-    /// Index of the blocking command in `batch`.
-    next: usize,
-}
-
-/// Every blocked client; lives in `ServerState::blocking`.
-#[derive(Default)]
-pub struct Blocking {
-    /// Set by a blocking handler; taken by the batch runner right after.
-    pub pending: Option<BlockRequest>,
-    parked: HashMap<u64, Parked>,
-    waiters: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
-    deadlines: BTreeSet<(u64, u64)>,
-    /// Clients whose reply is written and whose batch must continue.
-    served: VecDeque<(u64, Parked)>,
-    /// How far `Store::touched` / `touched_dbs` have been looked at.
-    touched_seen: usize,
-    dbs_seen: usize,
-    serving: bool,
-}
-
-impl Blocking {
-    /// Clients blocked now (INFO `blocked_clients`).
-    pub fn blocked_clients(&self) -> usize {
-        self.parked.len()
-    }
-
-    /// Blocked clients that have a timeout (INFO
-    /// `clients_in_timeout_table`).
-    pub fn clients_with_timeout(&self) -> usize {
-        self.deadlines.len()
-    }
-
-    /// Distinct keys clients are blocked on (INFO `total_blocking_keys`).
-    pub fn blocking_keys(&self) -> usize {
-        self.waiters.len()
-    }
-
-    /// True when client `id` is blocked (CLIENT LIST flag `b`).
-    pub fn is_blocked(&self, id: u64) -> bool {
-        self.parked.contains_key(&id)
-    }
-
-    /// Forgets that the touched lists were read (they were just cleared).
-    pub fn reset_touched(&mut self) {
-        self.touched_seen = 0;
-        self.dbs_seen = 0;
-    }
-
-    /// Removes client `id` from every wait list; returns its parked state.
-    pub fn unblock(&mut self, id: u64) -> Option<Parked> {
-        let p = self.parked.remove(&id)?;
-        for k in &p.req.keys {
-            let wk = (p.req.db, k.clone());
-            if let Some(q) = self.waiters.get_mut(&wk) {
-                q.retain(|&c| c != id);
-                if q.is_empty() {
-                    self.waiters.remove(&wk);
-                }
-            }
-        }
-        if p.req.deadline != 0 {
-            self.deadlines.remove(&(p.req.deadline, id));
-        }
-        Some(p)
-    }
-
-    /// Forgets client `id` entirely (disconnect, CLIENT KILL): it leaves
-    /// every wait list and any pending resumption.
-    pub fn forget(&mut self, id: u64) {
-        drop(self.unblock(id));
-        self.served.retain(|(c, _)| *c != id);
-    }
-
-    /// Queues an unblocked client whose reply is in `p.out` so the rest of
-    /// its batch runs after the current command.
-    pub fn finish(&mut self, id: u64, p: Parked) {
-        self.served.push_back((id, p));
-    }
-
-    /// The nearest timeout, in Unix ms.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.deadlines.first().map(|&(t, _)| t)
-    }
-
-    /// The longest-waiting client on `key` whose command wants the key's
-    /// type (a list write never wakes a sorted-set waiter, and back).
-    fn first_waiter(&self, db: usize, key: &[u8], kind: WaitKind) -> Option<u64> {
-        // Allocation only while clients are blocked.
-        self.waiters.get(&(db, key.to_vec())).and_then(|q| {
-            q.iter()
-                .copied()
-                .find(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
-        })
-    }
-
-    /// Every client waiting on `key` for `kind`, longest-waiting first.
-    fn waiters_of(&self, db: usize, key: &[u8], kind: WaitKind) -> Vec<u64> {
-        self.waiters
-            .get(&(db, key.to_vec()))
-            .map(|q| {
-                q.iter()
-                    .copied()
-                    .filter(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
+use crate::util::clock;
 
 impl Executor {
     /// Parks `client` (whose command at `next` asked to block) until served,
@@ -226,7 +29,7 @@ impl Executor {
     /// would have written them before blocking.
     pub(super) fn park(
         &mut self,
-        client: super::client::Client,
+        client: crate::server::client::Client,
         batch: Batch,
         mut out: Vec<u8>,
         next: usize,
@@ -388,7 +191,7 @@ impl Executor {
         }
         let mut sink = Vec::new();
         for (class, event, k) in events {
-            super::pubsub::notify(&mut self.server, None, &mut sink, class, event, db, k);
+            pubsub::notify(&mut self.server, None, &mut sink, class, event, db, k);
         }
     }
 

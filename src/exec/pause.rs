@@ -1,62 +1,15 @@
-//! CLIENT PAUSE: while a pause is in effect, commands (all of them, or only
-//! those that may write) are held back with the rest of their batch, and
-//! run in arrival order once the pause ends or CLIENT UNPAUSE is called
-//! (Redis's `pauseClients` and BLOCKED_POSTPONE).
+//! Holding and releasing batches under CLIENT PAUSE (Redis's
+//! `pauseClients` and BLOCKED_POSTPONE); the pause itself is
+//! `server/pause.rs`.
 
 use super::Executor;
-use crate::cmd::table::flag;
 use crate::net::request::Batch;
-
-/// The pause in effect, if any.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Pause {
-    /// Unix ms when the pause ends; 0 when there is none.
-    pub end_ms: u64,
-    /// Pause every command (ALL) rather than only writes (WRITE).
-    pub all: bool,
-}
-
-impl Pause {
-    /// True while the pause lasts.
-    pub fn active(&self, now_ms: u64) -> bool {
-        self.end_ms > now_ms
-    }
-
-    /// Extends the pause as Redis does: the later end and the stricter mode
-    /// win while a pause is in effect.
-    pub fn extend(&mut self, end_ms: u64, all: bool, now_ms: u64) {
-        if self.active(now_ms) {
-            self.end_ms = self.end_ms.max(end_ms);
-            self.all |= all;
-        } else {
-            *self = Pause { end_ms, all };
-        }
-    }
-
-    /// True when a command with `flags` must wait.
-    pub fn holds(&self, flags: u32, now_ms: u64) -> bool {
-        self.active(now_ms) && (self.all || flags & (flag::WRITE | flag::MAY_REPLICATE) != 0)
-    }
-}
-
-/// A batch held back by a pause, from command `next` on.
-pub struct Postponed {
-    /// The client.
-    pub id: u64,
-    /// Its commands.
-    pub batch: Batch,
-    /// Replies of the commands already run.
-    pub out: Vec<u8>,
-    /// Query buffer size reported with the batch.
-    pub qbuf: usize,
-    /// First command not yet run.
-    pub next: usize,
-}
+use crate::util::clock;
 
 impl Executor {
     /// Runs the held batches once the pause is over.
     pub(super) fn resume_postponed(&mut self) {
-        if self.server.postponed.is_empty() || self.server.pause.active(super::clock::now_ms()) {
+        if self.server.postponed.is_empty() || self.server.pause.active(clock::now_ms()) {
             return;
         }
         let held = std::mem::take(&mut self.server.postponed);
@@ -68,7 +21,7 @@ impl Executor {
     /// True when command `i` of `batch` must wait for the pause to end.
     pub(super) fn paused_for(&self, batch: &Batch, i: usize) -> bool {
         let pause = self.server.pause;
-        let now = super::clock::now_ms();
+        let now = clock::now_ms();
         if !pause.active(now) {
             return false;
         }
@@ -78,23 +31,5 @@ impl Executor {
             .resolve(argv.get(0), argv.try_get(1))
             .map_or(0, |id| table.commands[id].flags);
         pause.holds(flags, now)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pause_modes_and_extension() {
-        let mut p = Pause::default();
-        assert!(!p.holds(flag::WRITE, 100));
-        p.extend(200, false, 100);
-        assert!(p.holds(flag::WRITE, 150));
-        assert!(!p.holds(flag::READONLY, 150));
-        assert!(!p.holds(flag::WRITE, 200));
-        p.extend(150, true, 120);
-        assert_eq!(p.end_ms, 200);
-        assert!(p.holds(flag::READONLY, 150));
     }
 }

@@ -16,8 +16,8 @@ use bytes::BytesMut;
 use mio::net::TcpStream;
 
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
-use crate::exec::client::OutQueue;
-use crate::exec::Shared;
+use crate::net::link::OutQueue;
+use crate::net::link::Shared;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
 /// (this default applies until the config sets the shared value).

@@ -22,8 +22,8 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::{query_buffer_limit, Conn, ReadOutcome};
 use super::listener::{bind_all, protected_denies};
-use crate::exec::client::{ConnTx, Outbox, ToConn};
-use crate::exec::{NewClient, Request, Shared};
+use crate::net::link::{ConnTx, Outbox, ToConn};
+use crate::net::link::{NewClient, Request, Shared};
 
 /// The waker's token (signals, [`crate::Server::shutdown`]).
 const WAKER: Token = Token(usize::MAX);
@@ -165,6 +165,10 @@ impl Net {
     fn take_signal(&mut self) {
         let sig = self.shared.signal.swap(0, Ordering::SeqCst);
         if sig == 0 {
+            return;
+        }
+        if sig == super::STOP_REQUEST {
+            self.requests.push_back(Request::Shutdown);
             return;
         }
         let name = if sig == libc::SIGINT {

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use mio::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
-use crate::exec::Shared;
+use crate::net::link::Shared;
 
 /// Binds every address; a leading `-` marks an optional address whose
 /// failure is not fatal (Redis's `bind 127.0.0.1 -::1`).

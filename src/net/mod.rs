@@ -5,6 +5,11 @@
 pub mod conn;
 pub mod event_loop;
 pub mod inline;
+pub mod link;
 pub mod listener;
 pub mod reply;
 pub mod request;
+
+/// The value [`crate::ServerHandle::stop`] stores where a signal number
+/// would go: stop as on SIGTERM, without logging a signal.
+pub const STOP_REQUEST: i32 = -1;

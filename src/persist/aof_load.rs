@@ -10,10 +10,11 @@
 use std::path::Path;
 
 use crate::config::Config;
-use crate::exec::client::Client;
-use crate::exec::{call, clock, ServerState};
 use crate::net::request::OwnedArgv;
+use crate::server::client::Client;
+use crate::server::{call, ServerState};
 use crate::store::Store;
+use crate::util::clock;
 
 use super::aof::{aof_dir, manifest_path};
 
@@ -264,7 +265,7 @@ fn replay_file(
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let data =
         std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
-    let tx = crate::exec::client::ConnTx::detached();
+    let tx = crate::net::link::ConnTx::detached();
     let addr: std::net::SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut client = Client::new(0, addr, addr, tx, clock::now_ms());
     client.authenticated = true;
@@ -285,7 +286,7 @@ fn replay_file(
                 // as it was when it was written; PEXPIREAT in the past
                 // still sets the time, and the key expires after the load.
                 store.set_now(0);
-                let _ = call::replay(store, server, &mut client, a, &mut out);
+                call::call(server, store, &mut client, a, &mut out, call::Caller::Aof);
                 server.blocking.pending = None;
                 out.clear();
                 pos = next;

@@ -13,10 +13,11 @@ use std::time::Instant;
 
 use super::rdb::save::{DbSource, EachKey, SaveOptions, SaveReport};
 use super::{rdb_path, save_options, write_file};
-use crate::exec::{clock, ServerState};
+use crate::server::ServerState;
 use crate::store::bytes::CompactBytes;
 use crate::store::value::Value;
 use crate::store::Store;
+use crate::util::clock;
 
 /// A background save in progress.
 pub struct Bgsave {
@@ -275,7 +276,8 @@ pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::exec::{Executor, Shared};
+    use crate::exec::Executor;
+    use crate::net::link::Shared;
 
     fn executor(name: &str, keys: usize) -> (Executor, PathBuf) {
         let dir = std::env::temp_dir().join(format!("ferrokv-{name}-{}", std::process::id()));

@@ -27,8 +27,9 @@ use std::time::Instant;
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
 use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
-use crate::exec::{clock, ServerState};
+use crate::server::ServerState;
 use crate::store::Store;
+use crate::util::clock;
 
 /// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, save
 /// rules wait this many seconds before trying again.
@@ -361,7 +362,7 @@ mod tests {
             dir: dir.display().to_string(),
             ..Config::default()
         };
-        let shared = std::sync::Arc::new(crate::exec::Shared::default());
+        let shared = std::sync::Arc::new(crate::net::link::Shared::default());
         let mut ex = crate::exec::Executor::new(config, shared, 0);
         ex.store.set_now(clock::now_ms());
         ex.store

@@ -1,20 +1,16 @@
 //! `redis.call`/`redis.pcall` and the conversions between Redis replies and
 //! Lua values, both ways, as Redis 7.0's script_lua.c does them.
 //!
-//! # Safety of the run pointers
-//! [`RunState`] holds raw pointers to the store, the server state and the
-//! script client. They are set by `Engine::call` from the `&mut` borrows of
-//! the running EVAL/FCALL handler right before the script starts and cleared
-//! right after it returns; during that window the handler does nothing but
-//! wait for Lua, so the callbacks here are the only users of those borrows.
-//! The engine itself is outside `ServerState` while it runs, so no pointer
-//! aliases the Lua state. Every dereference checks `active` first.
+//! # Safety of the run pointer
+//! [`RunState`] holds a pointer to the run's [`Host`](super::Host), set by
+//! `Engine::call` from the `&mut` borrow it is handed right before the
+//! script starts and cleared right after it returns; during that window
+//! `Engine::call` does nothing but wait for Lua, so the callbacks here are
+//! the only users of that borrow ([`RunState::with_host`]).
 
 use mlua::{Lua, Table, Value, Variadic};
 
 use super::RunState;
-use crate::cmd::table::flag;
-use crate::cmd::Ctx;
 use crate::error::Error;
 use crate::net::reply::ReplyBuf;
 use crate::net::request::OwnedArgv;
@@ -53,7 +49,7 @@ pub fn call(lua: &Lua, st: &RunState, args: Variadic<Value>, raise: bool) -> Cal
         t.raw_set("err", lua.create_string(msg)?)?;
         Ok(Value::Table(t))
     };
-    if !st.active.get() || st.server.get().is_null() {
+    if !st.active.get() {
         return err_table(
             lua,
             b"ERR redis.call can only be called from a running script",
@@ -76,91 +72,49 @@ pub fn call(lua: &Lua, st: &RunState, args: Variadic<Value>, raise: bool) -> Cal
             );
         }
     }
-    let result = super::unlimited(lua, st, || run_command(lua, st, owned.argv(), &err_table));
+    let result = super::unlimited(lua, st, || {
+        run_command(lua, st, owned.argv(), raise, &err_table)
+    });
     *st.argv.borrow_mut() = owned;
     result
 }
 
+/// Runs one command through the host and converts its reply, as Redis's
+/// luaRedisGenericCommand does: an error reply becomes `{err=...}`, marked
+/// when the command itself counted it so the script's own error does not
+/// count it again.
 fn run_command(
     lua: &Lua,
     st: &RunState,
-    argv: crate::cmd::Argv<'_>,
+    argv: crate::net::request::Argv<'_>,
+    raise: bool,
     err_table: &dyn Fn(&Lua, &[u8]) -> CallResult,
 ) -> CallResult {
-    // SAFETY: see the module doc; `active` was checked above.
-    let (store, server, client) = unsafe {
-        (
-            &mut *st.store.get(),
-            &mut *st.server.get(),
-            &mut *st.client.get(),
-        )
-    };
-    let table = &server.table;
-    let Some(mut id) = table.lookup(argv.get(0)) else {
-        return err_table(lua, b"ERR Unknown Redis command called from script");
-    };
-    if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
-        match table.lookup_sub(id, argv.get(1)) {
-            Some(sub) => id = sub,
-            None => return err_table(lua, b"ERR Unknown Redis command called from script"),
-        }
-    }
-    let cmd = &table.commands[id];
-    let Some(handler) = cmd.handler.filter(|_| cmd.arity_ok(argv.len())) else {
-        return err_table(
-            lua,
-            b"ERR Wrong number of args calling Redis command from script",
-        );
-    };
-    if cmd.has(flag::NOSCRIPT) {
-        return err_table(lua, b"ERR This Redis command is not allowed from script");
-    }
-    let is_write = cmd.has(flag::WRITE);
-    if is_write {
-        if st.read_only.get() {
-            return err_table(
-                lua,
-                b"ERR Write commands are not allowed from read-only scripts.",
-            );
-        }
-        st.wrote.set(true);
-    }
     let mut out = std::mem::take(&mut *st.scratch.borrow_mut());
     out.clear();
-    let resp3 = client.resp3;
-    let started = std::time::Instant::now();
-    let dirty = store.stats.dirty;
-    let result = {
-        let mut ctx = Ctx {
-            store,
-            client,
-            reply: ReplyBuf::new(&mut out, resp3),
-            server,
-        };
-        handler(&mut ctx, argv)
+    let (read_only, resp3) = (st.read_only.get(), st.resp3.get());
+    let Some(counted) = st.with_host(|h| h.call(argv, &mut out, read_only, resp3)) else {
+        *st.scratch.borrow_mut() = out;
+        return err_table(
+            lua,
+            b"ERR redis.call can only be called from a running script",
+        );
     };
-    // SAFETY: as above; the handler's borrows ended with `ctx`.
-    let server = unsafe { &mut *st.server.get() };
-    if server.aof.on {
-        // SAFETY: as above; the store and client are live for the script.
-        let (store, db) = unsafe { (&mut *st.store.get(), (*st.client.get()).db) };
-        server.aof.feed_expired(store);
-        // Script effects go inside MULTI ... EXEC, like a transaction's.
-        server.aof.depth += 1;
-        crate::exec::call::propagate(store, server, db, id, argv, dirty, &out);
-        server.aof.depth -= 1;
-    }
-    let c = &mut server.table.commands[id];
-    c.calls += 1;
-    c.usec += started.elapsed().as_micros() as u64;
-    server.stats.total_commands_processed += 1;
-    if let Err(e) = &result {
-        server.stats.failed_calls += 1;
-        ReplyBuf::new(&mut out, resp3).error(e);
-    }
     let converted = if out.first() == Some(&b'-') {
         let end = out.len().saturating_sub(2).max(1);
-        err_table(lua, &out[1..end])
+        let msg = &out[1..end];
+        match (raise, counted) {
+            (true, true) => super::lua::raise_counted(msg),
+            (true, false) => super::lua::raise(msg),
+            (false, _) => {
+                let t = lua.create_table()?;
+                t.raw_set("err", lua.create_string(msg)?)?;
+                if counted {
+                    t.raw_set(COUNTED, true)?;
+                }
+                Ok(Value::Table(t))
+            }
+        }
     } else {
         let mut pos = 0;
         parse_reply(lua, &out, &mut pos)
@@ -168,6 +122,10 @@ fn run_command(
     *st.scratch.borrow_mut() = out;
     converted
 }
+
+/// The field of an error table whose error the statistics counted already
+/// (Redis's `ignore_error_stats_update`).
+pub const COUNTED: &str = "ignore_error_stats_update";
 
 fn read_line<'b>(buf: &'b [u8], pos: &mut usize) -> &'b [u8] {
     let start = *pos;
@@ -311,6 +269,23 @@ pub fn write_reply(reply: &mut ReplyBuf<'_>, v: &Value, script_resp3: bool) {
     write_value(reply, v, script_resp3, 0);
 }
 
+/// The error a script returned as its value (`return {err=...}`, or
+/// `return redis.pcall(...)` of a failed command), as the command's own
+/// error, so the statistics count it unless its command counted it already.
+pub fn returned_error(v: &Value) -> Option<Error> {
+    let Value::Table(t) = v else {
+        return None;
+    };
+    let Ok(Value::String(e)) = t.raw_get::<Value>("err") else {
+        return None;
+    };
+    let msg = bytes_lossy_oneline(&e.as_bytes());
+    if matches!(t.raw_get::<Value>(COUNTED), Ok(Value::Boolean(true))) {
+        return Some(Error::Counted(msg));
+    }
+    Some(Error::raw_owned(msg))
+}
+
 /// Deepest reply nesting written; Redis stops at its Lua stack limit.
 const MAX_REPLY_DEPTH: usize = 7000;
 
@@ -451,6 +426,9 @@ pub fn script_error(err: &Value, name: &str) -> Error {
         (Some(source), Some(line)) => format!("{msg} script: {name}, on {source}:{line}."),
         _ => msg,
     };
+    if matches!(t.raw_get::<Value>(COUNTED), Ok(Value::Boolean(true))) {
+        return Error::Counted(text);
+    }
     Error::raw_owned(text)
 }
 

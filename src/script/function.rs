@@ -12,7 +12,6 @@ use mlua::{Function, Lua, Table, Value, Variadic};
 
 use super::lua::{error_text, raise};
 use super::{sflag, Engine};
-use crate::cmd::Ctx;
 use crate::error::Error;
 
 /// One registered function.
@@ -319,7 +318,7 @@ impl Engine {
     /// FCALL / FCALL_RO.
     pub fn fcall(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        run: super::Run<'_, '_>,
         name: &[u8],
         keys: &[&[u8]],
         args: &[&[u8]],
@@ -359,7 +358,7 @@ impl Engine {
         };
         let (k, a) = (table(keys)?, table(args)?);
         let run_fn = self.parts.run_fn.clone();
-        self.call(ctx, &name, ro || no_writes, true, || {
+        self.call(run, &name, ro || no_writes, true, || {
             run_fn.call::<(bool, Value)>((callback, k, a))
         })
     }

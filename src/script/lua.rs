@@ -2,13 +2,11 @@
 //! primitives written in Rust, and the instruction-count hook that keeps
 //! runaway scripts killable.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 
-use super::{bridge, busy, lib, sha1_hex, RunState};
-use crate::exec::client::Client;
+use super::{bridge, lib, sha1_hex, RunState};
 
 /// Redis runs its hook every 100k instructions.
 const HOOK_EVERY: u32 = 100_000;
@@ -25,7 +23,12 @@ type Prim = mlua::Result<Value>;
 /// An error raised by a redis.* function: the handler turns it into
 /// Redis's error table `{err = <text>}`.
 #[derive(Debug)]
-pub struct ScriptError(pub Vec<u8>);
+pub struct ScriptError(pub Vec<u8>, pub Counted);
+
+/// Whether the statistics counted an error already: a command's own error
+/// that `redis.call` raises again (Redis's `ignore_error_stats_update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted(pub bool);
 
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,7 +40,18 @@ impl std::error::Error for ScriptError {}
 
 /// Raises `msg` as a Redis error table.
 pub fn raise<T>(msg: impl Into<Vec<u8>>) -> mlua::Result<T> {
-    Err(mlua::Error::external(ScriptError(msg.into())))
+    Err(mlua::Error::external(ScriptError(
+        msg.into(),
+        Counted(false),
+    )))
+}
+
+/// Raises a command's error reply, which its call counted already.
+pub fn raise_counted<T>(msg: impl Into<Vec<u8>>) -> mlua::Result<T> {
+    Err(mlua::Error::external(ScriptError(
+        msg.into(),
+        Counted(true),
+    )))
 }
 
 fn fail(_lua: &Lua, msg: &str) -> Prim {
@@ -264,12 +278,7 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
             if v != 2 && v != 3 {
                 return fail(lua, "ERR RESP version must be 2 or 3.");
             }
-            let client = st.client.get();
-            if st.active.get() && !client.is_null() {
-                // SAFETY: while `active` is set the pointer is the engine's
-                // script client, which nothing else touches during the run.
-                unsafe { (*client).resp3 = v == 3 };
-            }
+            st.resp3.set(v == 3);
             Ok(Value::Nil)
         })?,
     )?;
@@ -303,13 +312,7 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
                     "ERR Please specify at least one argument for this redis lib call",
                 );
             };
-            let server = st.server.get();
-            let known = if st.active.get() && !server.is_null() {
-                // SAFETY: valid while `active` is set (see bridge.rs).
-                unsafe { (*server).table.lookup(&name).is_some() }
-            } else {
-                true
-            };
+            let known = st.with_host(|h| h.command_exists(&name)).unwrap_or(true);
             if !known {
                 return fail(lua, "ERR Invalid command passed to redis.acl_check_cmd()");
             }
@@ -322,9 +325,12 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
             let Value::Error(e) = &v else {
                 return Ok(v);
             };
-            if let Some(ScriptError(msg)) = e.downcast_ref::<ScriptError>() {
+            if let Some(ScriptError(msg, counted)) = e.downcast_ref::<ScriptError>() {
                 let t = lua.create_table()?;
                 t.raw_set("err", lua.create_string(msg)?)?;
+                if counted.0 {
+                    t.raw_set(bridge::COUNTED, true)?;
+                }
                 return Ok(Value::Table(t));
             }
             Ok(Value::String(lua.create_string(error_text(e))?))
@@ -427,7 +433,7 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
                          You can try killing the script using the SCRIPT KILL command."
                     );
                 }
-                busy::process_events(&run);
+                run.with_host(|h| h.serve_while_busy());
             }
         }
         if run.killed.get() {
@@ -438,15 +444,4 @@ pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
         }
         Ok(VmState::Continue)
     });
-}
-
-/// The script's client (Redis's lua_client): never connected, its channel
-/// goes nowhere.
-pub fn script_client() -> Client {
-    let tx = crate::exec::client::ConnTx::detached();
-    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
-    let mut c = Client::new(0, addr, addr, tx, crate::exec::clock::now_ms());
-    c.authenticated = true;
-    c.deny_blocking = true;
-    c
 }

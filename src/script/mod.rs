@@ -2,16 +2,16 @@
 //! state per server, living on the executor thread, with compiled scripts
 //! cached by the SHA-1 of their body.
 //!
-//! A script runs inside a command handler. While it runs, the engine is
-//! taken out of [`ServerState`], and `redis.call` reaches the store and the
-//! rest of the server state through raw pointers held in [`RunState`] for
-//! exactly the duration of the run (see the SAFETY notes in `bridge.rs`).
-//! The instruction-count hook checks the time: past busy-reply-threshold it
-//! answers other clients' queued commands with -BUSY and obeys SCRIPT KILL,
-//! as Redis's processEventsWhileBlocked does.
+//! The engine knows no server state. A script runs inside a command
+//! handler, which hands the engine a [`Host`] for that one run: `redis.call`
+//! goes through [`Host::call`] (the server's one command path), and the
+//! instruction-count hook calls [`Host::serve_while_busy`] once the script
+//! passes busy-reply-threshold, so other clients get -BUSY and SCRIPT KILL
+//! can stop it, as Redis's processEventsWhileBlocked does. The host is
+//! reached through a pointer held in [`RunState`] for exactly the duration
+//! of the run (see the SAFETY notes in `bridge.rs`).
 
 pub mod bridge;
-pub mod busy;
 pub mod function;
 pub mod lib;
 pub mod lua;
@@ -25,11 +25,28 @@ use std::time::Instant;
 use mlua::{Function, Lua, Value};
 use sha1::{Digest, Sha1};
 
-use crate::cmd::Ctx;
 use crate::error::Error;
-use crate::exec::client::Client;
-use crate::exec::ServerState;
-use crate::store::Store;
+use crate::net::reply::ReplyBuf;
+use crate::net::request::Argv;
+
+/// The server as a running script sees it, handed to the engine for one
+/// run.
+pub trait Host {
+    /// Runs `argv` as the script's client (`redis.call`/`pcall`) and
+    /// appends its reply, or its error, to `out`. `read_only` refuses
+    /// writes (EVAL_RO, `no-writes`); `resp3` is the script's protocol
+    /// (`redis.setresp`). Returns true when an error in `out` came from
+    /// the command itself and was counted in the statistics already.
+    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> bool;
+    /// True when a command is called `name` (`redis.acl_check_cmd`).
+    fn command_exists(&self, name: &[u8]) -> bool;
+    /// Serves other clients while the script runs past
+    /// busy-reply-threshold; may set [`RunState::killed`].
+    fn serve_while_busy(&mut self);
+}
+
+/// A [`Host`] pointer with its lifetime erased, stored while a run lasts.
+type HostPtr = *mut (dyn Host + 'static);
 
 /// Script flags from a `#!lua flags=...` shebang.
 pub mod sflag {
@@ -76,12 +93,10 @@ pub struct Script {
 pub struct RunState {
     /// A script is running.
     pub active: Cell<bool>,
-    /// The keyspace of the running command.
-    pub store: Cell<*mut Store>,
-    /// The server state (without the engine, which is taken out).
-    pub server: Cell<*mut ServerState>,
-    /// The script's own client (Redis's lua_client).
-    pub client: Cell<*mut Client>,
+    /// The host of the running script; set only while `active`.
+    host: Cell<Option<HostPtr>>,
+    /// The script speaks RESP3 to the server (`redis.setresp(3)`).
+    pub resp3: Cell<bool>,
     /// Id of the client that called the script.
     pub caller_id: Cell<u64>,
     /// Write commands are refused (EVAL_RO, `no-writes`).
@@ -124,9 +139,8 @@ impl RunState {
     fn new() -> Self {
         RunState {
             active: Cell::new(false),
-            store: Cell::new(std::ptr::null_mut()),
-            server: Cell::new(std::ptr::null_mut()),
-            client: Cell::new(std::ptr::null_mut()),
+            host: Cell::new(None),
+            resp3: Cell::new(false),
             caller_id: Cell::new(0),
             read_only: Cell::new(false),
             wrote: Cell::new(false),
@@ -147,6 +161,22 @@ impl RunState {
             load_deadline: Cell::new(None),
         }
     }
+
+    /// Runs `f` with the host of the running script; None when no script
+    /// runs.
+    pub fn with_host<T>(&self, f: impl FnOnce(&mut dyn Host) -> T) -> Option<T> {
+        if !self.active.get() {
+            return None;
+        }
+        let ptr = self.host.get()?;
+        // SAFETY: the pointer was made from the `&mut dyn Host` that
+        // `Engine::call` holds for the whole run and is cleared before that
+        // borrow ends; while Lua runs, `Engine::call` itself does not touch
+        // the host, so this is its only user. Calls do not nest: a command
+        // run through the host cannot start another script while one runs
+        // (the engine is out of the server meanwhile).
+        Some(f(unsafe { &mut *ptr }))
+    }
 }
 
 /// The Lua engine: state, environment and script cache.
@@ -163,8 +193,6 @@ pub struct Engine {
     /// without hashing the body again (Redis looks the body up in a dict
     /// the same way before computing a SHA-1).
     pub shas: HashMap<Box<[u8]>, String>,
-    /// The script's client.
-    pub client: Client,
     /// The function libraries (FUNCTION LOAD).
     pub libraries: function::Libraries,
     /// Handles into the Lua state.
@@ -217,13 +245,13 @@ pub fn sha1_hex(data: &[u8]) -> String {
 
 impl Engine {
     /// A fresh Lua state with Redis's environment.
-    pub fn new(server: &ServerState) -> Result<Box<Engine>, Error> {
+    /// `mem_limit` caps the Lua heap while script code runs (0: none).
+    pub fn new(mem_limit: usize) -> Result<Box<Engine>, Error> {
         let run = Rc::new(RunState::new());
         let parts =
             lua::create_state(run.clone()).map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
-        run.mem_limit.set(server.config.lua_memory_limit);
+        run.mem_limit.set(mem_limit);
         lua::arm_hook(&parts.lua, run.clone(), false);
-        let client = lua::script_client();
         let name = |n: &str| {
             parts
                 .lua
@@ -237,7 +265,6 @@ impl Engine {
             scripts: HashMap::new(),
             body_bytes: 0,
             shas: HashMap::new(),
-            client,
             libraries: function::Libraries::default(),
             parts,
             kv_names,
@@ -275,11 +302,11 @@ impl Engine {
         Ok(sha)
     }
 
-    /// Runs the cached script `sha` for the command in `ctx` and writes its
-    /// reply. `keys`/`args` become KEYS and ARGV.
+    /// Runs the cached script `sha` on `run` and writes its reply.
+    /// `keys`/`args` become KEYS and ARGV.
     pub fn run_script(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        run: Run<'_, '_>,
         sha: &str,
         keys: &[&[u8]],
         args: &[&[u8]],
@@ -302,38 +329,37 @@ impl Engine {
             .and_then(|_| set(&self.kv_names[1], args))
             .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let runner = self.parts.runner.clone();
-        self.call(ctx, sha, read_only, false, || {
+        self.call(run, sha, read_only, false, || {
             runner.call::<(bool, Value)>(func)
         })
     }
 
     /// Runs `invoke` (which calls into Lua) with the run state pointing at
-    /// `ctx`, then converts the result or error into the reply.
+    /// the run's host, then converts the result or error into the reply.
     pub fn call(
         &mut self,
-        ctx: &mut Ctx<'_>,
+        r: Run<'_, '_>,
         name: &str,
         read_only: bool,
         is_function: bool,
         invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
     ) -> Result<(), Error> {
-        // The script client starts in the caller's database, speaking RESP2.
-        self.client.db = ctx.client.db;
-        self.client.resp3 = false;
-        self.client.deny_blocking = true;
-        self.client.authenticated = true;
         let run = &self.run;
-        run.store.set(ctx.store as *mut Store);
-        run.server.set(ctx.server as *mut ServerState);
-        run.client.set(&mut self.client as *mut Client);
-        run.caller_id.set(ctx.client.id);
+        let host: *mut (dyn Host + '_) = r.host;
+        // SAFETY: only the lifetime is erased; `with_host` documents why the
+        // pointer is used only while `r.host` is borrowed here.
+        let host: HostPtr = unsafe { std::mem::transmute(host) };
+        run.host.set(Some(host));
+        // The script client speaks RESP2 until redis.setresp.
+        run.resp3.set(false);
+        run.caller_id.set(r.caller_id);
         run.read_only.set(read_only);
         run.wrote.set(false);
         run.killed.set(false);
         run.busy.set(false);
         run.is_function.set(is_function);
         run.started.set(Instant::now());
-        run.threshold_ms.set(ctx.server.config.busy_reply_threshold);
+        run.threshold_ms.set(r.busy_threshold_ms);
         run.caller_gone.set(false);
         name.clone_into(&mut run.name.borrow_mut());
         run.libraries.set(self.libraries.libs.len());
@@ -347,22 +373,15 @@ impl Engine {
         let result = invoke();
         let _ = self.lua.set_memory_limit(0);
         run.active.set(false);
-        run.store.set(std::ptr::null_mut());
-        run.server.set(std::ptr::null_mut());
-        run.client.set(std::ptr::null_mut());
-        if run.caller_gone.get() {
-            // Its Disconnect was consumed while busy: drop it afterwards.
-            ctx.client.close_after_reply = true;
-        }
-        let caller_resp3 = ctx.client.resp3;
-        ctx.server
-            .pubsub
-            .take_held(ctx.client.id, caller_resp3, ctx.reply.raw());
+        run.host.set(None);
         let reply = match result {
-            Ok((true, value)) => {
-                bridge::write_reply(&mut ctx.reply, &value, self.client.resp3);
-                Ok(())
-            }
+            Ok((true, value)) => match bridge::returned_error(&value) {
+                Some(e) => Err(e),
+                None => {
+                    bridge::write_reply(r.reply, &value, run.resp3.get());
+                    Ok(())
+                }
+            },
             Ok((false, err)) => Err(bridge::script_error(&err, name)),
             Err(e) => Err(Error::err_owned(format!(
                 "Error running script {name}, {:.100}",
@@ -375,6 +394,19 @@ impl Engine {
         }
         reply
     }
+}
+
+/// One run of a script: the host it reaches the server through, where its
+/// reply goes, and facts about the caller.
+pub struct Run<'h, 'r> {
+    /// The server, for `redis.call` and the busy loop.
+    pub host: &'h mut dyn Host,
+    /// The caller's reply.
+    pub reply: &'h mut ReplyBuf<'r>,
+    /// Id of the calling client (its disconnect is noticed while busy).
+    pub caller_id: u64,
+    /// busy-reply-threshold in milliseconds.
+    pub busy_threshold_ms: u64,
 }
 
 /// Parses a `#!<engine> flags=a,b` first line: returns the flags and how

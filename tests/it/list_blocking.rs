@@ -389,7 +389,8 @@ fn rate_limiter_scenario(port: u16) {
 
 #[test]
 fn rate_limiter_pattern_allows_exactly_the_limit() {
-    rate_limiter_scenario(start().port);
+    let server = start();
+    rate_limiter_scenario(server.port);
 }
 
 /// The same scenario against redis-server, so the expectations above are
@@ -422,7 +423,8 @@ fn multi_exec_scenario(port: u16) {
 
 #[test]
 fn multi_exec_does_not_block_and_wakes_after_exec() {
-    multi_exec_scenario(start().port);
+    let server = start();
+    multi_exec_scenario(server.port);
 }
 
 #[test]
@@ -458,7 +460,8 @@ fn eval_scenario(port: u16) {
 
 #[test]
 fn eval_wakes_blocked_clients_after_the_script() {
-    eval_scenario(start().port);
+    let server = start();
+    eval_scenario(server.port);
 }
 
 #[test]

@@ -678,3 +678,82 @@ fn memory_hungry_script_is_stopped_and_server_survives() {
 fn sha_of(body: &str) -> String {
     ferrokv::script::sha1_hex(body.as_bytes())
 }
+
+/// Commands called from scripts are counted as Redis counts them: each in
+/// its own commandstats line, a command's error once in errorstats even
+/// when the script raises it again, a refused call only by the script's
+/// error, and `failed_calls` on both the command and the script.
+#[test]
+fn statistics_of_commands_called_from_scripts_match_redis() {
+    let mut p = Pair::new();
+    p.script(&["CONFIG RESETSTAT", "SET str abc"]);
+    for script in [
+        "return redis.call('incr','str')",
+        "return redis.pcall('incr','str')",
+        "return redis.call('nosuchcommand')",
+        "return redis.pcall('nosuchcommand')",
+        "return redis.call('set','a','1')",
+        "return redis.call('get','a')",
+    ] {
+        p.same(&["EVAL", script, "0"]);
+    }
+    p.same(&["EVAL_RO", "return redis.call('publish','c','m')", "0"]);
+    p.same(&["INFO", "errorstats"]);
+    let lines = |r: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(r)
+            .split("\r\n")
+            .filter(|l| l.starts_with("cmdstat_"))
+            .map(|l| {
+                // Names and counts; times differ.
+                let (name, v) = l.split_once(':').unwrap_or((l, ""));
+                let counts: Vec<&str> = v.split(',').filter(|kv| !kv.starts_with("usec")).collect();
+                format!("{name}:{}", counts.join(","))
+            })
+            .collect()
+    };
+    let (ours, theirs) = p.both(&["INFO", "commandstats"]);
+    let (mut ours, mut theirs) = (lines(&ours), lines(&theirs));
+    ours.sort();
+    theirs.sort();
+    assert_eq!(ours, theirs);
+    let (ours, theirs) = p.both(&["INFO", "stats"]);
+    let field = |r: &[u8], name: &str| -> String {
+        String::from_utf8_lossy(r)
+            .split("\r\n")
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    for f in ["total_error_replies:", "total_commands_processed:"] {
+        assert_eq!(field(&ours, f), field(&theirs, f));
+    }
+}
+
+/// A client in MULTI whose commands arrive while a script is busy: each
+/// gets -BUSY and flags the transaction, so EXEC answers EXECABORT, the
+/// same on both servers.
+#[test]
+fn commands_queued_during_a_busy_script_abort_the_transaction() {
+    let ours = start_with(|c| c.busy_reply_threshold = 100);
+    let redis = spawn_redis_with(&["--busy-reply-threshold", "100"]);
+    let transcript = |port: u16| -> Vec<String> {
+        let mut tx = Raw::connect(port);
+        let mut log = vec![tx.cmd_str(&["MULTI"])];
+        let mut runner = Raw::connect(port);
+        runner.send(&encode(&[b"EVAL", b"while true do end", b"0"]));
+        let mut other = Raw::connect(port);
+        wait_busy(&mut other);
+        log.push(tx.cmd_str(&["SET", "k", "v"]));
+        log.push(tx.cmd_str(&["INCR", "n"]));
+        log.push(other.cmd_str(&["SCRIPT", "KILL"]));
+        runner.read_reply();
+        log.push(tx.cmd_str(&["EXEC"]));
+        log.push(tx.cmd_str(&["EXISTS", "k"]));
+        log.into_iter()
+            .map(|r| String::from_utf8_lossy(&r).into_owned())
+            .collect()
+    };
+    let theirs = transcript(redis.port);
+    assert_eq!(transcript(ours.port), theirs);
+    assert!(theirs[4].starts_with("-EXECABORT"), "{theirs:?}");
+}

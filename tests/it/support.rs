@@ -10,10 +10,20 @@ use std::time::{Duration, Instant};
 
 use ferrokv::config::Config;
 
-/// A ferrokv server started in this process.
+/// A ferrokv server started in this process; dropping it stops the
+/// server and removes its directory.
 pub struct Ferrokv {
     /// Its port.
     pub port: u16,
+    server: Option<ferrokv::Server>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Ferrokv {
+    fn drop(&mut self) {
+        drop(self.server.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Starts ferrokv on a free loopback port with `tweak` applied to the
@@ -25,10 +35,17 @@ pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
     // As spawn_redis passes `--save ""`: no automatic snapshots, and a
     // directory of its own so no stray dump.rdb is loaded.
     config.save.clear();
-    config.dir = unique_temp_path("ferrokv-it").display().to_string();
+    let dir = unique_temp_path("ferrokv-it");
+    config.dir = dir.display().to_string();
     tweak(&mut config);
-    let port = ferrokv::spawn_background(config).expect("ferrokv starts");
-    Ferrokv { port }
+    // The server binds port 0 (unless `tweak` chose one) and reports the
+    // port it got, so no other test can take it in between.
+    let server = ferrokv::Server::start(config).expect("ferrokv starts");
+    Ferrokv {
+        port: server.port(),
+        server: Some(server),
+        dir,
+    }
 }
 
 /// A path under the system temp dir that no other test uses (not created).
@@ -114,14 +131,46 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
             .spawn()
             .expect("redis-server is installed (apt-get install redis-server)");
         let mut server = RedisServer { port, child, dir };
+        // Another test may take the port between free_port and the bind:
+        // the server is ours only when our child holds the listening
+        // socket. A child that failed to bind has exited: try again.
+        let pid = server.child.id();
         if wait_until(Duration::from_secs(5), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        }) {
+            matches!(server.child.try_wait(), Ok(Some(_))) || listens_on(pid, port)
+        }) && matches!(server.child.try_wait(), Ok(None))
+        {
             return server;
         }
-        let _ = server.child.kill();
     }
     panic!("redis-server did not start");
+}
+
+/// True when process `pid` holds a socket listening on loopback `port`
+/// (Linux: the socket's inode in /proc/net/tcp among the process's fds).
+/// Asks the server nothing, so its statistics stay untouched.
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let want = format!(":{port:04X}");
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // local_address, state 0A = LISTEN, inode.
+            (f.len() > 9 && f[1].ends_with(&want) && f[3] == "0A").then(|| f[9].to_string())
+        })
+        .collect();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(Result::ok).any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|t| {
+            let t = t.to_string_lossy();
+            inodes.iter().any(|i| t == format!("socket:[{i}]"))
+        })
+    })
 }
 
 /// Starts redis-server with defaults.

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::exec::client::Client;
-use crate::exec::{Executor, Shared};
+use crate::exec::Executor;
+use crate::net::link::Shared;
 use crate::net::request::OwnedArgv;
+use crate::server::client::Client;
 
 struct Harness {
     ex: Executor,
@@ -17,7 +18,7 @@ struct Harness {
 impl Harness {
     fn new() -> Self {
         let ex = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-        let tx = crate::exec::client::ConnTx::detached();
+        let tx = crate::net::link::ConnTx::detached();
         let addr = "127.0.0.1:1".parse().expect("literal address");
         let mut client = Client::new(1, addr, addr, tx, 0);
         client.authenticated = true;

@@ -22,9 +22,9 @@ use super::{
     aof_dir, base_name, delete_replaced, encode, incr_name, open_append, write_manifest, Aof,
 };
 use crate::config::Config;
-use crate::exec::ServerState;
 use crate::persist::aof_load::{read_manifest, AofFile};
 use crate::persist::rdb::save::DbSource;
+use crate::server::ServerState;
 use crate::store::value::Value;
 use crate::store::Store;
 use crate::util::num;

@@ -9,9 +9,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use super::client::{Client, ToConn};
-use super::clock;
+use super::client::Client;
+use crate::net::link::ToConn;
 use crate::net::reply::ReplyBuf;
+use crate::util::clock;
 use crate::util::glob::glob_match;
 
 /// The three subscription spaces.

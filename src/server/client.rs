@@ -2,88 +2,12 @@
 //! selected database, protocol, name, auth, reply mode and connection facts
 //! for CLIENT LIST.
 
-use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::multi::MultiState;
-use crate::net::request::Batch;
-
-/// A message from the executor to a connection task.
-pub enum ToConn {
-    /// A batch's replies; the batch comes back so its buffers are reused.
-    Replies {
-        /// The batch, emptied.
-        batch: Batch,
-        /// Reply bytes to write.
-        out: Vec<u8>,
-        /// Close the connection once `out` is written (QUIT, CLIENT KILL of
-        /// itself, SHUTDOWN).
-        close: bool,
-    },
-    /// Bytes to write outside a reply (RESP3 push, pub/sub messages).
-    Push(Vec<u8>),
-    /// Close the connection now (CLIENT KILL, shutdown).
-    Close,
-}
-
-/// Messages for connections, tagged with the client id, in the order the
-/// executor produced them. The event loop drains it after every request;
-/// both sides run on the same thread, so nothing waits or wakes.
-pub type Outbox = Rc<RefCell<Vec<(u64, ToConn)>>>;
-
-/// A client's way to its connection: messages go to the event loop's
-/// outbox under the client's id.
-#[derive(Clone)]
-pub struct ConnTx {
-    id: u64,
-    outbox: Option<Outbox>,
-}
-
-impl ConnTx {
-    /// Messages for connection `id`, delivered through `outbox`.
-    pub fn new(id: u64, outbox: Outbox) -> Self {
-        ConnTx {
-            id,
-            outbox: Some(outbox),
-        }
-    }
-
-    /// For clients without a connection (scripts, AOF loading, tests):
-    /// every message is dropped.
-    pub fn detached() -> Self {
-        ConnTx {
-            id: 0,
-            outbox: None,
-        }
-    }
-
-    /// Queues `msg` for the connection; fails when there is none.
-    pub fn send(&self, msg: ToConn) -> Result<(), ToConn> {
-        match &self.outbox {
-            Some(o) => {
-                o.borrow_mut().push((self.id, msg));
-                Ok(())
-            }
-            None => Err(msg),
-        }
-    }
-}
-
-/// Output queued for a connection and not yet written, shared by the
-/// executor (which adds pub/sub messages) and the event loop (which sets
-/// what is left after each write), so slow subscribers can be cut off.
-#[derive(Default)]
-pub struct OutQueue {
-    /// Bytes queued and not yet written.
-    pub pending: AtomicUsize,
-    /// Unix ms since when `pending` is over the soft limit (0: not over).
-    pub soft_since: AtomicU64,
-    /// Set when the client is being closed for its output.
-    pub killed: AtomicBool,
-}
+use crate::net::link::{ConnTx, OutQueue};
 
 /// What CLIENT REPLY set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

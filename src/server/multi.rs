@@ -18,11 +18,11 @@
 
 use super::call;
 use super::client::Client;
+use super::table::CommandId;
 use super::ServerState;
-use crate::cmd::table::CommandId;
-use crate::cmd::Argv;
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
+use crate::net::request::Argv;
 use crate::net::request::OwnedArgv;
 use crate::store::Store;
 
@@ -143,10 +143,14 @@ pub fn run_queue(
     client.deny_blocking = true;
     ReplyBuf::new(out, client.resp3).array(cmds.len());
     for q in &cmds {
-        if let Err(e) = call::invoke(store, server, client, q.id, q.argv.argv(), out) {
-            call::count_error(server, &e);
-            ReplyBuf::new(out, client.resp3).error(&e);
-        }
+        call::call(
+            server,
+            store,
+            client,
+            q.argv.argv(),
+            out,
+            call::Caller::Exec(q.id),
+        );
     }
     client.deny_blocking = deny_blocking;
     client.multi = None;

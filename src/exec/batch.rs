@@ -1,0 +1,104 @@
+//! Running a client's batch: one command after another through
+//! [`call`](crate::server::call), parking the client when a command blocks
+//! or a pause holds it, serving blocked clients after each command, and
+//! sending the replies (Redis's `processInputBuffer` → `processCommand`).
+
+use super::Executor;
+use crate::net::link::ToConn;
+use crate::net::request::{Argv, Batch};
+use crate::server::call::{call, Caller};
+use crate::server::client::Client;
+
+impl Executor {
+    /// Runs every command of a batch for client `id` and sends the replies.
+    pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>, qbuf: usize) {
+        self.run_batch_from(id, batch, out, qbuf, 0);
+    }
+
+    /// Runs a batch from command `start` on (a batch resumed after CLIENT
+    /// PAUSE starts past the commands it already ran).
+    pub(super) fn run_batch_from(
+        &mut self,
+        id: u64,
+        batch: Batch,
+        out: Vec<u8>,
+        qbuf: usize,
+        start: usize,
+    ) {
+        let Some(mut client) = self.server.clients.remove(&id) else {
+            return;
+        };
+        client.qbuf = qbuf;
+        self.run_from(client, batch, out, start);
+        self.after_writes();
+    }
+
+    /// Runs the commands of `batch` from index `start` on, then sends the
+    /// replies; a command that blocks parks the client with the rest of
+    /// its batch instead (see `blocking.rs`). Blocked clients whose keys
+    /// were written are served after each command.
+    pub(super) fn run_from(
+        &mut self,
+        mut client: Client,
+        mut batch: Batch,
+        mut out: Vec<u8>,
+        start: usize,
+    ) {
+        let id = client.id;
+        if batch.len().saturating_sub(start) > 1 {
+            // Keys are usually argv[1]; a wrong guess only wastes a hint.
+            let keys = (start..batch.len()).filter_map(|i| batch.argv(i).try_get(1));
+            self.store.prefetch(client.db, keys);
+        }
+        for i in start..batch.len() {
+            if self.paused_for(&batch, i) {
+                let qbuf = client.qbuf;
+                self.server.clients.insert(id, client);
+                self.server.postponed.push(crate::server::pause::Postponed {
+                    id,
+                    batch,
+                    out,
+                    qbuf,
+                    next: i,
+                });
+                return;
+            }
+            self.call(&mut client, batch.argv(i), &mut out);
+            if let Some(req) = self.server.blocking.pending.take() {
+                self.park(client, batch, out, i, req);
+                self.handle_ready();
+                return;
+            }
+            self.handle_ready();
+            if client.close_after_reply || self.server.shutdown {
+                break;
+            }
+        }
+        batch.clear();
+        // Written (and with appendfsync always, fsynced) before any reply
+        // acknowledges it.
+        self.server.aof.flush();
+        let close = client.close_after_reply;
+        // A send fails only when the connection task is gone; its
+        // Disconnect message will follow.
+        let _ = client.tx.send(ToConn::Replies { batch, out, close });
+        if close {
+            self.store.watches.unwatch_all(id);
+            self.server.pubsub.forget(id);
+        } else {
+            self.server.clients.insert(id, client);
+        }
+    }
+
+    /// Runs one client command and appends its reply to `out`.
+    pub fn call(&mut self, client: &mut Client, argv: Argv<'_>, out: &mut Vec<u8>) {
+        call(
+            &mut self.server,
+            &mut self.store,
+            client,
+            argv,
+            out,
+            Caller::Client,
+        );
+    }
+}

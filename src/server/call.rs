@@ -1,0 +1,359 @@
+//! The one place a command runs (Redis's `processCommand` and `call`):
+//! lookup, the checks for who is calling, queueing inside MULTI, the
+//! handler, statistics, timing and propagation. Clients' batches, EXEC's
+//! queue, scripts' `redis.call`, the busy-script loop and AOF loading all
+//! come through [`call`].
+
+use super::client::{Client, ReplyMode};
+use super::table::{flag, CommandId};
+use super::{multi, Ctx, ServerState};
+use crate::error::{CmdResult, Error};
+use crate::net::reply::ReplyBuf;
+use crate::net::request::Argv;
+use crate::store::Store;
+use crate::util::clock;
+
+/// Who runs a command; it decides what [`call`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A client's command: processCommand's checks, queued inside MULTI.
+    Client,
+    /// A client's command while a script runs past busy-reply-threshold:
+    /// as [`Caller::Client`], then only allow-busy commands run.
+    Busy,
+    /// A command read from the AOF at start-up, by the loading client.
+    Aof,
+    /// A command of EXEC's queue, resolved and checked when queued.
+    Exec(CommandId),
+    /// `redis.call`/`pcall` from a script (Redis's scriptCall checks).
+    Script {
+        /// Writes are refused (EVAL_RO, FCALL_RO, `no-writes`).
+        read_only: bool,
+    },
+}
+
+/// What became of a command in [`call`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran (or was queued) and replied without an error.
+    Done,
+    /// It ran and replied with an error, counted in the statistics.
+    Failed,
+    /// It was refused before running; the error is in the reply.
+    Refused,
+}
+
+/// Runs or queues one command for `client` and appends its reply to `out`.
+/// Every error is written here, and counted once: in errorstats and
+/// `failed_calls` when the handler failed, in `rejected_calls` when a check
+/// refused it (a script's refused calls are counted by the script's own
+/// error, as Redis counts them).
+pub fn call(
+    server: &mut ServerState,
+    store: &mut Store,
+    client: &mut Client,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+    caller: Caller,
+) -> Outcome {
+    let top = matches!(caller, Caller::Client | Caller::Busy | Caller::Aof);
+    if top {
+        // One clock read serves the command's time and the start of its
+        // duration (Redis's call() does the same with ustime()). AOF
+        // loading keeps the keyspace's time as the loader set it.
+        let now_us = clock::now_us();
+        server.call_started_us = now_us;
+        if caller != Caller::Aof {
+            store.set_now(now_us / 1000);
+            client.last_interaction_ms = now_us / 1000;
+        }
+    }
+    let mark = out.len();
+    // CLIENT REPLY concerns a client's own commands, not those run for it
+    // by EXEC or a script.
+    if top && client.reply_mode == ReplyMode::Skip {
+        client.reply_mode = ReplyMode::SkipThis;
+    }
+    let outcome = match run(server, store, client, argv, out, caller) {
+        Ok(()) => Outcome::Done,
+        Err(Refusal::Checks(e)) => {
+            if !matches!(caller, Caller::Script { .. }) {
+                count_error(server, &e);
+            }
+            ReplyBuf::new(out, client.resp3).error(&e);
+            Outcome::Refused
+        }
+        Err(Refusal::Handler(e)) => {
+            count_error(server, &e);
+            ReplyBuf::new(out, client.resp3).error(&e);
+            Outcome::Failed
+        }
+    };
+    match client.reply_mode {
+        _ if !top => {}
+        ReplyMode::On | ReplyMode::Skip => {}
+        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::SkipThis => {
+            out.truncate(mark);
+            client.reply_mode = ReplyMode::On;
+        }
+    }
+    outcome
+}
+
+/// Why a command did not reply normally.
+enum Refusal {
+    /// A check refused it before it ran.
+    Checks(Error),
+    /// Its handler failed.
+    Handler(Error),
+}
+
+fn run(
+    server: &mut ServerState,
+    store: &mut Store,
+    client: &mut Client,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+    caller: Caller,
+) -> Result<(), Refusal> {
+    let id = match caller {
+        Caller::Exec(id) => id,
+        Caller::Script { read_only } => match script_check(server, argv, read_only) {
+            Ok(id) => id,
+            Err((id, e)) => {
+                // Counted against the command; the error itself counts
+                // when the script fails with it.
+                if let Some(id) = id {
+                    server.table.commands[id].rejected_calls += 1;
+                }
+                return Err(Refusal::Checks(e));
+            }
+        },
+        Caller::Client | Caller::Busy | Caller::Aof => {
+            let checked = check(server, client, argv).and_then(|id| {
+                if caller == Caller::Busy && !server.table.commands[id].has(flag::ALLOW_BUSY) {
+                    return Err((Some(id), server.busy_error()));
+                }
+                Ok(id)
+            });
+            let id = match checked {
+                Ok(id) => id,
+                Err((id, e)) => return Err(Refusal::Checks(reject(store, server, client, id, e))),
+            };
+            let cmd = &server.table.commands[id];
+            client.last_cmd.clear();
+            client.last_cmd.push_str(&cmd.name);
+            if client.multi.is_some() && !multi::runs_in_multi(&cmd.name) {
+                return multi::queue(store, server, client, id, argv, out)
+                    .map_err(Refusal::Handler);
+            }
+            id
+        }
+    };
+    invoke(store, server, client, id, argv, out).map_err(Refusal::Handler)
+}
+
+/// The checks of a command called from a script, in Redis's scriptCall
+/// order, with its error texts. A write marks the script unkillable.
+fn script_check(
+    server: &ServerState,
+    argv: Argv<'_>,
+    read_only: bool,
+) -> Result<CommandId, (Option<CommandId>, Error)> {
+    let table = &server.table;
+    let unknown = || (None, Error::err("Unknown Redis command called from script"));
+    let mut id = table.lookup(argv.get(0)).ok_or_else(unknown)?;
+    if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
+        id = table.lookup_sub(id, argv.get(1)).ok_or_else(unknown)?;
+    }
+    let cmd = &table.commands[id];
+    let refuse = |msg| Err((Some(id), Error::err(msg)));
+    if cmd.handler.is_none() || !cmd.arity_ok(argv.len()) {
+        return refuse("Wrong number of args calling Redis command from script");
+    }
+    if cmd.has(flag::NOSCRIPT) {
+        return refuse("This Redis command is not allowed from script");
+    }
+    // Redis counts may-replicate commands (PUBLISH) as writes here.
+    if read_only && cmd.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
+        return refuse("Write commands are not allowed from read-only scripts.");
+    }
+    if cmd.has(flag::WRITE) {
+        if let Some(run) = &server.running_script {
+            run.wrote.set(true);
+        }
+    }
+    Ok(id)
+}
+
+/// The checks before a command may run or be queued, in Redis's order:
+/// existence, arity, authentication, no_multi inside MULTI. A failure
+/// carries the command when it was found (for EXEC's own rejection).
+pub(crate) fn check(
+    server: &ServerState,
+    client: &Client,
+    argv: Argv<'_>,
+) -> Result<CommandId, (Option<CommandId>, Error)> {
+    let table = &server.table;
+    let name = argv.get(0);
+    let Some(mut id) = table.lookup(name) else {
+        let args: Vec<&[u8]> = argv.iter_from(1).collect();
+        return Err((None, Error::unknown_command(name, &args)));
+    };
+    if !table.commands[id].subcommands.is_empty() && argv.len() >= 2 {
+        match table.lookup_sub(id, argv.get(1)) {
+            Some(sub) => id = sub,
+            None => {
+                let mut sub = String::from_utf8_lossy(argv.get(1)).into_owned();
+                sub.truncate(128);
+                let cmd = table.commands[id].name.to_uppercase();
+                return Err((None, Error::UnknownSubcommand { sub, cmd }));
+            }
+        }
+    }
+    let cmd = &table.commands[id];
+    if !cmd.arity_ok(argv.len()) || cmd.handler.is_none() {
+        return Err((Some(id), Error::WrongArity(cmd.name.clone())));
+    }
+    if !client.authenticated && !cmd.has(flag::NO_AUTH) {
+        return Err((Some(id), Error::NoAuth));
+    }
+    if client.multi.is_some() && cmd.has(flag::NO_MULTI) {
+        return Err((Some(id), Error::NotAllowedInMulti));
+    }
+    // A RESP2 subscriber can only receive pub/sub-shaped replies.
+    if client.kind == super::client::ClientKind::PubSub
+        && !client.resp3
+        && !matches!(
+            cmd.name.as_str(),
+            "ping"
+                | "subscribe"
+                | "ssubscribe"
+                | "unsubscribe"
+                | "sunsubscribe"
+                | "psubscribe"
+                | "punsubscribe"
+                | "quit"
+                | "reset"
+        )
+    {
+        return Err((
+            Some(id),
+            Error::err_owned(format!(
+                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                cmd.name
+            )),
+        ));
+    }
+    Ok(id)
+}
+
+/// Redis `rejectCommand`: counts the rejection and flags an open
+/// transaction so its EXEC fails. When EXEC itself is rejected, the
+/// transaction is discarded and the error says so (execCommandAbort), even
+/// outside MULTI.
+fn reject(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    id: Option<CommandId>,
+    e: Error,
+) -> Error {
+    server.stats.rejected_calls += 1;
+    if let Some(id) = id {
+        server.table.commands[id].rejected_calls += 1;
+    }
+    multi::flag_transaction(client);
+    let is_exec = id.is_some_and(|id| server.table.commands[id].name == "exec");
+    if !is_exec {
+        return e;
+    }
+    multi::discard_transaction(client, store);
+    let msg = e.message();
+    let reason = msg.strip_prefix("ERR ").unwrap_or(&msg);
+    Error::ExecAbortBecause(reason.to_string())
+}
+
+/// Runs the handler of the resolved command `id` and keeps its statistics
+/// (Redis `call`).
+fn invoke(
+    store: &mut Store,
+    server: &mut ServerState,
+    client: &mut Client,
+    id: CommandId,
+    argv: Argv<'_>,
+    out: &mut Vec<u8>,
+) -> CmdResult {
+    let Some(handler) = server.table.commands[id].handler else {
+        return Err(Error::WrongArity(server.table.commands[id].name.clone()));
+    };
+    // A top-level command started when call() read the clock; commands
+    // inside EXEC or a script read it themselves.
+    let started_us = if server.aof.depth == 0 {
+        server.call_started_us
+    } else {
+        clock::now_us()
+    };
+    let resp3 = client.resp3;
+    let dirty = store.stats.dirty;
+    let mark = out.len();
+    store.log_expired = server.aof.on;
+    server.aof.depth += 1;
+    let result = {
+        let mut ctx = Ctx {
+            store,
+            client,
+            reply: ReplyBuf::new(out, resp3),
+            server,
+        };
+        handler(&mut ctx, argv)
+    };
+    if server.aof.on {
+        server.aof.feed_expired(store);
+        let reply = out.get(mark..).unwrap_or_default();
+        propagate(store, server, client.db, id, argv, dirty, reply);
+    }
+    server.aof.depth -= 1;
+    if server.aof.on {
+        server.aof.end_call();
+    }
+    let cmd = &mut server.table.commands[id];
+    cmd.calls += 1;
+    cmd.usec += clock::now_us().saturating_sub(started_us);
+    server.stats.total_commands_processed += 1;
+    if result.is_err() {
+        server.stats.failed_calls += 1;
+        cmd.failed_calls += 1;
+    }
+    result
+}
+
+/// Appends a command that wrote (it has the WRITE flag and changed the dirty
+/// counter, Redis's rule) to the AOF.
+fn propagate(
+    store: &Store,
+    server: &mut ServerState,
+    db: usize,
+    id: CommandId,
+    argv: Argv<'_>,
+    dirty_before: u64,
+    reply: &[u8],
+) {
+    let cmd = &server.table.commands[id];
+    if store.stats.dirty == dirty_before || !cmd.has(flag::WRITE) {
+        return;
+    }
+    // Subcommands are named "parent|sub"; only top-level names are rewritten.
+    server.aof.feed(store, db, &cmd.name, argv, reply);
+}
+
+/// Counts an error reply by its prefix (INFO errorstats).
+pub(crate) fn count_error(server: &mut ServerState, e: &Error) {
+    if matches!(e, Error::Counted(_)) {
+        return;
+    }
+    let msg = e.message();
+    let prefix = msg.split(' ').next().unwrap_or("ERR").to_string();
+    *server.stats.errors.entry(prefix).or_insert(0) += 1;
+}

@@ -1,0 +1,202 @@
+//! The server model (Redis's `struct redisServer` and the client table):
+//! the state command handlers read and change, apart from the event loop
+//! and timers that drive it (`exec/`). Configuration, the command table,
+//! clients, pub/sub, the blocking registry, CLIENT PAUSE, statistics and
+//! persistence state live here; [`call::call`] is the one place a command
+//! runs.
+
+pub mod blocking;
+pub mod call;
+pub mod client;
+pub mod multi;
+pub mod pause;
+pub mod pubsub;
+pub mod script_host;
+pub mod spec;
+pub mod table;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use self::client::Client;
+use self::table::CommandTable;
+use crate::config::Config;
+use crate::error::CmdResult;
+use crate::net::link::{NewClient, Shared};
+use crate::net::reply::ReplyBuf;
+use crate::net::request::Argv;
+use crate::store::Store;
+use crate::util::clock;
+
+/// Server-wide counters for INFO stats.
+#[derive(Default, Clone)]
+pub struct ServerStats {
+    /// Commands run.
+    pub total_commands_processed: u64,
+    /// Commands refused before running (unknown, arity, auth).
+    pub rejected_calls: u64,
+    /// Commands that replied with an error.
+    pub failed_calls: u64,
+    /// Error replies by prefix (INFO errorstats).
+    pub errors: std::collections::BTreeMap<String, u64>,
+}
+
+/// Everything the executor owns besides the store and the client running a
+/// command; handlers reach it through `ctx.server`.
+pub struct ServerState {
+    /// The configuration (CONFIG GET/SET).
+    pub config: Config,
+    /// The command table.
+    pub table: CommandTable,
+    /// Every client but the one running a command.
+    pub clients: HashMap<u64, Client>,
+    /// State shared with the network side.
+    pub shared: Arc<Shared>,
+    /// Counters.
+    pub stats: ServerStats,
+    /// When the server started.
+    pub started: Instant,
+    /// Start time in Unix seconds.
+    pub started_unix: u64,
+    /// A random 40-hex-character run id.
+    pub run_id: String,
+    /// Unix time of the last successful save.
+    pub last_save: u64,
+    /// Set by SHUTDOWN: the executor stops after the current batch.
+    pub shutdown: bool,
+    /// Set once the shutdown's save question is settled (SHUTDOWN saved or
+    /// was told NOSAVE); a signal leaves it unset, so `stop` saves when
+    /// save rules are configured, as Redis does on SIGTERM.
+    pub shutdown_save_done: bool,
+    /// CLIENT PAUSE state.
+    pub pause: pause::Pause,
+    /// Batches held back by CLIENT PAUSE, in arrival order.
+    pub postponed: Vec<pause::Postponed>,
+    /// The TCP port actually bound.
+    pub port: u16,
+    /// Path of the config file, if any (INFO `config_file`).
+    pub config_file: Option<String>,
+    /// Path of the executable (INFO `executable`).
+    pub executable: String,
+    /// Clients blocked by BLPOP and friends; `blocking.blocked_clients()`
+    /// is INFO's `blocked_clients`.
+    pub blocking: blocking::Blocking,
+    /// The Lua engine (state, script cache), created on first use. It is
+    /// taken out while a script runs, so the script can reach the rest of
+    /// the server state.
+    pub scripting: crate::script::EngineSlot,
+    /// The network side of the event loop, kept here so a long-running
+    /// script can answer other clients with -BUSY (Redis's
+    /// processEventsWhileBlocked) and CONFIG SET can rebind.
+    pub net: Option<Rc<RefCell<crate::net::event_loop::Net>>>,
+    /// RDB save state (INFO persistence).
+    pub persist: crate::persist::PersistState,
+    /// Pub/sub channels, patterns and their subscribers.
+    pub pubsub: pubsub::PubSub,
+    /// The append-only file (INFO persistence aof_*).
+    pub aof: crate::persist::aof::Aof,
+    /// Unix µs when the running top-level command started.
+    pub call_started_us: u64,
+    /// The script or function running now, while it runs (SCRIPT KILL,
+    /// FUNCTION STATS and the busy loop look at it).
+    pub running_script: Option<Rc<crate::script::RunState>>,
+    /// The scripts' client (Redis's lua_client), taken out while a script
+    /// runs; made on first use.
+    pub script_client: Option<Box<Client>>,
+    /// Serves other clients while a script is busy (the event loop's
+    /// processEventsWhileBlocked, installed by `exec`).
+    pub serve_while_busy: fn(&mut ServerState, &mut Store),
+}
+
+impl ServerState {
+    /// The state of a server that has just bound `port`, with the command
+    /// table joined from `families` (each a list of name → handler).
+    pub fn new(
+        config: Config,
+        shared: Arc<Shared>,
+        port: u16,
+        families: &[&[(&str, Handler)]],
+    ) -> Self {
+        let now = clock::now_ms();
+        let run_id: String = (0..40)
+            .map(|_| format!("{:x}", rand::random::<u8>() % 16))
+            .collect();
+        ServerState {
+            config,
+            table: CommandTable::build(families),
+            clients: HashMap::new(),
+            shared,
+            stats: ServerStats::default(),
+            started: Instant::now(),
+            started_unix: now / 1000,
+            run_id,
+            last_save: now / 1000,
+            shutdown: false,
+            shutdown_save_done: false,
+            pause: pause::Pause::default(),
+            postponed: Vec::new(),
+            port,
+            config_file: None,
+            executable: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            blocking: blocking::Blocking::default(),
+            scripting: crate::script::EngineSlot::default(),
+            net: None,
+            persist: Default::default(),
+            pubsub: pubsub::PubSub::default(),
+            aof: Default::default(),
+            call_started_us: 0,
+            running_script: None,
+            script_client: None,
+            serve_while_busy: |_, _| {},
+        }
+    }
+
+    /// The -BUSY error while a script or function runs too long.
+    pub fn busy_error(&self) -> crate::error::Error {
+        use crate::error::Error;
+        match &self.running_script {
+            Some(run) if run.is_function.get() => Error::raw(
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
+            ),
+            _ => Error::Busy,
+        }
+    }
+
+    /// Registers a newly connected client.
+    pub fn connect(&mut self, nc: NewClient) {
+        let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::now_ms());
+        c.auth_flag = nc.auth;
+        c.fd = nc.fd;
+        c.outq = nc.outq;
+        c.set_authenticated(self.config.requirepass.is_none());
+        self.clients.insert(nc.id, c);
+    }
+}
+
+/// Everything a handler may touch while it runs.
+pub struct Ctx<'a> {
+    /// The keyspace.
+    pub store: &'a mut Store,
+    /// The calling client's state.
+    pub client: &'a mut Client,
+    /// Where the reply goes.
+    pub reply: ReplyBuf<'a>,
+    /// Server-wide state: config, stats, other clients, the command table.
+    pub server: &'a mut ServerState,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database.
+    #[inline]
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+}
+
+/// A command implementation.
+pub type Handler = fn(&mut Ctx<'_>, Argv<'_>) -> CmdResult;

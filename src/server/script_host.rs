@@ -1,0 +1,51 @@
+//! The server as a running script sees it (Redis's `scriptCall` and the
+//! script run context): [`ScriptHost`] implements the engine's
+//! [`Host`] over the server state, so `redis.call` runs through the one
+//! command path as the scripts' own client.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use super::call::{call, Caller, Outcome};
+use super::client::Client;
+use super::ServerState;
+use crate::net::link::ConnTx;
+use crate::net::request::Argv;
+use crate::script::Host;
+use crate::store::Store;
+use crate::util::clock;
+
+/// The host of one script run.
+pub struct ScriptHost<'a> {
+    /// The server state.
+    pub server: &'a mut ServerState,
+    /// The keyspace.
+    pub store: &'a mut Store,
+    /// The scripts' client, starting in the caller's database.
+    pub client: &'a mut Client,
+}
+
+impl Host for ScriptHost<'_> {
+    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> bool {
+        self.client.resp3 = resp3;
+        let how = Caller::Script { read_only };
+        call(self.server, self.store, self.client, argv, out, how) == Outcome::Failed
+    }
+
+    fn command_exists(&self, name: &[u8]) -> bool {
+        self.server.table.lookup(name).is_some()
+    }
+
+    fn serve_while_busy(&mut self) {
+        (self.server.serve_while_busy)(self.server, self.store);
+    }
+}
+
+/// The scripts' client (Redis's lua_client): never connected, its channel
+/// goes nowhere; blocking commands act non-blocking for it.
+pub fn script_client() -> Client {
+    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+    let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::now_ms());
+    c.authenticated = true;
+    c.deny_blocking = true;
+    c
+}
