@@ -1,20 +1,26 @@
 //! ferrokv: a Redis-compatible in-memory key-value server.
 //!
-//! Data flows in one direction:
+//! One thread serves the sockets and owns the keyspace. The modules form
+//! layers, each naming only those below it:
 //!
-//! - [`net`]: the event loop's sockets (mio). Each read is framed into a
-//!   batch of commands (RESP arrays or inline lines) and handed to the
-//!   executor whole, on the same thread; replies come back as bytes to
-//!   write.
-//! - [`cmd`]: the command table (arity, flags and key positions captured from
-//!   Redis 7.0) and one file per command family.
-//! - [`exec`]: the keyspace executor, which alone owns the data, runs every
-//!   command in order and drives timers (active expiry).
-//! - [`store`]: databases, values and expiry.
-//! - [`persist`]: RDB snapshots (SAVE/BGSAVE, load on start).
+//! - [`exec`]: the engine. It drives the event loop, hands each read's
+//!   batch of commands to [`server::call::call`] one by one, runs timers
+//!   (active expiry, saves, blocked-client timeouts), serves blocked
+//!   clients and, while a script is busy, other clients.
+//! - [`cmd`]: one file per command family; a handler parses its arguments,
+//!   works on the store and writes its reply.
+//! - [`server`]: the server model (configuration, clients, MULTI, pub/sub,
+//!   the blocking registry, CLIENT PAUSE, statistics, the command table)
+//!   and `call()`, the one path every command takes.
+//! - [`script`]: the Lua engine, which reaches the server only through the
+//!   [`script::Host`] it is handed for a run; [`persist`]: RDB and AOF, given
+//!   the configuration, their own state and the store.
+//! - [`net`]: sockets, request framing and the reply writer.
+//! - [`config`], [`store`]: configuration; databases, values and expiry.
+//! - [`util`], [`error`]: helpers; every error string.
 //!
-//! [`config`] and [`util`] sit beside them; [`error`] holds every error
-//! string. [`Server`] starts the whole thing, in a binary or inside a test.
+//! [`Server`] starts the whole thing, in a binary or inside a test, and
+//! stops it when dropped.
 
 pub mod cmd;
 pub mod config;
@@ -167,11 +173,7 @@ fn prepare(
     };
     let mut executor = Executor::new(config, shared, port);
     executor.server.config_file = config_file;
-    if executor.server.config.appendonly {
-        persist::aof_load::load_on_start(&mut executor.store, &mut executor.server)?;
-    } else {
-        persist::load_on_start(&mut executor.store, &mut executor.server)?;
-    }
+    executor.load_on_start()?;
     Ok((executor, net, handle))
 }
 

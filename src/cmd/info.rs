@@ -357,7 +357,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("current_save_keys_total", total);
     f.kv("rdb_changes_since_last_save", ctx.store.stats.dirty);
     f.kv("rdb_bgsave_in_progress", in_progress);
-    f.kv("rdb_last_save_time", ctx.server.last_save);
+    f.kv("rdb_last_save_time", ctx.server.persist.last_save);
     f.kv(
         "rdb_last_bgsave_status",
         if p.last_bgsave_ok { "ok" } else { "err" },

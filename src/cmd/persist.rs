@@ -25,7 +25,7 @@ fn save(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     if ctx.server.persist.bgsave.is_some() {
         return Err(BGSAVE_RUNNING);
     }
-    match persist::save_now(ctx.store, ctx.server) {
+    match persist::save_now(ctx.store, &mut ctx.server.persistence()) {
         Ok(_) => {
             ctx.reply.ok();
             Ok(())
@@ -55,7 +55,7 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.simple("Background saving scheduled");
         return Ok(());
     }
-    match persist::bgsave_start(ctx.store, ctx.server) {
+    match persist::bgsave_start(ctx.store, &mut ctx.server.persistence()) {
         Ok(()) => {
             ctx.reply.simple("Background saving started");
             Ok(())
@@ -67,7 +67,7 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// BGREWRITEAOF: a forked child writes a new base while writes go to a
 /// new incremental file; scheduled when a background save runs.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    match persist::aof::bgrewriteaof(ctx.store, ctx.server) {
+    match persist::aof::bgrewriteaof(ctx.store, &mut ctx.server.persistence()) {
         BgStart::Started => ctx
             .reply
             .simple("Background append only file rewriting started"),

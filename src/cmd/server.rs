@@ -84,7 +84,7 @@ fn time(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn lastsave(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    ctx.reply.int(ctx.server.last_save as i64);
+    ctx.reply.int(ctx.server.persist.last_save as i64);
     Ok(())
 }
 
@@ -135,7 +135,9 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     tracing::warn!("User requested shutdown...");
-    if let Err(e) = crate::persist::save_on_shutdown(ctx.store, ctx.server, save, nosave) {
+    if let Err(e) =
+        crate::persist::save_on_shutdown(ctx.store, &mut ctx.server.persistence(), save, nosave)
+    {
         tracing::warn!("error saving the dataset on shutdown: {e}");
         if !force {
             return Err(Error::err("Errors trying to SHUTDOWN. Check logs."));

@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::params::{self, MULTI_ARG};
 use super::Config;
-use crate::net::inline::split_args;
+use crate::util::splitargs::split_args;
 
 /// Why the configuration could not be loaded.
 #[derive(Debug)]

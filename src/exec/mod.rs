@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::net::link::{Request, Shared, ToConn};
+use crate::net::request::Argv;
+use crate::server::call::{call, Caller};
+use crate::server::client::Client;
 use crate::server::client::ClientKind;
 use crate::server::{pubsub, ServerState};
 use crate::store::Store;
@@ -46,6 +49,38 @@ impl Executor {
             },
             last_cycle: Instant::now(),
         }
+    }
+
+    /// Loads the data set at start-up: the AOF with `appendonly yes` (each
+    /// command run through the one command path by a client of its own,
+    /// as Redis's fake client), else the RDB file.
+    pub fn load_on_start(&mut self) -> std::io::Result<()> {
+        let server = &mut self.server;
+        if !server.config.appendonly {
+            return crate::persist::load_on_start(&mut self.store, &mut server.persistence());
+        }
+        // The loader works on its own copy of what persistence owns while
+        // the commands it reads run on the rest of the server.
+        let config = server.config.clone();
+        let mut state = std::mem::take(&mut server.persist);
+        let mut aof = std::mem::take(&mut server.aof);
+        let mut client = Client::internal();
+        let mut out = Vec::new();
+        let mut replay = |store: &mut Store, argv: Argv<'_>| {
+            call(server, store, &mut client, argv, &mut out, Caller::Aof);
+            // A blocking command found nothing: it does not block here.
+            server.blocking.pending = None;
+            out.clear();
+        };
+        let mut p = crate::persist::Persistence {
+            config: &config,
+            state: &mut state,
+            aof: &mut aof,
+        };
+        let result = crate::persist::aof_load::load_on_start(&mut self.store, &mut p, &mut replay);
+        self.server.persist = state;
+        self.server.aof = aof;
+        result
     }
 
     /// Runs the event loop until SHUTDOWN or a signal: poll the sockets,
@@ -121,10 +156,10 @@ impl Executor {
         self.close_idle_clients();
         self.resume_postponed();
         self.after_writes();
-        crate::persist::bgsave_poll(&mut self.store, &mut self.server);
-        crate::persist::check_save_rules(&self.store, &mut self.server);
+        crate::persist::bgsave_poll(&mut self.store, &mut self.server.persistence());
+        crate::persist::check_save_rules(&self.store, &mut self.server.persistence());
         self.server.aof.cron();
-        crate::persist::aof::auto_rewrite(&self.store, &mut self.server);
+        crate::persist::aof::auto_rewrite(&self.store, &mut self.server.persistence());
     }
 
     /// `timeout`: closes clients idle longer than the limit
@@ -187,9 +222,12 @@ impl Executor {
     fn stop(&mut self) {
         self.server.aof.stop();
         if !self.server.shutdown_save_done {
-            if let Err(e) =
-                crate::persist::save_on_shutdown(&mut self.store, &mut self.server, false, false)
-            {
+            if let Err(e) = crate::persist::save_on_shutdown(
+                &mut self.store,
+                &mut self.server.persistence(),
+                false,
+                false,
+            ) {
                 tracing::warn!("error saving the dataset on shutdown: {e}");
             }
         }

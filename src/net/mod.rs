@@ -4,7 +4,6 @@
 
 pub mod conn;
 pub mod event_loop;
-pub mod inline;
 pub mod link;
 pub mod listener;
 pub mod reply;

@@ -14,8 +14,8 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 
-use super::inline::split_args;
 use crate::util::num::parse_i64;
+use crate::util::splitargs::split_args;
 
 /// Longest inline line or header line Redis accepts (PROTO_INLINE_MAX_SIZE).
 pub const INLINE_MAX: usize = 64 * 1024;

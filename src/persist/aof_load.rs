@@ -1,6 +1,7 @@
 //! Loading the append-only file at start-up: the manifest, then the base
 //! (an RDB image, or commands) and the incremental files in order, each
-//! command replayed through the normal call path with a client of its own.
+//! command handed to the caller's `replay`, which runs it through the one
+//! command path with a client of its own.
 //!
 //! A torn tail (the last command of the last file cut short, as a crash
 //! leaves it) is truncated away and logged when `aof-load-truncated` is yes,
@@ -9,10 +10,9 @@
 
 use std::path::Path;
 
+use super::Persistence;
 use crate::config::Config;
-use crate::net::request::OwnedArgv;
-use crate::server::client::Client;
-use crate::server::{call, ServerState};
+use crate::net::request::{Argv, OwnedArgv};
 use crate::store::Store;
 use crate::util::clock;
 
@@ -130,36 +130,39 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
 
 /// Start-up with `appendonly yes`: loads the files the manifest names and
 /// opens the incremental file for appending. Without a manifest, the RDB
-/// file (if any) is loaded and a first base is written from it.
-pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Result<()> {
+/// file (if any) is loaded and a first base is written from it. `replay`
+/// runs one command read from a file.
+pub fn load_on_start(
+    store: &mut Store,
+    p: &mut Persistence<'_>,
+    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+) -> std::io::Result<()> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
-    let Some(m) = read_manifest(&server.config).map_err(bad)? else {
-        super::load_on_start(store, server)?;
+    let Some(m) = read_manifest(p.config).map_err(bad)? else {
+        super::load_on_start(store, p)?;
         tracing::info!("Creating AOF base file on server start");
-        let config = server.config.clone();
-        server
-            .aof
-            .rewrite(store, &config)
+        p.aof
+            .rewrite(store, p.config)
             .map_err(std::io::Error::other)?;
         // Redis does not count the base written at start-up as a rewrite.
-        server.aof.rewrites = 0;
+        p.aof.rewrites = 0;
         return Ok(());
     };
     let started = std::time::Instant::now();
-    let dir = aof_dir(&server.config);
-    let truncated_ok = server.config.get_bool("aof-load-truncated");
+    let dir = aof_dir(p.config);
+    let truncated_ok = p.config.get_bool("aof-load-truncated");
     if let Some(base) = m.base.as_ref().map(|b| &b.name) {
         let path = dir.join(base);
         let data = std::fs::read(&path)
             .map_err(|e| bad(format!("Can't open the base AOF file {base}: {e}")))?;
         if data.starts_with(b"REDIS") {
-            super::load_file(&data, store, &server.config).map_err(|e| {
+            super::load_file(&data, store, p.config).map_err(|e| {
                 bad(format!(
                     "Bad file format reading the base AOF file {base}: {e}; refusing to start"
                 ))
             })?;
         } else {
-            replay_file(store, server, &path, base, false)?;
+            replay_file(store, replay, &path, base, false)?;
         }
     }
     let last = m.incrs.len().saturating_sub(1);
@@ -168,7 +171,7 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         if !path.exists() && i == last {
             continue;
         }
-        replay_file(store, server, &path, name, i == last && truncated_ok)?;
+        replay_file(store, replay, &path, name, i == last && truncated_ok)?;
     }
     store.stats.dirty = 0;
     store.set_now(clock::now_ms());
@@ -176,13 +179,12 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         "DB loaded from append only file: {:.3} seconds",
         started.elapsed().as_secs_f64()
     );
-    let config = server.config.clone();
-    server.aof.base_size = m
+    p.aof.base_size = m
         .base
         .as_ref()
         .and_then(|b| std::fs::metadata(dir.join(&b.name)).ok())
         .map_or(0, |md| md.len());
-    server.aof.open_on_start(&config, m)?;
+    p.aof.open_on_start(p.config, m)?;
     Ok(())
 }
 
@@ -257,7 +259,7 @@ fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
 /// off the file instead of refusing the start.
 fn replay_file(
     store: &mut Store,
-    server: &mut ServerState,
+    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
     path: &Path,
     name: &str,
     may_truncate: bool,
@@ -265,11 +267,6 @@ fn replay_file(
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let data =
         std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
-    let tx = crate::net::link::ConnTx::detached();
-    let addr: std::net::SocketAddr = ([0, 0, 0, 0], 0).into();
-    let mut client = Client::new(0, addr, addr, tx, clock::now_ms());
-    client.authenticated = true;
-    let mut out = Vec::new();
     let mut pos = 0;
     let mut txn_start = None;
     while pos < data.len() {
@@ -286,9 +283,7 @@ fn replay_file(
                 // as it was when it was written; PEXPIREAT in the past
                 // still sets the time, and the key expires after the load.
                 store.set_now(0);
-                call::call(server, store, &mut client, a, &mut out, call::Caller::Aof);
-                server.blocking.pending = None;
-                out.clear();
+                replay(store, a);
                 pos = next;
             }
             Err(Stop::Short) if may_truncate => {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::rdb::save::{DbSource, EachKey, SaveOptions, SaveReport};
+use super::Persistence;
 use super::{rdb_path, save_options, write_file};
-use crate::server::ServerState;
 use crate::store::bytes::CompactBytes;
 use crate::store::value::Value;
 use crate::store::Store;
@@ -78,8 +78,8 @@ impl DbSource for Snapshot {
 }
 
 /// Stops a running background save and waits for its writer.
-pub fn cancel_bgsave(server: &mut ServerState) {
-    if let Some(mut bg) = server.persist.bgsave.take() {
+pub fn cancel_bgsave(p: &mut Persistence<'_>) {
+    if let Some(mut bg) = p.state.bgsave.take() {
         bg.cancel.store(true, Ordering::Relaxed);
         #[cfg(unix)]
         if let Some((pid, _)) = &bg.child {
@@ -99,16 +99,16 @@ pub fn cancel_bgsave(server: &mut ServerState) {
 
 /// Starts a background save (BGSAVE, save rules). The caller checks that
 /// none is running.
-pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), String> {
-    let path = rdb_path(&server.config);
-    let opts = save_options(&server.config);
+pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
+    let path = rdb_path(p.config);
+    let opts = save_options(p.config);
     let cancel = Arc::new(AtomicBool::new(false));
     let processed = Arc::new(AtomicU64::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let keys_total = store.total_keys() as u64;
-    server.persist.last_bgsave_try = clock::now_ms() / 1000;
+    p.state.last_bgsave_try = clock::now_ms() / 1000;
     // Counted when started, as Redis's rdbSaveBackground does.
-    server.persist.saves += 1;
+    p.state.saves += 1;
     #[cfg(unix)]
     let forked = match fork_writer(store, &path, opts, keys_total, tx.clone()) {
         Ok(f) => Some(f),
@@ -127,7 +127,7 @@ pub fn bgsave_start(store: &Store, server: &mut ServerState) -> Result<(), Strin
         ),
     };
     tracing::info!("Background saving started");
-    server.persist.bgsave = Some(Bgsave {
+    p.state.bgsave = Some(Bgsave {
         started: Instant::now(),
         dirty_at_start: store.stats.dirty,
         cancel,
@@ -238,8 +238,8 @@ fn fork_writer(
 
 /// Collects a finished background save (called from the executor timers),
 /// as Redis's `backgroundSaveDoneHandler`.
-pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
-    let Some(bg) = server.persist.bgsave.as_mut() else {
+pub fn bgsave_poll(store: &mut Store, p: &mut Persistence<'_>) {
+    let Some(bg) = p.state.bgsave.as_mut() else {
         return;
     };
     let result = match bg.done.try_recv() {
@@ -247,26 +247,26 @@ pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
         Err(TryRecvError::Empty) => return,
         Err(TryRecvError::Disconnected) => Err("background save thread died".into()),
     };
-    let Some(mut bg) = server.persist.bgsave.take() else {
+    let Some(mut bg) = p.state.bgsave.take() else {
         return;
     };
     if let Some(t) = bg.thread.take() {
         let _ = t.join();
     }
-    let p = &mut server.persist;
-    p.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
+    let st = &mut *p.state;
+    st.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
     match result {
         Ok(r) => {
             store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
-            server.last_save = clock::now_ms() / 1000;
-            p.last_bgsave_ok = true;
+            st.last_save = clock::now_ms() / 1000;
+            st.last_bgsave_ok = true;
             tracing::info!(
                 "Background saving terminated with success ({} keys)",
                 r.keys
             );
         }
         Err(e) => {
-            p.last_bgsave_ok = false;
+            st.last_bgsave_ok = false;
             tracing::warn!("Background saving error: {e}");
         }
     }
@@ -276,30 +276,7 @@ pub fn bgsave_poll(store: &mut Store, server: &mut ServerState) {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::exec::Executor;
-    use crate::net::link::Shared;
-
-    fn executor(name: &str, keys: usize) -> (Executor, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("ferrokv-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let config = Config {
-            dir: dir.display().to_string(),
-            ..Config::default()
-        };
-        let mut ex = Executor::new(config, Arc::new(Shared::default()), 0);
-        ex.store.set_now(clock::now_ms());
-        for i in 0..keys {
-            let k = format!("k{i}");
-            ex.store.set(
-                0,
-                k.as_bytes(),
-                Value::string(k.as_bytes()),
-                crate::store::Ttl::None,
-            );
-        }
-        (ex, dir)
-    }
+    use crate::persist::TestBed;
 
     fn keys_in(dir: &std::path::Path) -> u64 {
         let data = std::fs::read(dir.join("dump.rdb")).expect("file");
@@ -321,52 +298,51 @@ mod tests {
 
     #[test]
     fn thread_writer_saves_a_copy() {
-        let (mut ex, dir) = executor("bg-thread", 5000);
+        let mut bed = TestBed::new("bg-thread", 5000);
         let (tx, rx) = std::sync::mpsc::channel();
-        let path = rdb_path(&ex.server.config);
+        let path = rdb_path(&bed.config);
         let cancel = Arc::new(AtomicBool::new(false));
         let processed = Arc::new(AtomicU64::new(0));
         let t = thread_writer(
-            &ex.store,
+            &bed.store,
             path,
-            save_options(&ex.server.config),
+            save_options(&bed.config),
             &cancel,
             &processed,
             tx,
         )
         .expect("thread starts");
         // Writes after the copy do not reach the file.
-        ex.store
+        bed.store
             .set(0, b"late", Value::string(b"x"), crate::store::Ttl::None);
         let r = rx.recv().expect("result").expect("saved");
         let _ = t.join();
         assert_eq!(r.keys, 5000);
         assert_eq!(processed.load(Ordering::Relaxed), 5000);
-        assert_eq!(keys_in(&dir), 5000);
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(keys_in(&bed.dir), 5000);
     }
 
     #[test]
     fn a_foreground_save_supersedes_a_running_background_one() {
-        let (mut ex, dir) = executor("bg-cancel", 20_000);
-        bgsave_start(&ex.store, &mut ex.server).expect("starts");
-        assert!(ex.server.persist.bgsave.is_some());
-        ex.store
-            .set(0, b"newer", Value::string(b"x"), crate::store::Ttl::None);
-        super::super::save_on_shutdown(&mut ex.store, &mut ex.server, true, false).expect("saves");
-        assert!(ex.server.persist.bgsave.is_none());
-        assert_eq!(keys_in(&dir), 20_001);
-        assert_eq!(temp_files(&dir), 0);
+        let mut bed = TestBed::new("bg-cancel", 20_000);
+        let (store, mut p) = bed.split();
+        bgsave_start(store, &mut p).expect("starts");
+        assert!(p.state.bgsave.is_some());
+        store.set(0, b"newer", Value::string(b"x"), crate::store::Ttl::None);
+        super::super::save_on_shutdown(store, &mut p, true, false).expect("saves");
+        assert!(p.state.bgsave.is_none());
+        assert_eq!(keys_in(&bed.dir), 20_001);
+        assert_eq!(temp_files(&bed.dir), 0);
         // And a background save runs to completion when left alone.
-        bgsave_start(&ex.store, &mut ex.server).expect("starts");
+        let (store, mut p) = bed.split();
+        bgsave_start(store, &mut p).expect("starts");
         let end = Instant::now() + std::time::Duration::from_secs(10);
-        while ex.server.persist.bgsave.is_some() && Instant::now() < end {
+        while p.state.bgsave.is_some() && Instant::now() < end {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            bgsave_poll(&mut ex.store, &mut ex.server);
+            bgsave_poll(store, &mut p);
         }
-        assert!(ex.server.persist.bgsave.is_none() && ex.server.persist.last_bgsave_ok);
-        assert_eq!(ex.store.stats.dirty, 0);
-        assert_eq!(keys_in(&dir), 20_001);
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(p.state.bgsave.is_none() && p.state.last_bgsave_ok);
+        assert_eq!(store.stats.dirty, 0);
+        assert_eq!(keys_in(&bed.dir), 20_001);
     }
 }

@@ -27,7 +27,6 @@ use std::time::Instant;
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
 use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
-use crate::server::ServerState;
 use crate::store::Store;
 use crate::util::clock;
 
@@ -35,9 +34,22 @@ use crate::util::clock;
 /// rules wait this many seconds before trying again.
 const BGSAVE_RETRY_DELAY: u64 = 5;
 
+/// What persistence works on besides the keyspace: the configuration, its
+/// own state and the append-only file; never the whole server.
+pub struct Persistence<'a> {
+    /// The configuration.
+    pub config: &'a Config,
+    /// Save state.
+    pub state: &'a mut PersistState,
+    /// The append-only file.
+    pub aof: &'a mut aof::Aof,
+}
+
 /// Persistence state, read by INFO persistence and
 /// LASTSAVE. Lives in `ServerState::persist`.
 pub struct PersistState {
+    /// Unix time of the last successful save (LASTSAVE).
+    pub last_save: u64,
     /// The background save running now, if any.
     pub bgsave: Option<Bgsave>,
     /// Outcome of the last background (or foreground) save
@@ -61,6 +73,7 @@ pub struct PersistState {
 impl Default for PersistState {
     fn default() -> Self {
         PersistState {
+            last_save: clock::now_ms() / 1000,
             bgsave: None,
             last_bgsave_ok: true,
             last_bgsave_time_sec: -1,
@@ -205,16 +218,16 @@ pub fn write_file(
 /// save rules are set: call `persist::save_now(ctx.store, ctx.server)`).
 /// A background save still running is abandoned first, so it cannot
 /// replace this newer file when it finishes.
-pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveReport, String> {
-    cancel_bgsave(server);
-    let path = rdb_path(&server.config);
-    server.persist.saves += 1;
-    let report = write_file(&path, store, save_options(&server.config), None);
+pub fn save_now(store: &mut Store, p: &mut Persistence<'_>) -> Result<SaveReport, String> {
+    cancel_bgsave(p);
+    let path = rdb_path(p.config);
+    p.state.saves += 1;
+    let report = write_file(&path, store, save_options(p.config), None);
     match &report {
         Ok(r) => {
             store.stats.dirty = 0;
-            server.last_save = clock::now_ms() / 1000;
-            server.persist.last_bgsave_ok = true;
+            p.state.last_save = clock::now_ms() / 1000;
+            p.state.last_bgsave_ok = true;
             tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
         }
         Err(e) => tracing::warn!("{e}"),
@@ -228,52 +241,52 @@ pub fn save_now(store: &mut Store, server: &mut ServerState) -> Result<SaveRepor
 /// `ERR Errors trying to SHUTDOWN. Check logs.` and keeps running.
 pub fn save_on_shutdown(
     store: &mut Store,
-    server: &mut ServerState,
+    p: &mut Persistence<'_>,
     save: bool,
     nosave: bool,
 ) -> Result<(), String> {
-    if nosave || (!save && server.config.save.is_empty()) {
-        cancel_bgsave(server);
+    if nosave || (!save && p.config.save.is_empty()) {
+        cancel_bgsave(p);
         return Ok(());
     }
     tracing::info!("Saving the final RDB snapshot before exiting.");
-    save_now(store, server).map(|_| ())
+    save_now(store, p).map(|_| ())
 }
 
 /// Starts a background save when one was scheduled (BGSAVE SCHEDULE) or a
 /// `save <seconds> <changes>` rule is met (serverCron's check): enough
 /// changes, enough time since the last save, and not right after a failed
 /// attempt.
-pub fn check_save_rules(store: &Store, server: &mut ServerState) {
+pub fn check_save_rules(store: &Store, p: &mut Persistence<'_>) {
     // One child at a time, as in Redis: saves wait for an AOF rewrite.
-    if server.persist.bgsave.is_some() || server.aof.rewrite.is_some() {
+    if p.state.bgsave.is_some() || p.aof.rewrite.is_some() {
         return;
     }
-    if server.persist.bgsave_scheduled {
-        server.persist.bgsave_scheduled = false;
-        if let Err(e) = bgsave_start(store, server) {
-            server.persist.last_bgsave_ok = false;
+    if p.state.bgsave_scheduled {
+        p.state.bgsave_scheduled = false;
+        if let Err(e) = bgsave_start(store, p) {
+            p.state.last_bgsave_ok = false;
             tracing::warn!("{e}");
         }
         return;
     }
-    if server.config.save.is_empty() {
+    if p.config.save.is_empty() {
         return;
     }
     let now = clock::now_ms() / 1000;
     let dirty = store.stats.dirty;
-    let since = now.saturating_sub(server.last_save);
-    let retry_ok = now.saturating_sub(server.persist.last_bgsave_try) > BGSAVE_RETRY_DELAY
-        || server.persist.last_bgsave_ok;
-    let due = server
+    let since = now.saturating_sub(p.state.last_save);
+    let retry_ok =
+        now.saturating_sub(p.state.last_bgsave_try) > BGSAVE_RETRY_DELAY || p.state.last_bgsave_ok;
+    let due = p
         .config
         .save
         .iter()
         .find(|(secs, changes)| dirty >= *changes && since > *secs && retry_ok);
     if let Some((secs, changes)) = due.copied() {
         tracing::info!("{changes} changes in {secs} seconds. Saving...");
-        if let Err(e) = bgsave_start(store, server) {
-            server.persist.last_bgsave_ok = false;
+        if let Err(e) = bgsave_start(store, p) {
+            p.state.last_bgsave_ok = false;
             tracing::warn!("{e}");
         }
     }
@@ -281,8 +294,8 @@ pub fn check_save_rules(store: &Store, server: &mut ServerState) {
 
 /// Loads `dir`/`dbfilename` into an empty store at start-up. A missing file
 /// is not an error; a damaged one is, with the file, offset and reason.
-pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Result<()> {
-    let path = rdb_path(&server.config);
+pub fn load_on_start(store: &mut Store, p: &mut Persistence<'_>) -> std::io::Result<()> {
+    let path = rdb_path(p.config);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -294,14 +307,14 @@ pub fn load_on_start(store: &mut Store, server: &mut ServerState) -> std::io::Re
         }
     };
     let started = Instant::now();
-    let report = load_file(&data, store, &server.config).map_err(|e| {
+    let report = load_file(&data, store, p.config).map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("bad RDB file {} {e}; refusing to start", path.display()),
         )
     })?;
-    server.persist.last_load_keys_loaded = report.keys_loaded;
-    server.persist.last_load_keys_expired = report.keys_expired;
+    p.state.last_load_keys_loaded = report.keys_loaded;
+    p.state.last_load_keys_expired = report.keys_expired;
     if report.functions_skipped > 0 {
         tracing::warn!(
             "{} function libraries in {} were not loaded (functions are not supported)",
@@ -356,23 +369,71 @@ mod tests {
 
     #[test]
     fn saves_reset_the_change_counter() {
-        let dir = std::env::temp_dir().join(format!("ferrokv-info-{}", std::process::id()));
+        let mut bed = TestBed::new("info", 0);
+        bed.store
+            .set(0, b"k", Value::string(b"v"), crate::store::Ttl::None);
+        assert_eq!(bed.store.stats.dirty, 1);
+        assert_eq!(bed.state.saves, 0);
+        let (store, mut p) = bed.split();
+        save_now(store, &mut p).expect("saves");
+        assert_eq!(bed.store.stats.dirty, 0);
+        assert_eq!(bed.state.saves, 1);
+        assert!(bed.state.last_bgsave_ok);
+    }
+}
+
+/// A keyspace with what persistence works on, in a directory of its own,
+/// for the unit tests here and in `bgsave.rs`.
+#[cfg(test)]
+pub(crate) struct TestBed {
+    pub store: Store,
+    pub config: Config,
+    pub state: PersistState,
+    pub aof: aof::Aof,
+    pub dir: PathBuf,
+}
+
+#[cfg(test)]
+impl TestBed {
+    /// `keys` string keys `k0`, `k1`... in database 0.
+    pub fn new(name: &str, keys: usize) -> TestBed {
+        let dir = std::env::temp_dir().join(format!("ferrokv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         let config = Config {
             dir: dir.display().to_string(),
             ..Config::default()
         };
-        let shared = std::sync::Arc::new(crate::net::link::Shared::default());
-        let mut ex = crate::exec::Executor::new(config, shared, 0);
-        ex.store.set_now(clock::now_ms());
-        ex.store
-            .set(0, b"k", Value::string(b"v"), crate::store::Ttl::None);
-        assert_eq!(ex.store.stats.dirty, 1);
-        assert_eq!(ex.server.persist.saves, 0);
-        save_now(&mut ex.store, &mut ex.server).expect("saves");
-        assert_eq!(ex.store.stats.dirty, 0);
-        assert_eq!(ex.server.persist.saves, 1);
-        assert!(ex.server.persist.last_bgsave_ok);
-        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = Store::new(16);
+        store.set_now(clock::now_ms());
+        for i in 0..keys {
+            let k = format!("k{i}");
+            let v = crate::store::value::Value::string(k.as_bytes());
+            store.set(0, k.as_bytes(), v, crate::store::Ttl::None);
+        }
+        TestBed {
+            store,
+            config,
+            state: PersistState::default(),
+            aof: aof::Aof::default(),
+            dir,
+        }
+    }
+
+    /// The keyspace and the persistence view, borrowed apart.
+    pub fn split(&mut self) -> (&mut Store, Persistence<'_>) {
+        let p = Persistence {
+            config: &self.config,
+            state: &mut self.state,
+            aof: &mut self.aof,
+        };
+        (&mut self.store, p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for TestBed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::multi::MultiState;
 use crate::net::link::{ConnTx, OutQueue};
+use crate::util::clock;
 
 /// What CLIENT REPLY set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +109,15 @@ impl Client {
             multi: None,
             outq: Arc::new(OutQueue::default()),
         }
+    }
+
+    /// A client with no connection (Redis's fake clients: the scripts'
+    /// client, the AOF loader): authenticated, its messages go nowhere.
+    pub fn internal() -> Self {
+        let addr = SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0);
+        let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::now_ms());
+        c.authenticated = true;
+        c
     }
 
     /// Commands queued when the client is in MULTI (CLIENT LIST `multi=`,

@@ -63,8 +63,6 @@ pub struct ServerState {
     pub started_unix: u64,
     /// A random 40-hex-character run id.
     pub run_id: String,
-    /// Unix time of the last successful save.
-    pub last_save: u64,
     /// Set by SHUTDOWN: the executor stops after the current batch.
     pub shutdown: bool,
     /// Set once the shutdown's save question is settled (SHUTDOWN saved or
@@ -133,7 +131,6 @@ impl ServerState {
             started: Instant::now(),
             started_unix: now / 1000,
             run_id,
-            last_save: now / 1000,
             shutdown: false,
             shutdown_save_done: false,
             pause: pause::Pause::default(),
@@ -153,6 +150,15 @@ impl ServerState {
             running_script: None,
             script_client: None,
             serve_while_busy: |_, _| {},
+        }
+    }
+
+    /// What persistence works on: the configuration, its state and the AOF.
+    pub fn persistence(&mut self) -> crate::persist::Persistence<'_> {
+        crate::persist::Persistence {
+            config: &self.config,
+            state: &mut self.persist,
+            aof: &mut self.aof,
         }
     }
 

@@ -3,16 +3,12 @@
 //! [`Host`] over the server state, so `redis.call` runs through the one
 //! command path as the scripts' own client.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-
 use super::call::{call, Caller, Outcome};
 use super::client::Client;
 use super::ServerState;
-use crate::net::link::ConnTx;
 use crate::net::request::Argv;
 use crate::script::Host;
 use crate::store::Store;
-use crate::util::clock;
 
 /// The host of one script run.
 pub struct ScriptHost<'a> {
@@ -40,12 +36,10 @@ impl Host for ScriptHost<'_> {
     }
 }
 
-/// The scripts' client (Redis's lua_client): never connected, its channel
-/// goes nowhere; blocking commands act non-blocking for it.
+/// The scripts' client (Redis's lua_client): blocking commands act
+/// non-blocking for it.
 pub fn script_client() -> Client {
-    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
-    let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::now_ms());
-    c.authenticated = true;
+    let mut c = Client::internal();
     c.deny_blocking = true;
     c
 }

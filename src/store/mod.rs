@@ -13,6 +13,7 @@ pub mod hash;
 pub mod hashed;
 pub mod intset;
 pub mod list;
+pub mod listpack;
 pub mod packed;
 pub mod set;
 pub mod stream;

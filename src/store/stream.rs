@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::persist::rdb::listpack::{entry_size, int_entry_size};
+use super::listpack::{entry_size, int_entry_size};
 
 /// A stream entry ID: milliseconds and sequence number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,6 +17,7 @@ mod functions;
 mod hash;
 mod incr;
 mod keys;
+mod layers;
 mod list;
 mod list_blocking;
 mod multi;

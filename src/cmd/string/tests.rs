@@ -5,43 +5,55 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::exec::Executor;
 use crate::net::link::Shared;
 use crate::net::request::OwnedArgv;
+use crate::server::call::{call, Caller};
 use crate::server::client::Client;
+use crate::server::ServerState;
+use crate::store::Store;
 
+/// A server model and keyspace driven through the one command path.
 struct Harness {
-    ex: Executor,
+    server: ServerState,
+    store: Store,
     client: Client,
 }
 
 impl Harness {
     fn new() -> Self {
-        let ex = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
-        let tx = crate::net::link::ConnTx::detached();
-        let addr = "127.0.0.1:1".parse().expect("literal address");
-        let mut client = Client::new(1, addr, addr, tx, 0);
-        client.authenticated = true;
-        Harness { ex, client }
+        let config = Config::default();
+        let store = Store::new(config.databases);
+        let server = ServerState::new(config, Arc::new(Shared::default()), 0, crate::cmd::FAMILIES);
+        Harness {
+            server,
+            store,
+            client: Client::internal(),
+        }
     }
 
     fn run(&mut self, line: &str) -> String {
         let argv = OwnedArgv::from_slices(line.split(' ').map(str::as_bytes));
         let mut out = Vec::new();
-        self.ex.call(&mut self.client, argv.argv(), &mut out);
+        let (server, store) = (&mut self.server, &mut self.store);
+        call(
+            server,
+            store,
+            &mut self.client,
+            argv.argv(),
+            &mut out,
+            Caller::Client,
+        );
         String::from_utf8_lossy(&out).into_owned()
     }
 
     fn encoding(&self, key: &str) -> &'static str {
-        self.ex
-            .store
+        self.store
             .peek(0, key.as_bytes())
             .map_or("none", |e| e.value.encoding())
     }
 
     fn expire_at(&self, key: &str) -> u64 {
-        self.ex
-            .store
+        self.store
             .peek(0, key.as_bytes())
             .map_or(0, |e| e.expire_at())
     }
@@ -170,14 +182,14 @@ fn wrong_type_replies() {
     ];
     for &(cmd, want, survives) in cases {
         let mut h = Harness::new();
-        h.ex.store.set(
+        h.store.set(
             0,
             b"l",
             crate::store::value::Value::List(Box::default()),
             crate::store::Ttl::None,
         );
         assert_eq!(h.run(cmd), want, "{cmd}");
-        let kind = h.ex.store.peek(0, b"l").map(|e| e.value.type_name());
+        let kind = h.store.peek(0, b"l").map(|e| e.value.type_name());
         let want_kind = if survives { "list" } else { "string" };
         assert_eq!(kind, Some(want_kind), "{cmd}");
     }

@@ -24,7 +24,7 @@ use super::{
 use crate::config::Config;
 use crate::persist::aof_load::{read_manifest, AofFile};
 use crate::persist::rdb::save::DbSource;
-use crate::server::ServerState;
+use crate::persist::Persistence;
 use crate::store::value::Value;
 use crate::store::Store;
 use crate::util::num;
@@ -60,17 +60,17 @@ pub enum BgStart {
 }
 
 /// BGREWRITEAOF (`bgrewriteaofCommand`).
-pub fn bgrewriteaof(store: &Store, server: &mut ServerState) -> BgStart {
-    if server.aof.rewrite.is_some() {
+pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>) -> BgStart {
+    if p.aof.rewrite.is_some() {
         return BgStart::InProgress;
     }
     // A manual rewrite is never held back by earlier failures.
-    server.aof.rewrite_failures = 0;
-    if server.persist.bgsave.is_some() {
-        server.aof.rewrite_scheduled = true;
+    p.aof.rewrite_failures = 0;
+    if p.state.bgsave.is_some() {
+        p.aof.rewrite_scheduled = true;
         return BgStart::Scheduled;
     }
-    match start(store, server) {
+    match start(store, p) {
         Ok(()) => BgStart::Started,
         Err(e) => {
             tracing::warn!("{e}");
@@ -80,9 +80,9 @@ pub fn bgrewriteaof(store: &Store, server: &mut ServerState) -> BgStart {
 }
 
 /// Starts a background rewrite; the caller checks no child runs.
-fn start(store: &Store, server: &mut ServerState) -> Result<(), String> {
-    let config = &server.config;
-    let aof = &mut server.aof;
+fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
+    let config = p.config;
+    let aof = &mut p.aof;
     aof.rewrite_scheduled = false;
     let dir = aof_dir(config);
     std::fs::create_dir_all(&dir)
@@ -232,30 +232,27 @@ pub(super) fn cancel(aof: &mut Aof) {
 /// and starts one on growth (`auto-aof-rewrite-percentage` over the size
 /// after the last rewrite, at least `auto-aof-rewrite-min-size`), as
 /// serverCron does.
-pub fn auto_rewrite(store: &Store, server: &mut ServerState) {
-    poll(server);
-    if server.aof.rewrite.is_some() || server.persist.bgsave.is_some() {
+pub fn auto_rewrite(store: &Store, p: &mut Persistence<'_>) {
+    poll(p);
+    if p.aof.rewrite.is_some() || p.state.bgsave.is_some() {
         return;
     }
-    if server.aof.rewrite_scheduled {
-        if let Err(e) = start(store, server) {
+    if p.aof.rewrite_scheduled {
+        if let Err(e) = start(store, p) {
             tracing::warn!("{e}");
         }
         return;
     }
-    let aof = &server.aof;
+    let aof = &p.aof;
     if !aof.on || backing_off(aof) {
         return;
     }
-    let pct = server
-        .config
-        .get_i64("auto-aof-rewrite-percentage")
-        .unwrap_or(0);
+    let pct = p.config.get_i64("auto-aof-rewrite-percentage").unwrap_or(0);
     if pct <= 0 {
         return;
     }
-    let min = num::parse_memory(server.config.get("auto-aof-rewrite-min-size").as_bytes())
-        .unwrap_or(64 << 20);
+    let min =
+        num::parse_memory(p.config.get("auto-aof-rewrite-min-size").as_bytes()).unwrap_or(64 << 20);
     let size = aof.base_size + aof.incr_size;
     let base = aof.base_size.max(1);
     if size < min || size.saturating_sub(base) * 100 / base < pct as u64 {
@@ -265,7 +262,7 @@ pub fn auto_rewrite(store: &Store, server: &mut ServerState) {
         "Starting automatic rewriting of AOF on {}% growth",
         size.saturating_sub(base) * 100 / base
     );
-    if let Err(e) = start(store, server) {
+    if let Err(e) = start(store, p) {
         tracing::warn!("{e}");
     }
 }
@@ -282,8 +279,8 @@ fn backing_off(aof: &Aof) -> bool {
 }
 
 /// Collects a finished child (`backgroundRewriteDoneHandler`).
-fn poll(server: &mut ServerState) {
-    let Some(rw) = server.aof.rewrite.as_mut() else {
+fn poll(p: &mut Persistence<'_>) {
+    let Some(rw) = p.aof.rewrite.as_mut() else {
         return;
     };
     let ok = match rw.done.try_recv() {
@@ -291,16 +288,16 @@ fn poll(server: &mut ServerState) {
         Err(TryRecvError::Empty) => return,
         Err(TryRecvError::Disconnected) => false,
     };
-    let Some(mut rw) = server.aof.rewrite.take() else {
+    let Some(mut rw) = p.aof.rewrite.take() else {
         return;
     };
     if let Some(t) = rw.thread.take() {
         let _ = t.join();
     }
-    let aof = &mut server.aof;
+    let aof = &mut p.aof;
     aof.last_rewrite_sec = rw.started.elapsed().as_secs() as i64;
     let result = if ok {
-        install(aof, &server.config, &rw.tmp)
+        install(aof, p.config, &rw.tmp)
     } else {
         Err("the rewriting child failed".to_string())
     };

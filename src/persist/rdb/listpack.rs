@@ -2,6 +2,7 @@
 //! only) blobs that RDB stores list nodes in. Decoding never trusts the
 //! blob: every length is checked against what is left.
 
+use crate::store::listpack::backlen_size;
 use crate::util::num;
 
 /// Largest listpack node Redis 7.0 builds with `list-max-listpack-size -2`.
@@ -13,17 +14,6 @@ pub const PLAIN_THRESHOLD: usize = 1 << 30;
 
 const HEADER: usize = 6;
 const EOF: u8 = 0xFF;
-
-/// Bytes needed to store the back-length `l`.
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
-}
 
 fn push_backlen(out: &mut Vec<u8>, l: usize) {
     match backlen_size(l) {
@@ -48,38 +38,6 @@ fn push_backlen(out: &mut Vec<u8>, l: usize) {
             (l & 127) as u8 | 128,
         ]),
     }
-}
-
-/// Bytes one integer element takes in a listpack (encoding and
-/// back-length), as `lpAppendInteger` would store it.
-pub fn int_entry_size(v: i64) -> usize {
-    let enc = match v {
-        0..=127 => 1,
-        -4096..=4095 => 2,
-        -32768..=32767 => 3,
-        -8388608..=8388607 => 4,
-        -2147483648..=2147483647 => 5,
-        _ => 9,
-    };
-    enc + backlen_size(enc)
-}
-
-/// Bytes [`push_entry`] would append for `item`.
-pub fn entry_size(item: &[u8]) -> usize {
-    if item.len() <= 20 {
-        if let Some(v) = num::parse_i64(item) {
-            return int_entry_size(v);
-        }
-    }
-    let n = item.len();
-    let enc = if n < 64 {
-        1 + n
-    } else if n < 4096 {
-        2 + n
-    } else {
-        5 + n
-    };
-    enc + backlen_size(enc)
 }
 
 /// Appends one element's entry (encoding, data, back-length), choosing the

@@ -1,5 +1,6 @@
-//! Inline commands (`PING\r\n`, what telnet and `redis-cli` in some modes
-//! send), split with Redis's `sdssplitargs` quoting rules.
+//! Redis's `sdssplitargs`: a line split into arguments with its quoting
+//! rules, for inline commands (`PING\r\n`, what telnet and `redis-cli` in
+//! some modes send) and redis.conf lines.
 
 /// Why a line could not be split.
 #[derive(Debug, PartialEq, Eq)]
