@@ -94,21 +94,51 @@ impl Server {
         Self::start_with_file(config, None)
     }
 
+    /// As [`Server::start`], with the server's time read from `clock`, a
+    /// [`ManualClock`](util::clock::ManualClock) the caller moves: TTLs,
+    /// expiry and blocking timeouts follow it (the expiry cycle still runs
+    /// `hz` times a second of real time).
+    pub fn start_with_clock(
+        config: Config,
+        clock: util::clock::ManualClock,
+    ) -> std::io::Result<Server> {
+        Self::start_inner(config, None, Some(clock))
+    }
+
     /// As [`Server::start`], remembering the config file path for INFO.
     pub fn start_with_file(config: Config, config_file: Option<String>) -> std::io::Result<Server> {
+        Self::start_inner(config, config_file, None)
+    }
+
+    fn start_inner(
+        config: Config,
+        config_file: Option<String>,
+        clock: Option<util::clock::ManualClock>,
+    ) -> std::io::Result<Server> {
         tune_allocator();
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("ferrokv".into())
             .stack_size(EXEC_STACK)
-            .spawn(move || match prepare(config, config_file) {
-                Ok((executor, net, handle)) => {
-                    let addrs = net.local_addrs();
-                    let _ = tx.send(Ok((addrs, handle)));
-                    executor.run(Rc::new(RefCell::new(net)));
+            .spawn(move || {
+                if let Some(clock) = &clock {
+                    util::clock::install(Some(clock.clone()));
                 }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
+                match prepare(config, config_file) {
+                    Ok((executor, net, handle)) => {
+                        if let Some(clock) = clock {
+                            let waker = net.waker();
+                            clock.on_move(Box::new(move || {
+                                let _ = waker.wake();
+                            }));
+                        }
+                        let addrs = net.local_addrs();
+                        let _ = tx.send(Ok((addrs, handle)));
+                        executor.run(Rc::new(RefCell::new(net)));
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
                 }
             })?;
         let (addrs, handle) = rx

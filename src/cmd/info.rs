@@ -162,9 +162,7 @@ fn uname() -> String {
 
 fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let s = &*ctx.server;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now_us = crate::util::clock::now_us();
     let uptime = s.started.elapsed().as_secs();
     f.kv("redis_version", crate::REDIS_VERSION);
     f.kv("redis_git_sha1", "00000000");
@@ -181,12 +179,12 @@ fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("process_supervised", "no");
     f.kv("run_id", &s.run_id);
     f.kv("tcp_port", s.port);
-    f.kv("server_time_usec", now.as_micros());
+    f.kv("server_time_usec", now_us);
     f.kv("uptime_in_seconds", uptime);
     f.kv("uptime_in_days", uptime / 86400);
     f.kv("hz", s.config.hz);
     f.kv("configured_hz", s.config.hz);
-    f.kv("lru_clock", now.as_secs() & ((1 << 24) - 1));
+    f.kv("lru_clock", (now_us / 1_000_000) & ((1 << 24) - 1));
     f.kv("executable", &s.executable);
     f.kv("config_file", s.config_file.as_deref().unwrap_or(""));
     f.kv("io_threads_active", 0);

@@ -74,12 +74,10 @@ fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn time(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now_us = crate::util::clock::now_us();
     ctx.reply.array(2);
-    ctx.reply.bulk_i64(now.as_secs() as i64);
-    ctx.reply.bulk_i64(i64::from(now.subsec_micros()));
+    ctx.reply.bulk_i64((now_us / 1_000_000) as i64);
+    ctx.reply.bulk_i64((now_us % 1_000_000) as i64);
     Ok(())
 }
 

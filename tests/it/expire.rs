@@ -242,11 +242,14 @@ fn load(port: u16, n: usize, px: u64, value_len: usize) {
 
 #[test]
 fn active_expiry_reclaims_keys_nobody_reads() {
-    let server = start();
+    let (server, clock) = start_with_clock(|_| {});
     let n = 100_000;
     load(server.port, n, 100, 10);
-    let loaded_at = Instant::now();
     let mut c = server.raw();
+    // Nothing expires while the clock stands, however long loading took.
+    assert_eq!(c.cmd_str(&["DBSIZE"]), b":100000\r\n");
+    clock.advance(Duration::from_millis(100));
+    let loaded_at = Instant::now();
     assert!(
         wait_until(Duration::from_secs(2), || c.cmd_str(&["DBSIZE"])
             == b":0\r\n"),
@@ -258,7 +261,7 @@ fn active_expiry_reclaims_keys_nobody_reads() {
 
 #[test]
 fn active_expiry_spares_persistent_and_future_keys() {
-    let server = start();
+    let (server, clock) = start_with_clock(|_| {});
     let mut c = server.raw();
     for i in 0..500 {
         c.cmd_str(&["SET", &format!("p{i}"), "v"]);
@@ -268,6 +271,7 @@ fn active_expiry_spares_persistent_and_future_keys() {
         c.cmd_str(&["SELECT", db]);
         load_here(&mut c, 1500);
     }
+    clock.advance(Duration::from_millis(20));
     c.cmd_str(&["SELECT", "0"]);
     assert!(wait_until(Duration::from_secs(2), || {
         c.cmd_str(&["DBSIZE"]) == b":1000\r\n"

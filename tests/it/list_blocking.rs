@@ -469,3 +469,31 @@ fn eval_scenario_on_redis() {
     let redis = spawn_redis();
     eval_scenario(redis.port);
 }
+
+/// A blocking pop's timeout follows the server's clock: a 10-second BLPOP
+/// times out as soon as a manual clock moves past it, and not before.
+#[test]
+fn blocking_timeouts_follow_a_manual_clock() {
+    let (server, clock) = start_with_clock(|_| {});
+    let mut waiter = server.raw();
+    let mut probe = server.raw();
+    block(&mut waiter, &["BLPOP", "k", "10"]);
+    assert!(wait_until(Duration::from_secs(5), || {
+        String::from_utf8_lossy(&probe.cmd_str(&["INFO", "clients"]))
+            .contains("blocked_clients:1\r\n")
+    }));
+    clock.advance(Duration::from_millis(9_999));
+    // Still blocked: the next command on another connection sees it so.
+    assert!(
+        String::from_utf8_lossy(&probe.cmd_str(&["INFO", "clients"]))
+            .contains("blocked_clients:1\r\n")
+    );
+    let started = Instant::now();
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(waiter.read_reply(), b"*-1\r\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}

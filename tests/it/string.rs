@@ -507,7 +507,7 @@ fn resp3_replies() {
 
 #[test]
 fn in_place_writes_keep_the_ttl() {
-    let server = start();
+    let (server, clock) = start_with_clock(|_| {});
     let mut raw = server.raw();
     // Each write below must keep the 150 ms TTL, so every key expires.
     let writes: [&[&str]; 6] = [
@@ -531,8 +531,14 @@ fn in_place_writes_keep_the_ttl() {
     // GETEX EX sets a TTL on a persistent key too.
     assert_eq!(raw.cmd_str(&["SET", "k6", "v"]), b"+OK\r\n");
     assert_eq!(raw.cmd_str(&["GETEX", "k6", "PX", "150"]), b"$1\r\nv\r\n");
-    let all_gone = wait_until(std::time::Duration::from_secs(3), || {
-        (0..7).all(|i| raw.cmd_str(&["EXISTS", &format!("k{i}")]) == b":0\r\n")
-    });
-    assert!(all_gone, "every key expired with its original TTL");
+    clock.advance(std::time::Duration::from_millis(149));
+    for i in 0..7 {
+        let key = format!("k{i}");
+        assert_eq!(raw.cmd_str(&["PTTL", &key]), b":1\r\n", "{key}");
+    }
+    clock.advance(std::time::Duration::from_millis(1));
+    for i in 0..7 {
+        let key = format!("k{i}");
+        assert_eq!(raw.cmd_str(&["EXISTS", &key]), b":0\r\n", "{key}");
+    }
 }

@@ -29,12 +29,7 @@ impl Drop for Ferrokv {
 /// Starts ferrokv on a free loopback port with `tweak` applied to the
 /// default config.
 pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
-    let mut config = Config::default();
-    config.port = 0;
-    config.bind = vec!["127.0.0.1".into()];
-    // As spawn_redis passes `--save ""`: no automatic snapshots, and a
-    // directory of its own so no stray dump.rdb is loaded.
-    config.save.clear();
+    let mut config = test_config();
     let dir = unique_temp_path("ferrokv-it");
     config.dir = dir.display().to_string();
     tweak(&mut config);
@@ -46,6 +41,36 @@ pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
         server: Some(server),
         dir,
     }
+}
+
+/// Starts ferrokv as [`start_with`] does, its time read from a manual
+/// clock the test moves (returned with it).
+pub fn start_with_clock(
+    tweak: impl FnOnce(&mut Config),
+) -> (Ferrokv, ferrokv::util::clock::ManualClock) {
+    let clock = ferrokv::util::clock::ManualClock::new();
+    let mut config = test_config();
+    let dir = unique_temp_path("ferrokv-it");
+    config.dir = dir.display().to_string();
+    tweak(&mut config);
+    let server = ferrokv::Server::start_with_clock(config, clock.clone()).expect("ferrokv starts");
+    let f = Ferrokv {
+        port: server.port(),
+        server: Some(server),
+        dir,
+    };
+    (f, clock)
+}
+
+/// The configuration every in-process test server starts from.
+fn test_config() -> Config {
+    let mut config = Config::default();
+    config.port = 0;
+    config.bind = vec!["127.0.0.1".into()];
+    // As spawn_redis passes `--save ""`: no automatic snapshots, and a
+    // directory of its own so no stray dump.rdb is loaded.
+    config.save.clear();
+    config
 }
 
 /// A path under the system temp dir that no other test uses (not created).
