@@ -29,12 +29,10 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("client|unpause", unpause),
 ];
 
-/// CLIENT HELP, as Redis 7.0 prints it (it lists every subcommand Redis
-/// has).
+/// CLIENT HELP: Redis 7.0's lines for the subcommands ferrokv implements
+/// (CACHING and TRACKING are left out until client-side caching exists).
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CACHING (YES|NO)",
-    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETREDIR",
     "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
@@ -71,9 +69,6 @@ const HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
-    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-    "         [OPTIN] [OPTOUT] [NOLOOP]",
-    "    Control server assisted client side caching.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
