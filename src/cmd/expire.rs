@@ -101,9 +101,19 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, relative: bool, seconds: bo
     }
     if when <= ctx.store.now() as i64 {
         ctx.store.remove(db, key);
+        ctx.propagate_as(&[b"DEL", key]);
         super::pubsub::notify(ctx, b'g', "del", key);
     } else {
         ctx.store.set_expire(db, key, when as u64);
+        // Replayed later, a relative time would mean another instant: it
+        // goes as PEXPIREAT with the same conditions, as in Redis.
+        if !is(argv.get(0), "pexpireat") && ctx.propagating() {
+            let mut buf = crate::util::num::itoa_buf();
+            let mut args: Vec<&[u8]> = vec![b"PEXPIREAT", key];
+            args.push(crate::util::num::fmt_i64(when, &mut buf));
+            args.extend(argv.iter_from(3));
+            ctx.propagate_as(&args);
+        }
         super::pubsub::notify(ctx, b'g', "expire", key);
     }
     ctx.reply.int(1);

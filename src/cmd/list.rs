@@ -537,9 +537,13 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
         let key = argv.get(i);
         match list_mut(ctx.store, db, key)? {
             Some(l) if !l.is_empty() => {
+                let n = a.count.min(l.len());
                 ctx.reply.array(2);
                 ctx.reply.bulk(key);
                 pop_range_reply(l, a.end, a.count, &mut ctx.reply);
+                // (B)LMPOP reaches the AOF as the pop it made.
+                let pop: &[u8] = if a.end == End::Left { b"LPOP" } else { b"RPOP" };
+                propagate_counted(ctx, pop, key, n);
                 after_removal(ctx.store, db, key);
                 super::pubsub::notify_removed(
                     ctx,
@@ -553,6 +557,14 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
         }
     }
     Ok(false)
+}
+
+/// Propagates `<cmd> key n`: a multi-pop as the plain pop of the `n`
+/// elements it took.
+pub(super) fn propagate_counted(ctx: &mut Ctx<'_>, cmd: &[u8], key: &[u8], n: usize) {
+    let mut buf = crate::util::num::itoa_buf();
+    let n = crate::util::num::fmt_i64(n as i64, &mut buf);
+    ctx.propagate_as(&[cmd, key, n]);
 }
 
 fn lmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {

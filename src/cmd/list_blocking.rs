@@ -75,6 +75,9 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
                 ctx.reply.bulk(v);
                 l.drop_end(end);
                 after_removal(ctx.store, db, key);
+                // Replayed as the pop it was, never as a blocking command.
+                let pop: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
+                ctx.propagate_as(&[pop, key]);
                 super::pubsub::notify_removed(ctx, b'l', pop_event(end), key);
                 return Ok(());
             }
@@ -108,7 +111,22 @@ fn blmove_generic(
 ) -> CmdResult {
     let db = ctx.db();
     if list_mut(ctx.store, db, argv.get(1))?.is_some() {
-        return lmove_generic(ctx, argv, from, to);
+        lmove_generic(ctx, argv, from, to)?;
+        // Replayed as LMOVE or RPOPLPUSH, never as a blocking command.
+        let (src, dst) = (argv.get(1), argv.get(2));
+        if is(argv.get(0), "brpoplpush") {
+            ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
+        } else {
+            let word = |e: End| -> &'static [u8] {
+                if e == End::Left {
+                    b"LEFT"
+                } else {
+                    b"RIGHT"
+                }
+            };
+            ctx.propagate_as(&[b"LMOVE", src, dst, word(from), word(to)]);
+        }
+        return Ok(());
     }
     if ctx.client.deny_blocking {
         ctx.reply.null();

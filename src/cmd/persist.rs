@@ -157,6 +157,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if ttl > 0 && ttl as u64 <= now {
         // Already expired: the key is only deleted (when REPLACE found one).
         if replace && ctx.store.remove(db, key).is_some() {
+            ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }
         ctx.reply.ok();
@@ -168,6 +169,14 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         Ttl::None
     };
     ctx.store.set(db, key, value, at);
+    if ttl > 0 && !absttl && ctx.propagating() {
+        // The TTL reaches the AOF as the absolute time it became.
+        let mut args: Vec<&[u8]> = argv.iter_from(0).collect();
+        let mut buf = crate::util::num::itoa_buf();
+        args[2] = crate::util::num::fmt_i64(ttl, &mut buf);
+        args.push(b"ABSTTL");
+        ctx.propagate_as(&args);
+    }
     if let Some(idle) = idle {
         let lru = (now / 1000).saturating_sub(idle as u64);
         if let Some(e) = ctx.store.get(db, key) {

@@ -147,6 +147,8 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             if let Some(m) = &m {
                 s.remove(m);
                 ctx.reply.bulk(m);
+                // The random choice reaches the AOF as made.
+                ctx.propagate_as(&[b"SREM", key, m]);
             } else {
                 ctx.reply.null();
             }
@@ -162,6 +164,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 bulk_member(&mut ctx.reply, m);
             }
             ctx.store.remove(db, key);
+            ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify_removed(ctx, b's', "spop", key);
             return Ok(());
         }
@@ -172,6 +175,16 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 s.remove(m);
                 ctx.reply.bulk(m);
             }
+            // As SREMs of the members popped, 1024 a command (Redis's
+            // SPOP_MOVE batches).
+            if ctx.propagating() {
+                for batch in picked.chunks(1024) {
+                    let mut args: Vec<&[u8]> = vec![b"SREM", key];
+                    args.extend(batch.iter().map(Vec::as_slice));
+                    ctx.also_propagate(&args);
+                }
+            }
+            ctx.prevent_propagation();
         }
     }
     finish_write(ctx.store, db, key, true);

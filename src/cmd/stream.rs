@@ -379,12 +379,48 @@ fn xadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     let mut buf = [0u8; 41];
     ctx.reply.bulk(id.fmt(&mut buf));
+    let generated = !a.id.as_ref().is_some_and(|p| p.seq_given);
+    propagate_stream_write(ctx, argv, &a, generated.then_some(id));
     ctx.store.signal_modified(db, key);
     notify(ctx, b't', "xadd", key);
     if trimmed > 0 {
         notify(ctx, b't', "xtrim", key);
     }
     Ok(())
+}
+
+/// XADD/XTRIM as they reach the AOF (Redis's streamRewrite*): `id`, the
+/// ID XADD generated, in place of `*` or `<ms>-*`, and an approximate trim
+/// (`~`, which depends on the node layout) as the exact trim it amounted
+/// to, its LIMIT dropped.
+fn propagate_stream_write(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &TrimArgs, id: Option<StreamId>) {
+    if !ctx.propagating() || (id.is_none() && !a.approx) {
+        return;
+    }
+    let mut args: Vec<Vec<u8>> = argv.iter_from(0).map(<[u8]>::to_vec).collect();
+    if let Some(id) = id {
+        let mut buf = [0u8; 41];
+        args[a.id_at] = id.fmt(&mut buf).to_vec();
+    }
+    if a.approx {
+        let exact = match ctx.store.peek(ctx.db(), argv.get(1)).map(|e| &e.value) {
+            Some(Value::Stream(s)) => match a.trim {
+                Some(Trim::MaxLen(_)) => s.len().to_string().into_bytes(),
+                _ => {
+                    let mut buf = [0u8; 41];
+                    s.first_id().fmt(&mut buf).to_vec()
+                }
+            },
+            _ => args[a.threshold_at].clone(),
+        };
+        args[a.threshold_at - 1] = b"=".to_vec();
+        args[a.threshold_at] = exact;
+        if let Some(l) = (2..args.len().min(a.id_at)).find(|&i| is(&args[i], "limit")) {
+            args.drain(l..l + 2);
+        }
+    }
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    ctx.propagate_as(&refs);
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
@@ -400,6 +436,7 @@ fn xtrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::Syntax);
     };
     let deleted = s.trim(how, a.approx, a.limit);
+    propagate_stream_write(ctx, argv, &a, None);
     if deleted > 0 {
         notify(ctx, b't', "xtrim", key);
         ctx.store.signal_modified(db, key);

@@ -13,6 +13,7 @@ use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::store::value::Value;
 use crate::store::Ttl;
+use crate::util::num;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -227,6 +228,15 @@ fn set_generic(
         None => Ttl::None,
     };
     ctx.store.set(db, key, Value::string(val), ttl);
+    // A relative expiry reaches the AOF as an absolute one (Redis 7.0
+    // rewrites SET, SETEX and PSETEX to SET key value PXAT ms).
+    if let Some(at) = expire_at {
+        if !matches!(opts.expire, Some((ExpireUnit::PxAt, _))) {
+            let mut buf = num::itoa_buf();
+            let at = num::fmt_i64(at as i64, &mut buf);
+            ctx.propagate_as(&[b"SET", key, val, b"PXAT", at]);
+        }
+    }
     super::pubsub::notify(ctx, b'$', "set", key);
     if expire_at.is_some() {
         super::pubsub::notify(ctx, b'g', "expire", key);
@@ -311,14 +321,19 @@ fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     match at {
         Some(at) if absolute && at <= now => {
             ctx.store.remove(db, key);
+            ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }
         Some(at) => {
             ctx.store.set_expire(db, key, at);
+            let mut buf = num::itoa_buf();
+            let at = num::fmt_i64(at as i64, &mut buf);
+            ctx.propagate_as(&[b"PEXPIREAT", key, at]);
             super::pubsub::notify(ctx, b'g', "expire", key);
         }
         None if opts.persist && had_ttl => {
             ctx.store.set_expire(db, key, 0);
+            ctx.propagate_as(&[b"PERSIST", key]);
             super::pubsub::notify(ctx, b'g', "persist", key);
         }
         None => {}

@@ -94,6 +94,15 @@ pub fn serve_blocked(
     Ok(())
 }
 
+/// ZPOPMIN or ZPOPMAX: what a blocking or multi-key pop replays as.
+pub(super) fn pop_name(max: bool) -> &'static [u8] {
+    if max {
+        b"ZPOPMAX"
+    } else {
+        b"ZPOPMIN"
+    }
+}
+
 /// Keyspace events of a pop (clients served later are not announced).
 fn notify_pop(ctx: &mut Ctx<'_>, key: &[u8], max: bool) {
     let event = if max { "zpopmax" } else { "zpopmin" };
@@ -110,6 +119,7 @@ fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
         if let Some(popped) = pop(ctx.store, db, key, max, 1)? {
             notify_pop(ctx, key, max);
             reply_one(&mut ctx.reply, key, &popped);
+            ctx.propagate_as(&[pop_name(max), key]);
             return Ok(());
         }
     }
@@ -140,6 +150,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if let Some(popped) = pop(ctx.store, db, key, max, count)? {
             notify_pop(ctx, key, max);
             reply_many(&mut ctx.reply, key, &popped);
+            super::list::propagate_counted(ctx, pop_name(max), key, popped.len());
             return Ok(());
         }
     }

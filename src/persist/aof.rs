@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use super::aof_load::{AofFile, Manifest};
 use crate::config::Config;
-use crate::net::request::Argv;
+use crate::net::request::{Argv, OwnedArgv};
 use crate::store::Store;
 
 mod rewrite;
@@ -68,9 +68,6 @@ pub struct Aof {
     file: Option<File>,
     /// The database the file's commands apply to now (None: SELECT first).
     db: Option<usize>,
-    /// Nesting of command calls: EXEC and scripts run commands at depth 2.
-    pub depth: u32,
-    multi_open: bool,
     fsync: Fsync,
     last_fsync: Instant,
     syncing: Arc<AtomicBool>,
@@ -107,8 +104,6 @@ impl Default for Aof {
             buf: Vec::new(),
             file: None,
             db: None,
-            depth: 0,
-            multi_open: false,
             fsync: Fsync::EverySec,
             last_fsync: Instant::now(),
             syncing: Arc::new(AtomicBool::new(false)),
@@ -152,6 +147,20 @@ fn incr_name(config: &Config, seq: u64) -> String {
     format!("{}.{seq}.incr.aof", config.appendfilename)
 }
 
+/// Appends `argv` as a RESP array.
+fn encode_argv(out: &mut Vec<u8>, argv: Argv<'_>) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv.iter_from(0) {
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// Appends `args` as a RESP array.
 pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     out.push(b'*');
@@ -166,73 +175,27 @@ pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-/// Commands whose relative expiry is made absolute: after them the key's
-/// expiry time, if any, is appended as PEXPIREAT.
-const RELATIVE_TTL: &[&str] = &["set", "setex", "psetex", "getex", "restore"];
-
-/// Commands replaced by PEXPIREAT (or DEL when the key is gone).
-const EXPIRES: &[&str] = &["expire", "pexpire", "expireat", "pexpireat"];
-
 impl Aof {
-    /// Appends the effect of the command `name` (lowercase) just run in
-    /// database `db`. Called only when `on` and the command wrote. `reply`
-    /// is the command's reply (SPOP propagates the members it popped).
-    pub fn feed(&mut self, store: &Store, db: usize, name: &str, argv: Argv<'_>, reply: &[u8]) {
-        if self.depth > 1 && !self.multi_open {
-            // The first write of a transaction or script opens MULTI; it
-            // goes to the database of that write.
-            self.select(db);
+    /// Appends what the outermost command propagated (see
+    /// `server/propagate.rs`): each command in its database, several
+    /// wrapped in MULTI/EXEC so they replay atomically, as Redis's
+    /// propagatePendingCommands does.
+    pub fn feed(&mut self, ops: &[(usize, OwnedArgv)]) {
+        let Some((first_db, _)) = ops.first() else {
+            return;
+        };
+        let wrap = ops.len() > 1;
+        if wrap {
+            self.select(*first_db);
             encode(&mut self.buf, &[b"MULTI"]);
-            self.multi_open = true;
         }
-        self.select(db);
-        let key = argv.try_get(1).unwrap_or(b"");
-        if EXPIRES.contains(&name) {
-            match store.peek(db, key) {
-                Some(e) if e.expire_at() != 0 => {
-                    let at = e.expire_at().to_string();
-                    encode(&mut self.buf, &[b"PEXPIREAT", key, at.as_bytes()]);
-                }
-                Some(_) => {
-                    let args: Vec<&[u8]> = (0..argv.len()).map(|i| argv.get(i)).collect();
-                    encode(&mut self.buf, &args);
-                }
-                None => encode(&mut self.buf, &[b"DEL", key]),
-            }
-            return;
+        for (db, argv) in ops {
+            self.select(*db);
+            let argv = argv.argv();
+            encode_argv(&mut self.buf, argv);
         }
-        if name == "spop" {
-            // Random: replayed as the removal of the members popped.
-            let members = reply_bulks(reply);
-            if !members.is_empty() {
-                let mut args: Vec<&[u8]> = vec![b"SREM", key];
-                args.extend(members);
-                encode(&mut self.buf, &args);
-            }
-            return;
-        }
-        if name == "xadd" || name == "xtrim" {
-            let args = stream_args(store, db, name == "xadd", argv, reply);
-            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_ref()).collect();
-            encode(&mut self.buf, &refs);
-            return;
-        }
-        if name == "incrbyfloat" {
-            if let Some(v) = store.peek(db, key).and_then(|e| e.value.as_str()) {
-                let v = v.to_vec();
-                encode(&mut self.buf, &[b"SET", key, &v, b"KEEPTTL"]);
-                return;
-            }
-        }
-        let args: Vec<&[u8]> = (0..argv.len()).map(|i| argv.get(i)).collect();
-        encode(&mut self.buf, &args);
-        if RELATIVE_TTL.contains(&name) {
-            if let Some(e) = store.peek(db, key) {
-                if e.expire_at() != 0 {
-                    let at = e.expire_at().to_string();
-                    encode(&mut self.buf, &[b"PEXPIREAT", key, at.as_bytes()]);
-                }
-            }
+        if wrap {
+            encode(&mut self.buf, &[b"EXEC"]);
         }
     }
 
@@ -254,15 +217,6 @@ impl Aof {
             let n = db.to_string();
             encode(&mut self.buf, &[b"SELECT", n.as_bytes()]);
             self.db = Some(db);
-        }
-    }
-
-    /// Closes an open MULTI once the outermost command (EXEC, EVAL, FCALL)
-    /// returned.
-    pub fn end_call(&mut self) {
-        if self.depth == 0 && self.multi_open {
-            encode(&mut self.buf, &[b"EXEC"]);
-            self.multi_open = false;
         }
     }
 
@@ -459,112 +413,4 @@ fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
-}
-
-/// XADD/XTRIM as Redis propagates them: the ID XADD generated in place of
-/// `*` or `<ms>-*`, and an approximate trim (`~`, which depends on the node
-/// layout) rewritten as the exact trim it amounted to: `=` with the
-/// resulting length (MAXLEN) or first ID (MINID), LIMIT dropped
-/// (streamRewriteApproxSpecifier, streamRewriteTrimArgument).
-fn stream_args<'a>(
-    store: &Store,
-    db: usize,
-    xadd: bool,
-    argv: Argv<'a>,
-    reply: &[u8],
-) -> Vec<std::borrow::Cow<'a, [u8]>> {
-    use std::borrow::Cow;
-    let is = |a: &[u8], kw: &str| a.eq_ignore_ascii_case(kw.as_bytes());
-    let n = argv.len();
-    let mut args: Vec<Cow<'a, [u8]>> = (0..n).map(|i| Cow::Borrowed(argv.get(i))).collect();
-    let mut approx: Option<(usize, bool)> = None;
-    let mut limit_at = None;
-    let mut id_at = None;
-    let mut i = 2;
-    while i < n {
-        let opt = argv.get(i);
-        let more = n - 1 - i;
-        if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
-            let next = argv.get(i + 1);
-            let mut at = i + 1;
-            if more >= 2 && (next == b"~" || next == b"=") {
-                if next == b"~" {
-                    approx = Some((i + 1, is(opt, "maxlen")));
-                } else {
-                    approx = None;
-                }
-                at += 1;
-            }
-            i = at;
-        } else if is(opt, "limit") && more > 0 {
-            limit_at = Some(i);
-            i += 1;
-        } else if xadd && is(opt, "nomkstream") {
-        } else if xadd {
-            id_at = Some(i);
-            break;
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if let (Some(at), Some(id)) = (id_at, reply_bulks(reply).first()) {
-        args[at] = Cow::Owned(id.to_vec());
-    }
-    if let Some((tilde, maxlen)) = approx {
-        if let Some(crate::store::value::Value::Stream(s)) =
-            store.peek(db, argv.get(1)).map(|e| &e.value)
-        {
-            args[tilde] = Cow::Borrowed(b"=");
-            args[tilde + 1] = Cow::Owned(if maxlen {
-                s.len().to_string().into_bytes()
-            } else {
-                s.first_id().to_vec()
-            });
-        }
-        if let Some(l) = limit_at {
-            args.drain(l..l + 2);
-        }
-    }
-    args
-}
-
-/// The bulk strings of a reply that is one bulk string or an array (or
-/// RESP3 set) of them; empty for anything else.
-fn reply_bulks(reply: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let line = |p: usize| -> Option<(i64, usize)> {
-        let rel = reply.get(p..)?.iter().position(|&c| c == b'\r')?;
-        let n = std::str::from_utf8(reply.get(p + 1..p + rel)?)
-            .ok()?
-            .parse()
-            .ok()?;
-        Some((n, p + rel + 2))
-    };
-    let bulk = |p: usize| -> Option<(&[u8], usize)> {
-        if reply.get(p) != Some(&b'$') {
-            return None;
-        }
-        let (n, start) = line(p)?;
-        let end = start.checked_add(usize::try_from(n).ok()?)?;
-        Some((reply.get(start..end)?, end + 2))
-    };
-    match reply.first() {
-        Some(b'$') => {
-            if let Some((b, _)) = bulk(0) {
-                out.push(b);
-            }
-        }
-        Some(b'*' | b'~') => {
-            if let Some((n, mut p)) = line(0) {
-                for _ in 0..n.max(0) {
-                    let Some((b, next)) = bulk(p) else { break };
-                    out.push(b);
-                    p = next;
-                }
-            }
-        }
-        _ => {}
-    }
-    out
 }

@@ -288,18 +288,27 @@ fn invoke(
     let Some(handler) = server.table.commands[id].handler else {
         return Err(Error::WrongArity(server.table.commands[id].name.clone()));
     };
+    let depth = server.propagation.depth;
     // A top-level command started when call() read the clock; commands
     // inside EXEC or a script read it themselves.
-    let started_us = if server.aof.depth == 0 {
+    let started_us = if depth == 0 {
         server.call_started_us
     } else {
         clock::now_us()
     };
+    if depth == 0 {
+        server.propagation.on = server.aof.on;
+    }
+    let propagating = server.propagation.on;
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
-    let mark = out.len();
-    store.log_expired = server.aof.on;
-    server.aof.depth += 1;
+    store.log_expired = propagating;
+    let own = if propagating {
+        server.propagation.take_own()
+    } else {
+        (None, false)
+    };
+    server.propagation.depth += 1;
     let result = {
         let mut ctx = Ctx {
             store,
@@ -309,14 +318,19 @@ fn invoke(
         };
         handler(&mut ctx, argv)
     };
-    if server.aof.on {
+    server.propagation.depth -= 1;
+    if propagating {
+        // Keys found expired reach the AOF as DEL before what ran into them.
         server.aof.feed_expired(store);
-        let reply = out.get(mark..).unwrap_or_default();
-        propagate(store, server, client.db, id, argv, dirty, reply);
-    }
-    server.aof.depth -= 1;
-    if server.aof.on {
-        server.aof.end_call();
+        propagate(store, server, client.db, id, argv, dirty);
+        server.propagation.restore(own);
+        if depth == 0 {
+            let pending = std::mem::take(&mut server.propagation.pending);
+            server.aof.feed(&pending);
+            // Keep the allocation for the next command.
+            server.propagation.pending = pending;
+            server.propagation.pending.clear();
+        }
     }
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
@@ -329,8 +343,9 @@ fn invoke(
     result
 }
 
-/// Appends a command that wrote (it has the WRITE flag and changed the dirty
-/// counter, Redis's rule) to the AOF.
+/// Collects the command just run for the AOF when it changed the data set
+/// (it has the WRITE flag and moved the dirty counter, Redis's rule): as
+/// its handler rewrote it, or as called.
 fn propagate(
     store: &Store,
     server: &mut ServerState,
@@ -338,14 +353,17 @@ fn propagate(
     id: CommandId,
     argv: Argv<'_>,
     dirty_before: u64,
-    reply: &[u8],
 ) {
-    let cmd = &server.table.commands[id];
-    if store.stats.dirty == dirty_before || !cmd.has(flag::WRITE) {
+    let p = &mut server.propagation;
+    let rewritten = p.rewritten.take();
+    if std::mem::take(&mut p.prevented)
+        || store.stats.dirty == dirty_before
+        || !server.table.commands[id].has(flag::WRITE)
+    {
         return;
     }
-    // Subcommands are named "parent|sub"; only top-level names are rewritten.
-    server.aof.feed(store, db, &cmd.name, argv, reply);
+    let argv = rewritten.unwrap_or_else(|| argv.to_owned());
+    p.pending.push((db, argv));
 }
 
 /// Counts an error reply by its prefix (INFO errorstats).

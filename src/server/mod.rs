@@ -10,6 +10,7 @@ pub mod call;
 pub mod client;
 pub mod multi;
 pub mod pause;
+pub mod propagate;
 pub mod pubsub;
 pub mod script_host;
 pub mod spec;
@@ -104,6 +105,9 @@ pub struct ServerState {
     /// The scripts' client (Redis's lua_client), taken out while a script
     /// runs; made on first use.
     pub script_client: Option<Box<Client>>,
+    /// Commands waiting to reach the AOF, and the running command's
+    /// statement about its own effects.
+    pub propagation: propagate::Propagation,
     /// Serves other clients while a script is busy (the event loop's
     /// processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
@@ -148,6 +152,7 @@ impl ServerState {
             aof: Default::default(),
             call_started_us: 0,
             running_script: None,
+            propagation: propagate::Propagation::default(),
             script_client: None,
             serve_while_busy: |_, _| {},
         }
@@ -201,6 +206,38 @@ impl Ctx<'_> {
     #[inline]
     pub fn db(&self) -> usize {
         self.client.db
+    }
+
+    /// The running command reaches the AOF as `args` instead of as it was
+    /// called (Redis's `rewriteClientCommandVector`): relative TTLs made
+    /// absolute, random or generated choices made explicit. It is
+    /// propagated only if it changed the data set, as any command.
+    pub fn propagate_as(&mut self, args: &[&[u8]]) {
+        let p = &mut self.server.propagation;
+        if p.on {
+            p.rewritten = Some(propagate::argv_of(args));
+        }
+    }
+
+    /// `args` reaches the AOF, in the client's database, before the
+    /// running command (Redis's `alsoPropagate`).
+    pub fn also_propagate(&mut self, args: &[&[u8]]) {
+        let p = &mut self.server.propagation;
+        if p.on {
+            p.pending.push((self.client.db, propagate::argv_of(args)));
+        }
+    }
+
+    /// The running command itself reaches no AOF; what it did was said
+    /// with [`Ctx::also_propagate`] (Redis's `preventCommandPropagation`).
+    pub fn prevent_propagation(&mut self) {
+        self.server.propagation.prevented = true;
+    }
+
+    /// True when the AOF reads the propagation stream, so a handler can
+    /// skip work only propagation needs.
+    pub fn propagating(&self) -> bool {
+        self.server.propagation.on
     }
 }
 

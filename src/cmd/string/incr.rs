@@ -77,6 +77,9 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         FloatIncrError::NanOrInfinity => Error::err("increment would produce NaN or Infinity"),
     })?;
     ctx.reply.bulk(&text);
+    // Float arithmetic may differ where the AOF is replayed: the result
+    // goes there as a SET that keeps the TTL, as Redis does.
+    ctx.propagate_as(&[b"SET", key, &text, b"KEEPTTL"]);
     crate::cmd::pubsub::notify(ctx, b'$', "incrbyfloat", key);
     match ctx.store.get(db, key) {
         Some(e) => {

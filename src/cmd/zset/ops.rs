@@ -511,6 +511,8 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if !popped.is_empty() {
             let event = if max { "zpopmax" } else { "zpopmin" };
             super::super::pubsub::notify_removed(ctx, b'z', event, key);
+            let pop = super::super::zset_blocking::pop_name(max);
+            super::super::list::propagate_counted(ctx, pop, key, popped.len());
         }
         ctx.reply.array(2);
         ctx.reply.bulk(key);

@@ -1,0 +1,50 @@
+//! The propagation stream (Redis's `alsoPropagate`, `propagatePendingCommands`
+//! and `rewriteClientCommandVector`): what each command changed, said as
+//! commands that replay deterministically. A handler states its own
+//! effects ([`Ctx::propagate_as`], [`Ctx::also_propagate`]); the command
+//! path collects them for the outermost command and hands them on when it
+//! returns, wrapped in MULTI/EXEC when there are several (a transaction's,
+//! a script's, SPOP's batches). The AOF writes what it is given.
+//!
+//! [`Ctx::propagate_as`]: super::Ctx::propagate_as
+//! [`Ctx::also_propagate`]: super::Ctx::also_propagate
+
+use crate::net::request::OwnedArgv;
+
+/// The commands waiting to be propagated and the running command's own
+/// statement about itself.
+#[derive(Default)]
+pub struct Propagation {
+    /// Someone reads the stream (the AOF is on). Off, a handler's
+    /// statements cost one branch and are dropped.
+    pub on: bool,
+    /// Nesting of the command path: EXEC and scripts run commands at
+    /// depth 2; what was collected goes out when it is back at 0.
+    pub depth: u32,
+    /// Commands collected for the outermost command, with their database.
+    pub pending: Vec<(usize, OwnedArgv)>,
+    /// The running command propagates as this instead of as called.
+    pub rewritten: Option<OwnedArgv>,
+    /// The running command propagates nothing itself (its handler said
+    /// everything with `also_propagate`).
+    pub prevented: bool,
+}
+
+impl Propagation {
+    /// What the running command said about itself, taken so a nested
+    /// command starts clean; [`Propagation::restore`] puts it back.
+    pub fn take_own(&mut self) -> (Option<OwnedArgv>, bool) {
+        (self.rewritten.take(), std::mem::take(&mut self.prevented))
+    }
+
+    /// Puts back what [`Propagation::take_own`] took.
+    pub fn restore(&mut self, own: (Option<OwnedArgv>, bool)) {
+        self.rewritten = own.0;
+        self.prevented = own.1;
+    }
+}
+
+/// Builds an owned argument vector from slices.
+pub fn argv_of(args: &[&[u8]]) -> OwnedArgv {
+    OwnedArgv::from_slices(args.iter().copied())
+}
