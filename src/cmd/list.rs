@@ -7,7 +7,6 @@ use super::args::{self, is};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
-use crate::server::blocking::BlockOp;
 use crate::store::list::{End, List};
 use crate::store::value::Value;
 use crate::store::Store;
@@ -571,47 +570,6 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let a = parse_mpop(argv, 1)?;
     if !mpop_first(ctx, argv, &a)? {
         ctx.reply.null_array();
-    }
-    Ok(())
-}
-
-/// Serves a blocked client from `key`, which holds a non-empty list
-/// (serveClientBlockedOnList): writes its reply to `reply`.
-pub fn serve_blocked(
-    store: &mut Store,
-    db: usize,
-    key: &[u8],
-    op: &BlockOp,
-    reply: &mut ReplyBuf<'_>,
-) -> CmdResult {
-    match op {
-        BlockOp::Pop { end } => {
-            let Some(l) = list_mut(store, db, key)? else {
-                return Ok(());
-            };
-            reply.array(2);
-            reply.bulk(key);
-            match l.peek(*end) {
-                Some(v) => reply.bulk(v),
-                None => reply.null(),
-            }
-            l.drop_end(*end);
-            after_removal(store, db, key);
-        }
-        BlockOp::MPop { end, count } => {
-            let Some(l) = list_mut(store, db, key)? else {
-                return Ok(());
-            };
-            reply.array(2);
-            reply.bulk(key);
-            pop_range_reply(l, *end, *count, reply);
-            after_removal(store, db, key);
-        }
-        BlockOp::Move { dst, from, to } => {
-            move_element(store, db, key, dst, *from, *to, reply)?;
-        }
-        // Sorted-set and stream waiters are served by their own families.
-        BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } | BlockOp::XRead { .. } => reply.null_array(),
     }
     Ok(())
 }

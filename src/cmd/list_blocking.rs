@@ -3,16 +3,17 @@
 //!
 //! Each first tries to act like its non-blocking form. When every key is
 //! empty it records a block request for the executor (`exec/blocking.rs`),
-//! which parks the client and replies later. Inside MULTI/EXEC and scripts
-//! (`client.deny_blocking`) an empty result is answered at once instead, as
-//! in Redis.
+//! which parks the client and runs the command again once a key it waits
+//! on holds a list. Inside MULTI/EXEC and scripts (`client.deny_blocking`)
+//! an empty result is answered at once instead, as in Redis.
 
 use super::args::{self, is};
 use super::list::{after_removal, list_mut, lmove_generic, mpop_first, parse_end, parse_mpop};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
-use crate::server::blocking::{BlockOp, BlockRequest};
+use crate::net::request::OwnedArgv;
+use crate::server::blocking::{BlockRequest, WaitKind};
 use crate::store::list::End;
 use crate::util::num;
 
@@ -40,12 +41,14 @@ pub(super) fn parse_timeout(arg: &[u8], now_ms: u64) -> Result<u64, Error> {
     })
 }
 
-/// Asks the executor to park the client on `keys`.
+/// Asks the executor to park the client on `keys` until one holds `kind`
+/// of value; then the command runs again (`rerun`, or as sent).
 pub(super) fn block(
     ctx: &mut Ctx<'_>,
     keys: impl Iterator<Item = Vec<u8>>,
     deadline: u64,
-    op: BlockOp,
+    kind: WaitKind,
+    rerun: Option<OwnedArgv>,
 ) {
     let mut uniq: Vec<Vec<u8>> = Vec::new();
     for k in keys {
@@ -57,7 +60,8 @@ pub(super) fn block(
         db: ctx.db(),
         keys: uniq,
         deadline,
-        op,
+        kind,
+        rerun,
     });
 }
 
@@ -88,7 +92,7 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
         return Ok(());
     }
     let keys = (1..last).map(|j| argv.get(j).to_vec());
-    block(ctx, keys, deadline, BlockOp::Pop { end });
+    block(ctx, keys, deadline, WaitKind::List, None);
     Ok(())
 }
 
@@ -116,15 +120,18 @@ fn blmove_generic(
         let (src, dst) = (argv.get(1), argv.get(2));
         if is(argv.get(0), "brpoplpush") {
             ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
-        } else {
+        } else if ctx.client.reprocessing {
+            // Served after blocking, Redis writes the ends in lowercase.
             let word = |e: End| -> &'static [u8] {
                 if e == End::Left {
-                    b"LEFT"
+                    b"left"
                 } else {
-                    b"RIGHT"
+                    b"right"
                 }
             };
             ctx.propagate_as(&[b"LMOVE", src, dst, word(from), word(to)]);
+        } else {
+            ctx.propagate_as(&[b"LMOVE", src, dst, argv.get(3), argv.get(4)]);
         }
         return Ok(());
     }
@@ -132,12 +139,8 @@ fn blmove_generic(
         ctx.reply.null();
         return Ok(());
     }
-    let op = BlockOp::Move {
-        dst: argv.get(2).to_vec(),
-        from,
-        to,
-    };
-    block(ctx, std::iter::once(argv.get(1).to_vec()), deadline, op);
+    let key = std::iter::once(argv.get(1).to_vec());
+    block(ctx, key, deadline, WaitKind::List, None);
     Ok(())
 }
 
@@ -164,11 +167,7 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     let keys = (a.first_key..a.first_key + a.numkeys).map(|j| argv.get(j).to_vec());
-    let op = BlockOp::MPop {
-        end: a.end,
-        count: a.count,
-    };
-    block(ctx, keys, deadline, op);
+    block(ctx, keys, deadline, WaitKind::List, None);
     Ok(())
 }
 
@@ -206,6 +205,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         r.null_array();
     }
+    ctx.server.count_unblocked(p.command());
     ctx.server.blocking.finish(t, p);
     ctx.reply.int(1);
     Ok(())

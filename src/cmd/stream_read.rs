@@ -8,11 +8,9 @@ use super::list_blocking::block;
 use super::stream::{emit_range, parse_strict_id, stream_read};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::net::reply::ReplyBuf;
-use crate::server::blocking::BlockOp;
+use crate::net::request::OwnedArgv;
+use crate::server::blocking::WaitKind;
 use crate::store::stream::StreamId;
-use crate::store::value::Value;
-use crate::store::Store;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[("xread", xread)];
@@ -40,6 +38,7 @@ fn parse_block(arg: &[u8], now_ms: u64) -> Result<u64, Error> {
 /// XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
 fn xread(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut deadline: Option<u64> = None;
+    let mut block_arg: &[u8] = b"0";
     let mut count: usize = 0;
     let mut streams_at = 0;
     let mut nstreams = 0;
@@ -55,7 +54,8 @@ fn xread(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 )));
             }
             i += 1;
-            deadline = Some(parse_block(argv.get(i), ctx.store.now())?);
+            block_arg = argv.get(i);
+            deadline = Some(parse_block(block_arg, ctx.store.now())?);
         } else if is(opt, "count") && more > 0 {
             i += 1;
             count = args::int(argv.get(i))?.max(0) as usize;
@@ -141,48 +141,34 @@ fn xread(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let keys: Vec<Vec<u8>> = (0..nstreams)
         .map(|k| argv.get(streams_at + k).to_vec())
         .collect();
-    let op = BlockOp::XRead {
-        keys: keys.iter().cloned().zip(ids.iter().copied()).collect(),
-        count: if count == 0 {
-            BLOCKED_DEFAULT_COUNT
-        } else {
-            count
-        },
-    };
-    block(ctx, keys.into_iter(), deadline, op);
-    Ok(())
-}
-
-/// Serves a client blocked by XREAD on `key` when the stream there has an
-/// ID past the one it waits after; false (nothing written) otherwise
-/// (serveClientsBlockedOnStreamKey).
-pub fn serve_blocked(
-    store: &mut Store,
-    db: usize,
-    key: &[u8],
-    op: &BlockOp,
-    reply: &mut ReplyBuf<'_>,
-) -> bool {
-    let BlockOp::XRead { keys, count } = op else {
-        return false;
-    };
-    let Some(gt) = keys.iter().find(|(k, _)| k == key).map(|(_, id)| *id) else {
-        return false;
-    };
-    let Some(Value::Stream(s)) = store.get(db, key).map(|e| &e.value) else {
-        return false;
-    };
-    if s.last_id <= gt {
-        return false;
-    }
-    if reply.is_resp3() {
-        reply.map(1);
+    // Run again as XREAD COUNT n BLOCK ms STREAMS keys ids, with `$`
+    // resolved to the IDs waited after now, so entries added meanwhile
+    // are what it finds (a blocked read returns at most 1000 by default).
+    let count = if count == 0 {
+        BLOCKED_DEFAULT_COUNT
     } else {
-        reply.array(1);
-        reply.array(2);
-    }
-    reply.bulk(key);
-    let start = gt.incr().unwrap_or(StreamId::MAX);
-    emit_range(reply, s, start, StreamId::MAX, *count, false);
-    true
+        count
+    };
+    let mut bufs: Vec<Vec<u8>> = vec![
+        b"XREAD".to_vec(),
+        b"COUNT".to_vec(),
+        count.to_string().into_bytes(),
+        b"BLOCK".to_vec(),
+        block_arg.to_vec(),
+        b"STREAMS".to_vec(),
+    ];
+    bufs.extend(keys.iter().cloned());
+    bufs.extend(ids.iter().map(|id| {
+        let mut buf = [0u8; 41];
+        id.fmt(&mut buf).to_vec()
+    }));
+    let rerun = OwnedArgv::from_slices(bufs.iter().map(Vec::as_slice));
+    block(
+        ctx,
+        keys.into_iter(),
+        deadline,
+        WaitKind::Stream,
+        Some(rerun),
+    );
+    Ok(())
 }

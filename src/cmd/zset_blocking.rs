@@ -8,7 +8,7 @@ use super::zset::emit;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
-use crate::server::blocking::BlockOp;
+use crate::server::blocking::WaitKind;
 use crate::store::Store;
 
 /// The handlers this family registers.
@@ -71,29 +71,6 @@ fn reply_many(reply: &mut ReplyBuf<'_>, key: &[u8], popped: &[(Vec<u8>, f64)]) {
     }
 }
 
-/// Serves a blocked client from `key`, which holds a non-empty sorted set
-/// (serveClientBlockedOnSortedSet).
-pub fn serve_blocked(
-    store: &mut Store,
-    db: usize,
-    key: &[u8],
-    op: &BlockOp,
-    reply: &mut ReplyBuf<'_>,
-) -> CmdResult {
-    match *op {
-        BlockOp::ZPop { max } => {
-            let popped = pop(store, db, key, max, 1)?.unwrap_or_default();
-            reply_one(reply, key, &popped);
-        }
-        BlockOp::ZMPop { max, count } => {
-            let popped = pop(store, db, key, max, count)?.unwrap_or_default();
-            reply_many(reply, key, &popped);
-        }
-        _ => reply.null_array(),
-    }
-    Ok(())
-}
-
 /// ZPOPMIN or ZPOPMAX: what a blocking or multi-key pop replays as.
 pub(super) fn pop_name(max: bool) -> &'static [u8] {
     if max {
@@ -128,7 +105,7 @@ fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
         return Ok(());
     }
     let keys = (1..last).map(|j| argv.get(j).to_vec());
-    block(ctx, keys, deadline, BlockOp::ZPop { max });
+    block(ctx, keys, deadline, WaitKind::ZSet, None);
     Ok(())
 }
 
@@ -159,6 +136,6 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     let keys = (0..numkeys).map(|i| argv.get(3 + i).to_vec());
-    block(ctx, keys, deadline, BlockOp::ZMPop { max, count });
+    block(ctx, keys, deadline, WaitKind::ZSet, None);
     Ok(())
 }

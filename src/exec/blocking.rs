@@ -1,25 +1,25 @@
-//! Serving blocked clients (Redis's `blocked.c`): parking a client whose
-//! command asked to block, waking waiters when a key they wait on is
-//! written (`handleClientsBlockedOnKeys`), timeouts, and resuming the rest
-//! of a served client's batch. The registry itself is
-//! `server/blocking.rs`.
+//! Serving blocked clients (Redis's `blocked.c`, as Redis 7.2 does it):
+//! parking a client whose command asked to block, running that command
+//! again when a key it waits on is written, timeouts, and resuming the rest
+//! of a served client's batch. The registry itself is `server/blocking.rs`;
+//! what a blocking command does lives in its family file only.
 //!
 //! A blocking handler records a [`BlockRequest`] in `Blocking::pending`
 //! instead of replying. The batch runner then parks the client with the
 //! rest of its batch and its output buffer. After every top-level command
 //! (so never inside MULTI/EXEC or a script) the executor looks at the keys
-//! the command wrote (`Store::touched`); a written key that now holds a
-//! non-empty list serves its waiters in the order they blocked. A served,
-//! timed-out or unblocked client gets its reply and the rest of its batch
-//! runs.
+//! the command wrote (`Store::touched`); a written key that now holds what
+//! its waiters want runs their commands again through `call()`, longest
+//! waiter first, so a served pop is propagated, announced and counted like
+//! any command. A served, timed-out or unblocked client gets its reply and
+//! the rest of its batch runs.
 
 use super::Executor;
 use crate::net::link::ToConn;
 use crate::net::reply::ReplyBuf;
 use crate::net::request::Batch;
-use crate::server::blocking::{BlockOp, BlockRequest, Parked, WaitKind};
-use crate::server::pubsub;
-use crate::store::list::End;
+use crate::server::blocking::{BlockRequest, Parked, WaitKind};
+use crate::server::call::{call, Caller};
 use crate::store::value::Value;
 use crate::util::clock;
 
@@ -120,100 +120,75 @@ impl Executor {
         }
     }
 
-    /// Serves the clients waiting on `key` while it holds a non-empty list
-    /// (Redis's serveClientsBlockedOnListKey).
+    /// Serves the clients waiting on `key` in the order they blocked, by
+    /// running their commands again (Redis 7.2's design): while it holds a
+    /// non-empty list or sorted set, the longest waiter for that type; for
+    /// a stream, every reader (reading consumes nothing).
     fn serve_key(&mut self, db: usize, key: &[u8]) {
-        if matches!(
-            self.store.peek(db, key).map(|e| &e.value),
-            Some(Value::Stream(_))
-        ) {
-            self.serve_stream_key(db, key);
+        let kind = match self.store.peek(db, key).map(|e| &e.value) {
+            Some(Value::List(_)) => WaitKind::List,
+            Some(Value::ZSet(_)) => WaitKind::ZSet,
+            Some(Value::Stream(_)) => WaitKind::Stream,
+            _ => return,
+        };
+        if kind == WaitKind::Stream {
+            for id in self.server.blocking.waiters_of(db, key, kind) {
+                self.rerun(id);
+            }
             return;
         }
         loop {
-            let zset = match self.store.get(db, key).map(|e| &e.value) {
-                Some(Value::List(l)) if !l.is_empty() => false,
-                Some(Value::ZSet(z)) if !z.is_empty() => true,
-                _ => return,
+            let ready = match self.store.peek(db, key).map(|e| &e.value) {
+                Some(Value::List(l)) => kind == WaitKind::List && !l.is_empty(),
+                Some(Value::ZSet(z)) => kind == WaitKind::ZSet && !z.is_empty(),
+                _ => false,
             };
-            let kind = if zset { WaitKind::ZSet } else { WaitKind::List };
-            let Some(id) = self.server.blocking.first_waiter(db, key, kind) else {
+            let waiter = self.server.blocking.first_waiter(db, key, kind);
+            let (true, Some(id)) = (ready, waiter) else {
                 return;
             };
-            let Some(mut p) = self.server.blocking.unblock(id) else {
+            if !self.rerun(id) {
+                // Still blocked with the key non-empty: nothing will change
+                // until another write.
                 return;
-            };
-            let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
-            let mut reply = ReplyBuf::new(&mut p.out, resp3);
-            let result = if zset {
-                crate::cmd::zset_blocking::serve_blocked(
-                    &mut self.store,
-                    db,
-                    key,
-                    &p.req.op,
-                    &mut reply,
-                )
-            } else {
-                crate::cmd::list::serve_blocked(&mut self.store, db, key, &p.req.op, &mut reply)
-            };
-            match result {
-                Ok(()) => self.notify_served(db, key, &p.req.op),
-                Err(e) => reply.error(&e),
             }
-            self.server.blocking.finish(id, p);
         }
     }
 
-    /// The keyspace events of a blocked pop or move just served from `key`,
-    /// as Redis fires them when serving: the push on the destination (a
-    /// move), the pop, `del` when the key emptied.
-    fn notify_served(&mut self, db: usize, key: &[u8], op: &BlockOp) {
-        if self.server.config.notify_keyspace_events.is_empty() {
-            return;
+    /// Runs parked client `id`'s blocking command again, through the one
+    /// command path, as if it had just arrived (its keyspace events,
+    /// propagation and statistics are a plain command's). Served, it leaves
+    /// the wait lists and the rest of its batch runs after the current
+    /// command; blocked again, it keeps its place and deadline. Returns
+    /// whether it was served.
+    fn rerun(&mut self, id: u64) -> bool {
+        let Some(mut p) = self.server.blocking.take_parked(id) else {
+            return false;
+        };
+        let Some(mut client) = self.server.clients.remove(&id) else {
+            self.server.blocking.repark(id, p);
+            return false;
+        };
+        let mut out = std::mem::take(&mut p.out);
+        client.reprocessing = true;
+        call(
+            &mut self.server,
+            &mut self.store,
+            &mut client,
+            p.command(),
+            &mut out,
+            Caller::Client,
+        );
+        client.reprocessing = false;
+        p.out = out;
+        self.server.clients.insert(id, client);
+        if self.server.blocking.pending.take().is_some() {
+            self.server.blocking.repark(id, p);
+            return false;
         }
-        let mut events: Vec<(u8, &str, &[u8])> = Vec::with_capacity(3);
-        match op {
-            BlockOp::Pop { end } | BlockOp::MPop { end, .. } => {
-                events.push((b'l', crate::cmd::list_blocking::pop_event(*end), key));
-            }
-            BlockOp::Move { dst, from, to } => {
-                let push = if *to == End::Left { "lpush" } else { "rpush" };
-                events.push((b'l', push, dst));
-                events.push((b'l', crate::cmd::list_blocking::pop_event(*from), key));
-            }
-            BlockOp::ZPop { max } | BlockOp::ZMPop { max, .. } => {
-                events.push((b'z', if *max { "zpopmax" } else { "zpopmin" }, key));
-            }
-            BlockOp::XRead { .. } => return,
-        }
-        if self.store.peek(db, key).is_none() {
-            events.push((b'g', "del", key));
-        }
-        let mut sink = Vec::new();
-        for (class, event, k) in events {
-            pubsub::notify(&mut self.server, None, &mut sink, class, event, db, k);
-        }
-    }
-
-    /// Serves every XREAD waiting on the stream at `key` for entries past
-    /// its ID; reading consumes nothing, so all of them may be served.
-    fn serve_stream_key(&mut self, db: usize, key: &[u8]) {
-        for id in self.server.blocking.waiters_of(db, key, WaitKind::Stream) {
-            let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
-            let Some(p) = self.server.blocking.parked.get_mut(&id) else {
-                continue;
-            };
-            let mark = p.out.len();
-            let mut reply = ReplyBuf::new(&mut p.out, resp3);
-            let op = p.req.op.clone();
-            if !crate::cmd::stream_read::serve_blocked(&mut self.store, db, key, &op, &mut reply) {
-                p.out.truncate(mark);
-                continue;
-            }
-            if let Some(p) = self.server.blocking.unblock(id) {
-                self.server.blocking.finish(id, p);
-            }
-        }
+        self.server.blocking.leave_waits(id, &p.req);
+        self.server.blocking.finish(id, p);
+        true
     }
 
     /// Continues a served client's batch after its blocking command.
@@ -237,6 +212,7 @@ impl Executor {
             if let Some(mut p) = self.server.blocking.unblock(id) {
                 let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
                 ReplyBuf::new(&mut p.out, resp3).null_array();
+                self.server.count_unblocked(p.command());
                 self.server.blocking.finish(id, p);
                 any = true;
             }

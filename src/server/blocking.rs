@@ -1,67 +1,13 @@
 //! The registry of blocked clients (Redis's `blocked.c`): BLPOP, BRPOP,
 //! BLMOVE, BRPOPLPUSH, BLMPOP, BZPOP*, BZMPOP and XREAD BLOCK park their
-//! client here when every key is empty. Serving them is the engine's work
+//! client here when every key is empty: the keys it waits on, in order,
+//! its deadline and the rest of its batch. Serving them, by running their
+//! command again when a key is ready, is the engine's work
 //! (`exec/blocking.rs`).
-//!
-//! A blocking handler records a [`BlockRequest`] in [`Blocking::pending`]
-//! instead of replying. The batch runner then parks the client with the rest
-//! of its batch and its output buffer. After every top-level command (so
-//! never inside MULTI/EXEC or a script) the executor looks at the keys the
-//! command wrote (`Store::touched`); a written key that now holds a
-//! non-empty list serves its waiters in the order they blocked, as Redis's
-//! `handleClientsBlockedOnKeys` does. A served, timed-out or unblocked
-//! client gets its reply and the rest of its batch runs.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::net::request::Batch;
-use crate::store::list::End;
-use crate::store::stream::StreamId;
-
-/// What a blocked client does once one of its keys holds elements.
-#[derive(Debug, Clone)]
-pub enum BlockOp {
-    /// BLPOP/BRPOP: reply `[key, element]`.
-    Pop {
-        /// Which end to pop.
-        end: End,
-    },
-    /// BLMPOP: reply `[key, [elements...]]`.
-    MPop {
-        /// Which end to pop.
-        end: End,
-        /// Most elements to pop.
-        count: usize,
-    },
-    /// BLMOVE/BRPOPLPUSH: move one element to `dst`, reply with it.
-    Move {
-        /// Destination key.
-        dst: Vec<u8>,
-        /// End of the source to pop.
-        from: End,
-        /// End of the destination to push.
-        to: End,
-    },
-    /// BZPOPMIN/BZPOPMAX: reply `[key, member, score]`.
-    ZPop {
-        /// Pop the highest scores.
-        max: bool,
-    },
-    /// BZMPOP: reply `[key, [[member, score]...]]`.
-    ZMPop {
-        /// Pop the highest scores.
-        max: bool,
-        /// Most members to pop.
-        count: usize,
-    },
-    /// XREAD BLOCK: reply with the entries after the ID given per key.
-    XRead {
-        /// Each key with the ID entries must be greater than.
-        keys: Vec<(Vec<u8>, StreamId)>,
-        /// Most entries per stream.
-        count: usize,
-    },
-}
+use crate::net::request::{Argv, Batch, OwnedArgv};
 
 /// The type of value a blocked command waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,22 +20,6 @@ pub enum WaitKind {
     Stream,
 }
 
-impl BlockOp {
-    /// The type of value the operation waits for.
-    pub fn kind(&self) -> WaitKind {
-        match self {
-            BlockOp::ZPop { .. } | BlockOp::ZMPop { .. } => WaitKind::ZSet,
-            BlockOp::XRead { .. } => WaitKind::Stream,
-            _ => WaitKind::List,
-        }
-    }
-
-    /// True for operations waiting on sorted sets rather than lists.
-    pub fn wants_zset(&self) -> bool {
-        self.kind() == WaitKind::ZSet
-    }
-}
-
 /// A handler's request to block the calling client.
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
@@ -99,11 +29,16 @@ pub struct BlockRequest {
     pub keys: Vec<Vec<u8>>,
     /// Absolute deadline in Unix ms; 0 waits forever.
     pub deadline: u64,
-    /// What to do when served.
-    pub op: BlockOp,
+    /// What the command waits for.
+    pub kind: WaitKind,
+    /// The command to run again when a key is ready, when it is not the
+    /// one the client sent (XREAD with `$` resolved to the IDs it waits
+    /// after).
+    pub rerun: Option<OwnedArgv>,
 }
 
-/// A parked client's unfinished batch.
+/// A parked client's unfinished batch: its blocking command runs again
+/// when a key it waits on is ready, then the rest of the batch.
 pub struct Parked {
     pub(crate) req: BlockRequest,
     pub(crate) batch: Batch,
@@ -111,6 +46,16 @@ pub struct Parked {
     pub out: Vec<u8>,
     /// Index of the blocking command in `batch`.
     pub(crate) next: usize,
+}
+
+impl Parked {
+    /// The command to run again.
+    pub fn command(&self) -> Argv<'_> {
+        match &self.req.rerun {
+            Some(argv) => argv.argv(),
+            None => self.batch.argv(self.next),
+        }
+    }
 }
 
 /// Every blocked client; lives in `ServerState::blocking`.
@@ -160,8 +105,27 @@ impl Blocking {
     /// Removes client `id` from every wait list; returns its parked state.
     pub fn unblock(&mut self, id: u64) -> Option<Parked> {
         let p = self.parked.remove(&id)?;
-        for k in &p.req.keys {
-            let wk = (p.req.db, k.clone());
+        self.leave_waits(id, &p.req);
+        Some(p)
+    }
+
+    /// Takes client `id`'s parked state out while its command runs again,
+    /// leaving its place in the wait lists; [`Blocking::repark`] puts it
+    /// back, [`Blocking::leave_waits`] gives the place up.
+    pub fn take_parked(&mut self, id: u64) -> Option<Parked> {
+        self.parked.remove(&id)
+    }
+
+    /// Puts back what [`Blocking::take_parked`] took: still blocked, in
+    /// the same place.
+    pub fn repark(&mut self, id: u64, p: Parked) {
+        self.parked.insert(id, p);
+    }
+
+    /// Removes client `id`, blocked with `req`, from the wait lists.
+    pub fn leave_waits(&mut self, id: u64, req: &BlockRequest) {
+        for k in &req.keys {
+            let wk = (req.db, k.clone());
             if let Some(q) = self.waiters.get_mut(&wk) {
                 q.retain(|&c| c != id);
                 if q.is_empty() {
@@ -169,10 +133,9 @@ impl Blocking {
                 }
             }
         }
-        if p.req.deadline != 0 {
-            self.deadlines.remove(&(p.req.deadline, id));
+        if req.deadline != 0 {
+            self.deadlines.remove(&(req.deadline, id));
         }
-        Some(p)
     }
 
     /// Forgets client `id` entirely (disconnect, CLIENT KILL): it leaves
@@ -200,7 +163,7 @@ impl Blocking {
         self.waiters.get(&(db, key.to_vec())).and_then(|q| {
             q.iter()
                 .copied()
-                .find(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
+                .find(|id| self.parked.get(id).is_some_and(|p| p.req.kind == kind))
         })
     }
 
@@ -211,7 +174,7 @@ impl Blocking {
             .map(|q| {
                 q.iter()
                     .copied()
-                    .filter(|id| self.parked.get(id).is_some_and(|p| p.req.op.kind() == kind))
+                    .filter(|id| self.parked.get(id).is_some_and(|p| p.req.kind == kind))
                     .collect()
             })
             .unwrap_or_default()

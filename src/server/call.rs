@@ -332,6 +332,11 @@ fn invoke(
             server.propagation.pending.clear();
         }
     }
+    // A command that blocked is counted when it finishes: served (it runs
+    // again), timed out or unblocked, as Redis counts it once.
+    if server.blocking.pending.is_some() {
+        return result;
+    }
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
     cmd.usec += clock::now_us().saturating_sub(started_us);

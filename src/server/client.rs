@@ -75,6 +75,9 @@ pub struct Client {
     /// Set while commands run inside EXEC or a script: blocking commands
     /// then act like their non-blocking forms, as in Redis.
     pub deny_blocking: bool,
+    /// Its blocking command is running again because a key it waited on
+    /// is ready (Redis's CLIENT_REPROCESSING_COMMAND).
+    pub reprocessing: bool,
     /// The open transaction, between MULTI and EXEC/DISCARD (Redis
     /// `CLIENT_MULTI` plus `mstate`).
     pub multi: Option<Box<MultiState>>,
@@ -106,6 +109,7 @@ impl Client {
             qbuf: 0,
             kind: ClientKind::Normal,
             deny_blocking: false,
+            reprocessing: false,
             multi: None,
             outq: Arc::new(OutQueue::default()),
         }

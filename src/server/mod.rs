@@ -167,6 +167,16 @@ impl ServerState {
         }
     }
 
+    /// Counts a blocked command that ends without running again (timed
+    /// out, or CLIENT UNBLOCK): it was not counted when it blocked.
+    pub fn count_unblocked(&mut self, argv: Argv<'_>) {
+        let table = &mut self.table;
+        if let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) {
+            table.commands[id].calls += 1;
+            self.stats.total_commands_processed += 1;
+        }
+    }
+
     /// The -BUSY error while a script or function runs too long.
     pub fn busy_error(&self) -> crate::error::Error {
         use crate::error::Error;

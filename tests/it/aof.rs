@@ -655,3 +655,88 @@ fn propagated_commands_match_redis_aof() {
     p.same(&["EVAL", "return redis.call('get','one')", "0"]);
     assert_eq!(masked_incr(&ours_dir.0), masked_incr(&theirs_dir.0));
 }
+
+/// Clients served after blocking run their command again, so what they
+/// took reaches the AOF as the plain pop or move it was (once lost on
+/// restart), and each blocking command is counted once, as in Redis.
+#[test]
+fn served_blocked_commands_reach_the_aof_like_redis() {
+    let ours_dir = Dir::new("ferrokv-aof-blocked");
+    let theirs_dir = Dir::new("redis-aof-blocked");
+    let ours_path = ours_dir.s();
+    let theirs_path = theirs_dir.s();
+    let mut p = Pair::new_with(
+        |c| {
+            c.dir = ours_path.clone();
+            c.appendonly = true;
+            c.appendfsync = "always".into();
+        },
+        &[
+            "--dir",
+            &theirs_path,
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ],
+    );
+    let (mut wa, mut wb) = p.connect_again();
+    let blocked = |p: &mut Pair, n: usize| {
+        let want = format!("blocked_clients:{n}\r\n");
+        assert!(wait_until(Duration::from_secs(5), || {
+            let (a, b) = p.both(&["INFO", "clients"]);
+            String::from_utf8_lossy(&a).contains(&want)
+                && String::from_utf8_lossy(&b).contains(&want)
+        }));
+    };
+    for (wait, wake) in [
+        (&["BLPOP", "q", "0"][..], &["RPUSH", "q", "x", "y"][..]),
+        (
+            &["BLMOVE", "q2", "dst", "RIGHT", "LEFT", "0"],
+            &["RPUSH", "q2", "a"],
+        ),
+        (&["BZPOPMAX", "z", "0"], &["ZADD", "z", "1", "a", "2", "b"]),
+        (
+            &["BLMPOP", "0", "2", "q3", "q4", "LEFT", "COUNT", "3"],
+            &["RPUSH", "q4", "1", "2"],
+        ),
+        (
+            &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
+            &["XADD", "s", "5-1", "f", "v"],
+        ),
+    ] {
+        let a: Vec<&[u8]> = wait.iter().map(|s| s.as_bytes()).collect();
+        wa.send(&encode(&a));
+        wb.send(&encode(&a));
+        blocked(&mut p, 1);
+        p.same(wake);
+        let (x, y) = (wa.read_reply(), wb.read_reply());
+        assert_eq!(
+            String::from_utf8_lossy(&x),
+            String::from_utf8_lossy(&y),
+            "{wait:?}"
+        );
+        blocked(&mut p, 0);
+    }
+    for k in ["q", "dst", "z", "q4"] {
+        let (a, b) = p.both(&["DUMP", k]);
+        assert_eq!(a, b, "{k}");
+    }
+    let stats = |r: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(r)
+            .split("\r\n")
+            .filter(|l| {
+                ["blpop", "blmove", "bzpopmax", "blmpop", "xread"]
+                    .iter()
+                    .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
+            })
+            .map(|l| l.split(",usec").next().unwrap_or("").to_string())
+            .collect()
+    };
+    let (a, b) = p.both(&["INFO", "commandstats"]);
+    let (mut a, mut b) = (stats(&a), stats(&b));
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    assert_eq!(masked_incr(&ours_dir.0), masked_incr(&theirs_dir.0));
+}
