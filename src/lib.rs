@@ -194,8 +194,8 @@ fn prepare(
 ) -> std::io::Result<(Executor, net::event_loop::Net, ServerHandle)> {
     let listeners = net::listener::bind_all(&config.bind, config.port)?;
     let shared = Arc::new(Shared::default());
-    shared.load_config(&config);
-    let net = net::event_loop::Net::new(listeners, shared.clone())?;
+    let mut net = net::event_loop::Net::new(listeners, shared.clone())?;
+    net.load_config(&config);
     let port = net.local_addrs().first().map_or(config.port, |a| a.port());
     let handle = ServerHandle {
         shared: shared.clone(),

@@ -1,7 +1,5 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE/HELP (Redis's config.c command side).
 
-use std::sync::atomic::Ordering;
-
 use super::{Argv, Ctx, Handler};
 use crate::config::params::{self, Param, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::error::{CmdResult, Error};
@@ -159,10 +157,11 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Installs a new configuration and pushes what the network side reads
-/// without the executor into the shared atomics.
+/// Installs a new configuration, with the limits the network side applies.
 fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
-    ctx.server.shared.load_config(&next);
+    if let Some(net) = &ctx.server.net {
+        net.borrow_mut().load_config(&next);
+    }
     if next.appendfsync != ctx.server.config.appendfsync {
         ctx.server.aof.set_fsync(&next.appendfsync);
     }
@@ -191,13 +190,8 @@ fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         c.rejected_calls = 0;
         c.failed_calls = 0;
     }
-    for a in [
-        &s.shared.total_connections,
-        &s.shared.rejected_connections,
-        &s.shared.net_input_bytes,
-        &s.shared.net_output_bytes,
-    ] {
-        a.store(0, Ordering::Relaxed);
+    if let Some(net) = &s.net {
+        net.borrow_mut().reset_stats();
     }
     let dirty = ctx.store.stats.dirty;
     ctx.store.stats = Default::default();

@@ -401,15 +401,14 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
 }
 
 fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
-    let sh = &ctx.server.shared;
+    let sh = ctx.server.net_stats();
     let st = &ctx.server.stats;
     let ks = &ctx.store.stats;
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    f.kv("total_connections_received", load(&sh.total_connections));
+    f.kv("total_connections_received", sh.total_connections);
     f.kv("total_commands_processed", st.total_commands_processed);
     f.kv("instantaneous_ops_per_sec", 0);
-    f.kv("total_net_input_bytes", load(&sh.net_input_bytes));
-    f.kv("total_net_output_bytes", load(&sh.net_output_bytes));
+    f.kv("total_net_input_bytes", sh.net_input_bytes);
+    f.kv("total_net_output_bytes", sh.net_output_bytes);
     f.kv("total_net_repl_input_bytes", 0);
     f.kv("total_net_repl_output_bytes", 0);
     for k in [
@@ -420,7 +419,7 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     ] {
         f.kv(k, "0.00");
     }
-    f.kv("rejected_connections", load(&sh.rejected_connections));
+    f.kv("rejected_connections", sh.rejected_connections);
     f.kv("sync_full", 0);
     f.kv("sync_partial_ok", 0);
     f.kv("sync_partial_err", 0);

@@ -4,7 +4,6 @@
 //! sending the replies (Redis's `processInputBuffer` → `processCommand`).
 
 use super::Executor;
-use crate::net::link::ToConn;
 use crate::net::request::{Argv, Batch};
 use crate::server::call::{call, Caller};
 use crate::server::client::Client;
@@ -79,9 +78,7 @@ impl Executor {
         // acknowledges it.
         self.server.aof.flush();
         let close = client.close_after_reply;
-        // A send fails only when the connection task is gone; its
-        // Disconnect message will follow.
-        let _ = client.tx.send(ToConn::Replies { batch, out, close });
+        self.server.send_replies(&client, batch, out);
         if close {
             self.store.watches.unwatch_all(id);
             self.server.pubsub.forget(id);

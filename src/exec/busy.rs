@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::net::link::{Request, ToConn};
+use crate::net::link::Request;
 use crate::server::call::{call, Caller};
 use crate::server::ServerState;
 use crate::store::Store;
@@ -63,9 +63,8 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
                     }
                 }
                 batch.clear();
-                let close = client.close_after_reply;
-                let _ = client.tx.send(ToConn::Replies { batch, out, close });
-                if !close {
+                server.send_replies(&client, batch, out);
+                if !client.close_after_reply {
                     server.clients.insert(id, client);
                 }
             }

@@ -9,15 +9,14 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use bytes::BytesMut;
 use mio::net::TcpStream;
 
+use super::event_loop::NetLimits;
 use super::request::{Batch, Limits, ProtocolError, RequestParser};
 use crate::net::link::OutQueue;
-use crate::net::link::Shared;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
 /// (this default applies until the config sets the shared value).
@@ -27,8 +26,8 @@ const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
 
 /// The client-query-buffer-limit in effect.
-pub fn query_buffer_limit(shared: &Shared) -> usize {
-    match shared.query_buffer_limit.load(Ordering::Relaxed) {
+pub fn query_buffer_limit(limits: &NetLimits) -> usize {
+    match limits.query_buffer_limit {
         0 => QUERY_BUFFER_LIMIT,
         n => n,
     }
@@ -83,17 +82,17 @@ pub struct Conn {
     pub want_write: bool,
     /// Listed for the next flush.
     pub dirty: bool,
-    /// Authentication state, flipped by the executor (AUTH/HELLO/RESET);
-    /// until set the parser applies Redis's limits for unauthenticated
-    /// clients.
-    pub auth: Arc<AtomicBool>,
+    /// The client has authenticated, as the executor said with its last
+    /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
+    /// limits for unauthenticated clients.
+    pub authenticated: bool,
     /// Output accounting shared with the executor.
-    pub outq: Arc<OutQueue>,
+    pub outq: Rc<OutQueue>,
 }
 
 impl Conn {
     /// A new connection.
-    pub fn new(sock: TcpStream, addr: SocketAddr, auth: Arc<AtomicBool>) -> Self {
+    pub fn new(sock: TcpStream, addr: SocketAddr, authenticated: bool) -> Self {
         Conn {
             sock,
             addr,
@@ -110,8 +109,8 @@ impl Conn {
             readable: false,
             want_write: false,
             dirty: false,
-            auth,
-            outq: Arc::new(OutQueue::default()),
+            authenticated,
+            outq: Rc::new(OutQueue::default()),
         }
     }
 
@@ -149,16 +148,15 @@ impl Conn {
 
     /// Frames what is buffered into `batch`; an error is kept for after
     /// the commands before it.
-    pub fn parse(&mut self, shared: &Shared) {
+    pub fn parse(&mut self, net: &NetLimits) {
         if self.error.is_some() {
             return;
         }
         let limits = Limits {
-            max_bulk: shared.proto_max_bulk_len.load(Ordering::Relaxed),
+            max_bulk: net.proto_max_bulk_len,
             // Redis's authRequired(): a password is configured and this
             // client has not authenticated yet.
-            unauthenticated: shared.auth_required.load(Ordering::Relaxed)
-                && !self.auth.load(Ordering::Relaxed),
+            unauthenticated: net.auth_required && !self.authenticated,
         };
         if let Err(e) = self.parser.parse(&self.inbuf, &mut self.batch, limits) {
             self.error = Some(e);
@@ -219,7 +217,7 @@ impl Conn {
                 self.wbuf.shrink_to(READ_CHUNK);
             }
         }
-        self.outq.pending.store(self.pending(), Ordering::Relaxed);
+        self.outq.pending.set(self.pending());
         Ok(written)
     }
 }

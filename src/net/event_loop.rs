@@ -1,8 +1,10 @@
 //! The event loop's network half: one mio poll over the listening sockets
 //! and every client connection, run on the executor's thread (Redis's `ae`
-//! loop). Reads become [`Request`]s queued for the executor; the executor's
-//! answers come back through the outbox ([`ToConn`]) and are written out in
-//! one pass per loop iteration.
+//! loop). What a poll finds (a connection, a framed batch, a disconnect)
+//! waits in a list of fired events for the executor, as ae's `fired`; the
+//! executor hands each batch's replies straight back ([`Net::replies`]);
+//! pushes and closes for other connections come through the outbox
+//! ([`ToConn`]). Output is written in one pass per loop iteration.
 //!
 //! Keeping the sockets on the thread that owns the keyspace means a request
 //! costs no thread hand-off: no wake-up, no context switch. A script that
@@ -12,7 +14,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +38,38 @@ const MAX_LISTENERS: usize = 64;
 /// Retry delay after accept failed for want of resources (EMFILE).
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 
+/// The limits the network side applies, from the configuration
+/// ([`Net::load_config`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetLimits {
+    /// proto-max-bulk-len.
+    pub proto_max_bulk_len: usize,
+    /// maxclients.
+    pub maxclients: usize,
+    /// client-query-buffer-limit (0: the 1 GB default).
+    pub query_buffer_limit: usize,
+    /// A password is set (unauthenticated clients get smaller limits).
+    pub auth_required: bool,
+    /// protected-mode: refuse non-loopback clients while no password is
+    /// set.
+    pub protected_mode: bool,
+}
+
+/// Connection counters for INFO (stats and clients).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetStats {
+    /// Connected clients.
+    pub connected_clients: usize,
+    /// Connections accepted (total_connections_received).
+    pub total_connections: u64,
+    /// Connections refused at maxclients.
+    pub rejected_connections: u64,
+    /// Bytes read from clients.
+    pub net_input_bytes: u64,
+    /// Bytes written to clients.
+    pub net_output_bytes: u64,
+}
+
 /// The sockets and what is queued for and from the executor.
 pub struct Net {
     poll: Poll,
@@ -55,6 +89,10 @@ pub struct Net {
     shared: Arc<Shared>,
     waker: Arc<Waker>,
     accept_retry: bool,
+    limits: NetLimits,
+    stats: NetStats,
+    /// The last client id given out.
+    last_id: u64,
 }
 
 impl Net {
@@ -76,6 +114,9 @@ impl Net {
             shared,
             waker,
             accept_retry: false,
+            limits: NetLimits::default(),
+            stats: NetStats::default(),
+            last_id: 0,
         };
         net.listen(listeners)?;
         Ok(net)
@@ -90,6 +131,31 @@ impl Net {
             self.listeners.push(l);
         }
         Ok(())
+    }
+
+    /// Takes the limits from the configuration (at start and after CONFIG
+    /// SET).
+    pub fn load_config(&mut self, c: &crate::config::Config) {
+        self.limits = NetLimits {
+            proto_max_bulk_len: c.proto_max_bulk_len,
+            maxclients: c.maxclients,
+            query_buffer_limit: c.client_query_buffer_limit as usize,
+            auth_required: c.requirepass.is_some(),
+            protected_mode: c.protected_mode,
+        };
+    }
+
+    /// The connection counters.
+    pub fn stats(&self) -> NetStats {
+        self.stats
+    }
+
+    /// CONFIG RESETSTAT: zeroes the counters (not the connected clients).
+    pub fn reset_stats(&mut self) {
+        self.stats = NetStats {
+            connected_clients: self.stats.connected_clients,
+            ..NetStats::default()
+        };
     }
 
     /// Wakes the loop from another thread.
@@ -185,7 +251,7 @@ impl Net {
     /// the others).
     fn read_all(&mut self) {
         let mut unread = std::mem::take(&mut self.unread);
-        let limit = query_buffer_limit(&self.shared);
+        let limit = query_buffer_limit(&self.limits);
         for id in unread.drain(..) {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
@@ -196,9 +262,7 @@ impl Net {
             }
             match c.read() {
                 ReadOutcome::Data { n, drained } => {
-                    self.shared
-                        .net_input_bytes
-                        .fetch_add(n as u64, Ordering::Relaxed);
+                    self.stats.net_input_bytes += n as u64;
                     if drained {
                         c.readable = false;
                     } else {
@@ -235,7 +299,7 @@ impl Net {
         if c.closing {
             return;
         }
-        c.parse(&self.shared);
+        c.parse(&self.limits);
         if !c.batch.is_empty() {
             let (batch, out, qbuf) = c.take_batch();
             self.requests.push_back(Request::Batch {
@@ -252,7 +316,7 @@ impl Net {
             self.mark_dirty(id);
         } else if c.eof {
             self.drop_conn(id, true);
-        } else if c.inbuf.len() >= query_buffer_limit(&self.shared) {
+        } else if c.inbuf.len() >= query_buffer_limit(&self.limits) {
             tracing::warn!(
                 client = id,
                 "closing client that reached the query buffer limit"
@@ -287,12 +351,9 @@ impl Net {
             let mut msgs = std::mem::take(&mut self.spare);
             for (id, msg) in msgs.drain(..) {
                 match msg {
-                    ToConn::Replies { batch, out, close } => self.replies(id, batch, out, close),
                     ToConn::Push(bytes) => {
                         if let Some(c) = self.conns.get_mut(&id) {
-                            self.shared
-                                .net_output_bytes
-                                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                            self.stats.net_output_bytes += bytes.len() as u64;
                             c.wbuf.extend_from_slice(&bytes);
                             self.mark_dirty(id);
                         }
@@ -306,17 +367,29 @@ impl Net {
         }
     }
 
-    fn replies(&mut self, id: u64, batch: crate::net::request::Batch, out: Vec<u8>, close: bool) {
+    /// Takes back a batch from the executor with its replies: `close`
+    /// after writing them (QUIT, CLIENT KILL of itself, SHUTDOWN);
+    /// `authenticated` is the client's state for parsing what follows.
+    /// The connection then frames what it buffered meanwhile.
+    pub fn replies(
+        &mut self,
+        id: u64,
+        batch: crate::net::request::Batch,
+        out: Vec<u8>,
+        close: bool,
+        authenticated: bool,
+    ) {
+        // Pushes queued for it earlier go out first, in order.
+        self.deliver();
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
         c.batch = batch;
         c.in_flight = false;
+        c.authenticated = authenticated;
         let wrote = !out.is_empty();
         if wrote {
-            self.shared
-                .net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            self.stats.net_output_bytes += out.len() as u64;
             c.out = c.queue_output(out);
         } else {
             c.out = out;
@@ -381,9 +454,7 @@ impl Net {
         };
         let _ = self.poll.registry().deregister(&mut c.sock);
         let _ = c.sock.shutdown(std::net::Shutdown::Write);
-        self.shared
-            .connected_clients
-            .fetch_sub(1, Ordering::Relaxed);
+        self.stats.connected_clients -= 1;
         if tell {
             self.requests.push_back(Request::Disconnect { id });
         }
@@ -411,25 +482,23 @@ impl Net {
     }
 
     fn admit(&mut self, mut sock: TcpStream, addr: SocketAddr) {
-        let shared = &self.shared;
-        shared.total_connections.fetch_add(1, Ordering::Relaxed);
-        let refusal: Option<&[u8]> = if shared.connected_clients.load(Ordering::Relaxed)
-            >= shared.maxclients.load(Ordering::Relaxed)
-        {
+        self.stats.total_connections += 1;
+        let refusal: Option<&[u8]> = if self.stats.connected_clients >= self.limits.maxclients {
             Some(b"-ERR max number of clients reached\r\n")
-        } else if protected_denies(shared, &addr) {
+        } else if protected_denies(&self.limits, &addr) {
             Some(crate::error::DENIED_PROTECTED_MODE)
         } else {
             None
         };
         if let Some(msg) = refusal {
-            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            self.stats.rejected_connections += 1;
             // Best effort, as Redis: the socket is fresh, the line fits.
             let _ = sock.write(msg);
             let _ = sock.shutdown(std::net::Shutdown::Write);
             return;
         }
-        let id = shared.new_client_id();
+        self.last_id += 1;
+        let id = self.last_id;
         if let Err(e) =
             self.poll
                 .registry()
@@ -438,24 +507,20 @@ impl Net {
             tracing::warn!("cannot register a client socket: {e}");
             return;
         }
-        shared.connected_clients.fetch_add(1, Ordering::Relaxed);
+        self.stats.connected_clients += 1;
         let _ = sock.set_nodelay(true);
         let laddr = sock.local_addr().unwrap_or(addr);
         #[cfg(unix)]
         let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
         #[cfg(not(unix))]
         let fd = -1;
-        // The executor flips this on AUTH/HELLO AUTH/RESET.
-        let auth = Arc::new(AtomicBool::new(
-            !shared.auth_required.load(Ordering::Relaxed),
-        ));
-        let conn = Conn::new(sock, addr, auth.clone());
+        // The executor reports AUTH/HELLO AUTH/RESET with its replies.
+        let conn = Conn::new(sock, addr, !self.limits.auth_required);
         self.requests.push_back(Request::Connect(NewClient {
             id,
             addr,
             laddr,
             tx: ConnTx::new(id, self.outbox.clone()),
-            auth,
             fd,
             outq: conn.outq.clone(),
         }));

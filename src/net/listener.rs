@@ -3,12 +3,11 @@
 //! decides which accepted clients are refused.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::Ordering;
 
 use mio::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
-use crate::net::link::Shared;
+use super::event_loop::NetLimits;
 
 /// Binds every address; a leading `-` marks an optional address whose
 /// failure is not fatal (Redis's `bind 127.0.0.1 -::1`).
@@ -91,10 +90,8 @@ fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
 /// Protected mode refuses clients from outside the loopback interface while
 /// the default user has no password (Redis's connIsLocal: 127.0.0.0/8 or
 /// ::1).
-pub fn protected_denies(shared: &Shared, peer: &SocketAddr) -> bool {
-    shared.protected_mode.load(Ordering::Relaxed)
-        && !shared.auth_required.load(Ordering::Relaxed)
-        && !peer.ip().to_canonical().is_loopback()
+pub fn protected_denies(limits: &NetLimits, peer: &SocketAddr) -> bool {
+    limits.protected_mode && !limits.auth_required && !peer.ip().to_canonical().is_loopback()
 }
 
 #[cfg(test)]
@@ -103,20 +100,20 @@ mod tests {
 
     #[test]
     fn protected_mode_refuses_only_remote_clients_without_password() {
-        let shared = Shared::default();
+        let mut shared = NetLimits::default();
         let remote: SocketAddr = "192.0.2.7:5000".parse().expect("addr");
         let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
         let local6: SocketAddr = "[::1]:5000".parse().expect("addr");
         let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().expect("addr");
-        shared.protected_mode.store(true, Ordering::Relaxed);
+        shared.protected_mode = true;
         assert!(protected_denies(&shared, &remote));
         assert!(!protected_denies(&shared, &local));
         assert!(!protected_denies(&shared, &local6));
         assert!(!protected_denies(&shared, &mapped));
-        shared.auth_required.store(true, Ordering::Relaxed);
+        shared.auth_required = true;
         assert!(!protected_denies(&shared, &remote));
-        shared.auth_required.store(false, Ordering::Relaxed);
-        shared.protected_mode.store(false, Ordering::Relaxed);
+        shared.auth_required = false;
+        shared.protected_mode = false;
         assert!(!protected_denies(&shared, &remote));
         assert!(crate::error::DENIED_PROTECTED_MODE
             .starts_with(b"-DENIED Redis is running in protected mode"));

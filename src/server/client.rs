@@ -3,8 +3,7 @@
 //! for CLIENT LIST.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use super::multi::MultiState;
 use crate::net::link::{ConnTx, OutQueue};
@@ -42,12 +41,10 @@ pub struct Client {
     pub resp3: bool,
     /// CLIENT SETNAME name; empty when unset.
     pub name: Vec<u8>,
-    /// Authenticated (always true without requirepass). Change it with
-    /// [`Client::set_authenticated`] so the connection task sees it too.
+    /// Authenticated (always true without requirepass); the connection
+    /// learns it with each batch's replies, to apply Redis's smaller
+    /// request limits to unauthenticated clients.
     pub authenticated: bool,
-    /// Mirror of `authenticated` shared with the connection task, which
-    /// applies Redis's smaller request limits to unauthenticated clients.
-    pub auth_flag: Arc<AtomicBool>,
     /// The socket's file descriptor (CLIENT LIST `fd`).
     pub fd: i64,
     /// Peer address.
@@ -82,7 +79,7 @@ pub struct Client {
     /// `CLIENT_MULTI` plus `mstate`).
     pub multi: Option<Box<MultiState>>,
     /// Pub/sub output shared with the connection task.
-    pub outq: Arc<OutQueue>,
+    pub outq: Rc<OutQueue>,
 }
 
 impl Client {
@@ -94,8 +91,6 @@ impl Client {
             resp3: false,
             name: Vec::new(),
             authenticated: false,
-            // Connections replace these with the ones their task holds.
-            auth_flag: Arc::new(AtomicBool::new(false)),
             fd: -1,
             addr,
             laddr,
@@ -111,7 +106,7 @@ impl Client {
             deny_blocking: false,
             reprocessing: false,
             multi: None,
-            outq: Arc::new(OutQueue::default()),
+            outq: Rc::new(OutQueue::default()),
         }
     }
 
@@ -131,9 +126,8 @@ impl Client {
         self.multi.as_ref().map(|m| m.len())
     }
 
-    /// Sets the authentication state, here and for the connection task.
+    /// Sets the authentication state.
     pub fn set_authenticated(&mut self, yes: bool) {
         self.authenticated = yes;
-        self.auth_flag.store(yes, Ordering::Relaxed);
     }
 }

@@ -188,10 +188,29 @@ impl ServerState {
         }
     }
 
+    /// The network side's connection counters (zero without a network, as
+    /// in unit tests).
+    pub fn net_stats(&self) -> crate::net::event_loop::NetStats {
+        self.net
+            .as_ref()
+            .map(|n| n.borrow().stats())
+            .unwrap_or_default()
+    }
+
+    /// Hands a batch and its replies straight back to the client's
+    /// connection, with what the connection needs for the next batch
+    /// (close after writing, authenticated). Without a network (unit
+    /// tests) they are dropped.
+    pub fn send_replies(&self, client: &Client, batch: crate::net::request::Batch, out: Vec<u8>) {
+        if let Some(net) = &self.net {
+            let (close, auth) = (client.close_after_reply, client.authenticated);
+            net.borrow_mut().replies(client.id, batch, out, close, auth);
+        }
+    }
+
     /// Registers a newly connected client.
     pub fn connect(&mut self, nc: NewClient) {
         let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::now_ms());
-        c.auth_flag = nc.auth;
         c.fd = nc.fd;
         c.outq = nc.outq;
         c.set_authenticated(self.config.requirepass.is_none());

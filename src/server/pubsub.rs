@@ -7,7 +7,6 @@
 //! forgotten with its id alone.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use super::client::Client;
 use crate::net::link::ToConn;
@@ -329,28 +328,29 @@ impl Message<'_> {
 /// checkClientOutputBufferLimits for the pubsub class).
 fn deliver(c: &Client, bytes: &[u8], limits: Limits) {
     let q = &c.outq;
-    if q.killed.load(Ordering::Relaxed) {
+    if q.killed.get() {
         return;
     }
-    let pending = q.pending.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+    let pending = q.pending.get() + bytes.len();
+    q.pending.set(pending);
     let now = clock::now_ms();
     let mut over = limits.hard != 0 && pending >= limits.hard;
     if limits.soft != 0 && pending >= limits.soft {
-        let since = q.soft_since.load(Ordering::Relaxed);
+        let since = q.soft_since.get();
         if since == 0 {
-            q.soft_since.store(now, Ordering::Relaxed);
+            q.soft_since.set(now);
         } else if now.saturating_sub(since) >= limits.soft_secs * 1000 {
             over = true;
         }
     } else {
-        q.soft_since.store(0, Ordering::Relaxed);
+        q.soft_since.set(0);
     }
     if over {
         tracing::warn!(
             client = c.id,
             "closing client that reached max output buffer limits (pubsub)"
         );
-        q.killed.store(true, Ordering::Relaxed);
+        q.killed.set(true);
         let _ = c.tx.send(ToConn::Close);
         return;
     }
