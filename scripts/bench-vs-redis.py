@@ -9,8 +9,12 @@ p99 latency, and server CPU time per request (user+system time of all its
 threads from /proc/<pid>/task/*/schedstat before and after, in ns), then
 geometric means per pipeline depth and the CPU ratio's over all tests.
 
-Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--rounds 3] [--requests 100000]
-       [--clients 50] [--pipelines 1,16] [--tests set,get,...]
+With --baseline PATH a second ferrokv build (say, the one before a change)
+runs in the same interleaved rounds, and each test also prints the median
+per-round rps ratio and the CPU-per-request ratio of ferrokv to it.
+
+Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--baseline PATH] [--rounds 3]
+       [--requests 100000] [--clients 50] [--pipelines 1,16] [--tests set,get,...]
 """
 import argparse
 import math
@@ -78,7 +82,7 @@ def cpu_seconds(pid):
 
 def start(kind, binary):
     port = free_port()
-    if kind == "ferrokv":
+    if kind in ("ferrokv", "baseline"):
         cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     else:
         cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -135,6 +139,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
+    ap.add_argument("--baseline", default=None,
+                    help="another ferrokv binary to compare against in the same rounds")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--clients", type=int, default=50)
@@ -144,17 +150,20 @@ def main():
     tests = [t.strip().upper() for t in args.tests.split(",") if t.strip()]
     pipelines = [int(p) for p in args.pipelines.split(",")]
 
-    servers = {k: start(k, args.ferrokv) for k in ("ferrokv", "redis")}
+    kinds = ("ferrokv", "redis") + (("baseline",) if args.baseline else ())
+    binaries = {"ferrokv": args.ferrokv, "redis": None, "baseline": args.baseline}
+    servers = {k: start(k, binaries[k]) for k in kinds}
     results = []
     try:
         for pipeline in pipelines:
             for test in tests:
-                rps = {"ferrokv": [], "redis": []}
-                p99 = {"ferrokv": [], "redis": []}
-                cpu = {"ferrokv": 0.0, "redis": 0.0}
+                rps = {k: [] for k in kinds}
+                p99 = {k: [] for k in kinds}
+                cpu = {k: 0.0 for k in kinds}
                 ratios = []
+                base_ratios = []
                 for _ in range(args.rounds):
-                    for kind in ("ferrokv", "redis"):
+                    for kind in kinds:
                         proc, port = servers[kind]
                         prepare(port, test)
                         before = cpu_seconds(proc.pid)
@@ -163,6 +172,8 @@ def main():
                         rps[kind].append(r)
                         p99[kind].append(lat)
                     ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])
+                    if args.baseline:
+                        base_ratios.append(rps["ferrokv"][-1] / rps["baseline"][-1])
                 total = args.requests * args.rounds
                 row = {
                     "test": test, "pipeline": pipeline,
@@ -174,10 +185,17 @@ def main():
                     "cpu_f": cpu["ferrokv"] / total * 1e6,
                     "cpu_r": cpu["redis"] / total * 1e6,
                 }
+                line = (f"P{pipeline:<3} {test:<15} ferrokv {row['ferrokv']:>10.0f} rps  redis {row['redis']:>10.0f} rps  "
+                        f"ratio {row['ratio']:.2f} [{min(ratios):.2f}-{max(ratios):.2f}]  "
+                        f"p99 {row['p99_f']:.3f}/{row['p99_r']:.3f} ms  "
+                        f"cpu/req {row['cpu_f']:.2f}/{row['cpu_r']:.2f} us")
+                if args.baseline:
+                    row["base"] = statistics.median(base_ratios)
+                    row["cpu_b"] = cpu["baseline"] / total * 1e6
+                    line += (f"  vs baseline: rps {row['base']:.2f} [{min(base_ratios):.2f}-{max(base_ratios):.2f}]"
+                             f" cpu/req {row['cpu_f']:.2f}/{row['cpu_b']:.2f} us")
                 results.append(row)
-                print(f"P{pipeline:<3} {test:<15} ferrokv {row['ferrokv']:>10.0f} rps  redis {row['redis']:>10.0f} rps  "
-                      f"ratio {row['ratio']:.2f}  p99 {row['p99_f']:.3f}/{row['p99_r']:.3f} ms  "
-                      f"cpu/req {row['cpu_f']:.2f}/{row['cpu_r']:.2f} us", flush=True)
+                print(line, flush=True)
     finally:
         for proc, _ in servers.values():
             proc.kill()
@@ -190,6 +208,10 @@ def main():
         print(f"P{pipeline}: rps ratio geomean {geomean([r['ratio'] for r in rows]):.2f}, "
               f"min {min(r['ratio'] for r in rows):.2f} ({min(rows, key=lambda r: r['ratio'])['test']}), "
               f"cpu/req ratio geomean {cpu_ratio:.2f}")
+        if args.baseline:
+            base_cpu = geomean([r["cpu_f"] / r["cpu_b"] for r in rows if r["cpu_b"] > 0])
+            print(f"P{pipeline} vs baseline: rps ratio geomean {geomean([r['base'] for r in rows]):.2f}, "
+                  f"cpu/req ratio geomean {base_cpu:.2f}")
     if len(pipelines) > 1:
         print(f"all: cpu/req ratio geomean "
               f"{geomean([r['cpu_f'] / r['cpu_r'] for r in results if r['cpu_r'] > 0]):.2f}")
