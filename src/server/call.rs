@@ -190,7 +190,7 @@ fn script_check(
 /// The checks before a command may run or be queued, in Redis's order:
 /// existence, arity, authentication, no_multi inside MULTI. A failure
 /// carries the command when it was found (for EXEC's own rejection).
-pub(crate) fn check(
+fn check(
     server: &ServerState,
     client: &Client,
     argv: Argv<'_>,
@@ -372,7 +372,7 @@ fn propagate(
 }
 
 /// Counts an error reply by its prefix (INFO errorstats).
-pub(crate) fn count_error(server: &mut ServerState, e: &Error) {
+fn count_error(server: &mut ServerState, e: &Error) {
     if matches!(e, Error::Counted(_)) {
         return;
     }

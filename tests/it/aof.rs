@@ -570,6 +570,27 @@ fn masked_incr(dir: &Path) -> String {
     out.replace("\r\n", " ")
 }
 
+/// ferrokv and redis-server side by side, each with `appendonly yes` and
+/// `appendfsync always` in its own directory.
+fn aof_pair(ours: &Dir, theirs: &Dir) -> Pair {
+    let ours_path = ours.s();
+    Pair::new_with(
+        |c| {
+            c.dir = ours_path;
+            c.appendonly = true;
+            c.appendfsync = "always".into();
+        },
+        &[
+            "--dir",
+            &theirs.s(),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ],
+    )
+}
+
 /// What reaches the AOF is what Redis 7.0 writes for the same commands:
 /// relative TTLs as absolute ones, random and generated choices as made,
 /// blocking and multi-key pops as the plain pops they were, transactions
@@ -579,23 +600,7 @@ fn masked_incr(dir: &Path) -> String {
 fn propagated_commands_match_redis_aof() {
     let ours_dir = Dir::new("ferrokv-aof-prop");
     let theirs_dir = Dir::new("redis-aof-prop");
-    let ours_path = ours_dir.s();
-    let theirs_path = theirs_dir.s();
-    let mut p = Pair::new_with(
-        |c| {
-            c.dir = ours_path.clone();
-            c.appendonly = true;
-            c.appendfsync = "always".into();
-        },
-        &[
-            "--dir",
-            &theirs_path,
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ],
-    );
+    let mut p = aof_pair(&ours_dir, &theirs_dir);
     p.script(&[
         "SET a 1",
         "SET b 2 EX 100",
@@ -663,23 +668,7 @@ fn propagated_commands_match_redis_aof() {
 fn served_blocked_commands_reach_the_aof_like_redis() {
     let ours_dir = Dir::new("ferrokv-aof-blocked");
     let theirs_dir = Dir::new("redis-aof-blocked");
-    let ours_path = ours_dir.s();
-    let theirs_path = theirs_dir.s();
-    let mut p = Pair::new_with(
-        |c| {
-            c.dir = ours_path.clone();
-            c.appendonly = true;
-            c.appendfsync = "always".into();
-        },
-        &[
-            "--dir",
-            &theirs_path,
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ],
-    );
+    let mut p = aof_pair(&ours_dir, &theirs_dir);
     let (mut wa, mut wb) = p.connect_again();
     let blocked = |p: &mut Pair, n: usize| {
         let want = format!("blocked_clients:{n}\r\n");
