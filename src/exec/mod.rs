@@ -1,12 +1,15 @@
-//! The keyspace executor: it alone owns the data. The event loop on the
-//! same thread (`net/event_loop.rs`) hands it whole batches of parsed
-//! commands ([`Request::Batch`]); it runs them in order, writes the replies
-//! into the batch's output buffer and sends the batch back. Nothing else
-//! touches the store, so nothing locks.
+//! The engine: the event loop's driver, and the only owner of the data.
+//! Each poll of the network (`net/event_loop.rs`) leaves a list of fired
+//! events, as Redis's `ae`; for each framed batch the engine runs the
+//! commands in order through the one command path
+//! ([`crate::server::call::call`]), writing the replies into the batch's
+//! output buffer, and hands the batch straight back to its connection.
+//! Nothing else touches the store, so nothing locks.
 //!
-//! The loop also drives timers: the active expiry cycle at `hz`, and
-//! blocked-client timeouts (`blocking.rs`). MULTI/EXEC, blocking pops and
-//! scripts all run here, which is what makes them atomic.
+//! The loop also drives timers: the active expiry cycle at `hz`, saves,
+//! AOF fsync and rewrites, and blocked-client timeouts (`blocking.rs`).
+//! MULTI/EXEC, blocking pops and scripts all run here, which is what makes
+//! them atomic.
 
 pub mod batch;
 pub mod blocking;

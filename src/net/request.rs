@@ -73,7 +73,7 @@ impl Batch {
     }
 }
 
-/// One command's arguments (argv[0] is the command name); borrowed from a
+/// One command's arguments (`argv[0]` is the command name); borrowed from a
 /// [`Batch`] or built by [`OwnedArgv`].
 #[derive(Clone, Copy)]
 pub struct Argv<'a> {

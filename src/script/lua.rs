@@ -395,7 +395,7 @@ pub fn error_text(e: &mlua::Error) -> String {
     }
 }
 
-/// Installs the hook: every [`HOOK_EVERY`] instructions normally, on every
+/// Installs the hook: every `HOOK_EVERY` instructions normally, on every
 /// line once a kill is decided (so `pcall` cannot swallow the kill).
 pub fn arm_hook(lua: &Lua, run: Rc<RunState>, every_line: bool) {
     run.hook_every_line.set(every_line);

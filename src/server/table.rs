@@ -257,7 +257,7 @@ impl CommandTable {
         self.commands[parent].subcommands.get(&lower).copied()
     }
 
-    /// Resolves argv[0] (and argv[1] for containers) to a command id.
+    /// Resolves `argv[0]` (and `argv[1]` for containers) to a command id.
     pub fn resolve(&self, name: &[u8], sub: Option<&[u8]>) -> Option<CommandId> {
         let id = self.lookup(name)?;
         match sub {

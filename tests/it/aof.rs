@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,21 +74,11 @@ pub(crate) fn ferrokv_cmd(dir: &Dir, port: u16, fsync: &str, extra: &[&str]) -> 
     c
 }
 
-pub(crate) fn launch(mut c: Command, port: u16) -> Proc {
-    let child = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server starts");
+/// Starts the server `command(port)` builds on a free port it is seen to
+/// hold, and waits until it has loaded its files.
+pub(crate) fn launch(command: impl FnMut(u16) -> Command) -> Proc {
+    let (child, port) = spawn_on_free_port(command);
     let p = Proc { port, child };
-    assert!(
-        wait_until(Duration::from_secs(5), || TcpStream::connect((
-            "127.0.0.1",
-            port
-        ))
-        .is_ok()),
-        "server listens"
-    );
     // Redis answers -LOADING until its files are loaded.
     let mut r = Raw::connect(port);
     assert!(
@@ -100,18 +90,18 @@ pub(crate) fn launch(mut c: Command, port: u16) -> Proc {
 }
 
 pub(crate) fn ferrokv(dir: &Dir, fsync: &str) -> Proc {
-    let port = free_port();
-    launch(ferrokv_cmd(dir, port, fsync, &[]), port)
+    launch(|port| ferrokv_cmd(dir, port, fsync, &[]))
 }
 
 pub(crate) fn redis(dir: &Dir) -> Proc {
-    let port = free_port();
-    let mut c = Command::new("redis-server");
-    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--dir", &dir.s(), "--appendonly", "yes", "--save", ""])
-        .args(["--appendfsync", "always"])
-        .current_dir(&dir.0);
-    launch(c, port)
+    launch(|port| {
+        let mut c = Command::new("redis-server");
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", &dir.s(), "--appendonly", "yes", "--save", ""])
+            .args(["--appendfsync", "always"])
+            .current_dir(&dir.0);
+        c
+    })
 }
 
 /// The bulk strings of a flat array reply.
@@ -469,12 +459,14 @@ fn corrupted_file_is_refused_with_offset_and_reason() {
 #[test]
 fn config_set_appendonly_starts_the_aof() {
     let dir = Dir::new("ferrokv-aof-cfg");
-    let port = free_port();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-    c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--dir", &dir.s(), "--save", ""])
-        .current_dir(&dir.0);
-    let mut a = launch(c, port);
+    let mut a = launch(|port| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", &dir.s(), "--save", ""])
+            .current_dir(&dir.0);
+        c
+    });
+    let port = a.port;
     let mut r = Raw::connect(port);
     r.cmd_str(&["SET", "before", "1"]);
     assert_eq!(
@@ -523,15 +515,14 @@ fn keys_expired_before_the_restart_stay_expired() {
 #[test]
 fn growth_triggers_an_automatic_rewrite() {
     let dir = Dir::new("ferrokv-aof-auto");
-    let port = free_port();
     let extra = [
         "--auto-aof-rewrite-min-size",
         "4kb",
         "--auto-aof-rewrite-percentage",
         "100",
     ];
-    let mut a = launch(ferrokv_cmd(&dir, port, "everysec", &extra), port);
-    let mut r = Raw::connect(port);
+    let mut a = launch(|port| ferrokv_cmd(&dir, port, "everysec", &extra));
+    let mut r = Raw::connect(a.port);
     for i in 0..200 {
         r.cmd_str(&["SET", &format!("key:{i}"), "some value to grow the file"]);
     }

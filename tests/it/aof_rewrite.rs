@@ -177,9 +177,9 @@ fn base_path(dir: &Dir, seq: u64, ext: &str) -> PathBuf {
 #[test]
 fn command_bases_without_the_rdb_preamble() {
     let dir = Dir::new("ferrokv-aofbg-cmds");
-    let port = free_port();
     let extra = ["--aof-use-rdb-preamble", "no"];
-    let mut a = launch(ferrokv_cmd(&dir, port, "always", &extra), port);
+    let mut a = launch(|port| ferrokv_cmd(&dir, port, "always", &extra));
+    let port = a.port;
     let mut r = Raw::connect(port);
     populate(&mut r);
     populate_collections(&mut r);

@@ -37,27 +37,20 @@ impl Drop for Proc {
 }
 
 fn spawn_bin(args: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    // A config file must come first, as for redis-server.
-    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    all.extend([
-        "--port".into(),
-        port.to_string(),
-        "--bind".into(),
-        "127.0.0.1".into(),
-    ]);
-    let child = bin()
-        .args(&all)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn ferrokv");
-    let up = wait_until(Duration::from_secs(5), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    let (child, port) = spawn_on_free_port(|port| {
+        // A config file must come first, as for redis-server.
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend([
+            "--port".into(),
+            port.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+        ]);
+        let mut c = bin();
+        c.args(&all);
+        c
     });
-    let mut proc = Proc(child);
-    assert!(up, "ferrokv did not start: {:?}", proc.0.try_wait());
-    (proc, port)
+    (Proc(child), port)
 }
 
 fn wait_exit(p: &mut Proc) -> Option<i32> {

@@ -315,25 +315,20 @@ fn vm_rss_kb(pid: u32) -> u64 {
 
 #[test]
 fn expired_keys_return_memory_to_the_os() {
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"))
-        .args([
+    let (child, port) = spawn_on_free_port(|port| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        cmd.args([
             "--port",
             &port.to_string(),
             "--bind",
             "127.0.0.1",
             "--save",
             "",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start ferrokv");
+        ]);
+        cmd
+    });
     let child = Child(child);
     let pid = child.0.id();
-    assert!(wait_until(Duration::from_secs(5), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    }));
     let mut c = Raw::connect(port);
     assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
     let before = vm_rss_kb(pid);

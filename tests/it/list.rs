@@ -408,47 +408,38 @@ impl Drop for Child {
     }
 }
 
-fn spawn_and_wait(mut cmd: std::process::Command, port: u16) -> Child {
-    let child = Child(
-        cmd.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn server"),
-    );
-    assert!(wait_until(std::time::Duration::from_secs(10), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    }));
-    child
-}
-
 #[test]
 fn million_small_elements_cost_no_more_than_redis() {
-    let port = free_port();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-    cmd.args([
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-    ]);
-    let ours = spawn_and_wait(cmd, port);
+    let (child, port) = spawn_on_free_port(|port| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ]);
+        cmd
+    });
+    let ours = Child(child);
     let ours_growth = list_growth(ours.0.id(), port);
 
-    let rport = free_port();
-    let mut cmd = std::process::Command::new("redis-server");
-    cmd.args([
-        "--port",
-        &rport.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ]);
-    let redis = spawn_and_wait(cmd, rport);
+    let (child, rport) = spawn_on_free_port(|port| {
+        let mut cmd = std::process::Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+        cmd
+    });
+    let redis = Child(child);
     let redis_growth = list_growth(redis.0.id(), rport);
 
     eprintln!(

@@ -131,12 +131,36 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// Starts redis-server 7.0 on a free loopback port with extra arguments.
-pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
+/// Starts a server process on a free loopback port: `command(port)`
+/// builds it. Another test may take the port between [`free_port`] and the
+/// bind, so the process is ours only once it holds the listening socket;
+/// one that failed to bind has exited, and another port is tried.
+pub fn spawn_on_free_port(mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
     for _ in 0..5 {
         let port = free_port();
-        let dir = unique_temp_path("redis-it");
-        std::fs::create_dir_all(&dir).expect("create a directory for redis-server");
+        let mut child = command(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server binary is installed");
+        let pid = child.id();
+        if wait_until(Duration::from_secs(5), || {
+            matches!(child.try_wait(), Ok(Some(_))) || listens_on(pid, port)
+        }) && matches!(child.try_wait(), Ok(None))
+        {
+            return (child, port);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("the server did not start on a free port");
+}
+
+/// Starts redis-server 7.0 on a free loopback port with extra arguments.
+pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
+    let dir = unique_temp_path("redis-it");
+    std::fs::create_dir_all(&dir).expect("create a directory for redis-server");
+    let (child, port) = spawn_on_free_port(|port| {
         let mut cmd = Command::new("redis-server");
         cmd.args([
             "--port",
@@ -149,25 +173,29 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
             "no",
         ])
         .args(["--dir", dir.to_str().unwrap_or("/tmp")])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        let child = cmd
-            .spawn()
-            .expect("redis-server is installed (apt-get install redis-server)");
-        let mut server = RedisServer { port, child, dir };
-        // Another test may take the port between free_port and the bind:
-        // the server is ours only when our child holds the listening
-        // socket. A child that failed to bind has exited: try again.
-        let pid = server.child.id();
-        if wait_until(Duration::from_secs(5), || {
-            matches!(server.child.try_wait(), Ok(Some(_))) || listens_on(pid, port)
-        }) && matches!(server.child.try_wait(), Ok(None))
-        {
-            return server;
+        .args(extra);
+        cmd
+    });
+    RedisServer { port, child, dir }
+}
+
+/// Starts redis-server with defaults.
+pub fn spawn_redis() -> RedisServer {
+    spawn_redis_with(&[])
+}
+
+/// Polls `cond` until it holds or `deadline` passes; returns whether it held.
+pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + deadline;
+    loop {
+        if cond() {
+            return true;
         }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
-    panic!("redis-server did not start");
 }
 
 /// True when process `pid` holds a socket listening on loopback `port`
@@ -196,25 +224,6 @@ pub fn listens_on(pid: u32, port: u16) -> bool {
             inodes.iter().any(|i| t == format!("socket:[{i}]"))
         })
     })
-}
-
-/// Starts redis-server with defaults.
-pub fn spawn_redis() -> RedisServer {
-    spawn_redis_with(&[])
-}
-
-/// Polls `cond` until it holds or `deadline` passes; returns whether it held.
-pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Length of the first complete RESP2/RESP3 value in `buf`, if complete.
