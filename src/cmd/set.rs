@@ -264,7 +264,9 @@ fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     finish_write(ctx.store, db, src, true);
     super::pubsub::notify_removed(ctx, b's', "srem", src);
     let added = set_write(ctx.store, db, dst, true)?.is_some_and(|s| s.add(member));
-    finish_write(ctx.store, db, dst, true);
+    // A member already in the destination leaves it untouched: no WATCH
+    // fires and no event, as in Redis.
+    finish_write(ctx.store, db, dst, added);
     if added {
         super::pubsub::notify(ctx, b's', "sadd", dst);
     }

@@ -739,21 +739,29 @@ fn commands_queued_during_a_busy_script_abort_the_transaction() {
     let transcript = |port: u16| -> Vec<String> {
         let mut tx = Raw::connect(port);
         let mut log = vec![tx.cmd_str(&["MULTI"])];
+        // A transaction queued before the script, whose EXEC arrives
+        // while it is busy.
+        let mut tx2 = Raw::connect(port);
+        log.push(tx2.cmd_str(&["MULTI"]));
+        log.push(tx2.cmd_str(&["SET", "k2", "v"]));
         let mut runner = Raw::connect(port);
         runner.send(&encode(&[b"EVAL", b"while true do end", b"0"]));
         let mut other = Raw::connect(port);
         wait_busy(&mut other);
         log.push(tx.cmd_str(&["SET", "k", "v"]));
         log.push(tx.cmd_str(&["INCR", "n"]));
+        log.push(tx2.cmd_str(&["EXEC"]));
         log.push(other.cmd_str(&["SCRIPT", "KILL"]));
         runner.read_reply();
         log.push(tx.cmd_str(&["EXEC"]));
-        log.push(tx.cmd_str(&["EXISTS", "k"]));
+        log.push(tx.cmd_str(&["EXISTS", "k", "k2"]));
+        log.push(tx2.cmd_str(&["EXEC"]));
         log.into_iter()
             .map(|r| String::from_utf8_lossy(&r).into_owned())
             .collect()
     };
     let theirs = transcript(redis.port);
     assert_eq!(transcript(ours.port), theirs);
-    assert!(theirs[4].starts_with("-EXECABORT"), "{theirs:?}");
+    assert!(theirs[5].starts_with("-EXECABORT"), "{theirs:?}");
+    assert!(theirs[7].starts_with("-EXECABORT"), "{theirs:?}");
 }

@@ -395,3 +395,37 @@ fn set_resp3() {
         "SPOP s 5",
     ]);
 }
+
+/// SMOVE of a member the destination already holds removes it from the
+/// source only: a client WATCHing the destination still commits, and the
+/// keyspace events name the source alone, as in Redis.
+#[test]
+fn smove_into_a_set_holding_the_member_leaves_it_untouched() {
+    let mut p = Pair::new();
+    let (mut wa, mut wb) = p.connect_again();
+    let (mut sa, mut sb) = p.connect_again();
+    p.script(&[
+        "CONFIG SET notify-keyspace-events KA",
+        "SADD src m n",
+        "SADD dst m",
+    ]);
+    for (w, s) in [(&mut wa, &mut sa), (&mut wb, &mut sb)] {
+        assert_eq!(w.cmd_str(&["WATCH", "dst"]), b"+OK\r\n");
+        assert!(s
+            .cmd_str(&["PSUBSCRIBE", "__keyspace@0__:*"])
+            .starts_with(b"*3\r\n"));
+    }
+    p.same(&["SMOVE", "src", "dst", "m"]);
+    let run = |w: &mut Raw| {
+        w.cmd_str(&["MULTI"]);
+        w.cmd_str(&["SET", "x", "1"]);
+        w.cmd_str(&["EXEC"])
+    };
+    assert_eq!(run(&mut wa), run(&mut wb));
+    // The first event is the source's; a marker follows right after.
+    p.same(&["SET", "marker", "1"]);
+    for _ in 0..2 {
+        let (x, y) = (sa.read_reply(), sb.read_reply());
+        assert_eq!(String::from_utf8_lossy(&x), String::from_utf8_lossy(&y));
+    }
+}
