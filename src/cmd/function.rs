@@ -388,14 +388,8 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    // While a function runs the engine is out of the server: its run
-    // state kept the counts from when it started.
     let running = ctx.server.running_script.clone();
-    let (libs, funcs) = match (&running, ctx.server.scripting.get()) {
-        (Some(run), _) => (run.libraries.get(), run.functions.get()),
-        (None, Some(e)) => (e.libraries.libs.len(), e.libraries.function_count()),
-        (None, None) => (0, 0),
-    };
+    let (libs, funcs) = ctx.server.function_counts();
     let reply = &mut ctx.reply;
     reply.map(2);
     reply.bulk(b"running_script");

@@ -177,6 +177,17 @@ impl ServerState {
         }
     }
 
+    /// Function libraries and functions loaded (FUNCTION STATS, INFO
+    /// memory). While a script runs the engine is out of the server; its
+    /// run state kept the counts from when it started.
+    pub fn function_counts(&self) -> (usize, usize) {
+        match (&self.running_script, self.scripting.get()) {
+            (Some(run), _) => (run.libraries.get(), run.functions.get()),
+            (None, Some(e)) => (e.libraries.libs.len(), e.libraries.function_count()),
+            (None, None) => (0, 0),
+        }
+    }
+
     /// The -BUSY error while a script or function runs too long.
     pub fn busy_error(&self) -> crate::error::Error {
         use crate::error::Error;

@@ -765,3 +765,45 @@ fn commands_queued_during_a_busy_script_abort_the_transaction() {
     assert!(theirs[5].starts_with("-EXECABORT"), "{theirs:?}");
     assert!(theirs[7].starts_with("-EXECABORT"), "{theirs:?}");
 }
+
+/// INFO memory counts cached scripts, function libraries and functions as
+/// Redis does, and reports the Lua heap.
+#[test]
+fn info_memory_counts_scripts_and_functions() {
+    let mut p = Pair::new();
+    let fields = |r: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(r)
+            .split("\r\n")
+            .filter(|l| {
+                ["number_of_cached_scripts:", "number_of_functions:", "number_of_libraries:"]
+                    .iter()
+                    .any(|f| l.starts_with(f))
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let check = |p: &mut Pair| {
+        let (a, b) = p.both(&["INFO", "memory"]);
+        assert_eq!(fields(&a), fields(&b));
+        assert_eq!(fields(&a).len(), 3);
+    };
+    check(&mut p);
+    p.same(&["SCRIPT", "LOAD", "return 1"]);
+    p.same(&["EVAL", "return 2", "0"]);
+    p.same(&["EVAL", "return 2", "0"]);
+    p.same(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=lib\nredis.register_function('f', function() return 1 end)\nredis.register_function('g', function() return 2 end)",
+    ]);
+    check(&mut p);
+    let (ours, _) = p.both(&["INFO", "memory"]);
+    let lua = String::from_utf8_lossy(&ours)
+        .split("\r\n")
+        .find_map(|l| l.strip_prefix("used_memory_lua:").map(str::to_string))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(lua.is_some_and(|n| n > 0), "{lua:?}");
+    p.same(&["SCRIPT", "FLUSH"]);
+    p.same(&["FUNCTION", "FLUSH"]);
+    check(&mut p);
+}
