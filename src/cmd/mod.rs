@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod client;
+pub mod cluster;
 mod coll;
 pub mod command;
 pub mod config;
@@ -51,6 +52,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     connection::COMMANDS,
     pubsub::COMMANDS,
     client::COMMANDS,
+    cluster::COMMANDS,
     server::COMMANDS,
     config::COMMANDS,
     scripting::COMMANDS,

@@ -775,9 +775,13 @@ fn info_memory_counts_scripts_and_functions() {
         String::from_utf8_lossy(r)
             .split("\r\n")
             .filter(|l| {
-                ["number_of_cached_scripts:", "number_of_functions:", "number_of_libraries:"]
-                    .iter()
-                    .any(|f| l.starts_with(f))
+                [
+                    "number_of_cached_scripts:",
+                    "number_of_functions:",
+                    "number_of_libraries:",
+                ]
+                .iter()
+                .any(|f| l.starts_with(f))
             })
             .map(str::to_string)
             .collect()

@@ -223,3 +223,38 @@ fn info_commandstats_and_latencystats_lines() {
     let text = String::from_utf8_lossy(&ours).into_owned();
     assert!(text.contains("\r\ncmdstat_get:calls=2,"), "{text}");
 }
+
+/// A standalone server's answers to Redis Cluster's commands: the same
+/// error for every CLUSTER subcommand, READONLY, READWRITE and ASKING,
+/// from clients, MULTI and scripts alike.
+#[test]
+fn cluster_commands_in_standalone_mode_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "CLUSTER INFO",
+        "CLUSTER NODES",
+        "CLUSTER SLOTS",
+        "CLUSTER SHARDS",
+        "CLUSTER MYID",
+        "CLUSTER KEYSLOT foo",
+        "CLUSTER COUNTKEYSINSLOT 1",
+        "CLUSTER GETKEYSINSLOT 1 1",
+        "CLUSTER ADDSLOTS 1",
+        "CLUSTER RESET",
+        "CLUSTER HELP",
+        "CLUSTER",
+        "CLUSTER NOSUCH",
+        "CLUSTER INFO extra",
+        "READONLY",
+        "READWRITE",
+        "ASKING",
+        "READONLY x",
+        "MULTI",
+        "CLUSTER INFO",
+        "READONLY",
+        "EXEC",
+    ]);
+    p.same(&["EVAL", "return redis.call('cluster','info')", "0"]);
+    p.same(&["EVAL", "return redis.pcall('readonly')", "0"]);
+    p.same(&["COMMAND", "INFO", "readonly", "readwrite", "asking"]);
+}
