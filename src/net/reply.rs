@@ -259,3 +259,54 @@ mod tests {
         assert_eq!(out, b"*2\r\n:1\r\n:2\r\n-ERR a  b\r\n");
     }
 }
+
+/// Drops from `out[mark..]` every reply but RESP3 push frames (`>`), which
+/// a client gets even with CLIENT REPLY OFF or SKIP, as Redis delivers
+/// pushes (subscribe confirmations, messages) whatever the reply mode.
+pub fn retain_pushes(out: &mut Vec<u8>, mark: usize) {
+    let mut kept = mark;
+    let mut pos = mark;
+    while pos < out.len() {
+        let Some(len) = frame_len(&out[pos..]) else {
+            break;
+        };
+        if out[pos] == b'>' {
+            out.copy_within(pos..pos + len, kept);
+            kept += len;
+        }
+        pos += len;
+    }
+    out.truncate(kept);
+}
+
+/// Length of the RESP2/RESP3 frame at the start of `buf`, as written here;
+/// None when it is not complete.
+fn frame_len(buf: &[u8]) -> Option<usize> {
+    let nl = buf.iter().position(|&c| c == b'\n')?;
+    let head = buf.get(1..nl.checked_sub(1)?)?;
+    let after = nl + 1;
+    let n = || crate::util::num::parse_i64(head);
+    match buf.first()? {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(after),
+        b'$' | b'=' | b'!' => match n()? {
+            n if n < 0 => Some(after),
+            n => {
+                let end = after + n as usize + 2;
+                (buf.len() >= end).then_some(end)
+            }
+        },
+        t @ (b'*' | b'~' | b'%' | b'>' | b'|') => {
+            let n = n()?;
+            if n < 0 {
+                return Some(after);
+            }
+            let count = if matches!(t, b'%' | b'|') { 2 * n } else { n };
+            let mut pos = after;
+            for _ in 0..count {
+                pos += frame_len(buf.get(pos..)?)?;
+            }
+            Some(pos)
+        }
+        _ => None,
+    }
+}

@@ -92,13 +92,22 @@ pub fn call(
     match client.reply_mode {
         _ if !top => {}
         ReplyMode::On | ReplyMode::Skip => {}
-        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Off => drop_replies(out, mark, client.resp3),
         ReplyMode::SkipThis => {
-            out.truncate(mark);
+            drop_replies(out, mark, client.resp3);
             client.reply_mode = ReplyMode::On;
         }
     }
     outcome
+}
+
+/// CLIENT REPLY OFF/SKIP: the command's replies go, RESP3 pushes stay.
+fn drop_replies(out: &mut Vec<u8>, mark: usize, resp3: bool) {
+    if resp3 {
+        crate::net::reply::retain_pushes(out, mark);
+    } else {
+        out.truncate(mark);
+    }
 }
 
 /// Why a command did not reply normally.

@@ -379,3 +379,38 @@ fn subscriber_over_soft_limit_too_long_is_disconnected() {
     }));
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
+
+/// Under CLIENT REPLY OFF or SKIP a RESP3 client still gets push data
+/// (subscribe confirmations, messages), byte for byte as from Redis; only
+/// replies are dropped.
+#[test]
+fn resp3_pushes_survive_client_reply_off_and_skip() {
+    let mut p = crate::support::Pair::new();
+    let transcript = |r: &mut Raw| -> Vec<u8> {
+        r.cmd_str(&["HELLO", "3"]);
+        let mut bytes = Vec::new();
+        for args in [
+            &["CLIENT", "REPLY", "OFF"][..],
+            &["SUBSCRIBE", "c1"],
+            &["PING"],
+            &["UNSUBSCRIBE", "c1"],
+            &["CLIENT", "REPLY", "ON"],
+            &["CLIENT", "REPLY", "SKIP"],
+            &["SUBSCRIBE", "c2"],
+            &["PUBLISH", "c2", "m"],
+            &["PING"],
+        ] {
+            let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+            bytes.extend(crate::support::encode(&a));
+        }
+        r.send(&bytes);
+        // Two confirmations, +OK, a confirmation, the message, :1, +PONG.
+        (0..7).flat_map(|_| r.read_reply()).collect()
+    };
+    let ours = transcript(&mut p.ours);
+    let theirs = transcript(&mut p.theirs);
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs)
+    );
+}
