@@ -126,6 +126,15 @@ impl Error {
     }
 
     /// An error line with its own prefix, built at run time.
+    /// Redis's reply to a container subcommand given more arguments than
+    /// it takes, naming `sub` as the client typed it, with `cmd`'s HELP.
+    pub fn subcommand_arity(sub: &[u8], cmd: &str) -> Self {
+        Error::err_owned(format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(sub)
+        ))
+    }
+
     pub fn raw_owned(msg: String) -> Self {
         Error::Raw(Cow::Owned(msg))
     }

@@ -476,10 +476,7 @@ fn kill(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// CLIENT PAUSE timeout [WRITE|ALL]
 fn pause(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 4 {
-        return Err(Error::err_owned(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            args::lossy(argv.get(1))
-        )));
+        return Err(Error::subcommand_arity(argv.get(1), "CLIENT"));
     }
     let mut all = true;
     if let Some(mode) = argv.try_get(3) {

@@ -37,6 +37,21 @@ fn fcall_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
+    // Redis looks the function up before reading numkeys, with texts of
+    // its own for a numkeys that is not a number.
+    let name = String::from_utf8_lossy(argv.get(1));
+    if ctx
+        .server
+        .scripting
+        .get()
+        .and_then(|e| e.function(&name))
+        .is_none()
+    {
+        return Err(Error::err("Function not found"));
+    }
+    if crate::util::num::parse_i64(argv.get(2)).is_none() {
+        return Err(Error::err("Bad number of keys provided"));
+    }
     let nk = numkeys(&argv, 2)?;
     let mut engine = take_engine(ctx)?;
     let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
@@ -162,6 +177,9 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn function_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() > 3 {
+        return Err(Error::subcommand_arity(argv.get(1), "FUNCTION"));
+    }
     match argv.try_get(2) {
         None => {}
         Some(a) if argv.len() == 3 && (is(a, "sync") || is(a, "async")) => {}
@@ -315,6 +333,9 @@ fn read_string(p: &[u8], pos: &mut usize) -> Option<Vec<u8>> {
 }
 
 fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() > 4 {
+        return Err(Error::subcommand_arity(argv.get(1), "FUNCTION"));
+    }
     let payload = argv.get(2);
     #[derive(PartialEq)]
     enum Policy {

@@ -176,10 +176,7 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 4 {
         // Redis echoes the subcommand as the client typed it.
-        return Err(Error::err_owned(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            args::lossy(argv.get(1))
-        )));
+        return Err(Error::subcommand_arity(argv.get(1), "CLIENT"));
     }
     let mut error = false;
     if let Some(reason) = argv.try_get(3) {

@@ -2,7 +2,6 @@
 //! SPUBLISH and PUBSUB. The registries and delivery live in
 //! `exec/pubsub.rs`.
 
-use super::args;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::server::pubsub::{self, Kind};
@@ -113,10 +112,7 @@ fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 /// with the unknown-subcommand error, as in Redis.
 fn list_channels(ctx: &mut Ctx<'_>, argv: Argv<'_>, kind: Kind) -> CmdResult {
     if argv.len() > 3 {
-        return Err(Error::err_owned(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-            args::lossy(argv.get(1))
-        )));
+        return Err(Error::subcommand_arity(argv.get(1), "PUBSUB"));
     }
     let found = ctx.server.pubsub.active(kind, argv.try_get(2));
     ctx.reply.array(found.len());

@@ -43,7 +43,8 @@ pub struct Library {
 pub struct Libraries {
     /// Libraries by name.
     pub libs: BTreeMap<String, Library>,
-    /// Function name to library name.
+    /// Function name, lowercase (Redis looks functions up ignoring case),
+    /// to library name.
     pub index: HashMap<String, String>,
 }
 
@@ -56,14 +57,14 @@ impl Libraries {
     fn remove(&mut self, name: &str) -> Option<Library> {
         let lib = self.libs.remove(name)?;
         for f in lib.functions.keys() {
-            self.index.remove(f);
+            self.index.remove(&f.to_ascii_lowercase());
         }
         Some(lib)
     }
 
     fn insert(&mut self, lib: Library) {
         for f in lib.functions.keys() {
-            self.index.insert(f.clone(), lib.name.clone());
+            self.index.insert(f.to_ascii_lowercase(), lib.name.clone());
         }
         self.libs.insert(lib.name.clone(), lib);
     }
@@ -200,19 +201,37 @@ fn read_register_args(args: &[Value]) -> mlua::Result<Func> {
     })
 }
 
-/// Parses `#!lua name=<lib>`: the library name and the shebang length.
+/// Parses `#!lua name=<lib>` as Redis's functionExtractLibMetaData and
+/// functionsCreateWithLibraryCtx check it: the shebang split with
+/// `sdssplitargs`, `name=` in any case and once, a valid name, a known
+/// engine. Returns the library name and the shebang length.
 pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), Error> {
     if !code.starts_with(b"#!") {
         return Err(Error::err("Missing library metadata"));
     }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("").to_string();
-    let mut name = None;
-    for p in parts {
-        match p.strip_prefix("name=") {
-            Some(n) => name = Some(n.to_string()),
+    let invalid = || Error::err("Invalid library metadata");
+    let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
+    let (mut buf, mut lens) = (Vec::new(), Vec::new());
+    crate::util::splitargs::split_args(&code[..end], &mut buf, &mut lens).map_err(|_| invalid())?;
+    let mut parts = Vec::with_capacity(lens.len());
+    let mut at = 0;
+    for len in lens {
+        parts.push(String::from_utf8_lossy(&buf[at..at + len]).into_owned());
+        at += len;
+    }
+    let Some(first) = parts.first() else {
+        return Err(invalid());
+    };
+    let engine = first.get(2..).unwrap_or("").to_string();
+    let mut name: Option<String> = None;
+    for p in &parts[1..] {
+        match p.get(..5).filter(|k| k.eq_ignore_ascii_case("name=")) {
+            Some(_) if name.is_some() => {
+                return Err(Error::err(
+                    "Invalid metadata value, name argument was given multiple times",
+                ))
+            }
+            Some(_) => name = Some(p[5..].to_string()),
             None => {
                 return Err(Error::err_owned(format!(
                     "Invalid metadata value given: {p}"
@@ -223,11 +242,11 @@ pub fn parse_metadata(code: &[u8]) -> Result<(String, usize), Error> {
     let Some(name) = name else {
         return Err(Error::err("Library name was not given"));
     };
-    if !engine.eq_ignore_ascii_case("lua") {
-        return Err(Error::err_owned(format!("Engine '{engine}' not found")));
-    }
     if !valid_name(name.as_bytes()) {
         return Err(Error::raw(BAD_NAME));
+    }
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Error::err_owned(format!("Engine '{engine}' not found")));
     }
     Ok((name, end))
 }
@@ -289,7 +308,7 @@ impl Engine {
             return Err(Error::err("No functions registered"));
         }
         for f in functions.keys() {
-            if let Some(owner) = self.libraries.index.get(f) {
+            if let Some(owner) = self.libraries.index.get(&f.to_ascii_lowercase()) {
                 if *owner != name {
                     return Err(Error::err_owned(format!("Function {f} already exists")));
                 }
@@ -315,6 +334,16 @@ impl Engine {
         let _ = self.lua.gc_collect();
     }
 
+    /// The function called `name`, in any case.
+    pub fn function(&self, name: &str) -> Option<&Func> {
+        let lib = self.libraries.index.get(&name.to_ascii_lowercase())?;
+        let lib = self.libraries.libs.get(lib)?;
+        lib.functions
+            .iter()
+            .find(|(f, _)| f.eq_ignore_ascii_case(name))
+            .map(|(_, f)| f)
+    }
+
     /// FCALL / FCALL_RO.
     pub fn fcall(
         &mut self,
@@ -325,13 +354,7 @@ impl Engine {
         ro: bool,
     ) -> Result<(), Error> {
         let name = String::from_utf8_lossy(name).into_owned();
-        let Some(func) = self
-            .libraries
-            .index
-            .get(&name)
-            .and_then(|lib| self.libraries.libs.get(lib))
-            .and_then(|lib| lib.functions.get(&name))
-        else {
+        let Some(func) = self.function(&name) else {
             return Err(Error::err("Function not found"));
         };
         let no_writes = func.flags & sflag::NO_WRITES != 0;

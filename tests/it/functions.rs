@@ -183,3 +183,41 @@ fn runaway_function_gets_busy_then_function_kill() {
     );
     assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
 }
+
+/// The corners of FUNCTION and FCALL found by outside suites: function
+/// names in any case, FCALL's own numkeys texts (after the lookup), the
+/// too-many-arguments error of FLUSH and RESTORE, and the shebang split as
+/// Redis splits it.
+#[test]
+fn function_corners_match_redis() {
+    let mut p = Pair::new();
+    for code in [
+        "#! name=x\nreturn 1",
+        "#!lua name=x",
+        "#!lua name=a name=b\nreturn 1",
+        "#!lua NAME=\"quoted\"\nredis.register_function('qf', function() return 7 end)",
+        "#!lua name=b@d foo\nreturn 1",
+        "#!nosuch name=b@d\nreturn 1",
+        "#!lua name=a \"unbalanced\nreturn 1",
+        "#!lua name=MyLib\nredis.register_function('MyFunc', function() return 1 end)",
+        "#!lua name=lib3\nredis.register_function('myfunc', function() return 1 end)",
+    ] {
+        p.same(&["FUNCTION", "LOAD", code]);
+    }
+    p.script(&[
+        "FCALL myfunc 0",
+        "FCALL MYFUNC 0",
+        "FCALL_RO MyFunc 0",
+        "FCALL QF 0",
+        "FCALL MyFunc x",
+        "FCALL nosuch x",
+        "FCALL MyFunc 5",
+        "FCALL MyFunc -1",
+        "FUNCTION RESTORE a b c",
+        "FUNCTION FLUSH a b",
+        "FUNCTION FLUSH foo",
+        "FUNCTION DELETE mylib",
+        "FUNCTION DELETE MyLib",
+        "FCALL myfunc 0",
+    ]);
+}
