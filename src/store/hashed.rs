@@ -21,6 +21,18 @@ enum Slot<V> {
     Many(Vec<(CompactBytes, V)>),
 }
 
+impl<V> Slot<V> {
+    /// The entries at this hash position.
+    fn entries(&self) -> impl Iterator<Item = (&[u8], &V)> {
+        let (one, many) = match self {
+            Slot::One(k, v) => (Some((k.as_slice(), v)), &[][..]),
+            Slot::Many(items) => (None, &items[..]),
+        };
+        one.into_iter()
+            .chain(many.iter().map(|(k, v)| (k.as_slice(), v)))
+    }
+}
+
 /// A map from byte strings to `V`, iterated in hash order.
 #[derive(Clone, Debug)]
 pub struct HashedMap<V> {
@@ -36,6 +48,13 @@ impl<V> Default for HashedMap<V> {
         }
     }
 }
+
+/// Up to this many entries a random draw walks to a uniformly drawn rank.
+const EXACT_RANDOM_MAX: usize = 1024;
+
+/// Entries a larger table's random draw chooses among (Redis's
+/// GETFAIR_NUM_ENTRIES is 15).
+const FAIR_RUN: usize = 16;
 
 /// The process-wide hash key, so clones of a map (COPY) stay valid.
 fn seed() -> &'static std::collections::hash_map::RandomState {
@@ -154,14 +173,7 @@ impl<V> HashedMap<V> {
 
     /// Every entry, in hash order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.map.values().flat_map(|s| {
-            let (one, many) = match s {
-                Slot::One(k, v) => (Some((k.as_slice(), v)), &[][..]),
-                Slot::Many(items) => (None, &items[..]),
-            };
-            one.into_iter()
-                .chain(many.iter().map(|(k, v)| (k.as_slice(), v)))
-        })
+        self.map.values().flat_map(Slot::entries)
     }
 
     /// Calls `f` for the entries of up to `count` hash positions starting
@@ -184,21 +196,34 @@ impl<V> HashedMap<V> {
         0
     }
 
-    /// A random entry: the first at or after a random point in hash space.
+    /// A random entry, every entry equally likely. Entries sit at keyed
+    /// hash positions whose gaps differ, so "the first at or after a random
+    /// point" would favour entries after wide gaps: small tables are drawn
+    /// by rank exactly; larger ones, as Redis's dictGetFairRandomKey, draw
+    /// uniformly among a run of consecutive entries from a random point,
+    /// which evens the gaps out.
     pub fn random(&self, point: u64) -> Option<(&[u8], &V)> {
-        let point = point >> 1;
-        let slot = self
-            .map
-            .range(point..)
-            .next()
-            .or_else(|| self.map.iter().next())
-            .map(|(_, s)| s)?;
-        match slot {
-            Slot::One(k, v) => Some((k.as_slice(), v)),
-            Slot::Many(items) => items
-                .get((point as usize) % items.len().max(1))
-                .map(|(k, v)| (k.as_slice(), v)),
+        if self.len == 0 {
+            return None;
         }
+        // A second, independent draw from the one given (splitmix64).
+        let mut z = point.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let second = z ^ (z >> 31);
+        if self.len <= EXACT_RANDOM_MAX {
+            return self.iter().nth((point % self.len as u64) as usize);
+        }
+        let start = point >> 1;
+        let run = || {
+            self.map
+                .range(start..)
+                .chain(self.map.range(..start))
+                .flat_map(|(_, slot)| slot.entries())
+                .take(FAIR_RUN)
+        };
+        let n = run().count().max(1);
+        run().nth((second % n as u64) as usize)
     }
 
     /// Approximate heap bytes owned, given each value's own heap size.
