@@ -295,14 +295,6 @@ fn load_here(c: &mut Raw, n: usize) {
 }
 
 /// A ferrokv binary child process, killed on drop.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn vm_rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
@@ -315,20 +307,8 @@ fn vm_rss_kb(pid: u32) -> u64 {
 
 #[test]
 fn expired_keys_return_memory_to_the_os() {
-    let (child, port) = spawn_on_free_port(|port| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ]);
-        cmd
-    });
-    let child = Child(child);
-    let pid = child.0.id();
+    let server = spawn_ferrokv_process();
+    let (port, pid) = (server.port, server.pid());
     let mut c = Raw::connect(port);
     assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
     let before = vm_rss_kb(pid);

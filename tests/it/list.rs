@@ -399,48 +399,12 @@ fn list_growth(pid: u32, port: u16) -> u64 {
     (rss_kib(pid) - before) * 1024
 }
 
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn million_small_elements_cost_no_more_than_redis() {
-    let (child, port) = spawn_on_free_port(|port| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ]);
-        cmd
-    });
-    let ours = Child(child);
-    let ours_growth = list_growth(ours.0.id(), port);
-
-    let (child, rport) = spawn_on_free_port(|port| {
-        let mut cmd = std::process::Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ]);
-        cmd
-    });
-    let redis = Child(child);
-    let redis_growth = list_growth(redis.0.id(), rport);
+    let ours = spawn_ferrokv_process();
+    let ours_growth = list_growth(ours.pid(), ours.port);
+    let redis = spawn_redis();
+    let redis_growth = list_growth(redis.pid(), redis.port);
 
     eprintln!(
         "1M x 16-byte list: ferrokv {:.1} B/element, redis {:.1} B/element",

@@ -179,6 +179,45 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
     RedisServer { port, child, dir }
 }
 
+impl RedisServer {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// The ferrokv binary running as a process of its own, killed on drop.
+pub struct FerrokvProcess {
+    /// Its port.
+    pub port: u16,
+    child: Child,
+}
+
+impl FerrokvProcess {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for FerrokvProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the ferrokv binary on a free loopback port with `--save ""`.
+pub fn spawn_ferrokv_process() -> FerrokvProcess {
+    let (child, port) = spawn_on_free_port(|port| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", ""]);
+        cmd
+    });
+    FerrokvProcess { port, child }
+}
+
 /// Starts redis-server with defaults.
 pub fn spawn_redis() -> RedisServer {
     spawn_redis_with(&[])
