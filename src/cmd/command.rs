@@ -324,6 +324,28 @@ fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, K
             };
             return vec![(1, KeyFlags::Names(names))];
         }
+        // Redis's sortGetKeys: the key, then the last STORE's target,
+        // skipping the arguments of LIMIT, GET and BY.
+        "sort" | "sort_ro" => {
+            let mut keys = vec![(1, KeyFlags::Names(&["RO", "access"]))];
+            let mut store = None;
+            let mut i = 2;
+            while i < argv.len() {
+                let a = argv[i];
+                if args::is(a, "limit") {
+                    i += 2;
+                } else if args::is(a, "get") || args::is(a, "by") {
+                    i += 1;
+                } else if name == "sort" && args::is(a, "store") && i + 1 < argv.len() {
+                    store = Some(i + 1);
+                }
+                i += 1;
+            }
+            if let Some(at) = store {
+                keys.push((at, KeyFlags::Names(&["OW", "update"])));
+            }
+            return keys;
+        }
         _ => {}
     }
     let mut keys = Vec::new();

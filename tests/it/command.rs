@@ -161,3 +161,27 @@ fn getkeys_and_flags() {
         }
     }
 }
+
+/// COMMAND GETKEYS and GETKEYSANDFLAGS for SORT and SORT_RO find the keys
+/// as Redis's sortGetKeys does: the key, and the last STORE target,
+/// skipping LIMIT, GET and BY arguments.
+#[test]
+fn sort_keys_match_redis() {
+    let mut p = Pair::new();
+    for line in [
+        "sort abc store def",
+        "sort_ro abc get # get x_*",
+        "sort abc by nosort get x store dst",
+        "sort abc store a store b",
+        "sort abc limit 0 store get store x",
+        "sort abc store",
+        "sort_ro abc store def",
+        "sort abc limit 0 10 by w_* get # get h_*->f store out",
+    ] {
+        for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+            let mut args = vec!["COMMAND", sub];
+            args.extend(line.split(' '));
+            p.same(&args);
+        }
+    }
+}
