@@ -137,9 +137,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
         Some(Value::ZSet(z)) => z.iter_from(0).map(|(m, _)| m.to_vec()).collect(),
         Some(_) => return Err(Error::WrongType),
     };
-    // Sets have no defined order: STORE sorts them so results are
-    // deterministic, as Redis does.
-    if dontsort && is_set && store_key.is_some() {
+    // Sets have no defined order: STORE and scripts sort them so results
+    // are deterministic, as Redis does.
+    if dontsort && is_set && (store_key.is_some() || ctx.client.script) {
         dontsort = false;
         alpha = true;
         by = None;

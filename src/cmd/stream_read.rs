@@ -47,7 +47,7 @@ fn xread(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let more = argv.len() - i - 1;
         let opt = argv.get(i);
         if is(opt, "block") && more > 0 {
-            if ctx.client.id == 0 {
+            if ctx.client.script {
                 let name = String::from_utf8_lossy(argv.get(0)).into_owned();
                 return Err(Error::err_owned(format!(
                     "{name} command is not allowed with BLOCK option from scripts"

@@ -72,6 +72,9 @@ pub struct Client {
     /// Set while commands run inside EXEC or a script: blocking commands
     /// then act like their non-blocking forms, as in Redis.
     pub deny_blocking: bool,
+    /// The scripts' client (Redis's CLIENT_SCRIPT): commands that must
+    /// stay deterministic in scripts check it.
+    pub script: bool,
     /// Its blocking command is running again because a key it waited on
     /// is ready (Redis's CLIENT_REPROCESSING_COMMAND).
     pub reprocessing: bool,
@@ -104,6 +107,7 @@ impl Client {
             qbuf: 0,
             kind: ClientKind::Normal,
             deny_blocking: false,
+            script: false,
             reprocessing: false,
             multi: None,
             outq: Rc::new(OutQueue::default()),

@@ -41,5 +41,6 @@ impl Host for ScriptHost<'_> {
 pub fn script_client() -> Client {
     let mut c = Client::internal();
     c.deny_blocking = true;
+    c.script = true;
     c
 }

@@ -83,3 +83,20 @@ fn sort_resp3() {
     p.both(&["HELLO", "3"]);
     sort_script(&mut p);
 }
+
+/// SORT of a set BY a constant has no order of its own: inside a script it
+/// sorts lexicographically, as Redis does to keep scripts deterministic;
+/// lists and sorted sets keep their order.
+#[test]
+fn sort_by_constant_inside_a_script_matches_redis() {
+    let mut p = Pair::new();
+    p.script(&["SADD s c a b 10 2", "RPUSH l c a b", "ZADD z 3 c 1 a 2 b"]);
+    for key in ["s", "l", "z"] {
+        let script = format!("return redis.call('sort','{key}','by','nosort')");
+        p.same(&["EVAL", &script, "0"]);
+        let script = format!("return redis.call('sort','{key}','by','nosort','desc')");
+        p.same(&["EVAL", &script, "0"]);
+        let script = format!("return redis.call('sort_ro','{key}','by','nosort','limit','1','2')");
+        p.same(&["EVAL", &script, "0"]);
+    }
+}
