@@ -152,6 +152,20 @@ fn getkeys_and_flags() {
         &["zunionstore", "d", "2", "a", "b"],
         &["bitfield", "k", "get", "u8", "0"],
         &["bitfield", "k", "set", "u8", "0", "1"],
+        &["evalsha", "x", "1", "a"],
+        &["fcall", "f", "2", "a", "b", "x"],
+        &["fcall_ro", "f", "0"],
+        &["xread", "count", "2", "streams", "a", "b", "0", "0"],
+        &["lmpop", "2", "a", "b", "left"],
+        &["blmpop", "0", "2", "a", "b", "left", "count", "2"],
+        &["zmpop", "1", "a", "min"],
+        &["bzmpop", "0", "2", "a", "b", "max"],
+        &["sintercard", "2", "a", "b", "limit", "1"],
+        &["zintercard", "2", "a", "b"],
+        &["zunion", "2", "a", "b", "withscores"],
+        &["zdiffstore", "d", "2", "a", "b"],
+        &["sort", "a", "by", "w_*", "store", "d"],
+        &["sort_ro", "a", "get", "#"],
     ];
     for c in cases {
         if names.iter().any(|n| n == c[0]) {
