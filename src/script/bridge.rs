@@ -342,24 +342,21 @@ fn write_table(reply: &mut ReplyBuf<'_>, t: &Table, script_resp3: bool, depth: u
         }
         return;
     }
+    // Maps and sets are walked twice (count, then write) rather than
+    // collected: holding every key and value at once would overflow the
+    // Lua stack that backs them on a large table.
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
-        reply.map(pairs.len());
-        for (k, v) in &pairs {
-            write_value(reply, k, script_resp3, depth + 1);
-            write_value(reply, v, script_resp3, depth + 1);
+        reply.map(m.clone().pairs::<Value, Value>().count());
+        for (k, v) in m.pairs::<Value, Value>().filter_map(Result::ok) {
+            write_value(reply, &k, script_resp3, depth + 1);
+            write_value(reply, &v, script_resp3, depth + 1);
         }
         return;
     }
     if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-        let keys: Vec<Value> = s
-            .pairs::<Value, Value>()
-            .filter_map(Result::ok)
-            .map(|(k, _)| k)
-            .collect();
-        reply.set(keys.len());
-        for k in &keys {
-            write_value(reply, k, script_resp3, depth + 1);
+        reply.set(s.clone().pairs::<Value, Value>().count());
+        for (k, _) in s.pairs::<Value, Value>().filter_map(Result::ok) {
+            write_value(reply, &k, script_resp3, depth + 1);
         }
         return;
     }

@@ -122,14 +122,19 @@ fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
                     encode(&item, level + 1, out)?;
                 }
             } else {
-                let pairs: Vec<(Value, Value)> = t
-                    .clone()
-                    .pairs::<Value, Value>()
-                    .collect::<mlua::Result<_>>()?;
-                header(pairs.len(), 0x80, 0xde, 0xdf, out);
-                for (k, val) in &pairs {
-                    encode(k, level + 1, out)?;
-                    encode(val, level + 1, out)?;
+                // Two passes, as Redis's lua_next walks do: holding every
+                // key and value at once would overflow the Lua stack that
+                // backs them on a large table.
+                let mut count = 0;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    pair?;
+                    count += 1;
+                }
+                header(count, 0x80, 0xde, 0xdf, out);
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, val) = pair?;
+                    encode(&k, level + 1, out)?;
+                    encode(&val, level + 1, out)?;
                 }
             }
         }
