@@ -224,7 +224,7 @@ struct ClientState {
 impl ClientState {
     fn of(ctx: &Ctx<'_>, id: u64) -> Self {
         ClientState {
-            blocked: ctx.server.blocking.is_blocked(id),
+            blocked: ctx.server.is_blocked(id),
             dirty_cas: ctx.store.watches.is_dirty(id),
             subs: ctx.server.pubsub.counts(id),
         }
@@ -359,7 +359,7 @@ fn list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             continue;
         }
         let state = ClientState {
-            blocked: ctx.server.blocking.is_blocked(id),
+            blocked: ctx.server.is_blocked(id),
             dirty_cas: ctx.store.watches.is_dirty(id),
             subs: ctx.server.pubsub.counts(id),
         };

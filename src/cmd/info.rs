@@ -199,7 +199,7 @@ fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("maxclients", s.config.maxclients);
     f.kv("client_recent_max_input_buffer", 0);
     f.kv("client_recent_max_output_buffer", 0);
-    f.kv("blocked_clients", s.blocking.blocked_clients());
+    f.kv("blocked_clients", s.blocked_clients());
     f.kv("tracking_clients", 0);
     f.kv(
         "clients_in_timeout_table",

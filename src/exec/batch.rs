@@ -50,7 +50,17 @@ impl Executor {
             self.store.prefetch(client.db, keys);
         }
         for i in start..batch.len() {
-            if self.paused_for(&batch, i) {
+            if self.paused_for(&client, &batch, i) {
+                // Held as Redis's BLOCKED_POSTPONE: a blocked client running
+                // this command (CLIENT LIST `b` and `cmd=`, INFO).
+                let argv = batch.argv(i);
+                if let Some(cid) = self.server.table.resolve(argv.get(0), argv.try_get(1)) {
+                    client.last_cmd.clear();
+                    client
+                        .last_cmd
+                        .push_str(&self.server.table.commands[cid].name);
+                }
+                client.last_interaction_ms = crate::util::clock::now_ms();
                 let qbuf = client.qbuf;
                 self.server.clients.insert(id, client);
                 self.server.postponed.push(crate::server::pause::Postponed {

@@ -4,6 +4,7 @@
 
 use super::Executor;
 use crate::net::request::Batch;
+use crate::server::client::Client;
 use crate::util::clock;
 
 impl Executor {
@@ -18,8 +19,9 @@ impl Executor {
         }
     }
 
-    /// True when command `i` of `batch` must wait for the pause to end.
-    pub(super) fn paused_for(&self, batch: &Batch, i: usize) -> bool {
+    /// True when command `i` of `batch` must wait for the pause to end; an
+    /// EXEC waits when what it would run does (Redis's processCommand).
+    pub(super) fn paused_for(&self, client: &Client, batch: &Batch, i: usize) -> bool {
         let pause = self.server.pause;
         let now = clock::now_ms();
         if !pause.active(now) {
@@ -27,9 +29,14 @@ impl Executor {
         }
         let argv = batch.argv(i);
         let table = &self.server.table;
-        let flags = table
-            .resolve(argv.get(0), argv.try_get(1))
-            .map_or(0, |id| table.commands[id].flags);
+        let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) else {
+            return false;
+        };
+        let cmd = &table.commands[id];
+        let mut flags = cmd.flags;
+        if cmd.name == "exec" {
+            flags |= client.multi.as_ref().map_or(0, |m| m.flags);
+        }
         pause.holds(flags, now)
     }
 }

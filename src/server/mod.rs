@@ -188,6 +188,17 @@ impl ServerState {
         }
     }
 
+    /// Clients blocked now (INFO `blocked_clients`): on keys, or held by
+    /// CLIENT PAUSE, as Redis counts BLOCKED_POSTPONE.
+    pub fn blocked_clients(&self) -> usize {
+        self.blocking.blocked_clients() + self.postponed.len()
+    }
+
+    /// True when client `id` is blocked (CLIENT LIST flag `b`).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.blocking.is_blocked(id) || self.postponed.iter().any(|p| p.id == id)
+    }
+
     /// The -BUSY error while a script or function runs too long.
     pub fn busy_error(&self) -> crate::error::Error {
         use crate::error::Error;

@@ -43,6 +43,9 @@ pub struct MultiState {
     /// A command was rejected while queueing (Redis `CLIENT_DIRTY_EXEC`):
     /// EXEC answers EXECABORT.
     pub dirty_exec: bool,
+    /// The flags of every queued command together (Redis's
+    /// `mstate.cmd_flags`): CLIENT PAUSE WRITE holds an EXEC that writes.
+    pub flags: u32,
 }
 
 impl MultiState {
@@ -116,6 +119,7 @@ pub fn queue(
         }
         m.bytes += size;
         m.count += 1;
+        m.flags |= server.table.commands[id].flags;
         m.cmds.push(Queued { id, argv });
     }
     ReplyBuf::new(out, client.resp3).simple("QUEUED");

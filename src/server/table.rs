@@ -187,9 +187,12 @@ impl CommandTable {
             }
         }
         // Redis 7.0 flags these may-replicate without listing the flag in
-        // COMMAND INFO; read-only scripts may not call them (found by
-        // calling every non-write command from EVAL_RO).
-        if matches!(name, "publish" | "spublish" | "pfcount") {
+        // COMMAND INFO: read-only scripts may not call them, CLIENT PAUSE
+        // WRITE holds them (found by trying each on redis-server).
+        if matches!(
+            name,
+            "publish" | "spublish" | "pfcount" | "eval" | "evalsha" | "fcall"
+        ) {
             flags |= flag::MAY_REPLICATE;
         }
         let id = self.commands.len();

@@ -258,3 +258,74 @@ fn cluster_commands_in_standalone_mode_match_redis() {
     p.same(&["EVAL", "return redis.pcall('readonly')", "0"]);
     p.same(&["COMMAND", "INFO", "readonly", "readwrite", "asking"]);
 }
+
+/// Clients held by CLIENT PAUSE WRITE count as blocked (INFO and CLIENT
+/// LIST `b` with the held command), as Redis counts them; an EXEC whose
+/// transaction writes and an EVAL are held, EVAL_RO and reads are not.
+#[test]
+fn clients_held_by_client_pause_match_redis() {
+    let mut p = Pair::new();
+    let blocked = |p: &mut Pair, n: usize| {
+        let want = format!("blocked_clients:{n}\r\n");
+        assert!(
+            wait_until(Duration::from_secs(5), || {
+                let (a, b) = p.both(&["INFO", "clients"]);
+                String::from_utf8_lossy(&a).contains(&want)
+                    && String::from_utf8_lossy(&b).contains(&want)
+            }),
+            "{want}"
+        );
+    };
+    let (mut tx_a, mut tx_b) = p.connect_again();
+    for t in [&mut tx_a, &mut tx_b] {
+        t.cmd_str(&["MULTI"]);
+        t.cmd_str(&["SET", "y", "1"]);
+    }
+    p.same(&["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let (mut set_a, mut set_b) = p.connect_again();
+    let (mut eval_a, mut eval_b) = p.connect_again();
+    for (c, args) in [
+        (&mut set_a, &["SET", "x", "1"][..]),
+        (&mut set_b, &["SET", "x", "1"]),
+        (&mut tx_a, &["EXEC"]),
+        (&mut tx_b, &["EXEC"]),
+        (&mut eval_a, &["EVAL", "return 1", "0"]),
+        (&mut eval_b, &["EVAL", "return 1", "0"]),
+    ] {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        c.send(&encode(&a));
+    }
+    blocked(&mut p, 3);
+    p.same(&["EVAL_RO", "return 2", "0"]);
+    p.same(&["GET", "x"]);
+    // The held clients: flags and command, as CLIENT LIST shows them.
+    let held = |r: &[u8]| -> Vec<String> {
+        let mut v: Vec<String> = String::from_utf8_lossy(r)
+            .lines()
+            .filter(|l| {
+                l.split(' ')
+                    .any(|f| f.strip_prefix("flags=").is_some_and(|fl| fl.contains('b')))
+            })
+            .map(|l| {
+                l.split(' ')
+                    .filter(|f| f.starts_with("flags=") || f.starts_with("cmd="))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = p.both(&["CLIENT", "LIST"]);
+    assert_eq!(held(&a), held(&b));
+    assert_eq!(held(&a).len(), 3, "{:?}", held(&a));
+    p.same(&["CLIENT", "UNPAUSE"]);
+    for (x, y) in [
+        (&mut set_a, &mut set_b),
+        (&mut tx_a, &mut tx_b),
+        (&mut eval_a, &mut eval_b),
+    ] {
+        assert_eq!(x.read_reply(), y.read_reply());
+    }
+    blocked(&mut p, 0);
+}
