@@ -25,6 +25,9 @@ const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
 /// Bytes each read asks for at least (Redis's PROTO_IOBUF_LEN).
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Buffers larger than this are not kept once empty.
+const KEEP_BUFFER: usize = 1024 * 1024;
+
 /// The client-query-buffer-limit in effect.
 pub fn query_buffer_limit(limits: &NetLimits) -> usize {
     match limits.query_buffer_limit {
@@ -82,6 +85,9 @@ pub struct Conn {
     pub want_write: bool,
     /// Listed for the next flush.
     pub dirty: bool,
+    /// The query buffer grew past [`KEEP_BUFFER`]: once empty it is given
+    /// back (its allocation may outlive what is left of its capacity).
+    inbuf_grew: bool,
     /// The client has authenticated, as the executor said with its last
     /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
     /// limits for unauthenticated clients.
@@ -109,6 +115,7 @@ impl Conn {
             readable: false,
             want_write: false,
             dirty: false,
+            inbuf_grew: false,
             authenticated,
             outq: Rc::new(OutQueue::default()),
         }
@@ -121,6 +128,7 @@ impl Conn {
         let want = READ_CHUNK.max(self.inbuf.len().min(1 << 20));
         if self.inbuf.capacity() - self.inbuf.len() < want / 2 {
             self.inbuf.reserve(want);
+            self.inbuf_grew |= self.inbuf.capacity() > KEEP_BUFFER;
         }
         let spare = self.inbuf.spare_capacity_mut();
         let room = spare.len();
@@ -187,6 +195,20 @@ impl Conn {
         }
         out.clear();
         out
+    }
+
+    /// Gives back buffers a large request or reply grew, once they are
+    /// empty, as Redis shrinks idle query buffers: memory freed by UNLINK
+    /// or FLUSHALL then shows in used_memory instead of staying with the
+    /// connection that carried the data.
+    pub fn release_idle_buffers(&mut self) {
+        if self.inbuf.is_empty() && (self.inbuf_grew || self.inbuf.capacity() > KEEP_BUFFER) {
+            self.inbuf = BytesMut::with_capacity(READ_CHUNK);
+            self.inbuf_grew = false;
+        }
+        if self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
+            self.out = Vec::with_capacity(READ_CHUNK);
+        }
     }
 
     /// Bytes queued and not written.

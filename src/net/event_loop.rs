@@ -395,6 +395,7 @@ impl Net {
             c.out = out;
         }
         c.closing |= close;
+        c.release_idle_buffers();
         let more = c.readable && !close;
         if wrote || close {
             self.mark_dirty(id);

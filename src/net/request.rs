@@ -70,6 +70,17 @@ impl Batch {
         self.extra.clear();
         self.spans.clear();
         self.cmds.clear();
+        // A burst (a 100,000-argument command, a huge pipeline) need not
+        // keep its buffers: INFO's used_memory should come back after it.
+        if self.spans.capacity() > 4096 {
+            self.spans.shrink_to(1024);
+        }
+        if self.cmds.capacity() > 4096 {
+            self.cmds.shrink_to(1024);
+        }
+        if self.extra.capacity() > 1 << 20 {
+            self.extra.shrink_to(16 * 1024);
+        }
     }
 }
 
