@@ -319,11 +319,26 @@ impl Dict {
         self.maybe_shrink();
     }
 
-    /// A random entry, or None when empty. Picks a random non-empty bucket,
-    /// then a random entry of its chain (Redis's dictGetRandomKey).
+    /// A random entry, or None when empty, every entry equally likely.
+    /// Redis's dictGetRandomKey (a random non-empty bucket, then a random
+    /// entry of its chain) favours entries in short chains; here a random
+    /// (bucket, depth) pair is drawn until it names an entry, which gives
+    /// each entry the same chance, with the chain-walking pick kept only as
+    /// the fallback when chains run deeper than the draw reaches.
     pub fn random(&self, mut rng: impl FnMut(usize) -> usize) -> Option<&Entry> {
         if self.len == 0 {
             return None;
+        }
+        let tries = 64 * self.buckets.len().div_ceil(self.len).max(1);
+        for _ in 0..tries.min(1 << 16) {
+            let depth = rng(RANDOM_DEPTH);
+            let mut cur = self.buckets[rng(self.buckets.len())].as_deref();
+            for _ in 0..depth {
+                cur = cur.and_then(|e| e.next.as_deref());
+            }
+            if let Some(e) = cur {
+                return Some(e);
+            }
         }
         loop {
             let b = &self.buckets[rng(self.buckets.len())];
@@ -345,6 +360,10 @@ impl Dict {
         }
     }
 }
+
+/// Chain positions a random draw reaches: with the table kept at most
+/// about as full as it has buckets, longer chains are very rare.
+const RANDOM_DEPTH: usize = 8;
 
 impl Drop for Dict {
     fn drop(&mut self) {

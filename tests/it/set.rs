@@ -431,7 +431,7 @@ fn smove_into_a_set_holding_the_member_leaves_it_untouched() {
 }
 
 /// Chi-square statistic of `counts` against a uniform draw.
-fn chi_square(
+pub(crate) fn chi_square(
     counts: &std::collections::HashMap<Vec<u8>, usize>,
     members: usize,
     draws: usize,
@@ -446,7 +446,11 @@ fn chi_square(
 }
 
 /// Draws with `args` (one member per reply, or a count array), pipelined.
-fn draw(r: &mut Raw, args: &[&str], times: usize) -> std::collections::HashMap<Vec<u8>, usize> {
+pub(crate) fn draw(
+    r: &mut Raw,
+    args: &[&str],
+    times: usize,
+) -> std::collections::HashMap<Vec<u8>, usize> {
     let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
     let one = encode(&a);
     let mut bytes = Vec::with_capacity(one.len() * times);
