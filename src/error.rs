@@ -45,6 +45,8 @@ pub enum Error {
     Protocol(Cow<'static, str>),
     /// `-BUSY ...`
     Busy,
+    /// -BUSY while a function (FCALL) runs too long.
+    BusyFunction,
     /// `-ERR Command not allowed inside a transaction` (no_multi commands).
     NotAllowedInMulti,
     /// `-EXECABORT Transaction discarded because of previous errors.`
@@ -112,6 +114,9 @@ impl Error {
             Error::Protocol(reason) => format!("ERR Protocol error: {reason}").into(),
             Error::Busy => {
                 "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.".into()
+            }
+            Error::BusyFunction => {
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.".into()
             }
             Error::NotAllowedInMulti => "ERR Command not allowed inside a transaction".into(),
             Error::ExecAbort => "EXECABORT Transaction discarded because of previous errors.".into(),

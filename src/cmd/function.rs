@@ -47,7 +47,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
         .and_then(|e| e.function(&name))
         .is_none()
     {
-        return Err(Error::err("Function not found"));
+        return Err(crate::script::function::FUNCTION_NOT_FOUND);
     }
     if crate::util::num::parse_i64(argv.get(2)).is_none() {
         return Err(Error::err("Bad number of keys provided"));

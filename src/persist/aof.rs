@@ -190,13 +190,18 @@ impl Aof {
             encode(&mut self.buf, &[b"MULTI"]);
         }
         for (db, argv) in ops {
-            self.select(*db);
-            let argv = argv.argv();
-            encode_argv(&mut self.buf, argv);
+            self.feed_command(*db, argv.argv());
         }
         if wrap {
             encode(&mut self.buf, &[b"EXEC"]);
         }
+    }
+
+    /// Appends one command in database `db`: what a lone write propagates,
+    /// written straight from its arguments.
+    pub fn feed_command(&mut self, db: usize, argv: Argv<'_>) {
+        self.select(db);
+        encode_argv(&mut self.buf, argv);
     }
 
     /// Writes the keys expired since the last call as DEL (lazy and active

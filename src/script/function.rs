@@ -70,6 +70,9 @@ impl Libraries {
     }
 }
 
+/// FCALL of a function no library registered.
+pub const FUNCTION_NOT_FOUND: Error = Error::err("Function not found");
+
 /// How long library code may run at load (Redis's LOAD_TIMEOUT_MS).
 const LOAD_TIMEOUT_MS: u64 = 500;
 
@@ -355,7 +358,7 @@ impl Engine {
     ) -> Result<(), Error> {
         let name = String::from_utf8_lossy(name).into_owned();
         let Some(func) = self.function(&name) else {
-            return Err(Error::err("Function not found"));
+            return Err(FUNCTION_NOT_FOUND);
         };
         let no_writes = func.flags & sflag::NO_WRITES != 0;
         if ro && !no_writes {

@@ -331,7 +331,7 @@ fn invoke(
     if propagating {
         // Keys found expired reach the AOF as DEL before what ran into them.
         server.aof.feed_expired(store);
-        propagate(store, server, client.db, id, argv, dirty);
+        propagate(store, server, client.db, id, argv, dirty, depth);
         server.propagation.restore(own);
         if depth == 0 {
             let pending = std::mem::take(&mut server.propagation.pending);
@@ -359,7 +359,8 @@ fn invoke(
 
 /// Collects the command just run for the AOF when it changed the data set
 /// (it has the WRITE flag and moved the dirty counter, Redis's rule): as
-/// its handler rewrote it, or as called.
+/// its handler rewrote it, or as called. A lone top-level write, the
+/// common case, goes to the AOF at once without being copied.
 fn propagate(
     store: &Store,
     server: &mut ServerState,
@@ -367,6 +368,7 @@ fn propagate(
     id: CommandId,
     argv: Argv<'_>,
     dirty_before: u64,
+    depth: u32,
 ) {
     let p = &mut server.propagation;
     let rewritten = p.rewritten.take();
@@ -374,6 +376,11 @@ fn propagate(
         || store.stats.dirty == dirty_before
         || !server.table.commands[id].has(flag::WRITE)
     {
+        return;
+    }
+    if depth == 0 && p.pending.is_empty() {
+        let argv = rewritten.as_ref().map_or(argv, |r| r.argv());
+        server.aof.feed_command(db, argv);
         return;
     }
     let argv = rewritten.unwrap_or_else(|| argv.to_owned());

@@ -201,12 +201,9 @@ impl ServerState {
 
     /// The -BUSY error while a script or function runs too long.
     pub fn busy_error(&self) -> crate::error::Error {
-        use crate::error::Error;
         match &self.running_script {
-            Some(run) if run.is_function.get() => Error::raw(
-                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
-            ),
-            _ => Error::Busy,
+            Some(run) if run.is_function.get() => crate::error::Error::BusyFunction,
+            _ => crate::error::Error::Busy,
         }
     }
 
