@@ -35,6 +35,9 @@ pub enum Error {
     InvalidExpire(String),
     /// `-ERR timeout is not an integer or out of range`
     TimeoutNotInteger,
+    /// `-ERR value is out of range, must be positive` (Redis's
+    /// getPositiveLongFromObjectOrReply; zero passes)
+    NotPositive,
     /// `-NOAUTH Authentication required.`
     NoAuth,
     /// `-WRONGPASS invalid username-password pair or user is disabled.`
@@ -108,6 +111,7 @@ impl Error {
             }
             Error::InvalidExpire(cmd) => format!("ERR invalid expire time in '{cmd}' command").into(),
             Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
+            Error::NotPositive => "ERR value is out of range, must be positive".into(),
             Error::NoAuth => "NOAUTH Authentication required.".into(),
             Error::WrongPass => "WRONGPASS invalid username-password pair or user is disabled.".into(),
             Error::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into(),

@@ -312,7 +312,7 @@ fn info_line(
 fn info(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut s = String::with_capacity(300);
     let state = ClientState::of(ctx, ctx.client.id);
-    info_line(&mut s, ctx.client, state, clock::now_ms(), Some(&argv));
+    info_line(&mut s, ctx.client, state, clock::real_now_ms(), Some(&argv));
     s.push('\n');
     ctx.reply.verbatim(s.as_bytes());
     Ok(())
@@ -343,7 +343,8 @@ fn list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else if argv.len() != 2 {
         return Err(Error::Syntax);
     }
-    let now = clock::now_ms();
+    // Ages and idle times are real time.
+    let now = clock::real_now_ms();
     let ids = ids.unwrap_or_else(|| all_ids(ctx));
     let mut out = String::with_capacity(300 * ids.len());
     for id in ids {

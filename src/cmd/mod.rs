@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod client;
+pub mod clock;
 pub mod cluster;
 mod coll;
 pub mod command;
@@ -31,6 +32,7 @@ pub mod sort;
 pub mod stream;
 pub mod stream_read;
 pub mod string;
+pub mod throttle;
 pub mod tx;
 pub mod zset;
 pub mod zset_blocking;
@@ -64,4 +66,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     persist::COMMANDS,
     stream::COMMANDS,
     stream_read::COMMANDS,
+    throttle::COMMANDS,
+    clock::COMMANDS,
 ];

@@ -222,6 +222,9 @@ pub const PARAMS: &[Param] = &[
     e("enable-protected-configs", I, YES_NO_LOCAL),
     e("enable-debug-command", I, YES_NO_LOCAL),
     e("enable-module-command", I, YES_NO_LOCAL),
+    // ferrokv's own: allows the CLOCK command. Hidden, so CONFIG GET *
+    // lists exactly Redis's parameters.
+    e("enable-clock-command", I | HIDDEN, YES_NO_LOCAL),
     e("propagation-error-behavior", M, &["ignore", "panic", "panic-on-replicas"]),
     x("shutdown-on-sigint", None, MULTI_ARG),
     x("shutdown-on-sigterm", None, MULTI_ARG),
@@ -332,6 +335,7 @@ pub const HIDDEN_DEFAULTS: &[(&str, &str)] = &[
     ("key-load-delay", "0"),
     ("watchdog-period", "0"),
     ("loading-process-events-interval-bytes", "2097152"),
+    ("enable-clock-command", "no"),
 ];
 
 /// Looks a parameter up by name or alias, ignoring case. Returns the

@@ -60,7 +60,7 @@ impl Executor {
                         .last_cmd
                         .push_str(&self.server.table.commands[cid].name);
                 }
-                client.last_interaction_ms = crate::util::clock::now_ms();
+                client.last_interaction_ms = crate::util::clock::real_now_ms();
                 let qbuf = client.qbuf;
                 self.server.clients.insert(id, client);
                 self.server.postponed.push(crate::server::pause::Postponed {

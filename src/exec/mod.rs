@@ -172,7 +172,8 @@ impl Executor {
         if limit_ms == 0 {
             return;
         }
-        let now = clock::now_ms();
+        // Idle time is real time: moving the logical clock closes no one.
+        let now = clock::real_now_ms();
         let idle: Vec<u64> = self
             .server
             .clients

@@ -106,7 +106,7 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
     let processed = Arc::new(AtomicU64::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let keys_total = store.total_keys() as u64;
-    p.state.last_bgsave_try = clock::now_ms() / 1000;
+    p.state.last_bgsave_try = clock::real_now_ms() / 1000;
     // Counted when started, as Redis's rdbSaveBackground does.
     p.state.saves += 1;
     #[cfg(unix)]
@@ -258,7 +258,7 @@ pub fn bgsave_poll(store: &mut Store, p: &mut Persistence<'_>) {
     match result {
         Ok(r) => {
             store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
-            st.last_save = clock::now_ms() / 1000;
+            st.last_save = clock::real_now_ms() / 1000;
             st.last_bgsave_ok = true;
             tracing::info!(
                 "Background saving terminated with success ({} keys)",

@@ -73,7 +73,7 @@ pub struct PersistState {
 impl Default for PersistState {
     fn default() -> Self {
         PersistState {
-            last_save: clock::now_ms() / 1000,
+            last_save: clock::real_now_ms() / 1000,
             bgsave: None,
             last_bgsave_ok: true,
             last_bgsave_time_sec: -1,
@@ -226,7 +226,7 @@ pub fn save_now(store: &mut Store, p: &mut Persistence<'_>) -> Result<SaveReport
     match &report {
         Ok(r) => {
             store.stats.dirty = 0;
-            p.state.last_save = clock::now_ms() / 1000;
+            p.state.last_save = clock::real_now_ms() / 1000;
             p.state.last_bgsave_ok = true;
             tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
         }
@@ -273,7 +273,8 @@ pub fn check_save_rules(store: &Store, p: &mut Persistence<'_>) {
     if p.config.save.is_empty() {
         return;
     }
-    let now = clock::now_ms() / 1000;
+    // Save points count real seconds: moving the logical clock saves nothing.
+    let now = clock::real_now_ms() / 1000;
     let dirty = store.stats.dirty;
     let since = now.saturating_sub(p.state.last_save);
     let retry_ok =

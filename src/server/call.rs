@@ -62,10 +62,12 @@ pub fn call(
         // duration (Redis's call() does the same with ustime()). AOF
         // loading keeps the keyspace's time as the loader set it.
         let now_us = clock::now_us();
+        let real_us = clock::real_with(now_us);
         server.call_started_us = now_us;
+        server.call_started_real_us = real_us;
         if caller != Caller::Aof {
             store.set_now(now_us / 1000);
-            client.last_interaction_ms = now_us / 1000;
+            client.last_interaction_ms = real_us / 1000;
         }
     }
     let mark = out.len();
@@ -225,6 +227,9 @@ fn check(
     if !cmd.arity_ok(argv.len()) || cmd.handler.is_none() {
         return Err((Some(id), Error::WrongArity(cmd.name.clone())));
     }
+    if cmd.has(flag::PROTECTED) {
+        protected_allowed(server, client, &cmd.name).map_err(|e| (Some(id), e))?;
+    }
     if !client.authenticated && !cmd.has(flag::NO_AUTH) {
         return Err((Some(id), Error::NoAuth));
     }
@@ -256,6 +261,36 @@ fn check(
         ));
     }
     Ok(id)
+}
+
+/// Redis's allowProtectedAction: a protected command runs when its
+/// parameter says `yes`, or `local` and the client is on 127.0.0.1 or ::1.
+fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Result<(), Error> {
+    let Some(param) = super::table::protected_by(name) else {
+        return Ok(());
+    };
+    let allowed = match server.config.get(param).as_str() {
+        "yes" => true,
+        "local" => is_local(client),
+        _ => false,
+    };
+    if allowed {
+        return Ok(());
+    }
+    Err(Error::err_owned(format!(
+        "{} command not allowed. If the {param} option is set to \"local\", you can run it from a \
+         local connection, otherwise you need to set this option in the configuration file, and \
+         then restart the server.",
+        name.to_uppercase()
+    )))
+}
+
+/// Redis's islocalClient: a connection from 127.0.0.1 or ::1 exactly.
+fn is_local(client: &Client) -> bool {
+    match client.addr.ip() {
+        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+    }
 }
 
 /// Redis `rejectCommand`: counts the rejection and flags an open
@@ -299,11 +334,12 @@ fn invoke(
     };
     let depth = server.propagation.depth;
     // A top-level command started when call() read the clock; commands
-    // inside EXEC or a script read it themselves.
+    // inside EXEC or a script read it themselves. Durations are real time,
+    // whatever the logical clock does.
     let started_us = if depth == 0 {
-        server.call_started_us
+        server.call_started_real_us
     } else {
-        clock::now_us()
+        clock::real_now_us()
     };
     if depth == 0 {
         server.propagation.on = server.aof.on;
@@ -348,7 +384,7 @@ fn invoke(
     }
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
-    cmd.usec += clock::now_us().saturating_sub(started_us);
+    cmd.usec += clock::real_now_us().saturating_sub(started_us);
     server.stats.total_commands_processed += 1;
     if result.is_err() {
         server.stats.failed_calls += 1;

@@ -118,7 +118,7 @@ impl Client {
     /// client, the AOF loader): authenticated, its messages go nowhere.
     pub fn internal() -> Self {
         let addr = SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0);
-        let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::now_ms());
+        let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::real_now_ms());
         c.authenticated = true;
         c
     }

@@ -97,8 +97,12 @@ pub struct ServerState {
     pub pubsub: pubsub::PubSub,
     /// The append-only file (INFO persistence aof_*).
     pub aof: crate::persist::aof::Aof,
-    /// Unix µs when the running top-level command started.
+    /// Logical Unix µs when the running top-level command started: the
+    /// time it acts at.
     pub call_started_us: u64,
+    /// Real Unix µs when the running top-level command started: where its
+    /// duration is measured from.
+    pub call_started_real_us: u64,
     /// The script or function running now, while it runs (SCRIPT KILL,
     /// FUNCTION STATS and the busy loop look at it).
     pub running_script: Option<Rc<crate::script::RunState>>,
@@ -122,7 +126,7 @@ impl ServerState {
         port: u16,
         families: &[&[(&str, Handler)]],
     ) -> Self {
-        let now = clock::now_ms();
+        let now = clock::real_now_ms();
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() % 16))
             .collect();
@@ -151,6 +155,7 @@ impl ServerState {
             pubsub: pubsub::PubSub::default(),
             aof: Default::default(),
             call_started_us: 0,
+            call_started_real_us: 0,
             running_script: None,
             propagation: propagate::Propagation::default(),
             script_client: None,
@@ -229,7 +234,7 @@ impl ServerState {
 
     /// Registers a newly connected client.
     pub fn connect(&mut self, nc: NewClient) {
-        let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::now_ms());
+        let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::real_now_ms());
         c.fd = nc.fd;
         c.outq = nc.outq;
         c.set_authenticated(self.config.requirepass.is_none());

@@ -333,7 +333,7 @@ fn deliver(c: &Client, bytes: &[u8], limits: Limits) {
     }
     let pending = q.pending.get() + bytes.len();
     q.pending.set(pending);
-    let now = clock::now_ms();
+    let now = clock::real_now_ms();
     let mut over = limits.hard != 0 && pending >= limits.hard;
     if limits.soft != 0 && pending >= limits.soft {
         let since = q.soft_since.get();

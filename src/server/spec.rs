@@ -158,7 +158,80 @@ impl Spec {
                 }
             }
         }
+        spec.add_own();
         spec
+    }
+
+    /// ferrokv's own commands, which Redis does not have: their COMMAND
+    /// INFO rows follow the Redis command they resemble (CL.THROTTLE a
+    /// write of one key, as INCR; CLOCK a protected admin command, as
+    /// DEBUG) and their COMMAND DOCS are written here.
+    fn add_own(&mut self) {
+        let bulk = |s: &str| Node::Bulk(s.as_bytes().to_vec());
+        let arg = |name: &str, kind: &str, optional: bool| {
+            let mut pairs = vec![(bulk("name"), bulk(name)), (bulk("type"), bulk(kind))];
+            if kind == "key" {
+                pairs.push((bulk("key_spec_index"), Node::Int(0)));
+            }
+            if optional {
+                pairs.push((
+                    bulk("flags"),
+                    Node::Set(vec![Node::Simple(b"optional".to_vec())]),
+                ));
+            }
+            Node::Map(pairs)
+        };
+        let docs = |summary: &str, group: &str, complexity: &str, args: Vec<Node>| {
+            let mut pairs = vec![
+                (bulk("summary"), bulk(summary)),
+                (bulk("since"), bulk("0.1.0")),
+                (bulk("group"), bulk(group)),
+                (bulk("complexity"), bulk(complexity)),
+            ];
+            if !args.is_empty() {
+                pairs.push((bulk("arguments"), Node::Array(args)));
+            }
+            Node::Map(pairs)
+        };
+        let own = [
+            (
+                "cl.throttle",
+                "incr",
+                -5,
+                docs(
+                    "Rate-limit an action with the generic cell rate algorithm (redis-cell's command)",
+                    "string",
+                    "O(1)",
+                    vec![
+                        arg("key", "key", false),
+                        arg("max_burst", "integer", false),
+                        arg("count_per_period", "integer", false),
+                        arg("period", "integer", false),
+                        arg("quantity", "integer", true),
+                    ],
+                ),
+            ),
+            (
+                "clock",
+                "debug",
+                -2,
+                docs(
+                    "Read, freeze, resume, set or advance the server's logical time",
+                    "server",
+                    "O(1)",
+                    Vec::new(),
+                ),
+            ),
+        ];
+        for (name, like, arity, doc) in own {
+            let Some(Node::Array(mut fields)) = self.info.get(like).cloned() else {
+                continue;
+            };
+            fields[0] = bulk(name);
+            fields[1] = Node::Int(arity);
+            self.info.insert(name.to_string(), Node::Array(fields));
+            self.docs.insert(name.to_string(), doc);
+        }
     }
 
     fn add_info(&mut self, entry: Node) {

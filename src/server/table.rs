@@ -48,6 +48,9 @@ pub mod flag {
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
     /// Not allowed during async loading.
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    /// Refused unless its `enable-*-command` parameter allows the client
+    /// (Redis's CMD_PROTECTED, which COMMAND INFO does not list).
+    pub const PROTECTED: u32 = 1 << 19;
 
     /// Maps a COMMAND INFO flag name to its bit (0 when unused here).
     pub fn from_name(name: &[u8]) -> u32 {
@@ -73,6 +76,15 @@ pub mod flag {
             b"no_async_loading" => NO_ASYNC_LOADING,
             _ => 0,
         }
+    }
+}
+
+/// The parameter that allows a protected command (`no`, `yes` or `local`),
+/// as `enable-debug-command` allows DEBUG in Redis.
+pub fn protected_by(name: &str) -> Option<&'static str> {
+    match name {
+        "clock" => Some("enable-clock-command"),
+        _ => None,
     }
 }
 
@@ -194,6 +206,9 @@ impl CommandTable {
             "publish" | "spublish" | "pfcount" | "eval" | "evalsha" | "fcall"
         ) {
             flags |= flag::MAY_REPLICATE;
+        }
+        if protected_by(name).is_some() {
+            flags |= flag::PROTECTED;
         }
         let id = self.commands.len();
         self.commands.push(Command {

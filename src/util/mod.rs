@@ -1,6 +1,7 @@
 //! Small helpers shared by every layer: Redis's number rules, glob
-//! matching, `sdssplitargs` and the clock.
+//! matching, `sdssplitargs`, the clock and the rate-limit algorithm.
 pub mod clock;
+pub mod gcra;
 pub mod glob;
 pub mod num;
 pub mod splitargs;

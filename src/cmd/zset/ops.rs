@@ -22,7 +22,7 @@ fn zpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
         2 => None,
         3 => match args::int(argv.get(2)) {
             Ok(n) if n >= 0 => Some(n as usize),
-            _ => return Err(Error::err("value is out of range, must be positive")),
+            _ => return Err(Error::NotPositive),
         },
         _ => return Err(Error::Syntax),
     };

@@ -291,7 +291,7 @@ pub fn write_rdb<W: Write>(
         .extend_from_slice(format!("{RDB_VERSION:04}").as_bytes());
     e.aux("redis-ver", crate::REDIS_VERSION.as_bytes());
     e.aux("redis-bits", b"64");
-    let ctime = crate::util::clock::now_ms() / 1000;
+    let ctime = crate::util::clock::real_now_ms() / 1000;
     e.aux("ctime", ctime.to_string().as_bytes());
     e.aux("used-mem", opts.used_mem.to_string().as_bytes());
     e.aux("aof-base", if opts.aof_base { b"1" } else { b"0" });
