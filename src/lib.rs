@@ -21,6 +21,21 @@
 //!
 //! [`Server`] starts the whole thing, in a binary or inside a test, and
 //! stops it when dropped.
+//!
+//! # Embedding it in tests
+//!
+//! [`Server::builder`] starts a server in-process on a free port of
+//! 127.0.0.1; [`Server::addr`] and [`Server::url`] say where to connect
+//! any Redis client. Give it a [`ManualClock`](util::clock::ManualClock)
+//! and keep a clone: moving that clock moves the server's time, so a test
+//! of a TTL, a lock timeout or a rate-limit window runs in milliseconds
+//! instead of waiting. `examples/embedded.rs` (which `cargo test` runs)
+//! rate-limits with CL.THROTTLE and expires a session that way.
+//!
+//! Over the network, the CLOCK command does the same for any client
+//! (`CLOCK NOW | FREEZE | RESUME | SET unix-ms | ADVANCE ms`), once the
+//! `enable-clock-command` directive is `yes` (or `local`, for connections
+//! from 127.0.0.1 and ::1).
 
 pub mod cmd;
 pub mod config;
@@ -87,7 +102,110 @@ impl ServerHandle {
     }
 }
 
+/// Builds a server to run inside a program or a test: by default on a free
+/// port of 127.0.0.1, with no save points (nothing is written to disk
+/// unless a directive asks for it), and on the system's clock.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::time::Duration;
+/// use ferrokv::util::clock::ManualClock;
+///
+/// let clock = ManualClock::new(); // frozen at the system's time now
+/// let server = ferrokv::Server::builder()
+///     .directive("maxmemory", "64mb")
+///     .clock(clock.clone())
+///     .start()
+///     .expect("ferrokv starts");
+/// let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
+/// let mut ask = |cmd: &[u8]| {
+///     conn.write_all(cmd).unwrap();
+///     let mut buf = [0u8; 64];
+///     let n = conn.read(&mut buf).unwrap();
+///     String::from_utf8_lossy(&buf[..n]).into_owned()
+/// };
+/// assert_eq!(ask(b"SET session abc EX 30\r\n"), "+OK\r\n");
+/// clock.advance(Duration::from_secs(31)); // no waiting: the TTL has passed
+/// assert_eq!(ask(b"EXISTS session\r\n"), ":0\r\n");
+/// // Dropping the server stops it.
+/// ```
+pub struct ServerBuilder {
+    config: Config,
+    clock: Option<util::clock::ManualClock>,
+    error: Option<String>,
+}
+
+impl ServerBuilder {
+    /// The TCP port to bind; 0 (the builder's default) takes a free one,
+    /// which [`Server::addr`] then reports.
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// The addresses to bind, as the `bind` directive lists them (the
+    /// builder's default: `127.0.0.1`).
+    pub fn bind(mut self, addrs: &[&str]) -> Self {
+        self.config.bind = addrs.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Any directive, written as it would be on a line of redis.conf:
+    /// `.directive("maxmemory", "100mb")`, `.directive("save", "900 1")`.
+    /// A directive ferrokv refuses makes [`ServerBuilder::start`] fail
+    /// with the same message the binary would print.
+    pub fn directive(mut self, name: &str, value: &str) -> Self {
+        if self.error.is_none() {
+            if let Err(e) = config::file::load_str(&mut self.config, &format!("{name} {value}")) {
+                self.error = Some(e.to_string());
+            }
+        }
+        self
+    }
+
+    /// Starts from this whole configuration instead of the builder's
+    /// defaults (directives given before it are replaced).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Reads the server's time from `clock`, which the caller keeps a
+    /// clone of and moves ([`ManualClock::advance`](util::clock::ManualClock::advance),
+    /// `set_ms`, `freeze`, `resume`): TTLs, expiry, blocking timeouts,
+    /// TIME and CL.THROTTLE follow it (the expiry cycle still runs `hz`
+    /// times a second of real time).
+    pub fn clock(mut self, clock: util::clock::ManualClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Binds, loads any data the configuration points at and starts the
+    /// event loop on a thread of its own; the [`Server`] stops it when
+    /// dropped.
+    pub fn start(self) -> std::io::Result<Server> {
+        if let Some(e) = self.error {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e));
+        }
+        Server::start_inner(self.config, None, self.clock)
+    }
+}
+
 impl Server {
+    /// A [`ServerBuilder`] with the embedding defaults: a free port on
+    /// 127.0.0.1, no save points, the system's clock.
+    pub fn builder() -> ServerBuilder {
+        let mut config = Config::default();
+        config.port = 0;
+        config.bind = vec!["127.0.0.1".into()];
+        config.save.clear();
+        ServerBuilder {
+            config,
+            clock: None,
+            error: None,
+        }
+    }
+
     /// Binds the configured addresses, loads the data and starts the event
     /// loop on a thread of its own.
     pub fn start(config: Config) -> std::io::Result<Server> {
@@ -149,6 +267,20 @@ impl Server {
             handle,
             thread: Some(thread),
         })
+    }
+
+    /// The first address bound (with the port actually taken), to
+    /// connect a client to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs
+            .first()
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// A `redis://` URL of [`Server::addr`], for client libraries.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr())
     }
 
     /// The port bound.
