@@ -316,7 +316,12 @@ pub struct Raw {
 impl Raw {
     /// Connects to a loopback port.
     pub fn connect(port: u16) -> Raw {
-        let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Raw::from_stream(TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+    }
+
+    /// Sends bytes as they are.
+    /// A connection made by the caller (from a chosen source address).
+    pub fn from_stream(sock: TcpStream) -> Raw {
         sock.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         sock.set_nodelay(true).expect("nodelay");
@@ -326,7 +331,6 @@ impl Raw {
         }
     }
 
-    /// Sends bytes as they are.
     pub fn send(&mut self, bytes: &[u8]) {
         self.sock.write_all(bytes).expect("write");
     }
