@@ -146,8 +146,8 @@ proptest! {
 
 #[test]
 fn a_limiter_test_runs_in_milliseconds_by_moving_the_clock() {
-    // 100 requests a minute, no burst: one every 600 ms, over an hour of
-    // server time, without waiting for any of it.
+    // 100 requests a minute, no burst: one every 600 ms, over half an hour
+    // of server time, without waiting for any of it.
     let started = std::time::Instant::now();
     let (server, clock) = start_with_clock(|_| {});
     let mut r = server.raw();
