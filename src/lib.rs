@@ -111,23 +111,25 @@ impl ServerHandle {
 /// use std::time::Duration;
 /// use ferrokv::util::clock::ManualClock;
 ///
+/// # fn main() -> std::io::Result<()> {
 /// let clock = ManualClock::new(); // frozen at the system's time now
 /// let server = ferrokv::Server::builder()
 ///     .directive("maxmemory", "64mb")
 ///     .clock(clock.clone())
-///     .start()
-///     .expect("ferrokv starts");
-/// let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
-/// let mut ask = |cmd: &[u8]| {
-///     conn.write_all(cmd).unwrap();
+///     .start()?;
+/// let mut conn = std::net::TcpStream::connect(server.addr())?;
+/// let mut ask = |cmd: &[u8]| -> std::io::Result<String> {
+///     conn.write_all(cmd)?;
 ///     let mut buf = [0u8; 64];
-///     let n = conn.read(&mut buf).unwrap();
-///     String::from_utf8_lossy(&buf[..n]).into_owned()
+///     let n = conn.read(&mut buf)?;
+///     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 /// };
-/// assert_eq!(ask(b"SET session abc EX 30\r\n"), "+OK\r\n");
+/// assert_eq!(ask(b"SET session abc EX 30\r\n")?, "+OK\r\n");
 /// clock.advance(Duration::from_secs(31)); // no waiting: the TTL has passed
-/// assert_eq!(ask(b"EXISTS session\r\n"), ":0\r\n");
+/// assert_eq!(ask(b"EXISTS session\r\n")?, ":0\r\n");
 /// // Dropping the server stops it.
+/// # Ok(())
+/// # }
 /// ```
 pub struct ServerBuilder {
     config: Config,
