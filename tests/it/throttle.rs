@@ -341,3 +341,30 @@ fn the_state_reaches_the_aof_as_a_set_with_an_absolute_expiry() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_allowed_request_touches_watchers_and_a_refused_one_does_not() {
+    let (server, _clock) = start_with_clock(|_| {});
+    let (mut watcher, mut other) = (server.raw(), server.raw());
+    let exec_after = |watcher: &mut Raw, other: &mut Raw, args: &[&str]| {
+        watcher.cmd_str(&["WATCH", "w"]);
+        throttle(other, args);
+        watcher.cmd_str(&["MULTI"]);
+        watcher.cmd_str(&["PING"]);
+        watcher.cmd_str(&["EXEC"])
+    };
+    // Allowed: the state changes, so the transaction aborts.
+    assert_eq!(
+        exec_after(&mut watcher, &mut other, &["w", "0", "1", "60"]),
+        b"*-1\r\n"
+    );
+    // Refused, and a quantity-0 look: nothing changes, EXEC runs.
+    assert_eq!(
+        exec_after(&mut watcher, &mut other, &["w", "0", "1", "60"]),
+        b"*1\r\n+PONG\r\n"
+    );
+    assert_eq!(
+        exec_after(&mut watcher, &mut other, &["w", "0", "1", "60", "0"]),
+        b"*1\r\n+PONG\r\n"
+    );
+}
