@@ -8,7 +8,7 @@
 //! `enable-debug-command` (checked in `call()`, as Redis's processCommand
 //! checks protected commands).
 
-use super::args::{self, is};
+use super::args;
 use super::client::write_help;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
@@ -36,43 +36,39 @@ const HELP: &[&str] = &[
 /// CLOCK NOW | FREEZE | RESUME | SET unix-ms | ADVANCE ms | HELP.
 fn clock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let sub = argv.get(1);
-    let takes = if is(sub, "set") || is(sub, "advance") {
-        3
-    } else {
-        2
+    let name = sub.to_ascii_lowercase();
+    let takes = match name.as_slice() {
+        b"set" | b"advance" => 3,
+        b"now" | b"freeze" | b"resume" | b"help" => 2,
+        _ => {
+            return Err(Error::UnknownSubcommand {
+                sub: args::lossy(sub),
+                cmd: "CLOCK".into(),
+            })
+        }
     };
-    let known = ["now", "freeze", "resume", "set", "advance", "help"]
-        .iter()
-        .any(|k| is(sub, k));
-    if !known {
-        return Err(Error::UnknownSubcommand {
-            sub: args::lossy(sub),
-            cmd: "CLOCK".into(),
-        });
-    }
     if argv.len() != takes {
         return Err(Error::subcommand_arity(sub, "CLOCK"));
     }
-    if is(sub, "help") {
+    if name == b"help" {
         write_help(ctx, HELP);
         return Ok(());
     }
     let clock = clock::installed();
-    if is(sub, "now") {
-        ctx.reply.int(clock.now_ms() as i64);
-        return Ok(());
-    }
-    if is(sub, "freeze") {
-        clock.freeze();
-    } else if is(sub, "resume") {
-        clock.resume();
-    } else {
-        let ms = args::int(argv.get(2))?;
-        let ms = u64::try_from(ms).map_err(|_| Error::NotPositive)?;
-        if is(sub, "set") {
-            clock.set_ms(ms);
-        } else {
-            clock.advance(std::time::Duration::from_millis(ms));
+    match name.as_slice() {
+        b"now" => {
+            ctx.reply.int(clock.now_ms() as i64);
+            return Ok(());
+        }
+        b"freeze" => clock.freeze(),
+        b"resume" => clock.resume(),
+        _ => {
+            let ms = u64::try_from(args::int(argv.get(2))?).map_err(|_| Error::NotPositive)?;
+            if name == b"set" {
+                clock.set_ms(ms);
+            } else {
+                clock.advance(std::time::Duration::from_millis(ms));
+            }
         }
     }
     ctx.reply.ok();

@@ -4,6 +4,7 @@
 //! in `string/lcs.rs`.
 
 mod incr;
+pub(crate) use incr::int_of;
 mod lcs;
 mod range;
 

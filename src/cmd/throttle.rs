@@ -62,13 +62,10 @@ fn throttle(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         LimitError::ZeroRate => cell_error("Zero rates are not supported".into()),
     })?;
     let db = ctx.db();
-    let tat = match ctx.store.get_read(db, key) {
-        Some(e) => Some(i128::from(match &e.value {
-            Value::Int(n) => *n,
-            Value::Str(s) => num::parse_i64(s.as_slice()).ok_or(Error::NotInteger)?,
-            Value::Raw(v) => num::parse_i64(v).ok_or(Error::NotInteger)?,
-            _ => return Err(Error::WrongType),
-        })),
+    // Looked up as a write (redis-cell opens the key for writing): no
+    // keyspace hit or miss is counted.
+    let tat = match ctx.store.get(db, key) {
+        Some(e) => Some(i128::from(super::string::int_of(&e.value)?)),
         None => None,
     };
     let now_ns = i128::from(ctx.server.call_started_us) * 1000;

@@ -31,6 +31,16 @@ fn info_field(r: &mut Raw, section: &str, field: &str) -> String {
         .to_string()
 }
 
+/// Waits (5 s at most) until an INFO field reads `want`.
+fn wait_for_field(r: &mut Raw, section: &str, field: &str, want: &str) {
+    assert!(
+        wait_until(Duration::from_secs(5), || info_field(r, section, field)
+            == want),
+        "{field} is {}, not {want}",
+        info_field(r, section, field)
+    );
+}
+
 #[test]
 fn refused_unless_enabled_with_debugs_wording() {
     // Redis's refusal of DEBUG, with the command and parameter renamed.
@@ -159,11 +169,7 @@ fn time_driven_things_follow_it() {
     r.cmd_str(&["CLOCK", "ADVANCE", "40000"]);
     assert_eq!(r.cmd_str(&["GET", "lazy"]), b"$-1\r\n");
     r.cmd_str(&["CLOCK", "ADVANCE", "500"]);
-    assert!(wait_until(Duration::from_secs(5), || info_field(
-        &mut r,
-        "stats",
-        "expired_keys"
-    ) == "2"));
+    wait_for_field(&mut r, "stats", "expired_keys", "2");
     assert_eq!(r.cmd_str(&["DBSIZE"]), b":0\r\n");
     // TIME and stream IDs.
     let now = start + 100_500;
@@ -180,11 +186,7 @@ fn time_driven_things_follow_it() {
     // Blocking timeouts: a 30-second BLPOP ends when the clock passes it.
     let mut waiter = server.raw();
     waiter.send(&encode(&[b"BLPOP", b"q", b"30"]));
-    assert!(wait_until(Duration::from_secs(5), || info_field(
-        &mut r,
-        "clients",
-        "blocked_clients"
-    ) == "1"));
+    wait_for_field(&mut r, "clients", "blocked_clients", "1");
     let moved = Instant::now();
     r.cmd_str(&["CLOCK", "ADVANCE", "30000"]);
     assert_eq!(waiter.read_reply(), b"*-1\r\n");
@@ -215,11 +217,7 @@ fn durations_idle_times_and_save_points_stay_on_real_time() {
     // Two hours and a day pass on the logical clock, in one command.
     r.cmd_str(&["CLOCK", "ADVANCE", "93600000"]);
     // The active cycle has run since (the key expired without a read)...
-    assert!(wait_until(Duration::from_secs(5), || info_field(
-        &mut r,
-        "stats",
-        "expired_keys"
-    ) == "1"));
+    wait_for_field(&mut r, "stats", "expired_keys", "1");
     // ...and yet no save point fired, no client timed out, and the command
     // that moved the clock took microseconds, not a day.
     // (Two SETs and the expiry's DEL.)

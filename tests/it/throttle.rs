@@ -367,4 +367,10 @@ fn an_allowed_request_touches_watchers_and_a_refused_one_does_not() {
         exec_after(&mut watcher, &mut other, &["w", "0", "1", "60", "0"]),
         b"*1\r\n+PONG\r\n"
     );
+    // A write's lookup, as INCR's: no keyspace hit or miss is counted.
+    let stats = String::from_utf8_lossy(&other.cmd_str(&["INFO", "stats"])).into_owned();
+    assert!(
+        stats.contains("keyspace_hits:0\r\n") && stats.contains("keyspace_misses:0\r\n"),
+        "{stats}"
+    );
 }

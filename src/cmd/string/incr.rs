@@ -8,8 +8,9 @@ use crate::error::{CmdResult, Error};
 use crate::store::value::Value;
 use crate::util::num::{self, FloatIncrError};
 
-/// A string value read as a 64-bit integer (string2ll rules).
-fn int_of(value: &Value) -> Result<i64, Error> {
+/// A string value read as a 64-bit integer (string2ll rules); WRONGTYPE
+/// for other types.
+pub(crate) fn int_of(value: &Value) -> Result<i64, Error> {
     match value {
         Value::Int(n) => Ok(*n),
         Value::Str(s) => args::int(s.as_slice()),
