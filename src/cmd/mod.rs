@@ -8,6 +8,7 @@
 //! Returning `Err` writes the error reply instead.
 
 pub mod args;
+pub mod bitmap;
 pub mod client;
 pub mod clock;
 pub mod cluster;
@@ -43,6 +44,7 @@ pub use crate::server::{Ctx, Handler};
 /// Every family's handlers, joined into the command table at startup.
 pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
+    bitmap::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,

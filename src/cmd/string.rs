@@ -7,6 +7,7 @@ mod incr;
 pub(crate) use incr::int_of;
 mod lcs;
 mod range;
+pub(super) use range::make_raw;
 
 use super::args;
 use super::{Argv, Ctx, Handler};

@@ -7,6 +7,7 @@ mod support;
 mod aof;
 mod aof_rewrite;
 mod basics;
+mod bitmap;
 mod cli;
 mod clock;
 mod command;

@@ -5,7 +5,6 @@
 
 use crate::support::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const KEYS: &[&str] = &["a", "b", "c", "d"];
 const VALUES: &[&str] = &[
@@ -152,43 +151,7 @@ fn command() -> impl Strategy<Value = Vec<String>> {
 
 /// Runs 128 deterministic random sequences through `p`.
 fn run_random(p: Pair) {
-    let pair = std::cell::RefCell::new(p);
-    let config = Config {
-        cases: 128,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    let result = runner.run(&proptest::collection::vec(command(), 1..40), |cmds| {
-        let mut p = pair.borrow_mut();
-        p.same(&["FLUSHALL"]);
-        let mut wire = Vec::new();
-        for cmd in &cmds {
-            let args: Vec<&[u8]> = cmd.iter().map(|s| s.as_bytes()).collect();
-            wire.extend_from_slice(&encode(&args));
-        }
-        p.ours.send(&wire);
-        p.theirs.send(&wire);
-        // Read every reply before judging, so a failing case leaves both
-        // connections in step for the shrinking runs.
-        let replies: Vec<(Vec<u8>, Vec<u8>)> = cmds
-            .iter()
-            .map(|_| (p.ours.read_reply(), p.theirs.read_reply()))
-            .collect();
-        for (cmd, (ours, theirs)) in cmds.iter().zip(&replies) {
-            prop_assert_eq!(
-                String::from_utf8_lossy(ours),
-                String::from_utf8_lossy(theirs),
-                "command {:?}",
-                cmd
-            );
-        }
-        Ok(())
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    same_random_sequences(p, 128, proptest::collection::vec(command(), 1..40));
 }
 
 #[test]

@@ -18,7 +18,7 @@ fn check_length(ctx: &Ctx<'_>, size: u64, append: u64) -> CmdResult {
 }
 
 /// Turns a string value into its raw, growable form and returns the bytes.
-fn make_raw(value: &mut Value) -> Result<&mut Vec<u8>, Error> {
+pub(in crate::cmd) fn make_raw(value: &mut Value) -> Result<&mut Vec<u8>, Error> {
     if !matches!(value, Value::Raw(_)) {
         let bytes = value.as_str().ok_or(Error::WrongType)?.to_vec();
         *value = Value::Raw(Box::new(bytes));
