@@ -19,6 +19,7 @@ pub mod connection;
 pub mod expire;
 pub mod function;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod list;
@@ -45,6 +46,7 @@ pub use crate::server::{Ctx, Handler};
 pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
     bitmap::COMMANDS,
+    hll::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,

@@ -89,6 +89,8 @@ pub struct Config {
     pub client_query_buffer_limit: u64,
     /// Active expiry effort 1..10.
     pub active_expire_effort: u32,
+    /// Largest sparse HyperLogLog (header included) before it turns dense.
+    pub hll_sparse_max_bytes: usize,
     /// Every other parameter (canonical name → value as CONFIG GET prints).
     pub other: BTreeMap<&'static str, String>,
     /// Most bytes the Lua state may allocate; a script going past it stops
@@ -151,6 +153,7 @@ impl Default for Config {
             tcp_keepalive: 300,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             active_expire_effort: 1,
+            hll_sparse_max_bytes: 3000,
             other: BTreeMap::new(),
         };
         // Typed parameters live in their fields only.
@@ -222,6 +225,7 @@ impl Config {
             "tcp-keepalive" => self.tcp_keepalive.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "active-expire-effort" => self.active_expire_effort.to_string(),
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
             _ => return None,
         })
     }
@@ -271,6 +275,7 @@ impl Config {
             "tcp-keepalive" => self.tcp_keepalive = num(&v),
             "client-query-buffer-limit" => self.client_query_buffer_limit = num(&v),
             "active-expire-effort" => self.active_expire_effort = num(&v) as u32,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num(&v) as usize,
             _ => {
                 self.other.insert(p.name, v);
             }

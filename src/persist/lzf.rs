@@ -73,10 +73,23 @@ fn compress_with(input: &[u8], max_out: usize, htab: &mut [u64], base: u64) -> O
             if lit == 0 {
                 out.pop();
             }
-            loop {
-                len += 1;
-                if len >= maxlen || input[rf + len] != input[ip + len] {
-                    break;
+            // liblzf first compares up to 16 bytes without looking at
+            // maxlen when more than 16 remain, so a match may reach two
+            // bytes further than maxlen; Redis's output depends on it.
+            'extend: {
+                if maxlen > 16 {
+                    for _ in 0..16 {
+                        len += 1;
+                        if input[rf + len] != input[ip + len] {
+                            break 'extend;
+                        }
+                    }
+                }
+                loop {
+                    len += 1;
+                    if len >= maxlen || input[rf + len] != input[ip + len] {
+                        break;
+                    }
                 }
             }
             len -= 2;
@@ -213,5 +226,17 @@ mod tests {
         assert_eq!(decompress(&c, 50), Some(vec![b'x'; 50]));
         assert_eq!(decompress(&c, 49), None);
         assert_eq!(decompress(&[0xe0], 10), None);
+    }
+
+    #[test]
+    fn compresses_as_redis_does() {
+        // redis-server 7.0's DUMP of 20 zero bytes and 0x7f: the unrolled
+        // comparison carries the match past liblzf's maxlen.
+        let mut input = vec![0u8; 20];
+        input.push(0x7f);
+        let c = [0x01, 0x00, 0x00, 0xe0, 0x09, 0x00, 0x00, 0x7f];
+        assert_eq!(compress(&input, 20).as_deref(), Some(&c[..]));
+        let x = [0x01, 0x78, 0x78, 0xe0, 0x25, 0x00, 0x01, 0x78, 0x78];
+        assert_eq!(compress(&[b'x'; 50], 49).as_deref(), Some(&x[..]));
     }
 }

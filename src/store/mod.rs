@@ -11,6 +11,7 @@ pub mod dict;
 pub mod expire;
 pub mod hash;
 pub mod hashed;
+pub mod hll;
 pub mod intset;
 pub mod list;
 pub mod listpack;

@@ -17,6 +17,7 @@ mod expire;
 mod frameworks;
 mod functions;
 mod hash;
+mod hll;
 mod incr;
 mod keys;
 mod layers;
