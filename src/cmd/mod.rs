@@ -18,6 +18,7 @@ pub mod config;
 pub mod connection;
 pub mod expire;
 pub mod function;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -47,6 +48,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     string::COMMANDS,
     bitmap::COMMANDS,
     hll::COMMANDS,
+    geo::COMMANDS,
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,

@@ -125,7 +125,7 @@ fn add_one(z: &mut ZSet, f: &AddFlags, member: &[u8], score: f64) -> Added {
     }
 }
 
-fn zadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     zadd_generic(ctx, argv, false)
 }
 

@@ -177,6 +177,18 @@ impl<'a> ReplyBuf<'a> {
         }
     }
 
+    /// A double in Redis's human form (addReplyHumanLongDouble): a bulk
+    /// string in RESP2, a `,` double in RESP3, both from `%.17f` with the
+    /// trailing zeros cut.
+    pub fn human_double(&mut self, d: f64) {
+        let text = num::fmt_human(d);
+        if self.resp3 {
+            self.line(b',', text.as_bytes());
+        } else {
+            self.bulk(text.as_bytes());
+        }
+    }
+
     /// A boolean: `#t`/`#f` in RESP3, `:1`/`:0` in RESP2.
     pub fn boolean(&mut self, b: bool) {
         if self.resp3 {

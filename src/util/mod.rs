@@ -2,6 +2,7 @@
 //! matching, `sdssplitargs`, the clock and the rate-limit algorithm.
 pub mod clock;
 pub mod gcra;
+pub mod geohash;
 pub mod glob;
 pub mod num;
 pub mod splitargs;

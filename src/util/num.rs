@@ -144,6 +144,39 @@ pub fn fmt_g(d: f64, prec: i32) -> String {
     String::from_utf8_lossy(&buf[..n.min(buf.len())]).into_owned()
 }
 
+/// `d` as Redis's ld2string in LD_STR_HUMAN mode prints it: `%.17f` with
+/// the trailing zeros (and a bare point) removed, `-0` as `0`.
+pub fn fmt_human(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let mut s = format!("{d:.17}");
+    if s.contains('.') {
+        let kept = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(kept);
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
+/// `d` as Redis's fixedpoint_d2string: rounded to `digits` decimals (ties
+/// to even, as llrint) and printed with exactly that many.
+pub fn fmt_fixed(d: f64, digits: u32) -> String {
+    let scale = 10f64.powi(digits as i32);
+    let v = (d * scale).round_ties_even() as i64;
+    let div = 10u64.pow(digits);
+    let sign = if v < 0 { "-" } else { "" };
+    let a = v.unsigned_abs();
+    format!(
+        "{sign}{}.{:0width$}",
+        a / div,
+        a % div,
+        width = digits as usize
+    )
+}
+
 /// Writes an i64 in decimal into `out` without allocating.
 pub fn write_i64(v: i64, out: &mut Vec<u8>) {
     let mut buf = itoa_buf();

@@ -16,6 +16,7 @@ mod connection;
 mod expire;
 mod frameworks;
 mod functions;
+mod geo;
 mod hash;
 mod hll;
 mod incr;
