@@ -652,6 +652,51 @@ fn propagated_commands_match_redis_aof() {
     assert_eq!(masked_incr(&ours_dir.0), masked_incr(&theirs_dir.0));
 }
 
+/// Bitmap, HyperLogLog and geo commands reach the AOF as Redis writes
+/// them: GEOADD as the ZADD it is, PFCOUNT when it refreshed the cached
+/// cardinality, no-op writes not at all; the restarted server holds the
+/// same bytes.
+#[test]
+fn bitmap_hll_and_geo_commands_reach_the_aof_like_redis() {
+    let ours_dir = Dir::new("ferrokv-aof-bits");
+    let theirs_dir = Dir::new("redis-aof-bits");
+    let mut p = aof_pair(&ours_dir, &theirs_dir);
+    p.script(&[
+        "SETBIT b 7 1",
+        "SETBIT b 7 1",
+        "BITFIELD b SET u8 8 200 INCRBY i4 0 3",
+        "BITFIELD b OVERFLOW FAIL INCRBY u8 8 100",
+        "BITFIELD_RO b GET u8 8",
+        "BITOP NOT nb b",
+        "PFADD h a b c",
+        "PFADD h a",
+        "PFCOUNT h",
+        "PFCOUNT h",
+        "PFADD h2 x",
+        "PFMERGE h3 h h2",
+        "PFCOUNT h h2",
+        "PFDEBUG TODENSE h3",
+        "GEOADD g 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+        "GEOADD g NX CH 13 38 Palermo",
+        "GEORADIUS g 15 37 200 km STORE gs",
+        "GEOSEARCHSTORE gs2 g FROMMEMBER Palermo BYRADIUS 500 km STOREDIST",
+        "MULTI",
+        "PFADD h4 z",
+        "PFCOUNT h4",
+        "EXEC",
+    ]);
+    let aof = masked_incr(&ours_dir.0);
+    assert!(aof.contains("zadd") && aof.contains("PFCOUNT"), "{aof}");
+    assert_eq!(aof, masked_incr(&theirs_dir.0));
+    let keys = ["b", "nb", "h", "h2", "h3", "h4", "g", "gs", "gs2"];
+    let dumps: Vec<Vec<u8>> = keys.iter().map(|k| p.same(&["DUMP", k])).collect();
+    drop(p);
+    let mut p = aof_pair(&ours_dir, &theirs_dir);
+    for (k, d) in keys.iter().zip(&dumps) {
+        assert_eq!(&p.same(&["DUMP", k]), d, "{k} after restart");
+    }
+}
+
 /// Clients served after blocking run their command again, so what they
 /// took reaches the AOF as the plain pop or move it was (once lost on
 /// restart), and each blocking command is counted once, as in Redis.
