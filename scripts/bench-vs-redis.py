@@ -12,6 +12,12 @@ CL_THROTTLE pits ferrokv's CL.THROTTLE against Redis running the INCR/EXPIRE
 Lua limiter (EVAL_RATELIMIT) over the same keys; it stays out of the
 geomeans, which compare the same commands.
 
+Rows that need random numbers redis-benchmark cannot write (bit offsets,
+coordinates: its __rand_int__ is zero-padded) run examples/loadgen.rs
+instead, with the same clients, pipeline and request count; their p99 is
+per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) read data
+that prepare() loads first.
+
 With --baseline PATH a second ferrokv build (say, the one before a change)
 runs in the same interleaved rounds, and each test also prints the median
 per-round rps ratio and the CPU-per-request ratio of ferrokv to it.
@@ -22,6 +28,7 @@ Usage: scripts/bench-vs-redis.py [--ferrokv PATH] [--baseline PATH] [--rounds 3]
 import argparse
 import math
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -54,19 +61,31 @@ TESTS = {
         "ferrokv": ["-r", "100000", "CL.THROTTLE", "rl:__rand_int__", "100", "100", "60"],
         "redis": ["-r", "100000", "EVAL", RATE_LIMITER, "1", "rl:__rand_int__"],
     },
+    # Bitmaps, HyperLogLog and geo.
+    "SETBIT": {"loadgen": ["SETBIT", "bits", "{rand:8000000}", "1"]},
+    "BITCOUNT_1MB": ["BITCOUNT", "bits1mb"],
+    "PFADD_10": ["-r", "100000000", "PFADD", "hll"] + ["__rand_int__"] * 10,
+    "PFCOUNT_3": ["PFCOUNT", "hll1", "hll2", "hll3"],
+    "GEOADD": {"loadgen": ["GEOADD", "geo", "13.{rand:1000000}", "38.{rand:1000000}",
+                           "m:{rand:100000000}"]},
+    "GEOSEARCH": {"loadgen": ["GEOSEARCH", "points", "FROMLONLAT", "14.{rand:1000000}",
+                              "37.{rand:1000000}", "BYRADIUS", "5", "km"]},
 }
 
 
 def test_args(test, kind):
-    """redis-benchmark arguments of `test` for a server of `kind`."""
+    """The arguments of `test` for a server of `kind`: for redis-benchmark,
+    or ("loadgen", template) for examples/loadgen.rs."""
     args = TESTS[test]
+    if isinstance(args, dict) and "loadgen" in args:
+        return ("loadgen", args["loadgen"])
     if isinstance(args, dict):
         return args["redis" if kind == "redis" else "ferrokv"]
     return args
 
 
 def same_command(test):
-    return not isinstance(TESTS[test], dict)
+    return not isinstance(TESTS[test], dict) or "loadgen" in TESTS[test]
 
 
 def free_port():
@@ -117,9 +136,18 @@ def start(kind, binary):
     return proc, port
 
 
+LOADGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "release",
+                       "examples", "loadgen")
+
+
 def run_bench(port, test_args, requests, clients, pipeline):
-    cmd = ["taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
-           "-n", str(requests), "-c", str(clients), "-P", str(pipeline), "--csv", "-q"] + test_args
+    if isinstance(test_args, tuple):
+        cmd = ["taskset", "-c", "1", LOADGEN, str(port), str(clients), str(pipeline),
+               str(requests)] + test_args[1]
+    else:
+        cmd = ["taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
+               "-n", str(requests), "-c", str(clients), "-P", str(pipeline), "--csv",
+               "-q"] + test_args
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
     result = None
     for line in out.splitlines():
@@ -142,14 +170,40 @@ def send_all(port, payload, replies):
     s.close()
 
 
+def resp(*args):
+    """One command in RESP."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
 def prepare(port, test):
     """Data a test reads: redis-benchmark's LRANGE tests read `mylist`,
-    which only its LPUSH test would fill."""
+    which only its LPUSH test would fill; the data-type rows read a 1 MB
+    bitmap, three dense HLLs and 100,000 points (the same on both servers:
+    the generator is seeded)."""
     if test.startswith("LRANGE"):
         n = 600
         items = b"".join(b"$3\r\nxxx\r\n" for _ in range(n))
         send_all(port, b"*1\r\n$8\r\nFLUSHALL\r\n" +
                  b"*%d\r\n$5\r\nRPUSH\r\n$6\r\nmylist\r\n" % (n + 2) + items, 2)
+    elif test == "BITCOUNT_1MB":
+        send_all(port, resp("SET", "bits1mb", random.Random(1).randbytes(1 << 20)), 1)
+    elif test == "PFCOUNT_3":
+        cmds = [resp("PFADD", f"hll{k}", *(f"e{k}:{i}" for i in range(5000))) for k in (1, 2, 3)]
+        send_all(port, b"".join(cmds), 3)
+    elif test == "GEOSEARCH":
+        rng = random.Random(2)
+        cmds = []
+        for _ in range(100):
+            args = []
+            for _ in range(1000):
+                args += [f"{rng.uniform(13, 16):.6f}", f"{rng.uniform(36, 39):.6f}",
+                         f"p{rng.getrandbits(40)}"]
+            cmds.append(resp("GEOADD", "points", *args))
+        send_all(port, b"".join(cmds), len(cmds))
 
 
 def geomean(xs):
