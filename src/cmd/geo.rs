@@ -15,6 +15,7 @@ use crate::store::zset::ZSet;
 use crate::store::Ttl;
 use crate::util::geohash::{self, Kind, Shape};
 use crate::util::num;
+use crate::util::pqsort::pqsort;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -370,9 +371,13 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
         ctx.reply.array(0);
         return Ok(());
     }
+    let returned = if o.count == 0 {
+        points.len()
+    } else {
+        points.len().min(o.count)
+    };
     if let Some(asc) = o.sort {
-        // Redis's qsort is glibc's merge sort: stable.
-        points.sort_by(|a, b| {
+        let by_dist = |a: &Point<'_>, b: &Point<'_>| {
             let ord = a
                 .dist
                 .partial_cmp(&b.dist)
@@ -382,13 +387,14 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
             } else {
                 ord.reverse()
             }
-        });
+        };
+        if returned == points.len() {
+            // Redis's qsort is glibc's merge sort: stable.
+            points.sort_by(by_dist);
+        } else {
+            pqsort(&mut points, by_dist, 0, returned - 1);
+        }
     }
-    let returned = if o.count == 0 {
-        points.len()
-    } else {
-        points.len().min(o.count)
-    };
     points.truncate(returned);
     for p in &mut points {
         p.dist /= shape.conversion;

@@ -5,4 +5,5 @@ pub mod gcra;
 pub mod geohash;
 pub mod glob;
 pub mod num;
+pub mod pqsort;
 pub mod splitargs;

@@ -300,3 +300,52 @@ fn geo_in_multi_lua_aof_and_notifications() {
         );
     }
 }
+
+/// Points at equal distances: a full sort keeps them in the order found
+/// (glibc's merge sort), COUNT below the total takes Redis's partial
+/// quicksort's pick among them.
+#[test]
+fn ties_sort_and_cut_as_redis_does() {
+    let mut p = Pair::new();
+    let mut add = vec!["GEOADD".to_string(), "t".to_string()];
+    for i in 0..90 {
+        let spot = i % 9;
+        add.extend([
+            format!("{}", 10.0 + f64::from(spot % 3) * 0.01),
+            format!("{}", 20.0 + f64::from(spot / 3) * 0.01),
+            format!("m{i:02}"),
+        ]);
+    }
+    let args: Vec<&str> = add.iter().map(String::as_str).collect();
+    p.same(&args);
+    for count in ["", "1", "5", "7", "13", "41", "89", "90", "200"] {
+        for order in ["ASC", "DESC", ""] {
+            let mut q = vec![
+                "GEOSEARCH",
+                "t",
+                "FROMLONLAT",
+                "10.01",
+                "20.01",
+                "BYRADIUS",
+                "50",
+                "km",
+                "WITHDIST",
+            ];
+            if !order.is_empty() {
+                q.push(order);
+            }
+            if !count.is_empty() {
+                q.extend(["COUNT", count]);
+            }
+            p.same(&q);
+            let mut r = vec!["GEORADIUS", "t", "10", "20", "50", "km"];
+            if !order.is_empty() {
+                r.push(order);
+            }
+            if !count.is_empty() {
+                r.extend(["COUNT", count]);
+            }
+            p.same(&r);
+        }
+    }
+}
