@@ -184,7 +184,7 @@ fn is_xzero_op(b: u8) -> bool {
 }
 
 fn val_op(val: u8, len: usize) -> u8 {
-    ((val - 1) << 2 | (len as u8 - 1)) | 0x80
+    (val.wrapping_sub(1) << 2 | (len as u8).wrapping_sub(1)) | 0x80
 }
 
 fn xzero_op(len: usize) -> [u8; 2] {
@@ -266,10 +266,10 @@ fn sparse_raise(
         p += op.2;
         first += span;
     }
+    let (runlen, cur, oldlen) = op;
     if span == 0 || p >= v.len() {
         return Err(Corrupt);
     }
-    let (runlen, cur, oldlen) = op;
     let is_val = cur > 0;
     if is_val && cur >= count {
         return Ok(false);
@@ -300,7 +300,15 @@ fn sparse_raise(
         if seq.len() > oldlen && v.len() + seq.len() - oldlen > max_bytes {
             return promote(v, index, count);
         }
+        // An XZERO cut short by the end of the string reads its second
+        // byte from Redis's terminating NUL, and the string grows by the
+        // length difference only.
+        let new_len = v.len() + seq.len() - oldlen;
+        if v.len() < p + oldlen {
+            v.resize(p + oldlen, 0);
+        }
         v.splice(p..p + oldlen, seq);
+        v.truncate(new_len);
     }
     merge_adjacent(v, prev.unwrap_or(HDR));
     invalidate_cache(v);
@@ -585,6 +593,38 @@ mod tests {
         assert!((1950..2050).contains(&c), "{c}");
         to_dense(&mut sparse).ok();
         assert_eq!(sparse[HDR..], dense[HDR..]);
+    }
+
+    #[test]
+    fn corrupt_sparse_bodies_never_panic() {
+        let mut x: u64 = 99;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..5000 {
+            let mut v = new_sparse();
+            v.truncate(HDR);
+            for _ in 0..rnd() % 40 {
+                v.push(rnd() as u8);
+            }
+            let mut max = [0u8; REGISTERS];
+            let _ = merge_into(&mut max, &v);
+            let _ = count(&v);
+            let _ = decode(&v);
+            let mut w = v.clone();
+            let _ = to_dense(&mut w);
+            for _ in 0..4 {
+                let _ = set_register(
+                    &mut v,
+                    (rnd() % 16384) as usize,
+                    1 + (rnd() % 40) as u8,
+                    3000,
+                );
+            }
+        }
     }
 
     #[test]

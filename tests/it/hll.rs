@@ -77,6 +77,25 @@ fn errors_and_edges_match_redis() {
         "PFCOUNT h",
         "PFADD h k",
     ]);
+    // A header and an XZERO opcode cut short: Redis reads its second byte
+    // from the string's terminating NUL, then (on later writes) from
+    // whatever its buffer held; the first write and what it leaves agree,
+    // and nothing after it brings the server down.
+    let truncated: &[u8] = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0\x7f";
+    p.same_bytes(&[b"SET", b"t", truncated]);
+    p.same(&["PFADD", "t", "a"]);
+    p.same(&["GET", "t"]);
+    for cmd in [
+        &["PFADD", "t", "b", "c", "d"][..],
+        &["PFCOUNT", "t"],
+        &["PFCOUNT", "t", "h2"],
+        &["PFMERGE", "t2", "t"],
+        &["PFDEBUG", "DECODE", "t"],
+        &["PFDEBUG", "TODENSE", "t"],
+    ] {
+        p.both(cmd);
+    }
+    p.same(&["PING"]);
 }
 
 #[test]
