@@ -187,46 +187,32 @@ pub fn score_of(lon: f64, lat: f64) -> Option<u64> {
     encode(WGS84_LONG, WGS84_LAT, lon, lat, STEP_MAX).map(|h| h.align52())
 }
 
-fn move_x(hash: &mut Bits, d: i8) {
+/// Redis's geohash_move_x (`odd`: the longitude bits) and geohash_move_y:
+/// one box east or west, north or south, wrapping around.
+fn move_bits(hash: &mut Bits, d: i8, odd: bool) {
+    const ODD: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+    const EVEN: u64 = 0x5555_5555_5555_5555;
     if d == 0 {
         return;
     }
+    let (mine, other) = if odd { (ODD, EVEN) } else { (EVEN, ODD) };
     let shift = 64 - u32::from(hash.step) * 2;
-    let mut x = hash.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = hash.bits & 0x5555_5555_5555_5555;
-    let zz = 0x5555_5555_5555_5555u64.checked_shr(shift).unwrap_or(0);
+    let mut v = hash.bits & mine;
+    let zz = other.checked_shr(shift).unwrap_or(0);
     if d > 0 {
-        x = x.wrapping_add(zz + 1);
+        v = v.wrapping_add(zz + 1);
     } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
+        v |= zz;
+        v = v.wrapping_sub(zz + 1);
     }
-    x &= 0xaaaa_aaaa_aaaa_aaaau64.checked_shr(shift).unwrap_or(0);
-    hash.bits = x | y;
-}
-
-fn move_y(hash: &mut Bits, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let shift = 64 - u32::from(hash.step) * 2;
-    let x = hash.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let mut y = hash.bits & 0x5555_5555_5555_5555;
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64.checked_shr(shift).unwrap_or(0);
-    if d > 0 {
-        y = y.wrapping_add(zz + 1);
-    } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
-    }
-    y &= 0x5555_5555_5555_5555u64.checked_shr(shift).unwrap_or(0);
-    hash.bits = x | y;
+    v &= mine.checked_shr(shift).unwrap_or(0);
+    hash.bits = v | (hash.bits & other);
 }
 
 fn moved(hash: Bits, dx: i8, dy: i8) -> Bits {
     let mut h = hash;
-    move_x(&mut h, dx);
-    move_y(&mut h, dy);
+    move_bits(&mut h, dx, true);
+    move_bits(&mut h, dy, false);
     h
 }
 

@@ -236,30 +236,20 @@ fn bitmaps_in_multi_lua_and_notifications() {
     ]);
     let (ours, theirs) = p.connect_again();
     for (mut sub, main) in [(ours, &mut p.ours), (theirs, &mut p.theirs)] {
-        sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*"]);
-        for c in [
-            &["SETBIT", "n", "1", "1"][..],
-            &["SETBIT", "n", "1", "1"],
-            &["BITFIELD", "n", "SET", "u8", "0", "1"],
+        let events = keyevents_of(
+            &mut sub,
+            main,
             &[
-                "BITFIELD", "n", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1000",
+                &["SETBIT", "n", "1", "1"][..],
+                &["SETBIT", "n", "1", "1"],
+                &["BITFIELD", "n", "SET", "u8", "0", "1"],
+                &[
+                    "BITFIELD", "n", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1000",
+                ],
+                &["BITOP", "OR", "o", "n"],
+                &["BITOP", "OR", "o", "missing"],
             ],
-            &["BITOP", "OR", "o", "n"],
-            &["BITOP", "OR", "o", "missing"],
-            &["SET", "done", "1"],
-        ] {
-            main.cmd_str(c);
-        }
-        let mut events = Vec::new();
-        while events.last().map(String::as_str) != Some("set:done") {
-            let r = String::from_utf8_lossy(&sub.read_reply()).into_owned();
-            let lines: Vec<&str> = r.split("\r\n").collect();
-            events.push(format!(
-                "{}:{}",
-                lines[6].rsplit(':').next().unwrap_or(""),
-                lines[8]
-            ));
-        }
+        );
         assert_eq!(
             events,
             ["setbit:n", "setbit:n", "set:o", "del:o", "set:done"],

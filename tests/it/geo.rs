@@ -247,46 +247,36 @@ fn geo_in_multi_lua_aof_and_notifications() {
     ]);
     let (ours, theirs) = p.connect_again();
     for (mut sub, main) in [(ours, &mut p.ours), (theirs, &mut p.theirs)] {
-        sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*"]);
-        for c in [
-            &["GEOADD", "n", "1", "2", "a"][..],
-            &["GEOADD", "n", "NX", "1", "2", "a"],
-            &["GEORADIUS", "n", "1", "2", "10", "km", "STORE", "o"],
+        let events = keyevents_of(
+            &mut sub,
+            main,
             &[
-                "GEOSEARCHSTORE",
-                "o2",
-                "n",
-                "FROMMEMBER",
-                "a",
-                "BYRADIUS",
-                "1",
-                "m",
+                &["GEOADD", "n", "1", "2", "a"][..],
+                &["GEOADD", "n", "NX", "1", "2", "a"],
+                &["GEORADIUS", "n", "1", "2", "10", "km", "STORE", "o"],
+                &[
+                    "GEOSEARCHSTORE",
+                    "o2",
+                    "n",
+                    "FROMMEMBER",
+                    "a",
+                    "BYRADIUS",
+                    "1",
+                    "m",
+                ],
+                &[
+                    "GEOSEARCHSTORE",
+                    "o2",
+                    "n",
+                    "FROMLONLAT",
+                    "50",
+                    "50",
+                    "BYRADIUS",
+                    "1",
+                    "m",
+                ],
             ],
-            &[
-                "GEOSEARCHSTORE",
-                "o2",
-                "n",
-                "FROMLONLAT",
-                "50",
-                "50",
-                "BYRADIUS",
-                "1",
-                "m",
-            ],
-            &["SET", "done", "1"],
-        ] {
-            main.cmd_str(c);
-        }
-        let mut events = Vec::new();
-        while events.last().map(String::as_str) != Some("set:done") {
-            let r = String::from_utf8_lossy(&sub.read_reply()).into_owned();
-            let lines: Vec<&str> = r.split("\r\n").collect();
-            events.push(format!(
-                "{}:{}",
-                lines[6].rsplit(':').next().unwrap_or(""),
-                lines[8]
-            ));
-        }
+        );
         assert_eq!(
             events,
             [

@@ -476,6 +476,19 @@ pub fn same_random_sequences(
     cases: u32,
     sequences: impl proptest::strategy::Strategy<Value = Vec<Vec<String>>>,
 ) {
+    same_random_sequences_by(pair, cases, sequences, |_, reply| {
+        String::from_utf8_lossy(reply).into_owned()
+    });
+}
+
+/// As [`same_random_sequences`], comparing the replies as `normal` renders
+/// them (for replies whose order legitimately differs).
+pub fn same_random_sequences_by(
+    pair: Pair,
+    cases: u32,
+    sequences: impl proptest::strategy::Strategy<Value = Vec<Vec<String>>>,
+    normal: impl Fn(&[String], &[u8]) -> String,
+) {
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let pair = std::cell::RefCell::new(pair);
     let config = Config {
@@ -502,16 +515,33 @@ pub fn same_random_sequences(
             .map(|_| (p.ours.read_reply(), p.theirs.read_reply()))
             .collect();
         for (cmd, (ours, theirs)) in cmds.iter().zip(&replies) {
-            proptest::prop_assert_eq!(
-                String::from_utf8_lossy(ours),
-                String::from_utf8_lossy(theirs),
-                "command {:?}",
-                cmd
-            );
+            proptest::prop_assert_eq!(normal(cmd, ours), normal(cmd, theirs), "command {:?}", cmd);
         }
         Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+/// Runs `cmds` on `main` with `sub` subscribed to every keyevent of
+/// database 0 (notifications must be on), then `SET done 1`; returns the
+/// events as `event:key`, up to and including `set:done`.
+pub fn keyevents_of(sub: &mut Raw, main: &mut Raw, cmds: &[&[&str]]) -> Vec<String> {
+    sub.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*"]);
+    for c in cmds {
+        main.cmd_str(c);
+    }
+    main.cmd_str(&["SET", "done", "1"]);
+    let mut events = Vec::new();
+    while events.last().map(String::as_str) != Some("set:done") {
+        let r = String::from_utf8_lossy(&sub.read_reply()).into_owned();
+        let lines: Vec<&str> = r.split("\r\n").collect();
+        events.push(format!(
+            "{}:{}",
+            lines[6].rsplit(':').next().unwrap_or(""),
+            lines[8]
+        ));
+    }
+    events
 }
