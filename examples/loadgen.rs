@@ -35,7 +35,7 @@ fn parse_template(args: &[String]) -> Vec<Vec<Part>> {
                 let Ok(n) = rest[at + 6..at + end].parse() else {
                     break;
                 };
-                parts.push(Part::Text(rest[..at].as_bytes().to_vec()));
+                parts.push(Part::Text(rest.as_bytes()[..at].to_vec()));
                 parts.push(Part::Rand(n));
                 rest = &rest[at + end + 1..];
             }

@@ -169,11 +169,11 @@ fn geodist(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// The variants of Redis's georadiusGeneric.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Search {
+enum Form {
     /// GEORADIUS[_RO]: centre and radius as arguments.
-    Coords,
+    Radius,
     /// GEORADIUSBYMEMBER[_RO]: centre at a member.
-    Member,
+    ByMember,
     /// GEOSEARCH.
     Search,
     /// GEOSEARCHSTORE.
@@ -181,27 +181,27 @@ enum Search {
 }
 
 fn georadius(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::Coords, true)
+    search(ctx, argv, Form::Radius, true)
 }
 
 fn georadius_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::Coords, false)
+    search(ctx, argv, Form::Radius, false)
 }
 
 fn georadiusbymember(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::Member, true)
+    search(ctx, argv, Form::ByMember, true)
 }
 
 fn georadiusbymember_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::Member, false)
+    search(ctx, argv, Form::ByMember, false)
 }
 
 fn geosearch(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::Search, false)
+    search(ctx, argv, Form::Search, false)
 }
 
 fn geosearchstore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    search(ctx, argv, Search::SearchStore, false)
+    search(ctx, argv, Form::SearchStore, false)
 }
 
 /// The options of a search, parsed.
@@ -239,8 +239,8 @@ fn member_xy(z: &ZSet, member: &[u8]) -> Result<[f64; 2], Error> {
 }
 
 /// Redis's georadiusGeneric.
-fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> CmdResult {
-    let src = if how == Search::SearchStore { 2 } else { 1 };
+fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Form, may_store: bool) -> CmdResult {
+    let src = if how == Form::SearchStore { 2 } else { 1 };
     let db = ctx.db();
     let z = zset_read(ctx.store, db, argv.get(src))?;
     let mut shape = Shape {
@@ -250,13 +250,13 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
     };
     let mut o = Options::default();
     let base = match how {
-        Search::Coords => {
+        Form::Radius => {
             shape.xy = lon_lat(argv.get(2), argv.get(3))?;
             let (r, conv) = radius_arg(&argv, 4)?;
             (shape.kind, shape.conversion) = (Kind::Circle(r), conv);
             6
         }
-        Search::Member => {
+        Form::ByMember => {
             // Without the key the arguments are still parsed, to pick the
             // reply (Redis's order).
             if let Some(z) = z {
@@ -266,13 +266,13 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
             }
             5
         }
-        Search::Search => 2,
-        Search::SearchStore => {
+        Form::Search => 2,
+        Form::SearchStore => {
             o.store = Some(argv.get(1));
             3
         }
     };
-    let geosearch = matches!(how, Search::Search | Search::SearchStore);
+    let geosearch = matches!(how, Form::Search | Form::SearchStore);
     let mut i = base;
     while i < argv.len() {
         let arg = argv.get(i);
@@ -301,7 +301,7 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
             o.store = Some(argv.get(i + 1));
             o.storedist = is("storedist");
             i += 1;
-        } else if is("storedist") && how == Search::SearchStore {
+        } else if is("storedist") && how == Form::SearchStore {
             o.storedist = true;
         } else if is("frommember") && left >= 1 && geosearch && !o.from_lonlat {
             if let Some(z) = z {
@@ -329,7 +329,7 @@ fn search(ctx: &mut Ctx<'_>, argv: Argv<'_>, how: Search, may_store: bool) -> Cm
         i += 1;
     }
     if o.store.is_some() && (o.withdist || o.withhash || o.withcoord) {
-        let what = if how == Search::SearchStore {
+        let what = if how == Form::SearchStore {
             "GEOSEARCHSTORE"
         } else {
             "STORE option in GEORADIUS"
@@ -470,7 +470,7 @@ fn find_points<'a>(z: &'a ZSet, shape: &Shape, limit: usize) -> Vec<Point<'a>> {
 
 /// STORE/STOREDIST and GEOSEARCHSTORE: writes the points (deleting the
 /// destination when there are none) and replies their number.
-fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how: Search) {
+fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how: Form) {
     let db = ctx.db();
     let n = points.len();
     if n == 0 {
@@ -485,7 +485,7 @@ fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how:
         }
         z.shrink_encoding();
         ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
-        let event = if matches!(how, Search::Search | Search::SearchStore) {
+        let event = if matches!(how, Form::Search | Form::SearchStore) {
             "geosearchstore"
         } else {
             "georadiusstore"
