@@ -234,26 +234,18 @@ fn bitmaps_in_multi_lua_and_notifications() {
         "EVAL_RO return redis.call('setbit',KEYS[1],1,1) 1 m",
         "CONFIG SET notify-keyspace-events KEA",
     ]);
-    let (ours, theirs) = p.connect_again();
-    for (mut sub, main) in [(ours, &mut p.ours), (theirs, &mut p.theirs)] {
-        let events = keyevents_of(
-            &mut sub,
-            main,
-            &[
-                &["SETBIT", "n", "1", "1"][..],
-                &["SETBIT", "n", "1", "1"],
-                &["BITFIELD", "n", "SET", "u8", "0", "1"],
-                &[
-                    "BITFIELD", "n", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1000",
-                ],
-                &["BITOP", "OR", "o", "n"],
-                &["BITOP", "OR", "o", "missing"],
-            ],
-        );
-        assert_eq!(
-            events,
-            ["setbit:n", "setbit:n", "set:o", "del:o", "set:done"],
-            "keyspace events"
-        );
-    }
+    let events = p.same_keyevents(&[
+        &["SETBIT", "n", "1", "1"][..],
+        &["SETBIT", "n", "1", "1"],
+        &["BITFIELD", "n", "SET", "u8", "0", "1"],
+        &[
+            "BITFIELD", "n", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "1000",
+        ],
+        &["BITOP", "OR", "o", "n"],
+        &["BITOP", "OR", "o", "missing"],
+    ]);
+    assert_eq!(
+        events,
+        ["setbit:n", "setbit:n", "set:o", "del:o", "set:done"]
+    );
 }

@@ -245,50 +245,42 @@ fn geo_in_multi_lua_aof_and_notifications() {
         "EVAL_RO return redis.call('geoadd',KEYS[1],1,2,'x') 1 g",
         "CONFIG SET notify-keyspace-events KEA",
     ]);
-    let (ours, theirs) = p.connect_again();
-    for (mut sub, main) in [(ours, &mut p.ours), (theirs, &mut p.theirs)] {
-        let events = keyevents_of(
-            &mut sub,
-            main,
-            &[
-                &["GEOADD", "n", "1", "2", "a"][..],
-                &["GEOADD", "n", "NX", "1", "2", "a"],
-                &["GEORADIUS", "n", "1", "2", "10", "km", "STORE", "o"],
-                &[
-                    "GEOSEARCHSTORE",
-                    "o2",
-                    "n",
-                    "FROMMEMBER",
-                    "a",
-                    "BYRADIUS",
-                    "1",
-                    "m",
-                ],
-                &[
-                    "GEOSEARCHSTORE",
-                    "o2",
-                    "n",
-                    "FROMLONLAT",
-                    "50",
-                    "50",
-                    "BYRADIUS",
-                    "1",
-                    "m",
-                ],
-            ],
-        );
-        assert_eq!(
-            events,
-            [
-                "zadd:n",
-                "georadiusstore:o",
-                "geosearchstore:o2",
-                "del:o2",
-                "set:done"
-            ],
-            "keyspace events"
-        );
-    }
+    let events = p.same_keyevents(&[
+        &["GEOADD", "n", "1", "2", "a"][..],
+        &["GEOADD", "n", "NX", "1", "2", "a"],
+        &["GEORADIUS", "n", "1", "2", "10", "km", "STORE", "o"],
+        &[
+            "GEOSEARCHSTORE",
+            "o2",
+            "n",
+            "FROMMEMBER",
+            "a",
+            "BYRADIUS",
+            "1",
+            "m",
+        ],
+        &[
+            "GEOSEARCHSTORE",
+            "o2",
+            "n",
+            "FROMLONLAT",
+            "50",
+            "50",
+            "BYRADIUS",
+            "1",
+            "m",
+        ],
+    ]);
+    assert_eq!(
+        events,
+        [
+            "zadd:n",
+            "georadiusstore:o",
+            "geosearchstore:o2",
+            "del:o2",
+            "set:done"
+        ]
+    );
 }
 
 /// Points at equal distances: a full sort keeps them in the order found

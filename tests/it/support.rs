@@ -545,3 +545,15 @@ pub fn keyevents_of(sub: &mut Raw, main: &mut Raw, cmds: &[&[&str]]) -> Vec<Stri
     }
     events
 }
+
+impl Pair {
+    /// [`keyevents_of`] on both servers (notifications on): asserts they
+    /// report the same events and returns them.
+    pub fn same_keyevents(&mut self, cmds: &[&[&str]]) -> Vec<String> {
+        let (mut ours, mut theirs) = self.connect_again();
+        let a = keyevents_of(&mut ours, &mut self.ours, cmds);
+        let b = keyevents_of(&mut theirs, &mut self.theirs, cmds);
+        assert_eq!(a, b, "keyspace events of ferrokv and redis-server");
+        a
+    }
+}
