@@ -43,33 +43,45 @@ fn hll_bytes(value: &Value) -> Result<&[u8], Error> {
     }
 }
 
-/// The HLL at `key`, checked and made raw for writing in place (Redis's
-/// dbUnshareStringValue); None when missing.
+/// The checked HLL bytes of `value`, made raw for writing in place
+/// (Redis's dbUnshareStringValue).
+fn writable(value: &mut Value) -> Result<&mut Vec<u8>, Error> {
+    hll_bytes(value)?;
+    super::string::make_raw(value)
+}
+
+/// The HLL at `key` for writing; None when missing.
 fn hll_for_write<'a>(
     store: &'a mut Store,
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a mut Vec<u8>>, Error> {
-    let Some(e) = store.get(db, key) else {
-        return Ok(None);
-    };
-    hll_bytes(&e.value)?;
-    super::string::make_raw(&mut e.value).map(Some)
+    match store.get(db, key) {
+        None => Ok(None),
+        Some(e) => writable(&mut e.value).map(Some),
+    }
+}
+
+/// The HLL at `key` for writing, created empty (Redis's createHLLObject)
+/// when missing; true when it was created.
+fn hll_or_new<'a>(
+    store: &'a mut Store,
+    db: usize,
+    key: &[u8],
+) -> Result<(&'a mut Vec<u8>, bool), Error> {
+    if store.get(db, key).is_none() {
+        let e = store.insert_new(db, key, Value::Raw(Box::new(hll::new_sparse())));
+        return writable(&mut e.value).map(|v| (v, true));
+    }
+    let v = hll_for_write(store, db, key)?.ok_or(Error::WrongType)?;
+    Ok((v, false))
 }
 
 fn pfadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let (db, key) = (ctx.db(), argv.get(1));
     let max_bytes = ctx.server.config.hll_sparse_max_bytes;
-    let mut updated = 0;
-    let created = hll_for_write(ctx.store, db, key)?.is_none();
-    if created {
-        ctx.store
-            .insert_new(db, key, Value::Raw(Box::new(hll::new_sparse())));
-        updated += 1;
-    }
-    let Some(v) = hll_for_write(ctx.store, db, key)? else {
-        return Err(Error::WrongType);
-    };
+    let (v, created) = hll_or_new(ctx.store, db, key)?;
+    let mut updated = usize::from(created);
     for ele in argv.iter_from(2) {
         updated += usize::from(hll::add(v, ele, max_bytes)?);
     }
@@ -111,13 +123,11 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     let key = argv.get(1);
-    if ctx.store.get_read(db, key).is_none() {
+    let Some(e) = ctx.store.get_read(db, key) else {
         ctx.reply.int(0);
         return Ok(());
-    }
-    let Some(v) = hll_for_write(ctx.store, db, key)? else {
-        return Err(Error::WrongType);
     };
+    let v = writable(&mut e.value)?;
     if let Some(card) = hll::cached_card(v) {
         ctx.reply.int(card as i64);
         return Ok(());
@@ -137,13 +147,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let max_bytes = ctx.server.config.hll_sparse_max_bytes;
     // The destination is a source too, so its type was checked here.
     let (max, dense) = merge_keys(ctx.store, db, argv.iter_from(1))?;
-    if hll_for_write(ctx.store, db, dest)?.is_none() {
-        ctx.store
-            .insert_new(db, dest, Value::Raw(Box::new(hll::new_sparse())));
-    }
-    let Some(v) = hll_for_write(ctx.store, db, dest)? else {
-        return Err(Error::WrongType);
-    };
+    let (v, _) = hll_or_new(ctx.store, db, dest)?;
     if dense {
         hll::to_dense(v)?;
     }
@@ -172,7 +176,9 @@ fn pfdebug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             .map(|i| hll::dense_get(&v[hll::HDR..], i))
             .collect();
         if converted {
-            ctx.store.signal_modified(db, key);
+            // Redis only moves the dirty counter, so the change reaches
+            // the AOF while WATCH does not see it.
+            ctx.store.stats.dirty += 1;
         }
         ctx.reply.array(REGISTERS);
         for r in regs {
@@ -193,7 +199,9 @@ fn pfdebug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else if is("todense") {
         let converted = hll::to_dense(v)?;
         if converted {
-            ctx.store.signal_modified(db, key);
+            // Redis only moves the dirty counter, so the change reaches
+            // the AOF while WATCH does not see it.
+            ctx.store.stats.dirty += 1;
         }
         ctx.reply.int(i64::from(converted));
     } else {

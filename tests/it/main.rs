@@ -13,6 +13,7 @@ mod clock;
 mod command;
 mod config;
 mod connection;
+mod datatype_watch;
 mod expire;
 mod frameworks;
 mod functions;
