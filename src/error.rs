@@ -134,7 +134,6 @@ impl Error {
         }
     }
 
-    /// An error line with its own prefix, built at run time.
     /// Redis's reply to a container subcommand given more arguments than
     /// it takes, naming `sub` as the client typed it, with `cmd`'s HELP.
     pub fn subcommand_arity(sub: &[u8], cmd: &str) -> Self {
@@ -144,6 +143,7 @@ impl Error {
         ))
     }
 
+    /// An error line with its own prefix, built at run time.
     pub fn raw_owned(msg: String) -> Self {
         Error::Raw(Cow::Owned(msg))
     }

@@ -33,6 +33,8 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod stream;
+pub mod stream_group;
+pub mod stream_info;
 pub mod stream_read;
 pub mod string;
 pub mod throttle;
@@ -72,6 +74,8 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     persist::COMMANDS,
     stream::COMMANDS,
     stream_read::COMMANDS,
+    stream_group::COMMANDS,
+    stream_info::COMMANDS,
     throttle::COMMANDS,
     clock::COMMANDS,
 ];

@@ -119,7 +119,7 @@ pub(super) fn parse_strict_id(arg: &[u8], missing_seq: u64) -> Result<StreamId, 
 
 /// XRANGE bounds: an ID, `-`/`+`, or `(ID` for an exclusive bound
 /// (streamParseIntervalIDOrReply). Returns the ID and whether exclusive.
-fn parse_interval(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Error> {
+pub(super) fn parse_interval(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Error> {
     if arg.len() > 1 && arg[0] == b'(' {
         return Ok((parse_strict_id(&arg[1..], missing_seq)?, true));
     }
@@ -141,8 +141,24 @@ pub(super) fn stream_read<'a>(
     }
 }
 
+/// The stream at `key` looked up as a read (counted in the keyspace hits),
+/// for the group state a read changes.
+pub(super) fn stream_read_mut<'a>(
+    store: &'a mut Store,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'a mut Stream>, Error> {
+    match store.get_read(db, key) {
+        None => Ok(None),
+        Some(e) => match &mut e.value {
+            Value::Stream(s) => Ok(Some(s)),
+            _ => Err(Error::WrongType),
+        },
+    }
+}
+
 /// The stream at `key` for writing, created when missing and `create`.
-fn stream_write<'a>(
+pub(super) fn stream_write<'a>(
     store: &'a mut Store,
     db: usize,
     key: &[u8],

@@ -123,20 +123,32 @@ impl Executor {
     /// Serves the clients waiting on `key` in the order they blocked, by
     /// running their commands again (Redis 7.2's design): while it holds a
     /// non-empty list or sorted set, the longest waiter for that type; for
-    /// a stream, every reader (reading consumes nothing).
+    /// a stream, every reader (reading consumes nothing). Group readers of
+    /// a stream that was deleted or replaced are woken to learn it.
     fn serve_key(&mut self, db: usize, key: &[u8]) {
         let kind = match self.store.peek(db, key).map(|e| &e.value) {
-            Some(Value::List(_)) => WaitKind::List,
-            Some(Value::ZSet(_)) => WaitKind::ZSet,
-            Some(Value::Stream(_)) => WaitKind::Stream,
-            _ => return,
+            Some(Value::List(_)) => Some(WaitKind::List),
+            Some(Value::ZSet(_)) => Some(WaitKind::ZSet),
+            Some(Value::Stream(_)) => Some(WaitKind::Stream),
+            _ => None,
         };
-        if kind == WaitKind::Stream {
-            for id in self.server.blocking.waiters_of(db, key, kind) {
+        if kind == Some(WaitKind::Stream) {
+            let kinds = [WaitKind::Stream, WaitKind::StreamGroup];
+            for id in self.server.blocking.waiters_of(db, key, &kinds) {
                 self.rerun(id);
             }
             return;
         }
+        for id in self
+            .server
+            .blocking
+            .waiters_of(db, key, &[WaitKind::StreamGroup])
+        {
+            self.rerun(id);
+        }
+        let Some(kind) = kind else {
+            return;
+        };
         loop {
             let ready = match self.store.peek(db, key).map(|e| &e.value) {
                 Some(Value::List(l)) => kind == WaitKind::List && !l.is_empty(),

@@ -1,5 +1,5 @@
 //! The registry of blocked clients (Redis's `blocked.c`): BLPOP, BRPOP,
-//! BLMOVE, BRPOPLPUSH, BLMPOP, BZPOP*, BZMPOP and XREAD BLOCK park their
+//! BLMOVE, BRPOPLPUSH, BLMPOP, BZPOP*, BZMPOP and XREAD[GROUP] BLOCK park their
 //! client here when every key is empty: the keys it waits on, in order,
 //! its deadline and the rest of its batch. Serving them, by running their
 //! command again when a key is ready, is the engine's work
@@ -18,6 +18,9 @@ pub enum WaitKind {
     ZSet,
     /// A stream with new entries.
     Stream,
+    /// A stream with entries new to a consumer group, or the loss of the
+    /// stream or the group (XREADGROUP is then woken with an error).
+    StreamGroup,
 }
 
 /// A handler's request to block the calling client.
@@ -167,14 +170,19 @@ impl Blocking {
         })
     }
 
-    /// Every client waiting on `key` for `kind`, longest-waiting first.
-    pub(crate) fn waiters_of(&self, db: usize, key: &[u8], kind: WaitKind) -> Vec<u64> {
+    /// Every client waiting on `key` for one of `kinds`, longest-waiting
+    /// first.
+    pub(crate) fn waiters_of(&self, db: usize, key: &[u8], kinds: &[WaitKind]) -> Vec<u64> {
         self.waiters
             .get(&(db, key.to_vec()))
             .map(|q| {
                 q.iter()
                     .copied()
-                    .filter(|id| self.parked.get(id).is_some_and(|p| p.req.kind == kind))
+                    .filter(|id| {
+                        self.parked
+                            .get(id)
+                            .is_some_and(|p| kinds.contains(&p.req.kind))
+                    })
                     .collect()
             })
             .unwrap_or_default()

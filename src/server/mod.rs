@@ -275,10 +275,7 @@ impl Ctx<'_> {
     /// `args` reaches the AOF, in the client's database, before the
     /// running command (Redis's `alsoPropagate`).
     pub fn also_propagate(&mut self, args: &[&[u8]]) {
-        let p = &mut self.server.propagation;
-        if p.on {
-            p.pending.push((self.client.db, propagate::argv_of(args)));
-        }
+        self.server.propagation.also(self.client.db, args);
     }
 
     /// The running command itself reaches no AOF; what it did was said

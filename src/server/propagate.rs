@@ -37,6 +37,15 @@ impl Propagation {
         (self.rewritten.take(), std::mem::take(&mut self.prevented))
     }
 
+    /// `args` reaches the AOF in database `db` before the running command
+    /// (Redis's `alsoPropagate`); for handlers holding the keyspace
+    /// borrowed, which cannot reach [`super::Ctx::also_propagate`].
+    pub fn also(&mut self, db: usize, args: &[&[u8]]) {
+        if self.on {
+            self.pending.push((db, argv_of(args)));
+        }
+    }
+
     /// Puts back what [`Propagation::take_own`] took.
     pub fn restore(&mut self, own: (Option<OwnedArgv>, bool)) {
         self.rewritten = own.0;

@@ -365,6 +365,14 @@ impl Store {
         self.note_write(db, key, None);
     }
 
+    /// Wakes the clients blocked on `key` to look at it again without
+    /// counting a write (Redis's signalKeyAsReady after XGROUP DESTROY).
+    pub fn signal_ready(&mut self, db: usize, key: &[u8]) {
+        if self.track_blocked {
+            self.touched.push((db, key.to_vec()));
+        }
+    }
+
     /// [`Store::signal_modified`] with what is known about the key's
     /// presence after the write (None: WATCH looks it up if it needs to).
     #[inline]

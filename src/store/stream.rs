@@ -8,9 +8,16 @@
 //! entry deleted inside its node instead of removing it. So each node is
 //! modelled here (first ID, live and deleted counts, the listpack's size
 //! computed with listpack encoding rules) while the entries themselves live
-//! in one ordered map for range reads.
+//! in one ordered map for range reads. Entries XDEL or an exact trim marked
+//! deleted stay in their node (`tombstones`) until the node goes, so a
+//! saved node holds the same bytes as Redis's.
+//!
+//! Consumer groups (`streamCG`) keep Redis's shape: a pending entries list
+//! (PEL) per group of [`Nack`]s, each naming its consumer, and per consumer
+//! the set of IDs it owns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::listpack::{entry_size, int_entry_size};
 
@@ -123,6 +130,160 @@ pub struct NodeLimits {
 /// Largest listpack Redis builds (STREAM_LISTPACK_MAX_SIZE).
 pub const LISTPACK_MAX_SIZE: usize = 1 << 30;
 
+/// `entries_read` of a group whose read counter is unknown
+/// (SCG_INVALID_ENTRIES_READ).
+pub const INVALID_ENTRIES_READ: i64 = -1;
+
+/// A delivered, not yet acknowledged entry (`streamNACK`).
+#[derive(Clone, Debug)]
+pub struct Nack {
+    /// Unix ms of the last delivery.
+    pub delivery_time: u64,
+    /// Times delivered.
+    pub delivery_count: u64,
+    /// The consumer that owns it.
+    pub consumer: Arc<[u8]>,
+}
+
+/// A consumer of a group (`streamConsumer`).
+#[derive(Clone, Debug, Default)]
+pub struct Consumer {
+    /// Unix ms it was last seen (read or claimed).
+    pub seen_time: u64,
+    /// IDs pending for it; their [`Nack`]s are in the group's PEL.
+    pub pel: BTreeSet<StreamId>,
+}
+
+/// A consumer group (`streamCG`).
+#[derive(Clone, Debug, Default)]
+pub struct Group {
+    /// Last ID delivered to the group.
+    pub last_id: StreamId,
+    /// Entries the group has read (its logical position), or
+    /// [`INVALID_ENTRIES_READ`].
+    pub entries_read: i64,
+    /// Pending entries of every consumer.
+    pub pel: BTreeMap<StreamId, Nack>,
+    /// Consumers by name.
+    pub consumers: BTreeMap<Arc<[u8]>, Consumer>,
+}
+
+impl Group {
+    /// A group delivering after `last_id` (streamCreateCG).
+    pub fn new(last_id: StreamId, entries_read: i64) -> Group {
+        Group {
+            last_id,
+            entries_read,
+            ..Group::default()
+        }
+    }
+
+    /// Creates consumer `name` seen at `now`; false when it exists
+    /// (streamCreateConsumer).
+    pub fn create_consumer(&mut self, name: &[u8], now: u64) -> bool {
+        if self.consumers.contains_key(name) {
+            return false;
+        }
+        let consumer = Consumer {
+            seen_time: now,
+            pel: BTreeSet::new(),
+        };
+        self.consumers.insert(Arc::from(name), consumer);
+        true
+    }
+
+    /// The consumer `name`, its seen time set to `now` when given
+    /// (streamLookupConsumer).
+    pub fn touch_consumer(&mut self, name: &[u8], now: Option<u64>) -> bool {
+        match self.consumers.get_mut(name) {
+            Some(c) => {
+                if let Some(now) = now {
+                    c.seen_time = now;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The shared name of consumer `name` (which must exist).
+    fn consumer_name(&self, name: &[u8]) -> Option<Arc<[u8]>> {
+        self.consumers.get_key_value(name).map(|(k, _)| k.clone())
+    }
+
+    /// Removes `id` from the PEL and its consumer's; false when it was
+    /// not pending.
+    pub fn ack(&mut self, id: StreamId) -> bool {
+        let Some(nack) = self.pel.remove(&id) else {
+            return false;
+        };
+        if let Some(c) = self.consumers.get_mut(&nack.consumer) {
+            c.pel.remove(&id);
+        }
+        true
+    }
+
+    /// Records `id` delivered to consumer `name` at `now`: a new NACK, or
+    /// one another consumer held moved to this one with its count reset
+    /// (streamReplyWithRange's PEL step).
+    pub fn deliver(&mut self, id: StreamId, name: &[u8], now: u64) {
+        let Some(owner) = self.consumer_name(name) else {
+            return;
+        };
+        if let Some(old) = self.pel.get(&id).map(|n| n.consumer.clone()) {
+            if let Some(c) = self.consumers.get_mut(&old) {
+                c.pel.remove(&id);
+            }
+        }
+        if let Some(c) = self.consumers.get_mut(name) {
+            c.pel.insert(id);
+        }
+        self.pel.insert(
+            id,
+            Nack {
+                delivery_time: now,
+                delivery_count: 1,
+                consumer: owner,
+            },
+        );
+    }
+
+    /// Gives the pending `id` to consumer `name` (which must exist),
+    /// creating its NACK when missing (XCLAIM FORCE); the caller sets the
+    /// times and counts. Returns the NACK.
+    pub fn claim(&mut self, id: StreamId, name: &[u8]) -> Option<&mut Nack> {
+        let owner = self.consumer_name(name)?;
+        let previous = self.pel.get(&id).map(|n| n.consumer.clone());
+        if previous.as_deref() != Some(name) {
+            if let Some(prev) = previous {
+                if let Some(c) = self.consumers.get_mut(&prev) {
+                    c.pel.remove(&id);
+                }
+            }
+            if let Some(c) = self.consumers.get_mut(name) {
+                c.pel.insert(id);
+            }
+        }
+        let nack = self.pel.entry(id).or_insert_with(|| Nack {
+            delivery_time: 0,
+            delivery_count: 0,
+            consumer: owner.clone(),
+        });
+        nack.consumer = owner;
+        Some(nack)
+    }
+
+    /// Deletes consumer `name` and its pending entries; returns how many it
+    /// had, None when there is no such consumer (streamDelConsumer).
+    pub fn del_consumer(&mut self, name: &[u8]) -> Option<usize> {
+        let c = self.consumers.remove(name)?;
+        for id in &c.pel {
+            self.pel.remove(id);
+        }
+        Some(c.pel.len())
+    }
+}
+
 /// A stream value.
 #[derive(Clone, Debug, Default)]
 pub struct Stream {
@@ -130,6 +291,10 @@ pub struct Stream {
     pub nodes: BTreeMap<StreamId, Node>,
     /// Live entries: field, value, field, value...
     pub entries: BTreeMap<StreamId, Vec<Vec<u8>>>,
+    /// Entries marked deleted inside a node that still exists.
+    pub tombstones: BTreeMap<StreamId, Vec<Vec<u8>>>,
+    /// Consumer groups by name.
+    pub groups: BTreeMap<Vec<u8>, Group>,
     /// ID of the last entry ever added (or set by XSETID).
     pub last_id: StreamId,
     /// Largest ID deleted by XDEL (or set by XSETID).
@@ -245,16 +410,19 @@ impl Stream {
     /// node, or the whole node dropped when it was the node's last live
     /// entry. Returns whether it existed.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if self.entries.remove(&id).is_none() {
+        let Some(fields) = self.entries.remove(&id) else {
             return false;
-        }
+        };
         if let Some(master) = self.node_of(id) {
             if let Some(node) = self.nodes.get_mut(&master) {
                 if node.live <= 1 {
+                    let last = node.last;
                     self.nodes.remove(&master);
+                    self.drop_tombstones(master, last);
                 } else {
                     node.live -= 1;
                     node.deleted += 1;
+                    self.tombstones.insert(id, fields);
                 }
             }
         }
@@ -291,6 +459,7 @@ impl Stream {
                 for id in ids {
                     self.entries.remove(&id);
                 }
+                self.drop_tombstones(master, last);
                 deleted += entries;
                 continue;
             }
@@ -306,7 +475,9 @@ impl Stream {
                 if stop {
                     break;
                 }
-                self.entries.remove(&id);
+                if let Some(fields) = self.entries.remove(&id) {
+                    self.tombstones.insert(id, fields);
+                }
                 from_node += 1;
             }
             if let Some(node) = self.nodes.get_mut(&master) {
@@ -317,6 +488,126 @@ impl Stream {
             break;
         }
         deleted
+    }
+
+    /// Forgets the deleted entries of the node `master..=last`, gone.
+    fn drop_tombstones(&mut self, master: StreamId, last: StreamId) {
+        if self.tombstones.is_empty() {
+            return;
+        }
+        let ids: Vec<StreamId> = self
+            .tombstones
+            .range(master..=last)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in ids {
+            self.tombstones.remove(&id);
+        }
+    }
+
+    /// True when `id` is a live entry (streamEntryExists).
+    pub fn entry_exists(&self, id: StreamId) -> bool {
+        self.entries.contains_key(&id)
+    }
+
+    /// The group named `name`.
+    pub fn group(&self, name: &[u8]) -> Option<&Group> {
+        self.groups.get(name)
+    }
+
+    /// The group named `name`, for writing.
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut Group> {
+        self.groups.get_mut(name)
+    }
+
+    /// True when a deleted entry may lie in `start..=end`
+    /// (streamRangeHasTombstones: only the largest deleted ID is known).
+    pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
+        if self.is_empty() || self.max_deleted_id == StreamId::MIN {
+            return false;
+        }
+        if self.first_id() > self.max_deleted_id {
+            return false;
+        }
+        start <= self.max_deleted_id && self.max_deleted_id <= end
+    }
+
+    /// The number of entries ever added up to and including `id`, when it
+    /// can be known (streamEstimateDistanceFromFirstEverEntry); else
+    /// [`INVALID_ENTRIES_READ`].
+    pub fn estimate_distance(&self, id: StreamId) -> i64 {
+        let added = self.entries_added as i64;
+        if self.entries_added == 0 {
+            return 0;
+        }
+        if self.is_empty() && id <= self.last_id {
+            return added;
+        }
+        if id == self.last_id {
+            return added;
+        }
+        if id > self.last_id {
+            return INVALID_ENTRIES_READ;
+        }
+        let first = self.first_id();
+        if self.max_deleted_id == StreamId::MIN || self.max_deleted_id < first {
+            if id < first {
+                return added - self.len() as i64;
+            }
+            if id == first {
+                return added - self.len() as i64 + 1;
+            }
+        }
+        INVALID_ENTRIES_READ
+    }
+
+    /// Entries not yet delivered to `g`, None when that cannot be known
+    /// (streamReplyWithCGLag).
+    pub fn lag(&self, g: &Group) -> Option<i64> {
+        let added = self.entries_added as i64;
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        if g.entries_read != INVALID_ENTRIES_READ
+            && !self.range_has_tombstones(g.last_id, StreamId::MAX)
+        {
+            return Some(added - g.entries_read);
+        }
+        match self.estimate_distance(g.last_id) {
+            INVALID_ENTRIES_READ => None,
+            read => Some(added - read),
+        }
+    }
+
+    /// Moves `g`'s last delivered ID to `id`, keeping its read counter
+    /// (streamReplyWithRange's first step for an ID past the group's).
+    pub fn advance_group(&mut self, group: &[u8], id: StreamId) {
+        let tombstones_ahead = self.range_has_tombstones(id, StreamId::MAX);
+        let estimate = if self.entries_added != 0 {
+            Some(self.estimate_distance(id))
+        } else {
+            None
+        };
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        if g.entries_read != INVALID_ENTRIES_READ && !tombstones_ahead {
+            g.entries_read += 1;
+        } else if let Some(e) = estimate {
+            g.entries_read = e;
+        }
+        g.last_id = id;
+    }
+
+    /// Nodes of Redis's radix tree of stream nodes (`rax->numnodes`): the
+    /// 128-bit master IDs as a compressed trie, one node per branching
+    /// point, per run of single-child bytes and per key.
+    pub fn rax_nodes(&self) -> u64 {
+        let keys: Vec<[u8; 16]> = self.nodes.keys().map(|id| id_bytes(*id)).collect();
+        if keys.is_empty() {
+            return 1;
+        }
+        rax_count(&keys, 0)
     }
 
     /// Live entries with IDs in `start..=end`, in order or reversed.
@@ -343,13 +634,26 @@ impl Stream {
         let entries: usize = self
             .entries
             .values()
+            .chain(self.tombstones.values())
             .map(|f| 48 + f.iter().map(|x| x.capacity() + 24).sum::<usize>())
             .sum();
-        64 + nodes + entries
+        let groups: usize = self
+            .groups
+            .iter()
+            .map(|(name, g)| {
+                let consumers: usize = g
+                    .consumers
+                    .iter()
+                    .map(|(n, c)| 64 + n.len() + 40 * c.pel.len())
+                    .sum();
+                96 + name.len() + 64 * g.pel.len() + consumers
+            })
+            .sum();
+        64 + nodes + entries + groups
     }
 
     /// Rebuilds a node read from an RDB listpack: its master fields,
-    /// counters and entries (deleted ones are counted, not kept).
+    /// counters and entries, deleted ones kept as tombstones.
     pub fn load_node(
         &mut self,
         master: StreamId,
@@ -364,6 +668,7 @@ impl Stream {
             last = id;
             if is_deleted {
                 deleted += 1;
+                self.tombstones.insert(id, fields);
             } else {
                 live += 1;
                 self.entries.insert(id, fields);
@@ -382,6 +687,41 @@ impl Stream {
             },
         );
     }
+}
+
+/// An ID as the big-endian bytes Redis keys its trees with.
+pub fn id_bytes(id: StreamId) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&id.ms.to_be_bytes());
+    k[8..].copy_from_slice(&id.seq.to_be_bytes());
+    k
+}
+
+/// Nodes a rax holds for sorted, distinct, equal-length `keys` below a
+/// node starting at byte `depth`: a compressed node for their common
+/// bytes, then a branching node with a subtree per next byte, or the key
+/// node at the end.
+fn rax_count(keys: &[[u8; 16]], depth: usize) -> u64 {
+    let first = &keys[0];
+    let last = &keys[keys.len() - 1];
+    // Sorted keys share what the first and last share.
+    let mut common = depth;
+    while common < 16 && first[common] == last[common] {
+        common += 1;
+    }
+    let compressed = u64::from(common > depth);
+    if common == 16 {
+        return compressed + 1;
+    }
+    let mut n = compressed + 1;
+    let mut start = 0;
+    while start < keys.len() {
+        let byte = keys[start][common];
+        let end = start + keys[start..].partition_point(|k| k[common] == byte);
+        n += rax_count(&keys[start..end], common + 1);
+        start = end;
+    }
+    n
 }
 
 #[cfg(test)]

@@ -493,6 +493,56 @@ fn key_commands(out: &mut Vec<u8>, key: &[u8], value: &Value) {
                     &maxdel,
                 ],
             );
+            // Each group by XGROUP CREATE, its pending entries by XCLAIM
+            // FORCE, consumers owning nothing by XGROUP CREATECONSUMER.
+            for (group, g) in &st.groups {
+                let (last, read) = (g.last_id.to_vec(), g.entries_read.to_string());
+                encode(
+                    out,
+                    &[
+                        b"XGROUP",
+                        b"CREATE",
+                        key,
+                        group,
+                        &last,
+                        b"ENTRIESREAD",
+                        read.as_bytes(),
+                    ],
+                );
+                for (consumer, c) in &g.consumers {
+                    if c.pel.is_empty() {
+                        encode(out, &[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
+                        continue;
+                    }
+                    for id in &c.pel {
+                        let Some(nack) = g.pel.get(id) else {
+                            continue;
+                        };
+                        let (id, time, count) = (
+                            id.to_vec(),
+                            nack.delivery_time.to_string(),
+                            nack.delivery_count.to_string(),
+                        );
+                        encode(
+                            out,
+                            &[
+                                b"XCLAIM",
+                                key,
+                                group,
+                                consumer,
+                                b"0",
+                                &id,
+                                b"TIME",
+                                time.as_bytes(),
+                                b"RETRYCOUNT",
+                                count.as_bytes(),
+                                b"JUSTID",
+                                b"FORCE",
+                            ],
+                        );
+                    }
+                }
+            }
         }
     }
 }

@@ -3,16 +3,17 @@
 //! pairs, then length, last ID, first ID, largest deleted ID, entries added
 //! and the consumer groups.
 //!
-//! ferrokv keeps no consumer groups, so it writes none; groups in a file
-//! written by Redis are read and dropped. Entries marked deleted are not
-//! kept in memory, so a saved node holds only its live entries (Redis reads
-//! such nodes like any other).
+//! A node is saved as Redis holds it, deleted entries included, so the same
+//! stream gives the same bytes (DUMP payloads compare equal). Each group
+//! follows: name, last ID, entries read, its PEL with delivery times and
+//! counts, then its consumers with their seen times and pending IDs.
 
 use super::listpack;
 use super::load::{Dec, LoadError};
 use super::save::Enc;
-use crate::store::stream::{Stream, StreamId};
+use crate::store::stream::{id_bytes, Group, Nack, Stream, StreamId};
 use crate::util::num;
+use std::sync::Arc;
 
 const FLAG_DELETED: i64 = 1;
 const FLAG_SAMEFIELDS: i64 = 2;
@@ -22,18 +23,43 @@ fn push_int(out: &mut Vec<u8>, v: i64) {
     listpack::push_entry(out, num::fmt_i64(v, &mut b));
 }
 
-fn id_key(id: StreamId) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&id.ms.to_be_bytes());
-    k[8..].copy_from_slice(&id.seq.to_be_bytes());
-    k
+/// An ID from the 16 big-endian bytes of a tree key.
+fn id_of(k: &[u8; 16]) -> StreamId {
+    let mut ms = [0u8; 8];
+    let mut seq = [0u8; 8];
+    ms.copy_from_slice(&k[..8]);
+    seq.copy_from_slice(&k[8..]);
+    StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
+}
+
+/// The entries of one node, live and deleted, in ID order.
+fn node_entries<'a>(
+    s: &'a Stream,
+    master: StreamId,
+    last: StreamId,
+) -> impl Iterator<Item = (StreamId, bool, &'a Vec<Vec<u8>>)> + 'a {
+    let mut live = s.entries.range(master..=last).peekable();
+    let mut dead = s.tombstones.range(master..=last).peekable();
+    std::iter::from_fn(move || {
+        let take_live = match (live.peek(), dead.peek()) {
+            (Some((a, _)), Some((b, _))) => a < b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        let (id, fields) = if take_live {
+            live.next()?
+        } else {
+            dead.next()?
+        };
+        Some((*id, !take_live, fields))
+    })
 }
 
 /// Writes a stream's body (after the type byte).
 pub fn save(e: &mut Enc, s: &Stream) {
-    let nodes: Vec<_> = s.nodes.iter().filter(|(_, n)| n.live > 0).collect();
-    e.len(nodes.len() as u64);
-    for (master, node) in nodes {
+    e.len(s.nodes.len() as u64);
+    for (master, node) in &s.nodes {
         let mut items = Vec::new();
         let mut count = 0usize;
         let int = |items: &mut Vec<u8>, v: i64, count: &mut usize| {
@@ -41,14 +67,14 @@ pub fn save(e: &mut Enc, s: &Stream) {
             *count += 1;
         };
         int(&mut items, node.live as i64, &mut count);
-        int(&mut items, 0, &mut count);
+        int(&mut items, node.deleted as i64, &mut count);
         int(&mut items, node.master_fields.len() as i64, &mut count);
         for f in &node.master_fields {
             listpack::push_entry(&mut items, f);
             count += 1;
         }
         int(&mut items, 0, &mut count);
-        for (id, fields) in s.entries.range(*master..=node.last) {
+        for (id, deleted, fields) in node_entries(s, *master, node.last) {
             let n = fields.len() / 2;
             let same = n == node.master_fields.len()
                 && node
@@ -56,11 +82,9 @@ pub fn save(e: &mut Enc, s: &Stream) {
                     .iter()
                     .zip(fields.iter().step_by(2))
                     .all(|(a, b)| a == b);
-            int(
-                &mut items,
-                if same { FLAG_SAMEFIELDS } else { 0 },
-                &mut count,
-            );
+            let flags =
+                if same { FLAG_SAMEFIELDS } else { 0 } | if deleted { FLAG_DELETED } else { 0 };
+            int(&mut items, flags, &mut count);
             int(&mut items, id.ms.wrapping_sub(master.ms) as i64, &mut count);
             int(
                 &mut items,
@@ -79,7 +103,7 @@ pub fn save(e: &mut Enc, s: &Stream) {
             let lp_count = if same { n + 3 } else { 2 * n + 4 };
             int(&mut items, lp_count as i64, &mut count);
         }
-        e.string(&id_key(*master));
+        e.string(&id_bytes(*master));
         e.string(&listpack::finish(&mut items, count));
     }
     e.len(s.len());
@@ -91,7 +115,29 @@ pub fn save(e: &mut Enc, s: &Stream) {
     e.len(s.max_deleted_id.ms);
     e.len(s.max_deleted_id.seq);
     e.len(s.entries_added);
-    e.len(0);
+    e.len(s.groups.len() as u64);
+    for (name, g) in &s.groups {
+        e.string(name);
+        e.len(g.last_id.ms);
+        e.len(g.last_id.seq);
+        // -1 (unknown) as the 64-bit length Redis writes for it.
+        e.len(g.entries_read as u64);
+        e.len(g.pel.len() as u64);
+        for (id, nack) in &g.pel {
+            e.buf.extend_from_slice(&id_bytes(*id));
+            e.buf.extend_from_slice(&nack.delivery_time.to_le_bytes());
+            e.len(nack.delivery_count);
+        }
+        e.len(g.consumers.len() as u64);
+        for (cname, c) in &g.consumers {
+            e.string(cname);
+            e.buf.extend_from_slice(&c.seen_time.to_le_bytes());
+            e.len(c.pel.len() as u64);
+            for id in &c.pel {
+                e.buf.extend_from_slice(&id_bytes(*id));
+            }
+        }
+    }
 }
 
 /// Reads a stream's body of type 15 (`STREAM_LISTPACKS`) or 19
@@ -108,10 +154,7 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
                 reason: "stream node key is not 128 bits".into(),
             });
         };
-        let master = StreamId::new(
-            u64::from_be_bytes(key[..8].try_into().unwrap_or_default()),
-            u64::from_be_bytes(key[8..].try_into().unwrap_or_default()),
-        );
+        let master = id_of(&key);
         let at = d.pos;
         let lp = d.string()?;
         let bad = |reason: &str| LoadError {
@@ -139,32 +182,99 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
     } else {
         s.entries_added = s.len();
     }
-    // Consumer groups are read and dropped.
     let groups = d.length()?;
     for _ in 0..groups {
-        d.string()?;
-        d.length()?;
-        d.length()?;
-        if v2 {
-            d.length()?;
+        load_group(d, &mut s, v2)?;
+    }
+    Ok(s)
+}
+
+/// Reads one consumer group with its PEL and consumers, refusing what
+/// Redis's loader refuses.
+fn load_group(d: &mut Dec<'_>, s: &mut Stream, v2: bool) -> Result<(), LoadError> {
+    let at = d.pos;
+    let corrupt = |reason: String| LoadError { offset: at, reason };
+    let name = d.string()?.to_vec();
+    let last_id = StreamId::new(d.length()?, d.length()?);
+    let entries_read = if v2 {
+        d.length()? as i64
+    } else {
+        s.estimate_distance(last_id)
+    };
+    if s.groups.contains_key(&name) {
+        return Err(corrupt(format!(
+            "Duplicated consumer group name {}",
+            String::from_utf8_lossy(&name)
+        )));
+    }
+    let mut g = Group::new(last_id, entries_read);
+    let mut owners: std::collections::BTreeMap<StreamId, Option<Arc<[u8]>>> = Default::default();
+    let pel = d.length()?;
+    let mut times = Vec::new();
+    for _ in 0..pel {
+        let id = id_of(&raw16(d)?);
+        let time = u64::from_le_bytes(raw8(d)?);
+        let count = d.length()?;
+        if owners.insert(id, None).is_some() {
+            return Err(corrupt(
+                "Duplicated global PEL entry loading stream consumer group".into(),
+            ));
         }
-        let pel = d.length()?;
-        for _ in 0..pel {
-            d.raw(16)?;
-            d.raw(8)?;
-            d.length()?;
+        times.push((id, time, count));
+    }
+    let consumers = d.length()?;
+    for _ in 0..consumers {
+        let cname: Arc<[u8]> = Arc::from(&d.string()?[..]);
+        let seen = u64::from_le_bytes(raw8(d)?);
+        if !g.create_consumer(&cname, seen) {
+            return Err(corrupt("Duplicate stream consumer detected.".into()));
         }
-        let consumers = d.length()?;
-        for _ in 0..consumers {
-            d.string()?;
-            d.raw(8)?;
-            let owned = d.length()?;
-            for _ in 0..owned {
-                d.raw(16)?;
+        let owned = d.length()?;
+        for _ in 0..owned {
+            let id = id_of(&raw16(d)?);
+            match owners.get_mut(&id) {
+                None => {
+                    return Err(corrupt(
+                        "Consumer entry not found in group global PEL".into(),
+                    ))
+                }
+                Some(slot @ None) => *slot = Some(cname.clone()),
+                Some(Some(_)) => {
+                    return Err(corrupt(
+                        "Duplicated consumer PEL entry  loading a stream consumer group".into(),
+                    ))
+                }
+            }
+            if let Some(c) = g.consumers.get_mut(&cname) {
+                c.pel.insert(id);
             }
         }
     }
-    Ok(s)
+    for (id, time, count) in times {
+        let Some(Some(consumer)) = owners.remove(&id) else {
+            return Err(corrupt("Stream CG PEL entry without consumer".into()));
+        };
+        let nack = Nack {
+            delivery_time: time,
+            delivery_count: count,
+            consumer,
+        };
+        g.pel.insert(id, nack);
+    }
+    s.groups.insert(name, g);
+    Ok(())
+}
+
+fn raw16(d: &mut Dec<'_>) -> Result<[u8; 16], LoadError> {
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&d.raw(16)?[..16]);
+    Ok(k)
+}
+
+fn raw8(d: &mut Dec<'_>) -> Result<[u8; 8], LoadError> {
+    let mut k = [0u8; 8];
+    k.copy_from_slice(&d.raw(8)?[..8]);
+    Ok(k)
 }
 
 /// Rebuilds one node from its listpack elements.
