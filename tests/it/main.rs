@@ -37,6 +37,7 @@ mod server;
 mod set;
 mod sort;
 mod stream;
+mod stream_group;
 mod string;
 mod string_random;
 mod throttle;

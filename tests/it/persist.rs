@@ -4,7 +4,7 @@
 //! and the refusal of damaged files.
 
 pub(crate) mod compact;
-mod data;
+pub(crate) mod data;
 
 use std::time::Duration;
 

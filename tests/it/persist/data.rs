@@ -10,20 +10,20 @@ use ferrokv::store::value::Value;
 use crate::support::*;
 
 /// A temp directory removed on drop.
-pub(super) struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    pub(super) fn new(name: &str) -> TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
         let p = unique_temp_path(name);
         std::fs::create_dir_all(&p).expect("create temp dir");
         TempDir(p)
     }
 
-    pub(super) fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 
-    pub(super) fn s(&self) -> String {
+    pub(crate) fn s(&self) -> String {
         self.0.display().to_string()
     }
 }
@@ -221,7 +221,7 @@ pub(super) fn migrate(from: u16, to: u16) {
     }
 }
 
-pub(super) fn ferrokv_on(dir: &TempDir, file: &str) -> Ferrokv {
+pub(crate) fn ferrokv_on(dir: &TempDir, file: &str) -> Ferrokv {
     let (d, f) = (dir.s(), file.to_string());
     start_with(move |c| {
         c.dir = d;
