@@ -125,7 +125,7 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     let n = argv.len();
-    let now = ctx.store.now();
+    let now = ctx.store.record_time();
     if create && (5..=8).contains(&n) {
         let id = if argv.get(4) == b"$" {
             match stream_write(ctx.store, db, key, false)? {
@@ -280,7 +280,7 @@ fn xpending(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         range = Some((start, end, count as u64));
     }
     let db = ctx.db();
-    let now = ctx.store.now() as i64;
+    let now = ctx.store.record_time() as i64;
     let Some(s) = stream_read(ctx.store, db, key)? else {
         return Err(no_key_or_group(key, group, ""));
     };
@@ -420,7 +420,7 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         j += 1;
     }
-    let now = ctx.store.now();
+    let now = ctx.store.record_time();
     let (mut force, mut justid) = (false, false);
     let mut retry_count: Option<u64> = None;
     let mut delivery: Option<i64> = None;
@@ -622,7 +622,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         justid,
     };
     let db = ctx.db();
-    let now = ctx.store.now();
+    let now = ctx.store.record_time();
     let mut attempts = count.saturating_mul(10);
     let mut count = count as u64;
     let mut claimed = Vec::new();

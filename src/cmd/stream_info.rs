@@ -49,7 +49,7 @@ fn xinfo(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let opt = argv.get(1);
     let key = argv.get(2);
     let db = ctx.db();
-    let now = ctx.store.now() as i64;
+    let now = ctx.store.record_time() as i64;
     let Some(s) = stream_read(ctx.store, db, key)? else {
         return Err(Error::NoSuchKey);
     };

@@ -205,7 +205,7 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
     let a = parse_read_args(ctx, &argv, xreadgroup)?;
     let ids = parse_ids(ctx, &argv, &a)?;
     let db = ctx.db();
-    let now = ctx.store.now();
+    let now = ctx.store.record_time();
     let mark = ctx.reply.defer();
     let mut served = 0;
     let mut created = Vec::new();

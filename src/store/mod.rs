@@ -159,6 +159,19 @@ impl Store {
         self.now_ms
     }
 
+    /// The time a record keeps (a stream delivery, a consumer's last
+    /// sighting): the command's time, or the clock's while an AOF loads
+    /// and the command time stands at 0, as Redis stamps them with
+    /// mstime() whatever it is doing.
+    #[inline]
+    pub fn record_time(&self) -> u64 {
+        if self.now_ms == 0 {
+            crate::util::clock::now_ms()
+        } else {
+            self.now_ms
+        }
+    }
+
     fn lru_clock(&self) -> u32 {
         (self.now_ms / 1000) as u32
     }

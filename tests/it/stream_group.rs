@@ -19,7 +19,7 @@ use crate::support::{
 /// are Unix milliseconds, and the idle time after an `idle` field or
 /// inside an XPENDING entry (the integer right before the delivery
 /// count).
-fn masked(reply: &[u8]) -> String {
+pub(crate) fn masked(reply: &[u8]) -> String {
     let text = String::from_utf8_lossy(reply);
     let lines: Vec<&str> = text.split("\r\n").collect();
     let mut out = Vec::with_capacity(lines.len());
