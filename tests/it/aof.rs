@@ -563,7 +563,7 @@ fn masked_incr(dir: &Path) -> String {
 
 /// ferrokv and redis-server side by side, each with `appendonly yes` and
 /// `appendfsync always` in its own directory.
-fn aof_pair(ours: &Dir, theirs: &Dir) -> Pair {
+pub(crate) fn aof_pair(ours: &Dir, theirs: &Dir) -> Pair {
     let ours_path = ours.s();
     Pair::new_with(
         |c| {
