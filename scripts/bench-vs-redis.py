@@ -15,8 +15,9 @@ geomeans, which compare the same commands.
 Rows that need random numbers redis-benchmark cannot write (bit offsets,
 coordinates: its __rand_int__ is zero-padded) run examples/loadgen.rs
 instead, with the same clients, pipeline and request count; their p99 is
-per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) read data
-that prepare() loads first.
+per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) and the
+stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
+first.
 
 With --baseline PATH a second ferrokv build (say, the one before a change)
 runs in the same interleaved rounds, and each test also prints the median
@@ -70,6 +71,12 @@ TESTS = {
                            "m:{rand:100000000}"]},
     "GEOSEARCH": {"loadgen": ["GEOSEARCH", "points", "FROMLONLAT", "14.{rand:1000000}",
                               "37.{rand:1000000}", "BYRADIUS", "5", "km"]},
+    # Streams: appends, group reads of 10 new entries, acknowledgements of
+    # random pending entries (redis-benchmark's zero-padded __rand_int__
+    # reads as the ID's milliseconds).
+    "XADD": ["XADD", "xs", "*", "field", "value"],
+    "XREADGROUP_10": ["XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS", "xg", ">"],
+    "XACK": ["-r", "1000000", "XACK", "xa", "g", "__rand_int__-1"],
 }
 
 
@@ -179,11 +186,24 @@ def resp(*args):
     return out
 
 
-def prepare(port, test):
+def fill_stream(port, key, n):
+    """`key` as a fresh stream of `n` entries with IDs 0-1 ... (n-1)-1 and
+    a group `g` that has read none of them."""
+    send_all(port, resp("DEL", key), 1)
+    for start in range(0, n, 10000):
+        cmds = b"".join(resp("XADD", key, f"{i}-1", "field", "value")
+                        for i in range(start, min(n, start + 10000)))
+        send_all(port, cmds, 2 * (min(n, start + 10000) - start))
+    send_all(port, resp("XGROUP", "CREATE", key, "g", "0"), 1)
+
+
+def prepare(port, test, requests):
     """Data a test reads: redis-benchmark's LRANGE tests read `mylist`,
     which only its LPUSH test would fill; the data-type rows read a 1 MB
     bitmap, three dense HLLs and 100,000 points (the same on both servers:
-    the generator is seeded)."""
+    the generator is seeded); XREADGROUP_10 reads a stream long enough for
+    every request to find 10 new entries; XACK acknowledges entries of a
+    group that has all 1,000,000 of its stream's pending."""
     if test.startswith("LRANGE"):
         n = 600
         items = b"".join(b"$3\r\nxxx\r\n" for _ in range(n))
@@ -204,6 +224,14 @@ def prepare(port, test):
                          f"p{rng.getrandbits(40)}"]
             cmds.append(resp("GEOADD", "points", *args))
         send_all(port, b"".join(cmds), len(cmds))
+    elif test == "XREADGROUP_10":
+        fill_stream(port, "xg", requests * 10 + 1000)
+    elif test == "XACK":
+        n = 1000000
+        fill_stream(port, "xa", n)
+        deliver = ("for i = 1, tonumber(ARGV[1]) do redis.call('XREADGROUP', 'GROUP', 'g', "
+                   "'c', 'COUNT', 1000, 'STREAMS', KEYS[1], '>') end return 1")
+        send_all(port, resp("EVAL", deliver, 1, "xa", n // 1000), 1)
 
 
 def geomean(xs):
@@ -241,7 +269,7 @@ def main():
                 for _ in range(args.rounds):
                     for kind in kinds:
                         proc, port = servers[kind]
-                        prepare(port, test)
+                        prepare(port, test, args.requests)
                         before = cpu_seconds(proc.pid)
                         r, lat = run_bench(port, test_args(test, kind), args.requests, args.clients,
                                            pipeline)

@@ -582,21 +582,21 @@ impl Stream {
     /// Moves `g`'s last delivered ID to `id`, keeping its read counter
     /// (streamReplyWithRange's first step for an ID past the group's).
     pub fn advance_group(&mut self, group: &[u8], id: StreamId) {
-        let tombstones_ahead = self.range_has_tombstones(id, StreamId::MAX);
-        let estimate = if self.entries_added != 0 {
-            Some(self.estimate_distance(id))
-        } else {
-            None
-        };
-        let Some(g) = self.groups.get_mut(group) else {
+        let Some(read) = self.groups.get(group).map(|g| g.entries_read) else {
             return;
         };
-        if g.entries_read != INVALID_ENTRIES_READ && !tombstones_ahead {
-            g.entries_read += 1;
-        } else if let Some(e) = estimate {
-            g.entries_read = e;
+        let read = if read != INVALID_ENTRIES_READ && !self.range_has_tombstones(id, StreamId::MAX)
+        {
+            read + 1
+        } else if self.entries_added != 0 {
+            self.estimate_distance(id)
+        } else {
+            read
+        };
+        if let Some(g) = self.groups.get_mut(group) {
+            g.entries_read = read;
+            g.last_id = id;
         }
-        g.last_id = id;
     }
 
     /// Nodes of Redis's radix tree of stream nodes (`rax->numnodes`): the
