@@ -2,8 +2,9 @@
 //! XREVRANGE and XSETID; XREAD lives in `stream_read.rs`. The stream itself
 //! and its node model are in `store/stream.rs`.
 //!
-//! Consumer groups (XGROUP, XREADGROUP, XACK, XPENDING, XCLAIM...) and XINFO
-//! are not implemented.
+//! Consumer groups are in `stream_group.rs` (XGROUP, XACK, XPENDING,
+//! XCLAIM, XAUTOCLAIM) and `stream_read.rs` (XREADGROUP); XINFO is in
+//! `stream_info.rs`.
 
 use super::args::{self, is};
 use super::pubsub::notify;

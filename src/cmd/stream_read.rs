@@ -254,9 +254,9 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
         let Some(g) = s.group_mut(group) else {
             continue;
         };
-        if !g.touch_consumer(consumer, Some(now)) {
+        let new_consumer = !g.touch_consumer(consumer, Some(now));
+        if new_consumer {
             g.create_consumer(consumer, now);
-            ctx.store.stats.dirty += 1;
             created.push(key);
             if a.noack {
                 ctx.server
@@ -264,9 +264,6 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
                     .also(db, &[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
             }
         }
-        let Some(s) = stream_read_mut(ctx.store, db, key)? else {
-            continue;
-        };
         let start = after.incr().unwrap_or(StreamId::MAX);
         let read = GroupRead {
             key,
@@ -288,7 +285,8 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
                 a.count,
             );
         }
-        ctx.store.stats.dirty += 1;
+        // The read, and the consumer it created.
+        ctx.store.stats.dirty += 1 + u64::from(new_consumer);
     }
     for key in created {
         notify(ctx, b't', "xgroup-createconsumer", key);

@@ -158,6 +158,8 @@ impl Executor {
         }
         self.close_idle_clients();
         self.resume_postponed();
+        // Group readers blocked on a stream that expired learn it now.
+        self.handle_ready();
         self.after_writes();
         crate::persist::bgsave_poll(&mut self.store, &mut self.server.persistence());
         crate::persist::check_save_rules(&self.store, &mut self.server.persistence());

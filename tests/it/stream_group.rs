@@ -526,6 +526,22 @@ fn xreadgroup_block_serves_in_arrival_order() {
     wait_blocked(&mut p, 1);
     p.same(&["FLUSHALL"]);
     assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
+    // So does the stream's expiry, found by the active cycle.
+    p.same(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
+    p.same(&["PEXPIRE", "x", "100"]);
+    let read_x = [
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "a",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "x",
+        ">",
+    ];
+    send_both(&mut a1, &mut a2, &read_x);
+    assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
     // Timeouts answer a null array; NOACK reads leave nothing pending.
     p.same(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
     send_both(
