@@ -264,6 +264,26 @@ fn commands_script(p: &mut Pair) {
             "EVAL_RO return(redis.pcall('XREADGROUP','GROUP','m','c','STREAMS','s','>')) 0",
             "EVAL_RO return(redis.call('XPENDING','s','m')) 0",
             "EVAL return(redis.call('XAUTOCLAIM','s','m','c2',0,0)) 0",
+            // Group state is not the key's data: WATCH ignores it, as in
+            // Redis, while creating the stream counts.
+            "XADD s 12-0 f v",
+            "WATCH s",
+            "XREADGROUP GROUP m w STREAMS s >",
+            "XACK s m 12-0",
+            "XCLAIM s m w2 0 11-0",
+            "XGROUP SETID s m 0",
+            "XGROUP CREATECONSUMER s m w3",
+            "XGROUP DELCONSUMER s m w3",
+            "XGROUP CREATE s m2 $",
+            "XGROUP DESTROY s m2",
+            "MULTI",
+            "PING",
+            "EXEC",
+            "WATCH nos",
+            "XGROUP CREATE nos g $ MKSTREAM",
+            "MULTI",
+            "PING",
+            "EXEC",
         ],
     );
 }
