@@ -109,17 +109,13 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let db = ctx.db();
     let (key, group) = (argv.get(2), argv.get(3));
-    let exists = stream_write(ctx.store, db, key, false)?.is_some();
-    let mut has_group = false;
-    if let Some(s) = stream_write(ctx.store, db, key, false)? {
-        has_group = s.group(group).is_some();
-    }
+    let has_group = stream_write(ctx.store, db, key, false)?.map(|s| s.group(group).is_some());
     if !mkstream {
-        if !exists {
+        let Some(has_group) = has_group else {
             return Err(Error::err(
                 "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
             ));
-        }
+        };
         if !has_group && !create && !is(opt, "destroy") {
             return Err(no_group_for_key(group, key));
         }
@@ -517,14 +513,10 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
             _ => {}
         }
-        let forced = !g.pel.contains_key(&id);
         created |= claiming_consumer(g, c.consumer, now);
         let Some(nack) = g.claim(id, c.consumer) else {
             continue;
         };
-        if forced {
-            nack.delivery_count = 1;
-        }
         nack.delivery_time = delivery_time;
         match retry_count {
             Some(n) => nack.delivery_count = n,

@@ -249,8 +249,8 @@ impl Group {
     }
 
     /// Gives the pending `id` to consumer `name` (which must exist),
-    /// creating its NACK when missing (XCLAIM FORCE); the caller sets the
-    /// times and counts. Returns the NACK.
+    /// creating its NACK, delivered once, when missing (XCLAIM FORCE); the
+    /// caller sets the time and count. Returns the NACK.
     pub fn claim(&mut self, id: StreamId, name: &[u8]) -> Option<&mut Nack> {
         let owner = self.consumer_name(name)?;
         let previous = self.pel.get(&id).map(|n| n.consumer.clone());
@@ -266,7 +266,7 @@ impl Group {
         }
         let nack = self.pel.entry(id).or_insert_with(|| Nack {
             delivery_time: 0,
-            delivery_count: 0,
+            delivery_count: 1,
             consumer: owner.clone(),
         });
         nack.consumer = owner;

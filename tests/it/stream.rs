@@ -311,7 +311,7 @@ fn dump_and_restore_both_ways() {
     assert_eq!(a, b);
 }
 
-fn send_both(a: &mut Raw, b: &mut Raw, args: &[&str]) {
+pub(crate) fn send_both(a: &mut Raw, b: &mut Raw, args: &[&str]) {
     let v: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
     a.send(&encode(&v));
     b.send(&encode(&v));
@@ -324,7 +324,8 @@ fn same_reply(a: &mut Raw, b: &mut Raw) -> Vec<u8> {
     x
 }
 
-fn wait_blocked(p: &mut Pair, n: usize) {
+#[track_caller]
+pub(crate) fn wait_blocked(p: &mut Pair, n: usize) {
     let want = format!("blocked_clients:{n}\r\n");
     assert!(wait_until(Duration::from_secs(5), || {
         let (a, b) = p.both(&["INFO", "clients"]);

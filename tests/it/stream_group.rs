@@ -7,13 +7,10 @@
 //! Delivery times and idle times come from each server's clock, so replies
 //! are compared with Unix-millisecond values and idle times masked.
 
-use std::time::Duration;
-
 use proptest::prelude::*;
 
-use crate::support::{
-    encode, same_random_sequences_by, spawn_redis_with, start, wait_until, Pair, Raw,
-};
+use crate::stream::{send_both, wait_blocked};
+use crate::support::{same_random_sequences_by, spawn_redis_with, start, Pair, Raw};
 
 /// A reply as text with what depends on the clock masked: integers that
 /// are Unix milliseconds, and the idle time after an `idle` field or
@@ -446,25 +443,10 @@ fn group_keyspace_events_match_redis() {
     assert!(events.contains(&"xgroup-destroy:s".to_string()));
 }
 
-fn send_both(a: &mut Raw, b: &mut Raw, args: &[&str]) {
-    let v: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    a.send(&encode(&v));
-    b.send(&encode(&v));
-}
-
 fn same_reply(a: &mut Raw, b: &mut Raw) -> String {
     let (x, y) = (masked(&a.read_reply()), masked(&b.read_reply()));
     assert_eq!(x, y);
     x
-}
-
-#[track_caller]
-fn wait_blocked(p: &mut Pair, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    assert!(wait_until(Duration::from_secs(5), || {
-        let (a, b) = p.both(&["INFO", "clients"]);
-        String::from_utf8_lossy(&a).contains(&want) && String::from_utf8_lossy(&b).contains(&want)
-    }));
 }
 
 /// Blocked group readers are served first come, first served, each with
@@ -681,16 +663,8 @@ fn worker_pool_reclaims_a_dead_workers_messages() {
         w.join().expect("worker");
     }
     // What the dead worker held is still pending; a survivor reclaims it.
-    let pending: (
-        usize,
-        Option<String>,
-        Option<String>,
-        Option<Vec<(String, String)>>,
-    ) = redis::cmd("XPENDING")
-        .arg(&["jobs", "workers"])
-        .query(&mut admin)
-        .expect("pending");
-    assert!(pending.0 > 0, "the dead worker left pending messages");
+    let pending = pending_count(&mut admin);
+    assert!(pending > 0, "the dead worker left pending messages");
     let mut cursor = "0-0".to_string();
     loop {
         type Claimed = (String, Vec<(String, Vec<(String, String)>)>, Vec<String>);
@@ -717,16 +691,24 @@ fn worker_pool_reclaims_a_dead_workers_messages() {
         TOTAL,
         "every job processed"
     );
-    let pending: (
+    let pending = pending_count(&mut admin);
+    assert_eq!(pending, 0, "nothing left pending");
+}
+
+/// How many messages group `workers` of `jobs` has pending (XPENDING's
+/// summary).
+fn pending_count(con: &mut redis::Connection) -> usize {
+    type Summary = (
         usize,
         Option<String>,
         Option<String>,
         Option<Vec<(String, String)>>,
-    ) = redis::cmd("XPENDING")
+    );
+    let summary: Summary = redis::cmd("XPENDING")
         .arg(&["jobs", "workers"])
-        .query(&mut admin)
+        .query(con)
         .expect("pending");
-    assert_eq!(pending.0, 0, "nothing left pending");
+    summary.0
 }
 
 /// A stream with groups, pending entries, consumers and deleted entries,
