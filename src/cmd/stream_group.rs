@@ -59,8 +59,9 @@ fn xgroup_help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-/// The error of a malformed container subcommand.
-fn subcommand_syntax(argv: &Argv<'_>) -> Error {
+/// The error of a malformed XGROUP or XINFO subcommand
+/// (addReplySubcommandSyntaxError).
+pub(super) fn subcommand_syntax(argv: &Argv<'_>) -> Error {
     let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
     Error::subcommand_arity(argv.get(1), &cmd)
 }

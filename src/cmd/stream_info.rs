@@ -6,7 +6,7 @@
 use super::args::{self, is};
 use super::client::write_help;
 use super::stream::{emit_entry, emit_range, stream_read};
-use super::stream_group::no_group_for_key;
+use super::stream_group::{no_group_for_key, subcommand_syntax};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
@@ -36,12 +36,6 @@ const HELP: &[&str] = &[
 fn xinfo_help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     write_help(ctx, HELP);
     Ok(())
-}
-
-/// The error of a malformed XINFO subcommand.
-fn subcommand_syntax(argv: &Argv<'_>) -> Error {
-    let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
-    Error::subcommand_arity(argv.get(1), &cmd)
 }
 
 /// XINFO STREAM|GROUPS|CONSUMERS key ...
