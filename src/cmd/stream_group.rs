@@ -348,12 +348,11 @@ fn xpending(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-/// How XCLAIM/XAUTOCLAIM treat each entry they take.
+/// Where XCLAIM/XAUTOCLAIM move entries: the stream, group and consumer.
 struct Claim<'a> {
     key: &'a [u8],
     group: &'a [u8],
     consumer: &'a [u8],
-    justid: bool,
 }
 
 /// Makes sure the claiming consumer exists, seen now; returns whether it
@@ -464,7 +463,6 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         key,
         group,
         consumer: argv.get(3),
-        justid,
     };
     let db = ctx.db();
     let mut propagate_last_id = false;
@@ -530,7 +528,7 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             nack.delivery_count,
         );
         let fields = s.entries.get(&id);
-        if c.justid {
+        if justid {
             let mut buf = [0u8; 41];
             ctx.reply.bulk(id.fmt(&mut buf));
         } else if let Some(fields) = fields {
@@ -612,7 +610,6 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         key,
         group,
         consumer: argv.get(3),
-        justid,
     };
     let db = ctx.db();
     let now = ctx.store.record_time();

@@ -443,6 +443,12 @@ fn group_keyspace_events_match_redis() {
     assert!(events.contains(&"xgroup-destroy:s".to_string()));
 }
 
+/// [`send_both`] of a command line split on spaces.
+fn send_line(a: &mut Raw, b: &mut Raw, line: &str) {
+    let args: Vec<&str> = line.split(' ').collect();
+    send_both(a, b, &args);
+}
+
 fn same_reply(a: &mut Raw, b: &mut Raw) -> String {
     let (x, y) = (masked(&a.read_reply()), masked(&b.read_reply()));
     assert_eq!(x, y);
@@ -463,26 +469,12 @@ fn xreadgroup_block_serves_in_arrival_order() {
     for r in [&mut b1, &mut b2] {
         r.cmd_str(&["HELLO", "3"]);
     }
-    let read = |c: &'static str, g: &'static str| {
-        vec![
-            "XREADGROUP",
-            "GROUP",
-            g,
-            c,
-            "COUNT",
-            "1",
-            "BLOCK",
-            "0",
-            "STREAMS",
-            "s",
-            ">",
-        ]
-    };
-    send_both(&mut a1, &mut a2, &read("a", "g"));
+    let read = |c: &str, g: &str| format!("XREADGROUP GROUP {g} {c} COUNT 1 BLOCK 0 STREAMS s >");
+    send_line(&mut a1, &mut a2, &read("a", "g"));
     wait_blocked(&mut p, 1);
-    send_both(&mut b1, &mut b2, &read("b", "g"));
+    send_line(&mut b1, &mut b2, &read("b", "g"));
     wait_blocked(&mut p, 2);
-    send_both(&mut c1, &mut c2, &read("c", "h"));
+    send_line(&mut c1, &mut c2, &read("c", "h"));
     wait_blocked(&mut p, 3);
     // One entry: the first reader of g and the reader of h get it.
     p.same(&["XADD", "s", "1-1", "f", "1"]);
@@ -499,18 +491,14 @@ fn xreadgroup_block_serves_in_arrival_order() {
     same_masked(&mut p, &["XINFO", "GROUPS", "s"]);
     // Destroying the group wakes its reader with an error.
     p.same(&["XGROUP", "SETID", "s", "h", "$"]);
-    send_both(&mut a1, &mut a2, &read("a", "h"));
+    send_line(&mut a1, &mut a2, &read("a", "h"));
     wait_blocked(&mut p, 1);
     p.same(&["XGROUP", "DESTROY", "s", "h"]);
     assert!(same_reply(&mut a1, &mut a2).starts_with("-NOGROUP"));
     // Deleting or replacing the stream wakes group readers, not XREAD.
     p.same(&["XGROUP", "SETID", "s", "g", "$"]);
-    send_both(&mut a1, &mut a2, &read("a", "g"));
-    send_both(
-        &mut b1,
-        &mut b2,
-        &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
-    );
+    send_line(&mut a1, &mut a2, &read("a", "g"));
+    send_line(&mut b1, &mut b2, "XREAD BLOCK 0 STREAMS s $");
     wait_blocked(&mut p, 2);
     p.same(&["DEL", "s"]);
     assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
@@ -518,65 +506,33 @@ fn xreadgroup_block_serves_in_arrival_order() {
     p.same(&["XADD", "s", "9-1", "f", "9"]);
     same_reply(&mut b1, &mut b2);
     p.same(&["XGROUP", "CREATE", "s", "g", "$"]);
-    send_both(&mut a1, &mut a2, &read("a", "g"));
+    send_line(&mut a1, &mut a2, &read("a", "g"));
     wait_blocked(&mut p, 1);
     p.same(&["SET", "s", "string now"]);
     assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
     p.same(&["DEL", "s"]);
     p.same(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
-    send_both(&mut a1, &mut a2, &read("a", "g"));
+    send_line(&mut a1, &mut a2, &read("a", "g"));
     wait_blocked(&mut p, 1);
     p.same(&["FLUSHALL"]);
     assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
     // So does the stream's expiry, found by the active cycle.
     p.same(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
     p.same(&["PEXPIRE", "x", "100"]);
-    let read_x = [
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "a",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        "x",
-        ">",
-    ];
-    send_both(&mut a1, &mut a2, &read_x);
+    send_line(&mut a1, &mut a2, "XREADGROUP GROUP g a BLOCK 0 STREAMS x >");
     assert!(same_reply(&mut a1, &mut a2).starts_with("-UNBLOCKED"));
     // Timeouts answer a null array; NOACK reads leave nothing pending.
     p.same(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
-    send_both(
+    send_line(
         &mut a1,
         &mut a2,
-        &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "a",
-            "BLOCK",
-            "50",
-            "STREAMS",
-            "s",
-            ">",
-        ],
+        "XREADGROUP GROUP g a BLOCK 50 STREAMS s >",
     );
     same_reply(&mut a1, &mut a2);
-    send_both(
+    send_line(
         &mut a1,
         &mut a2,
-        &[
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "n",
-            "NOACK",
-            "BLOCK",
-            "0",
-            "STREAMS",
-            "s",
-            ">",
-        ],
+        "XREADGROUP GROUP g n NOACK BLOCK 0 STREAMS s >",
     );
     wait_blocked(&mut p, 1);
     p.same(&["XADD", "s", "10-1", "f", "10"]);
