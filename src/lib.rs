@@ -337,6 +337,10 @@ fn prepare(
     };
     let mut executor = Executor::new(config, shared, port);
     executor.server.config_file = config_file;
+    executor
+        .server
+        .load_acl_at_startup()
+        .map_err(std::io::Error::other)?;
     executor.load_on_start()?;
     Ok((executor, net, handle))
 }

@@ -2,14 +2,12 @@
 //! ID, SETNAME, GETNAME, INFO, LIST, KILL, REPLY, NO-EVICT, PAUSE, UNPAUSE,
 //! GETREDIR, TRACKINGINFO and HELP.
 
-use std::fmt::Write as _;
-
 use super::args;
 use super::connection::{valid_client_name, BAD_CLIENT_NAME};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::link::ToConn;
-use crate::server::client::{Client, ClientKind, ReplyMode};
+use crate::server::client::{info_line, Client, ClientKind, ReplyMode};
 use crate::util::clock;
 
 /// The handlers this family registers.
@@ -199,120 +197,16 @@ fn type_matches(c: &Client, t: TypeFilter) -> bool {
     }
 }
 
-/// Size of `argv` framed as a RESP multibulk request: what Redis's query
-/// buffer holds while the command runs (CLIENT LIST `qbuf`).
-fn request_size(argv: &Argv<'_>) -> usize {
-    let digits = |n: usize| n.to_string().len();
-    let mut n = 3 + digits(argv.len());
-    for a in argv.iter_from(0) {
-        n += 5 + digits(a.len()) + a.len();
-    }
-    n
-}
-
-/// Executor-side facts about a client that CLIENT LIST shows as flags.
-#[derive(Clone, Copy)]
-struct ClientState {
-    /// Blocked in a blocking command (`b`).
-    blocked: bool,
-    /// A watched key was touched (`d`).
-    dirty_cas: bool,
-    /// Channels, patterns and shard channels subscribed to.
-    subs: (usize, usize, usize),
-}
-
-impl ClientState {
-    fn of(ctx: &Ctx<'_>, id: u64) -> Self {
-        ClientState {
-            blocked: ctx.server.is_blocked(id),
-            dirty_cas: ctx.store.watches.is_dirty(id),
-            subs: ctx.server.pubsub.counts(id),
-        }
-    }
-}
-
-/// Appends one CLIENT LIST line (Redis's catClientInfoString), without the
-/// trailing newline. `current` is the running command's argv when `c` is
-/// the caller: its query buffer and argv fields then describe it, as in
-/// Redis. Fields ferrokv does not track get Redis's values for an idle
-/// client.
-fn info_line(
-    out: &mut String,
-    c: &Client,
-    state: ClientState,
-    now_ms: u64,
-    current: Option<&Argv<'_>>,
-) {
-    let now_s = now_ms / 1000;
-    let mut flags = String::new();
-    if c.kind == ClientKind::PubSub {
-        flags.push('P');
-    }
-    if c.multi_len().is_some() {
-        flags.push('x');
-    }
-    if state.blocked {
-        flags.push('b');
-    }
-    if state.dirty_cas {
-        flags.push('d');
-    }
-    if c.close_after_reply {
-        flags.push('c');
-    }
-    if c.no_evict {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let (qbuf, argv_mem) = match current {
-        Some(argv) => (
-            c.qbuf + request_size(argv),
-            argv.iter_from(0).map(<[u8]>::len).sum::<usize>(),
-        ),
-        None => (c.qbuf, 0),
-    };
-    // Redis's query buffer is a 16 KB sds allocation once used; idle
-    // clients have it freed.
-    let qbuf_free = if qbuf == 0 {
-        0
-    } else {
-        20474usize.saturating_sub(qbuf)
-    };
-    let tot_mem = 1024 + 896 + qbuf + qbuf_free + argv_mem;
-    let _ = write!(
-        out,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
-         tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
-        c.id,
-        c.addr,
-        c.laddr,
-        c.fd,
-        String::from_utf8_lossy(&c.name),
-        now_s.saturating_sub(c.created_ms / 1000),
-        now_s.saturating_sub(c.last_interaction_ms / 1000),
-        flags,
-        c.db,
-        state.subs.0,
-        state.subs.1,
-        state.subs.2,
-        c.multi_len().map_or(-1, |n| n as i64),
-        qbuf,
-        qbuf_free,
-        argv_mem,
-        c.multi.as_ref().map_or(0, |m| m.mem()),
-        tot_mem,
-        c.last_cmd,
-        if c.resp3 { 3 } else { 2 },
-    );
-}
-
 fn info(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut s = String::with_capacity(300);
-    let state = ClientState::of(ctx, ctx.client.id);
-    info_line(&mut s, ctx.client, state, clock::real_now_ms(), Some(&argv));
+    info_line(
+        &mut s,
+        ctx.client,
+        ctx.server,
+        ctx.store,
+        clock::real_now_ms(),
+        Some(&argv),
+    );
     s.push('\n');
     ctx.reply.verbatim(s.as_bytes());
     Ok(())
@@ -359,12 +253,7 @@ fn list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if filter.is_some_and(|t| !type_matches(c, t)) {
             continue;
         }
-        let state = ClientState {
-            blocked: ctx.server.is_blocked(id),
-            dirty_cas: ctx.store.watches.is_dirty(id),
-            subs: ctx.server.pubsub.counts(id),
-        };
-        info_line(&mut out, c, state, now, current);
+        info_line(&mut out, c, ctx.server, ctx.store, now, current);
         out.push('\n');
     }
     ctx.reply.verbatim(out.as_bytes());
@@ -378,12 +267,17 @@ struct KillFilter<'a> {
     laddr: Option<&'a [u8]>,
     kind: Option<TypeFilter>,
     id: Option<u64>,
+    user: Option<crate::server::acl::UserRef>,
     skipme: bool,
 }
 
 impl KillFilter<'_> {
     fn matches(&self, c: &Client) -> bool {
-        self.addr.is_none_or(|a| a == c.addr.to_string().as_bytes())
+        let same_user = |u: &crate::server::acl::UserRef| {
+            c.user.as_ref().is_some_and(|cu| std::rc::Rc::ptr_eq(cu, u))
+        };
+        self.user.as_ref().is_none_or(same_user)
+            && self.addr.is_none_or(|a| a == c.addr.to_string().as_bytes())
             && self
                 .laddr
                 .is_none_or(|a| a == c.laddr.to_string().as_bytes())
@@ -420,13 +314,10 @@ fn kill(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             } else if args::is(opt, "laddr") {
                 f.laddr = Some(val);
             } else if args::is(opt, "user") {
-                // Every client is the default user, the only one there is.
-                if val != b"default" {
-                    return Err(Error::err_owned(format!(
-                        "No such user '{}'",
-                        args::lossy(val)
-                    )));
-                }
+                let user = ctx.server.acl.user(val).ok_or_else(|| {
+                    Error::err_owned(format!("No such user '{}'", args::lossy(val)))
+                })?;
+                f.user = Some(user);
             } else if args::is(opt, "skipme") {
                 if args::is(val, "yes") {
                     f.skipme = true;

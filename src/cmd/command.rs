@@ -4,10 +4,10 @@
 
 use super::{args, client::write_help, Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::server::keyspec;
 use crate::server::spec::Node;
 use crate::server::table::{flag, CommandId, CommandTable};
 use crate::util::glob::glob_match;
-use crate::util::num::parse_i64;
 
 /// The handlers this family registers. `command` comes first so the table
 /// creates it with its handler before adding the subcommands under it.
@@ -207,14 +207,6 @@ fn getkeysandflags(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     keys_reply(ctx, argv, true)
 }
 
-/// Flags of one key reference: the key spec's own flag set, or the names
-/// a command's getkeys function computes (in Redis's order: RO RW OW RM
-/// access update insert delete ...).
-enum KeyFlags<'a> {
-    Spec(&'a Node),
-    Names(&'static [&'static str]),
-}
-
 /// COMMAND GETKEYS / GETKEYSANDFLAGS <command> [args ...]
 fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult {
     let table = &ctx.server.table;
@@ -226,8 +218,7 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
         )
         .ok_or(Error::err("Invalid command specified"))?;
     let cmd = &table.commands[id];
-    let specs = key_specs(table, id);
-    if specs.is_empty() {
+    if !keyspec::has_keys(&cmd.key_specs) {
         return Err(Error::err("The command has no key arguments"));
     }
     if !cmd.arity_ok(target.len()) {
@@ -235,209 +226,26 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
             "Invalid number of arguments specified for command",
         ));
     }
-    let keys = find_keys(&cmd.name, specs, &target);
+    let mut keys = Vec::new();
+    keyspec::find_keys(&cmd.name, &cmd.key_specs, &target[..], &mut keys);
     if keys.is_empty() && !cmd.has(flag::NO_MANDATORY_KEYS) {
         return Err(Error::err("Invalid arguments specified for command"));
     }
     ctx.reply.array(keys.len());
-    for (pos, flags) in keys {
+    for k in keys {
         if with_flags {
             ctx.reply.array(2);
         }
-        ctx.reply.bulk(target[pos]);
+        ctx.reply.bulk(target[k.pos]);
         if with_flags {
-            match flags {
-                KeyFlags::Spec(node) => node.write(&mut ctx.reply),
-                KeyFlags::Names(names) => {
-                    ctx.reply.set(names.len());
-                    for n in names {
-                        ctx.reply.simple(n);
-                    }
-                }
+            let names = keyspec::key::NAMES.iter().filter(|(b, _)| k.flags & b != 0);
+            ctx.reply.set(names.clone().count());
+            for (_, n) in names {
+                ctx.reply.simple(n);
             }
         }
     }
     Ok(())
-}
-
-/// The key specs of a command (COMMAND INFO field 8).
-fn key_specs(table: &CommandTable, id: CommandId) -> &[Node] {
-    match table.spec.info.get(&table.commands[id].name) {
-        Some(Node::Array(f)) => match f.get(8) {
-            // Redis 7.0 replies the key specs as a set.
-            Some(Node::Set(specs) | Node::Array(specs)) => specs,
-            _ => &[],
-        },
-        _ => &[],
-    }
-}
-
-fn has_flag(spec: &Node, name: &str) -> bool {
-    match spec.get(b"flags") {
-        Some(Node::Set(fl) | Node::Array(fl)) => {
-            fl.iter().any(|f| f.as_bytes() == Some(name.as_bytes()))
-        }
-        _ => false,
-    }
-}
-
-fn int_at(node: Option<&Node>, key: &[u8]) -> Option<i64> {
-    node?.get(key)?.as_int()
-}
-
-/// Key positions in `argv` (argv[0] is the command name) with their flags:
-/// Redis's getKeysUsingKeySpecs, or the command's getkeys function for the
-/// commands whose flags depend on their arguments. Empty when the
-/// arguments do not fit the specs.
-fn find_keys<'a>(name: &str, specs: &'a [Node], argv: &[&[u8]]) -> Vec<(usize, KeyFlags<'a>)> {
-    let argc = argv.len() as i64;
-    match name {
-        "set" => {
-            let get = argv.iter().skip(3).any(|a| args::is(a, "get"));
-            let names: &[&str] = if get {
-                &["RW", "access", "update"]
-            } else {
-                &["OW", "update"]
-            };
-            return vec![(1, KeyFlags::Names(names))];
-        }
-        "bitfield" => {
-            let mut readonly = true;
-            let mut i = 2;
-            while i < argv.len() {
-                let rem = argv.len() - i - 1;
-                let a = argv[i];
-                if args::is(a, "get") && rem >= 2 {
-                    i += 3;
-                } else if args::is(a, "overflow") && rem >= 1 {
-                    i += 2;
-                } else {
-                    // SET/INCRBY, or a syntax error: assume a write.
-                    readonly = false;
-                    break;
-                }
-            }
-            let names: &[&str] = if readonly {
-                &["RO", "access"]
-            } else {
-                &["RW", "access", "update"]
-            };
-            return vec![(1, KeyFlags::Names(names))];
-        }
-        // Redis's sortGetKeys: the key, then the last STORE's target,
-        // skipping the arguments of LIMIT, GET and BY.
-        "sort" | "sort_ro" => {
-            let mut keys = vec![(1, KeyFlags::Names(&["RO", "access"]))];
-            let mut store = None;
-            let mut i = 2;
-            while i < argv.len() {
-                let a = argv[i];
-                if args::is(a, "limit") {
-                    i += 2;
-                } else if args::is(a, "get") || args::is(a, "by") {
-                    i += 1;
-                } else if name == "sort" && args::is(a, "store") && i + 1 < argv.len() {
-                    store = Some(i + 1);
-                }
-                i += 1;
-            }
-            if let Some(at) = store {
-                keys.push((at, KeyFlags::Names(&["OW", "update"])));
-            }
-            return keys;
-        }
-        _ => {}
-    }
-    let mut keys = Vec::new();
-    for spec in specs {
-        if has_flag(spec, "not_key") {
-            continue;
-        }
-        let bs = spec.get(b"begin_search");
-        let bs_spec = bs.and_then(|b| b.get(b"spec"));
-        let first = match bs.and_then(|b| b.get(b"type")).and_then(Node::as_bytes) {
-            Some(b"index") => int_at(bs_spec, b"index").unwrap_or(0),
-            Some(b"keyword") => {
-                let kw = bs_spec
-                    .and_then(|s| s.get(b"keyword"))
-                    .and_then(Node::as_bytes)
-                    .unwrap_or_default();
-                let from = int_at(bs_spec, b"startfrom").unwrap_or(1);
-                let (start, end) = if from > 0 {
-                    (from, argc - 1)
-                } else {
-                    (argc + from, 1)
-                };
-                // As Redis scans: from `start` towards `end`, exclusive.
-                let mut found = 0;
-                let mut i = start;
-                while i != end {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if argv[i as usize].eq_ignore_ascii_case(kw) {
-                        found = i + 1;
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                if found == 0 {
-                    continue;
-                }
-                found
-            }
-            _ => return Vec::new(),
-        };
-        let fk = spec.get(b"find_keys");
-        let fk_spec = fk.and_then(|f| f.get(b"spec"));
-        let (first, last, step) = match fk.and_then(|f| f.get(b"type")).and_then(Node::as_bytes) {
-            Some(b"range") => {
-                let lastkey = int_at(fk_spec, b"lastkey").unwrap_or(0);
-                let step = int_at(fk_spec, b"keystep").unwrap_or(1);
-                let limit = int_at(fk_spec, b"limit").unwrap_or(0);
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (first, last, step)
-            }
-            Some(b"keynum") => {
-                let idx = first + int_at(fk_spec, b"keynumidx").unwrap_or(0);
-                let Some(numkeys) = argv
-                    .get(idx as usize)
-                    .and_then(|a| parse_i64(a))
-                    .filter(|&n| n >= 0)
-                else {
-                    return Vec::new();
-                };
-                let first = first + int_at(fk_spec, b"firstkey").unwrap_or(1);
-                (
-                    first,
-                    first.saturating_add(numkeys - 1),
-                    int_at(fk_spec, b"keystep").unwrap_or(1),
-                )
-            }
-            _ => return Vec::new(),
-        };
-        if last >= argc || last < first || first >= argc {
-            return Vec::new();
-        }
-        let mut i = first;
-        while i <= last {
-            keys.push((
-                i as usize,
-                KeyFlags::Spec(spec.get(b"flags").unwrap_or(&Node::Null)),
-            ));
-            i += step.max(1);
-        }
-        if has_flag(spec, "incomplete") {
-            return Vec::new();
-        }
-    }
-    keys
 }
 
 #[cfg(test)]
@@ -448,10 +256,9 @@ mod tests {
         let t = CommandTable::build(crate::cmd::FAMILIES);
         let id = t.lookup(name.as_bytes()).expect("implemented");
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
-        find_keys(name, key_specs(&t, id), &a)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect()
+        let mut keys = Vec::new();
+        keyspec::find_keys(name, &t.commands[id].key_specs, &a[..], &mut keys);
+        keys.into_iter().map(|k| k.pos).collect()
     }
 
     #[test]

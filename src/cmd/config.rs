@@ -178,7 +178,13 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);
     }
+    let acl = &mut ctx.server.acl;
+    acl.all_channels_default = next.get("acl-pubsub-default") == "allchannels";
+    if next.requirepass != ctx.server.config.requirepass {
+        acl.set_default_password(&ctx.server.table.universe, next.requirepass.as_deref());
+    }
     ctx.server.config = next;
+    ctx.server.acl_changed();
 }
 
 fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
@@ -205,7 +211,15 @@ fn rewrite(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let Some(path) = ctx.server.config_file.clone() else {
         return Err(Error::err("The server is running without a config file"));
     };
-    match crate::config::file::rewrite(&path, &ctx.server.config) {
+    // With an ACL file the users live there; otherwise they are written
+    // as `user` lines (rewriteConfigUserOption).
+    let users: Vec<String> = if ctx.server.config.get("aclfile").is_empty() {
+        let text = ctx.server.acl.file_text(&ctx.server.table.universe);
+        text.lines().map(str::to_string).collect()
+    } else {
+        Vec::new()
+    };
+    match crate::config::file::rewrite(&path, &ctx.server.config, &users) {
         Ok(()) => {
             ctx.reply.ok();
             Ok(())

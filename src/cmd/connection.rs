@@ -5,6 +5,7 @@
 use super::args;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::server::acl::{self, log::Reason};
 use crate::server::client::{ClientKind, ReplyMode};
 
 /// The handlers this family registers.
@@ -76,8 +77,8 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let c = &mut *ctx.client;
     c.db = 0;
     c.resp3 = false;
-    let nopass = ctx.server.config.requirepass.is_none();
-    c.set_authenticated(nopass);
+    c.user = Some(ctx.server.acl.default.clone());
+    c.set_authenticated(ctx.server.acl.default_authenticates());
     c.name.clear();
     // Redis clears REPLY_OFF and REPLY_SKIP_NEXT but not the SKIP of the
     // command running now, so a skipped RESET stays silent.
@@ -89,26 +90,29 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Checks `user`/`pass` against the default user (the only user ferrokv
-/// has): without requirepass any password is accepted, as Redis's `nopass`.
-pub(super) fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Authenticates the client as `user` with `pass` (ACLAuthenticateUser):
+/// on success the client runs as that user; a failure is logged in the
+/// ACL log under the command's own name.
+pub(super) fn authenticate(ctx: &mut Ctx<'_>, argv0: &[u8], user: &[u8], pass: &[u8]) -> CmdResult {
+    match ctx.server.acl.check_credentials(user, pass) {
+        Some(u) => {
+            ctx.client.user = Some(u);
+            ctx.client.set_authenticated(true);
+            Ok(())
+        }
+        None => {
+            let context = acl::context_of(ctx.client.multi.is_some());
+            ctx.server.acl_log(
+                ctx.store,
+                ctx.client,
+                Reason::Auth,
+                context,
+                argv0,
+                Some(user),
+            );
+            Err(Error::WrongPass)
+        }
     }
-    match &ctx.server.config.requirepass {
-        None => true,
-        Some(expected) => constant_time_eq(expected, pass),
-    }
-}
-
-/// Compares without leaking the position of the first difference, like
-/// Redis's time_independent_strcmp.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, &x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
 }
 
 fn auth(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -116,8 +120,9 @@ fn auth(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::Syntax);
     }
     let (user, pass): (&[u8], &[u8]) = if argv.len() == 2 {
-        // The old one-argument form errors when no password is configured.
-        if ctx.server.config.requirepass.is_none() {
+        // The old one-argument form errors when the default user needs no
+        // password.
+        if ctx.server.acl.default.borrow().nopass {
             return Err(Error::err(
                 "AUTH <password> called without any password configured for the default user. \
                  Are you sure your configuration is correct?",
@@ -127,10 +132,7 @@ fn auth(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         (argv.get(1), argv.get(2))
     };
-    if !check_credentials(ctx, user, pass) {
-        return Err(Error::WrongPass);
-    }
-    ctx.client.set_authenticated(true);
+    authenticate(ctx, argv.get(0), user, pass)?;
     ctx.reply.ok();
     Ok(())
 }
@@ -174,10 +176,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     if let Some((user, pass)) = creds {
-        if !check_credentials(ctx, user, pass) {
-            return Err(Error::WrongPass);
-        }
-        ctx.client.set_authenticated(true);
+        authenticate(ctx, argv.get(0), user, pass)?;
     }
     // Redis sets the name before checking authentication.
     if let Some(name) = name {
@@ -218,14 +217,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn client_names_and_password_compare() {
+    fn client_names() {
         assert!(valid_client_name(b"abc-1"));
         assert!(valid_client_name(b""));
         assert!(!valid_client_name(b"a b"));
         assert!(!valid_client_name("é".as_bytes()));
-        assert!(constant_time_eq(b"foo", b"foo"));
-        assert!(!constant_time_eq(b"foo", b"fo"));
-        assert!(!constant_time_eq(b"foo", b"fooo"));
-        assert!(!constant_time_eq(b"foo", b"bar"));
     }
 }

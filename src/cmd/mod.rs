@@ -7,6 +7,7 @@
 //! arguments, works on the store and writes its reply through `ctx.reply`.
 //! Returning `Err` writes the error reply instead.
 
+pub mod acl;
 pub mod args;
 pub mod bitmap;
 pub mod client;
@@ -78,4 +79,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     stream_info::COMMANDS,
     throttle::COMMANDS,
     clock::COMMANDS,
+    acl::COMMANDS,
 ];

@@ -62,6 +62,22 @@ pub(super) fn run_on_host(
         .take()
         .unwrap_or_else(|| Box::new(script_client()));
     client.db = ctx.client.db;
+    // The script runs as its caller's user (Redis's scriptCall); a
+    // restricted user's denials are logged with the caller's info.
+    client.user = ctx.client.user.clone();
+    client.script_caller_info = None;
+    if client.user.as_ref().is_some_and(|u| !u.borrow().open) {
+        let mut info = String::new();
+        crate::server::client::info_line(
+            &mut info,
+            ctx.client,
+            ctx.server,
+            ctx.store,
+            crate::util::clock::real_now_ms(),
+            None,
+        );
+        client.script_caller_info = Some(info);
+    }
     let run = engine.run.clone();
     ctx.server.running_script = Some(run.clone());
     let busy_threshold_ms = ctx.server.config.busy_reply_threshold;

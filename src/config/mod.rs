@@ -26,6 +26,9 @@ pub struct Config {
     pub bind: Vec<String>,
     /// Password for AUTH; None disables authentication.
     pub requirepass: Option<Vec<u8>>,
+    /// `user <name> <rules...>` lines, in order: ACL users to create at
+    /// start-up.
+    pub users: Vec<Vec<Vec<u8>>>,
     /// Number of databases.
     pub databases: usize,
     /// Background task frequency.
@@ -122,6 +125,7 @@ impl Default for Config {
             port: 6379,
             bind: vec!["127.0.0.1".into(), "-::1".into()],
             requirepass: None,
+            users: Vec::new(),
             databases: 16,
             hz: 10,
             proto_max_bulk_len: 512 * 1024 * 1024,

@@ -90,6 +90,7 @@ impl Executor {
     /// serve what arrived, run the timers, write the replies.
     pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
         self.server.net = Some(net.clone());
+        self.server.acl_changed();
         loop {
             let mut timeout = self.next_timeout();
             if let Some(t) = net.borrow().timeout_hint() {

@@ -140,9 +140,16 @@ impl Net {
             proto_max_bulk_len: c.proto_max_bulk_len,
             maxclients: c.maxclients,
             query_buffer_limit: c.client_query_buffer_limit as usize,
-            auth_required: c.requirepass.is_some(),
+            // The executor's ACL state decides this (set_auth_required).
+            auth_required: self.limits.auth_required,
             protected_mode: c.protected_mode,
         };
+    }
+
+    /// Whether the default user needs a password, as the executor's ACL
+    /// state says after it changed.
+    pub fn set_auth_required(&mut self, required: bool) {
+        self.limits.auth_required = required;
     }
 
     /// The connection counters.

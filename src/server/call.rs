@@ -4,6 +4,7 @@
 //! queue, scripts' `redis.call`, the busy-script loop and AOF loading all
 //! come through [`call`].
 
+use super::acl::{self, log::Context, Denied};
 use super::client::{Client, ReplyMode};
 use super::table::{flag, CommandId};
 use super::{multi, Ctx, ServerState};
@@ -129,25 +130,38 @@ fn run(
     caller: Caller,
 ) -> Result<(), Refusal> {
     let id = match caller {
-        Caller::Exec(id) => id,
-        Caller::Script { read_only } => match script_check(server, argv, read_only) {
-            Ok(id) => id,
-            Err((id, e)) => {
-                // Counted against the command; the error itself counts
-                // when the script fails with it.
-                if let Some(id) = id {
-                    server.table.commands[id].rejected_calls += 1;
-                }
-                return Err(Refusal::Checks(e));
+        Caller::Exec(id) => {
+            // Permissions are checked again at EXEC, in case they changed
+            // since the command was queued.
+            if let Some(d) = denial(server, client, id, argv) {
+                log_denial(server, store, client, id, argv, d, Context::Multi);
+                return Err(Refusal::Checks(Error::raw_owned(d.exec_error())));
             }
-        },
-        Caller::Client | Caller::Busy | Caller::Aof => {
-            let checked = check(server, client, argv).and_then(|id| {
-                if caller == Caller::Busy && !server.table.commands[id].has(flag::ALLOW_BUSY) {
-                    return Err((Some(id), server.busy_error()));
+            id
+        }
+        Caller::Script { read_only } => {
+            match script_check(server, store, client, argv, read_only) {
+                Ok(id) => id,
+                Err((id, e)) => {
+                    // Counted against the command; the error itself counts
+                    // when the script fails with it.
+                    if let Some(id) = id {
+                        server.table.commands[id].rejected_calls += 1;
+                    }
+                    return Err(Refusal::Checks(e));
                 }
-                Ok(id)
-            });
+            }
+        }
+        Caller::Client | Caller::Busy | Caller::Aof => {
+            let checked = check(server, client, argv)
+                .and_then(|id| acl_check(server, store, client, id, argv))
+                .and_then(|id| pubsub_context_check(server, client, id))
+                .and_then(|id| {
+                    if caller == Caller::Busy && !server.table.commands[id].has(flag::ALLOW_BUSY) {
+                        return Err((Some(id), server.busy_error()));
+                    }
+                    Ok(id)
+                });
             let id = match checked {
                 Ok(id) => id,
                 Err((id, e)) => return Err(Refusal::Checks(reject(store, server, client, id, e))),
@@ -168,7 +182,9 @@ fn run(
 /// The checks of a command called from a script, in Redis's scriptCall
 /// order, with its error texts. A write marks the script unkillable.
 fn script_check(
-    server: &ServerState,
+    server: &mut ServerState,
+    store: &Store,
+    client: &Client,
     argv: Argv<'_>,
     read_only: bool,
 ) -> Result<CommandId, (Option<CommandId>, Error)> {
@@ -186,6 +202,11 @@ fn script_check(
     if cmd.has(flag::NOSCRIPT) {
         return refuse("This Redis command is not allowed from script");
     }
+    if let Some(d) = denial(server, client, id, argv) {
+        log_denial(server, store, client, id, argv, d, Context::Lua);
+        return Err((Some(id), Error::err(d.script_error())));
+    }
+    let cmd = &server.table.commands[id];
     // Redis counts may-replicate commands (PUBLISH) as writes here.
     if read_only && cmd.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return refuse("Write commands are not allowed from read-only scripts.");
@@ -236,7 +257,71 @@ fn check(
     if client.multi.is_some() && cmd.has(flag::NO_MULTI) {
         return Err((Some(id), Error::NotAllowedInMulti));
     }
-    // A RESP2 subscriber can only receive pub/sub-shaped replies.
+    Ok(id)
+}
+
+/// The ACL check of a client's command (processCommand): a denial is
+/// logged and refuses the command, inside MULTI too.
+fn acl_check(
+    server: &mut ServerState,
+    store: &Store,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Result<CommandId, (Option<CommandId>, Error)> {
+    let Some(d) = denial(server, client, id, argv) else {
+        return Ok(id);
+    };
+    let context = acl::context_of(client.multi.is_some());
+    log_denial(server, store, client, id, argv, d, context);
+    let e = Error::raw_owned(d.error(&server.table.commands[id].name));
+    Err((Some(id), e))
+}
+
+/// Why the client's user may not run command `id` with `argv`, if it may
+/// not. Users whose rules allow everything are not checked.
+#[inline]
+fn denial(
+    server: &mut ServerState,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Option<Denied> {
+    let user = client.user.as_ref()?.borrow();
+    if user.open {
+        return None;
+    }
+    server
+        .acl
+        .check(&user, &server.table.commands[id], &argv)
+        .err()
+}
+
+/// Records a denial in the ACL log with its object: the command's name,
+/// or the key or channel denied.
+fn log_denial(
+    server: &mut ServerState,
+    store: &Store,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+    d: Denied,
+    context: Context,
+) {
+    let object = match d.arg() {
+        Some(i) => argv.get(i).to_vec(),
+        None => server.table.commands[id].name.as_bytes().to_vec(),
+    };
+    server.acl_log(store, client, d.reason(), context, &object, None);
+}
+
+/// A RESP2 subscriber can only receive pub/sub-shaped replies.
+fn pubsub_context_check(
+    server: &ServerState,
+    client: &Client,
+    id: CommandId,
+) -> Result<CommandId, (Option<CommandId>, Error)> {
+    let cmd = &server.table.commands[id];
     if client.kind == super::client::ClientKind::PubSub
         && !client.resp3
         && !matches!(

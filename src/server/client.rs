@@ -5,8 +5,14 @@
 use std::net::SocketAddr;
 use std::rc::Rc;
 
+use std::fmt::Write as _;
+
+use super::acl::UserRef;
 use super::multi::MultiState;
+use super::ServerState;
 use crate::net::link::{ConnTx, OutQueue};
+use crate::net::request::Argv;
+use crate::store::Store;
 use crate::util::clock;
 
 /// What CLIENT REPLY set.
@@ -83,6 +89,13 @@ pub struct Client {
     pub multi: Option<Box<MultiState>>,
     /// Pub/sub output shared with the connection task.
     pub outq: Rc<OutQueue>,
+    /// The ACL user it is authenticated as; None for internal clients,
+    /// which may run anything.
+    pub user: Option<UserRef>,
+    /// For the scripts' client while a restricted user's script runs: the
+    /// caller's CLIENT INFO, which ACL LOG records for the script's
+    /// denials.
+    pub script_caller_info: Option<String>,
 }
 
 impl Client {
@@ -111,6 +124,8 @@ impl Client {
             reprocessing: false,
             multi: None,
             outq: Rc::new(OutQueue::default()),
+            user: None,
+            script_caller_info: None,
         }
     }
 
@@ -134,4 +149,119 @@ impl Client {
     pub fn set_authenticated(&mut self, yes: bool) {
         self.authenticated = yes;
     }
+}
+
+/// Size of `argv` framed as a RESP multibulk request: what Redis's query
+/// buffer holds while the command runs (CLIENT LIST `qbuf`).
+fn request_size(argv: &Argv<'_>) -> usize {
+    let digits = |n: usize| n.to_string().len();
+    let mut n = 3 + digits(argv.len());
+    for a in argv.iter_from(0) {
+        n += 5 + digits(a.len()) + a.len();
+    }
+    n
+}
+
+/// Executor-side facts about a client that CLIENT LIST shows as flags.
+#[derive(Clone, Copy)]
+struct ClientState {
+    /// Blocked in a blocking command (`b`).
+    blocked: bool,
+    /// A watched key was touched (`d`).
+    dirty_cas: bool,
+    /// Channels, patterns and shard channels subscribed to.
+    subs: (usize, usize, usize),
+}
+
+impl ClientState {
+    fn of(server: &ServerState, store: &Store, id: u64) -> Self {
+        ClientState {
+            blocked: server.is_blocked(id),
+            dirty_cas: store.watches.is_dirty(id),
+            subs: server.pubsub.counts(id),
+        }
+    }
+}
+
+/// Appends one CLIENT LIST line (Redis's catClientInfoString), without the
+/// trailing newline. `current` is the running command's argv when `c` is
+/// the caller: its query buffer and argv fields then describe it, as in
+/// Redis. Fields ferrokv does not track get Redis's values for an idle
+/// client.
+pub fn info_line(
+    out: &mut String,
+    c: &Client,
+    server: &ServerState,
+    store: &Store,
+    now_ms: u64,
+    current: Option<&Argv<'_>>,
+) {
+    let state = ClientState::of(server, store, c.id);
+    let now_s = now_ms / 1000;
+    let mut flags = String::new();
+    if c.kind == ClientKind::PubSub {
+        flags.push('P');
+    }
+    if c.multi_len().is_some() {
+        flags.push('x');
+    }
+    if state.blocked {
+        flags.push('b');
+    }
+    if state.dirty_cas {
+        flags.push('d');
+    }
+    if c.close_after_reply {
+        flags.push('c');
+    }
+    if c.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let (qbuf, argv_mem) = match current {
+        Some(argv) => (
+            c.qbuf + request_size(argv),
+            argv.iter_from(0).map(<[u8]>::len).sum::<usize>(),
+        ),
+        None => (c.qbuf, 0),
+    };
+    // Redis's query buffer is a 16 KB sds allocation once used; idle
+    // clients have it freed.
+    let qbuf_free = if qbuf == 0 {
+        0
+    } else {
+        20474usize.saturating_sub(qbuf)
+    };
+    let tot_mem = 1024 + 896 + qbuf + qbuf_free + argv_mem;
+    let _ = write!(
+        out,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
+         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
+         tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        String::from_utf8_lossy(&c.name),
+        now_s.saturating_sub(c.created_ms / 1000),
+        now_s.saturating_sub(c.last_interaction_ms / 1000),
+        flags,
+        c.db,
+        state.subs.0,
+        state.subs.1,
+        state.subs.2,
+        c.multi_len().map_or(-1, |n| n as i64),
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        c.multi.as_ref().map_or(0, |m| m.mem()),
+        tot_mem,
+        c.last_cmd,
+        c.user
+            .as_ref()
+            .map_or_else(String::new, |u| String::from_utf8_lossy(&u.borrow().name).into_owned()),
+        if c.resp3 { 3 } else { 2 },
+    );
 }

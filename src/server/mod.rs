@@ -5,9 +5,11 @@
 //! persistence state live here; [`call::call`] is the one place a command
 //! runs.
 
+pub mod acl;
 pub mod blocking;
 pub mod call;
 pub mod client;
+pub mod keyspec;
 pub mod multi;
 pub mod pause;
 pub mod propagate;
@@ -52,6 +54,8 @@ pub struct ServerState {
     pub config: Config,
     /// The command table.
     pub table: CommandTable,
+    /// Users, permissions and the ACL log.
+    pub acl: acl::Acl,
     /// Every client but the one running a command.
     pub clients: HashMap<u64, Client>,
     /// State shared with the network side.
@@ -130,9 +134,14 @@ impl ServerState {
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() % 16))
             .collect();
+        let table = CommandTable::build(families);
+        let mut acl = acl::Acl::new(&table.universe);
+        acl.all_channels_default = config.get("acl-pubsub-default") == "allchannels";
+        acl.set_default_password(&table.universe, config.requirepass.as_deref());
         ServerState {
             config,
-            table: CommandTable::build(families),
+            table,
+            acl,
             clients: HashMap::new(),
             shared,
             stats: ServerStats::default(),
@@ -237,8 +246,123 @@ impl ServerState {
         let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::real_now_ms());
         c.fd = nc.fd;
         c.outq = nc.outq;
-        c.set_authenticated(self.config.requirepass.is_none());
+        c.user = Some(self.acl.default.clone());
+        c.set_authenticated(self.acl.default_authenticates());
         self.clients.insert(nc.id, c);
+    }
+
+    /// Tells the network side whether connections must authenticate,
+    /// after the default user changed (requirepass, ACL SETUSER, ACL
+    /// LOAD): unauthenticated clients get smaller request limits, and
+    /// protected mode applies only without a password.
+    pub fn acl_changed(&mut self) {
+        let required = self.acl.auth_required();
+        if let Some(net) = &self.net {
+            net.borrow_mut().set_auth_required(required);
+        }
+    }
+
+    /// Creates the users of the configuration's `user` lines, then reads
+    /// the ACL file, as Redis does before loading data
+    /// (ACLLoadUsersAtStartup). An error is the reason to stop.
+    pub fn load_acl_at_startup(&mut self) -> Result<(), String> {
+        let aclfile = self.config.get("aclfile");
+        if !aclfile.is_empty() && !self.config.users.is_empty() {
+            return Err(
+                "Configuring Redis with users defined in redis.conf and at the same \
+                        setting an ACL file path is invalid. This setup is very likely to lead \
+                        to configuration errors and security holes, please define either an ACL \
+                        file or declare users directly in your redis.conf, but not both."
+                    .into(),
+            );
+        }
+        let users = self.config.users.clone();
+        self.acl
+            .load_configured(&self.table.universe, &users)
+            .map_err(|e| format!("{e}\nCritical error while loading ACLs. Exiting."))?;
+        if !aclfile.is_empty() {
+            self.acl
+                .load_file(&self.table.universe, &aclfile)
+                .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+        }
+        self.acl_changed();
+        Ok(())
+    }
+
+    /// Disconnects the clients authenticated as any of `users` (a deleted
+    /// or replaced user, ACLFreeUserAndKillClients); the calling client is
+    /// closed after its reply.
+    pub fn kill_clients_of(&mut self, users: &[acl::UserRef], current: &mut Client) {
+        let of = |c: &Client| {
+            c.user
+                .as_ref()
+                .is_some_and(|u| users.iter().any(|x| Rc::ptr_eq(x, u)))
+        };
+        let victims: Vec<u64> = self
+            .clients
+            .values()
+            .filter(|c| of(c))
+            .map(|c| c.id)
+            .collect();
+        for id in victims {
+            self.kill_client(id);
+        }
+        if of(current) {
+            current.user = Some(self.acl.default.clone());
+            current.set_authenticated(false);
+            current.close_after_reply = true;
+        }
+    }
+
+    /// Closes another client's connection and forgets it.
+    pub fn kill_client(&mut self, id: u64) {
+        if let Some(c) = self.clients.remove(&id) {
+            // A failed send means the connection is already going away.
+            let _ = c.tx.send(crate::net::link::ToConn::Close);
+        }
+    }
+
+    /// Records a denied command or failed authentication in the ACL log
+    /// (addACLLogEntry). `client` is who ran it; a script's denials name
+    /// the script's caller.
+    pub fn acl_log(
+        &mut self,
+        store: &Store,
+        client: &Client,
+        reason: acl::log::Reason,
+        context: acl::log::Context,
+        object: &[u8],
+        username: Option<&[u8]>,
+    ) {
+        let username = match username {
+            Some(u) => u.to_vec(),
+            None => client
+                .user
+                .as_ref()
+                .map(|u| u.borrow().name.clone())
+                .unwrap_or_default(),
+        };
+        let client_info = match &client.script_caller_info {
+            Some(info) => info.clone(),
+            None => {
+                let mut s = String::new();
+                client::info_line(&mut s, client, self, store, clock::real_now_ms(), None);
+                s
+            }
+        };
+        let max_len = self.config.get_i64("acllog-max-len").unwrap_or(128).max(0) as usize;
+        self.acl.log.add(
+            acl::log::Entry {
+                count: 1,
+                reason,
+                context,
+                object: object.to_vec(),
+                username,
+                time_ms: clock::real_now_ms(),
+                client_info,
+            },
+            max_len,
+        );
     }
 }
 

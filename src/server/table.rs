@@ -5,6 +5,8 @@
 
 use hashbrown::HashMap;
 
+use super::acl::universe::Universe;
+use super::keyspec::{self, KeySpec};
 use super::spec::{Node, Spec};
 use super::Handler;
 
@@ -111,6 +113,10 @@ pub struct Command {
     pub subcommands: HashMap<Vec<u8>, CommandId>,
     /// The container of a subcommand.
     pub parent: Option<CommandId>,
+    /// Where its keys are (COMMAND INFO's key specs, compiled).
+    pub key_specs: Vec<KeySpec>,
+    /// Its bit in ACL command bitmaps (its index in the ACL universe).
+    pub acl_id: usize,
     /// Number of calls (INFO commandstats).
     pub calls: u64,
     /// Microseconds spent (INFO commandstats).
@@ -165,6 +171,9 @@ pub struct CommandTable {
     top: HashMap<Vec<u8>, CommandId>,
     /// The captured Redis facts, for COMMAND INFO/DOCS.
     pub spec: Spec,
+    /// Every command Redis 7.0 has (and ferrokv's own), which ACL rules
+    /// name and count, implemented or not.
+    pub universe: Universe,
 }
 
 impl CommandTable {
@@ -172,10 +181,12 @@ impl CommandTable {
     /// (`cmd::FAMILIES`).
     pub fn build(families: &[&[(&str, Handler)]]) -> CommandTable {
         let spec = Spec::load();
+        let universe = Universe::build(&spec);
         let mut t = CommandTable {
             commands: Vec::new(),
             top: HashMap::new(),
             spec,
+            universe,
         };
         for family in families {
             for &(name, handler) in *family {
@@ -210,6 +221,15 @@ impl CommandTable {
         if protected_by(name).is_some() {
             flags |= flag::PROTECTED;
         }
+        let key_specs = match field(8) {
+            Some(Node::Set(specs) | Node::Array(specs)) => keyspec::compile(&specs),
+            _ => Vec::new(),
+        };
+        // invariant: the universe is built from the same spec rows.
+        let acl_id = self
+            .universe
+            .id(name)
+            .expect("every spec row is in the ACL universe");
         let id = self.commands.len();
         self.commands.push(Command {
             name: name.to_string(),
@@ -221,6 +241,8 @@ impl CommandTable {
             handler,
             subcommands: HashMap::new(),
             parent: None,
+            key_specs,
+            acl_id,
             calls: 0,
             usec: 0,
             rejected_calls: 0,

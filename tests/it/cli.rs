@@ -269,8 +269,14 @@ fn config_rewrite_round_trips_through_the_file() {
     let (_proc, port) = spawn_bin(&[path]);
     let mut c = Raw::connect(port);
     assert!(c.cmd_str(&["PING"]).starts_with(b"-NOAUTH"));
+    // The rewrite wrote the default user's line with the password's hash;
+    // users load after requirepass, so it still needs the password, as in
+    // Redis.
     let (_proc3, port3) = spawn_bin(&[path, "--requirepass", ""]);
     let mut c = Raw::connect(port3);
+    assert!(c.cmd_str(&["PING"]).starts_with(b"-NOAUTH"));
+    assert_eq!(c.cmd_str(&["AUTH", "a b"]), b"+OK\r\n");
+    assert!(text.contains("\nuser default on #c8687a08aa5d6ed2044328fa6a697ab8e96dc34291e8c2034ae8c38e6fcc6d65 ~* &* +@all\n"), "{text}");
     for (k, v) in [
         ("maxmemory", "2097152"),
         ("hz", "30"),
