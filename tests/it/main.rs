@@ -4,6 +4,7 @@
 
 mod support;
 
+mod acl;
 mod aof;
 mod aof_rewrite;
 mod basics;
