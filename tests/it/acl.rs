@@ -54,13 +54,53 @@ fn setuser_rules_and_their_errors_match_redis() {
     same_all(
         &mut p,
         &[
-            &["ACL", "SETUSER", "alice", "on", ">p1", "~app:*", "%R~ro:*", "&news*", "-@all", "+@read", "+@write", "-flushall", "+client|list", "+select|0"],
+            &[
+                "ACL",
+                "SETUSER",
+                "alice",
+                "on",
+                ">p1",
+                "~app:*",
+                "%R~ro:*",
+                "&news*",
+                "-@all",
+                "+@read",
+                "+@write",
+                "-flushall",
+                "+client|list",
+                "+select|0",
+            ],
             &["ACL", "GETUSER", "alice"],
             &["ACL", "SETUSER", "bob"],
-            &["ACL", "SETUSER", "carol", "on", "nopass", "allkeys", "allchannels", "+@all", "-@dangerous"],
-            &["ACL", "SETUSER", "dave", "on", ">x", "(~z* +zadd)", "(%W~w*", "+set)"],
+            &[
+                "ACL",
+                "SETUSER",
+                "carol",
+                "on",
+                "nopass",
+                "allkeys",
+                "allchannels",
+                "+@all",
+                "-@dangerous",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "dave",
+                "on",
+                ">x",
+                "(~z* +zadd)",
+                "(%W~w*",
+                "+set)",
+            ],
             &["ACL", "SETUSER", "eve", "on", "#aaa"],
-            &["ACL", "SETUSER", "eve", "#0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "!0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"],
+            &[
+                "ACL",
+                "SETUSER",
+                "eve",
+                "#0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "!0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ],
             &["ACL", "SETUSER", "eve", "<nope"],
             &["ACL", "SETUSER", "eve", "+nosuch"],
             &["ACL", "SETUSER", "eve", "+@nosuch"],
@@ -74,17 +114,75 @@ fn setuser_rules_and_their_errors_match_redis() {
             &["ACL", "SETUSER", "eve", "foo"],
             &["ACL", "SETUSER", "eve", "~a b"],
             &["ACL", "SETUSER", "a b"],
-            &["ACL", "SETUSER", "frank", "on", "resetchannels", "+@all", "-@all", "+get", "reset"],
-            &["ACL", "SETUSER", "gina", "%RW~k*", "%R~k*", "%r~l*", "%W~m*"],
+            &[
+                "ACL",
+                "SETUSER",
+                "frank",
+                "on",
+                "resetchannels",
+                "+@all",
+                "-@all",
+                "+get",
+                "reset",
+            ],
+            &[
+                "ACL", "SETUSER", "gina", "%RW~k*", "%R~k*", "%r~l*", "%W~m*",
+            ],
             &["ACL", "SETUSER", "gina", "%X~a"],
             &["ACL", "SETUSER", "gina", "%RR~a"],
             &["ACL", "SETUSER", "gina", "%R"],
             &["ACL", "SETUSER", "h1", "on", "-@all", "+@all", "-get"],
             &["ACL", "SETUSER", "h2", "on", "+@read", "+@hash", "-hgetall"],
-            &["ACL", "SETUSER", "h3", "on", "-@all", "+@set", "+@sortedset", "+@list", "-lpush", "+debug", "+config|get"],
-            &["ACL", "SETUSER", "h4", "on", "+@all", "-config", "+config|get", "-client|kill"],
-            &["ACL", "SETUSER", "h5", "on", "skip-sanitize-payload", "+@all", "clearselectors", "(+get ~x)", "clearselectors"],
-            &["ACL", "SETUSER", "h6", "on", "sanitize-payload", "ALLCOMMANDS", "ALLKEYS", "NOCOMMANDS", "RESETKEYS", "~x", ">a", ">a", ">b", "<a"],
+            &[
+                "ACL",
+                "SETUSER",
+                "h3",
+                "on",
+                "-@all",
+                "+@set",
+                "+@sortedset",
+                "+@list",
+                "-lpush",
+                "+debug",
+                "+config|get",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "h4",
+                "on",
+                "+@all",
+                "-config",
+                "+config|get",
+                "-client|kill",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "h5",
+                "on",
+                "skip-sanitize-payload",
+                "+@all",
+                "clearselectors",
+                "(+get ~x)",
+                "clearselectors",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "h6",
+                "on",
+                "sanitize-payload",
+                "ALLCOMMANDS",
+                "ALLKEYS",
+                "NOCOMMANDS",
+                "RESETKEYS",
+                "~x",
+                ">a",
+                ">a",
+                ">b",
+                "<a",
+            ],
             &["ACL", "SETUSER", "h7", "", "on"],
             &["ACL", "LIST"],
             &["ACL", "USERS"],
@@ -115,8 +213,35 @@ fn cat_genpass_dryrun_load_save_and_help_match_redis() {
     same_all(
         &mut p,
         &[
-            &["ACL", "SETUSER", "alice", "on", ">p1", "~app:*", "%R~ro:*", "%W~wo:*", "&news*", "-@all", "+@read", "+@write", "-flushall", "+client|list", "+select|0", "+publish", "+subscribe", "+psubscribe"],
-            &["ACL", "SETUSER", "dave", "on", ">x", "(~z* +zadd)", "(%W~w* +set)"],
+            &[
+                "ACL",
+                "SETUSER",
+                "alice",
+                "on",
+                ">p1",
+                "~app:*",
+                "%R~ro:*",
+                "%W~wo:*",
+                "&news*",
+                "-@all",
+                "+@read",
+                "+@write",
+                "-flushall",
+                "+client|list",
+                "+select|0",
+                "+publish",
+                "+subscribe",
+                "+psubscribe",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "dave",
+                "on",
+                ">x",
+                "(~z* +zadd)",
+                "(%W~w* +set)",
+            ],
             &["ACL", "CAT"],
             &["ACL", "CAT", "nosuch"],
             &["ACL", "CAT", "a", "b"],
@@ -166,9 +291,27 @@ fn cat_genpass_dryrun_load_save_and_help_match_redis() {
         ],
     );
     for cat in [
-        "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-        "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
-        "dangerous", "connection", "transaction", "scripting",
+        "keyspace",
+        "read",
+        "write",
+        "set",
+        "sortedset",
+        "list",
+        "hash",
+        "string",
+        "bitmap",
+        "hyperloglog",
+        "geo",
+        "stream",
+        "pubsub",
+        "admin",
+        "fast",
+        "slow",
+        "blocking",
+        "dangerous",
+        "connection",
+        "transaction",
+        "scripting",
     ] {
         let (ours, theirs) = p.both(&["ACL", "CAT", cat]);
         // ferrokv's own commands are in their categories too.
@@ -221,7 +364,27 @@ fn restricted_users_are_refused_where_redis_refuses() {
     same_all(
         &mut p,
         &[
-            &["ACL", "SETUSER", "app", "on", ">pw", "~app:*", "%R~shared:*", "&chat:*", "-@all", "+@read", "+@write", "+@connection", "+@transaction", "+@pubsub", "+eval", "+evalsha", "+fcall", "+select|0", "-info"],
+            &[
+                "ACL",
+                "SETUSER",
+                "app",
+                "on",
+                ">pw",
+                "~app:*",
+                "%R~shared:*",
+                "&chat:*",
+                "-@all",
+                "+@read",
+                "+@write",
+                "+@connection",
+                "+@transaction",
+                "+@pubsub",
+                "+eval",
+                "+evalsha",
+                "+fcall",
+                "+select|0",
+                "-info",
+            ],
             &["SET", "shared:1", "s"],
         ],
     );
@@ -388,7 +551,18 @@ fn deleting_a_user_disconnects_its_clients() {
     assert!(a.is_closed());
     assert!(b.is_closed());
     // Losing a channel disconnects the user's subscribers to it.
-    p.same(&["ACL", "SETUSER", "sub", "on", ">pw", "+@all", "~*", "resetchannels", "&a", "&b"]);
+    p.same(&[
+        "ACL",
+        "SETUSER",
+        "sub",
+        "on",
+        ">pw",
+        "+@all",
+        "~*",
+        "resetchannels",
+        "&a",
+        "&b",
+    ]);
     let (mut a, mut b) = login(&p, "sub", "pw");
     same_on(&mut a, &mut b, &["SUBSCRIBE", "a"]);
     p.same(&["ACL", "SETUSER", "sub", "&c"]);
@@ -419,13 +593,21 @@ fn acl_file_load_save_and_config_users() {
     same_on(&mut a, &mut b, &["AUTH", "alice", "secret"]);
     same_on(&mut a, &mut b, &["GET", "app:1"]);
     same_on(&mut a, &mut b, &["AUTH", "default", "x"]);
-    same_on(&mut a, &mut b, &["ACL", "SETUSER", "bob", "on", ">b", "~b*", "+@string"]);
+    same_on(
+        &mut a,
+        &mut b,
+        &["ACL", "SETUSER", "bob", "on", ">b", "~b*", "+@string"],
+    );
     same_on(&mut a, &mut b, &["ACL", "SAVE"]);
     let saved_ours = std::fs::read_to_string(&ours_file).expect("read");
     let saved_theirs = std::fs::read_to_string(&theirs_file).expect("read");
-    assert_eq!(normalized(saved_ours.as_bytes()), normalized(saved_theirs.as_bytes()));
+    assert_eq!(
+        normalized(saved_ours.as_bytes()),
+        normalized(saved_theirs.as_bytes())
+    );
     // A broken file changes nothing and names every problem.
-    let broken = "user carol on +nosuch ~x\nnotuser x\nuser carol on\nuser dan on ~* ~a\nuser eve (+get\n";
+    let broken =
+        "user carol on +nosuch ~x\nnotuser x\nuser carol on\nuser dan on ~* ~a\nuser eve (+get\n";
     std::fs::write(&ours_file, broken).expect("write");
     std::fs::write(&theirs_file, broken).expect("write");
     let (ours, theirs) = (a.cmd_str(&["ACL", "LOAD"]), b.cmd_str(&["ACL", "LOAD"]));
@@ -462,8 +644,19 @@ fn users_from_config_lines() {
             ];
         },
         &[
-            "--user", "worker", "on", ">w", "~queue:*", "+@list", "+@connection",
-            "--user", "default", "on", ">admin", "+@all", "~*",
+            "--user",
+            "worker",
+            "on",
+            ">w",
+            "~queue:*",
+            "+@list",
+            "+@connection",
+            "--user",
+            "default",
+            "on",
+            ">admin",
+            "+@all",
+            "~*",
         ],
     );
     let (mut a, mut b) = p.connect_again();
@@ -475,4 +668,115 @@ fn users_from_config_lines() {
     same_on(&mut a, &mut b, &["AUTH", "admin"]);
     let (ours, theirs) = (a.cmd_str(&["ACL", "LIST"]), b.cmd_str(&["ACL", "LIST"]));
     assert_eq!(normalized(&ours), normalized(&theirs));
+}
+
+/// Runs redis-cli against `port` with `args` and returns what it printed.
+fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn redis_cli_with_user_and_pass() {
+    let mut p = Pair::new();
+    p.same(&[
+        "ACL",
+        "SETUSER",
+        "ops",
+        "on",
+        ">opspw",
+        "~*",
+        "+@read",
+        "+acl|whoami",
+    ]);
+    let (ours, theirs) = p.ports();
+    for args in [
+        &[
+            "--user",
+            "ops",
+            "--pass",
+            "opspw",
+            "--no-auth-warning",
+            "ACL",
+            "WHOAMI",
+        ][..],
+        &[
+            "--user",
+            "ops",
+            "--pass",
+            "opspw",
+            "--no-auth-warning",
+            "SET",
+            "k",
+            "v",
+        ],
+        &[
+            "--user",
+            "ops",
+            "--pass",
+            "opspw",
+            "--no-auth-warning",
+            "GET",
+            "k",
+        ],
+        &[
+            "--user",
+            "ops",
+            "--pass",
+            "bad",
+            "--no-auth-warning",
+            "GET",
+            "k",
+        ],
+        &[
+            "--user",
+            "nobody",
+            "--pass",
+            "x",
+            "--no-auth-warning",
+            "PING",
+        ],
+    ] {
+        let (a, b) = (redis_cli(ours, args), redis_cli(theirs, args));
+        assert_eq!(a, b, "redis-cli {args:?}");
+    }
+    assert_eq!(
+        redis_cli(
+            ours,
+            &[
+                "--user",
+                "ops",
+                "--pass",
+                "opspw",
+                "--no-auth-warning",
+                "ACL",
+                "WHOAMI"
+            ]
+        ),
+        "ops\n"
+    );
+}
+
+#[test]
+fn acl_pubsub_default_allchannels_gives_new_users_every_channel() {
+    let mut p = Pair::new();
+    same_all(
+        &mut p,
+        &[
+            &["ACL", "SETUSER", "before"],
+            &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
+            &["ACL", "SETUSER", "after"],
+            &["ACL", "SETUSER", "after2", "reset"],
+            &["ACL", "SETUSER", "after3", "(+get)"],
+            &["ACL", "LIST"],
+        ],
+    );
 }

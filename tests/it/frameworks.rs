@@ -200,3 +200,35 @@ fn bullmq_queue_worker_and_events() {
         out.describe()
     );
 }
+
+#[test]
+fn redis_py_acl_users() {
+    let python = python_env();
+    let server = start();
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts_dir().join("acl_redis_py.py"))
+        .arg(server.port.to_string());
+    let out = run(cmd, "acl-redis-py", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("ACL PY OK"),
+        "the redis-py ACL script failed against ferrokv\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn ioredis_acl_users() {
+    let dir = node_env();
+    // ioredis comes with bullmq; the script runs from the npm project.
+    let script = dir.join("acl_ioredis.mjs");
+    fs::copy(scripts_dir().join("acl_ioredis.mjs"), &script).expect("copy the ioredis script");
+    let server = start();
+    let mut cmd = Command::new("node");
+    cmd.arg(&script).arg(server.port.to_string());
+    let out = run(cmd, "acl-ioredis", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("ACL IOREDIS OK"),
+        "the ioredis ACL script failed against ferrokv\n{}",
+        out.describe()
+    );
+}
