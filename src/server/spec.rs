@@ -125,6 +125,9 @@ impl Node {
     }
 }
 
+/// ferrokv's own commands, which Redis does not have.
+pub const OWN_COMMANDS: [&str; 2] = ["cl.throttle", "clock"];
+
 /// The captured facts, by lowercase command name (`client|list` for
 /// subcommands).
 pub struct Spec {
@@ -223,6 +226,7 @@ impl Spec {
                 ),
             ),
         ];
+        debug_assert!(own.iter().map(|o| o.0).eq(OWN_COMMANDS));
         for (name, like, arity, doc) in own {
             let Some(Node::Array(mut fields)) = self.info.get(like).cloned() else {
                 continue;

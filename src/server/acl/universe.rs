@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::server::spec::{Node, Spec};
+use crate::server::spec::{Node, Spec, OWN_COMMANDS};
 
 /// The categories in Redis's order (ACLCommandCategories): ACL CAT lists
 /// them so, and the describer tries them so.
@@ -83,6 +83,10 @@ pub struct Universe {
     pub top: Vec<usize>,
     /// Per category, the commands in it.
     pub in_category: Vec<Bits>,
+    /// Per category, the commands in it that Redis has too: ACL LIST fits
+    /// categories by these counts, so ferrokv's own commands do not change
+    /// how a user is described.
+    pub in_redis_category: Vec<Bits>,
 }
 
 impl Universe {
@@ -95,6 +99,7 @@ impl Universe {
             by_name: HashMap::new(),
             top: Vec::new(),
             in_category: vec![[0; WORDS]; CATEGORIES.len()],
+            in_redis_category: Vec::new(),
         };
         for top in names.iter().filter(|n| !n.contains('|')) {
             let id = u.add(top, &spec.info[*top], None);
@@ -106,6 +111,14 @@ impl Universe {
             }
         }
         assert!(u.commands.len() < FUTURE_BIT, "ACL bitmaps too small");
+        u.in_redis_category = u.in_category.clone();
+        for name in OWN_COMMANDS {
+            if let Some(id) = u.id(name) {
+                for bits in &mut u.in_redis_category {
+                    set(bits, id, false);
+                }
+            }
+        }
         u
     }
 

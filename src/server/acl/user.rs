@@ -285,7 +285,7 @@ impl Selector {
         loop {
             let mut best = None;
             let (mut min_diff, mut max_same) = (u32::MAX, 0);
-            for (j, cat_bits) in u.in_category.iter().enumerate() {
+            for (j, cat_bits) in u.in_redis_category.iter().enumerate() {
                 if applied[j] {
                     continue;
                 }
