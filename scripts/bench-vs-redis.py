@@ -17,7 +17,9 @@ coordinates: its __rand_int__ is zero-padded) run examples/loadgen.rs
 instead, with the same clients, pipeline and request count; their p99 is
 per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) and the
 stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
-first.
+first. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
++@write` and also print ferrokv's per-round rps ratio and its CPU time per
+request against the same command run as the default user.
 
 With --baseline PATH a second ferrokv build (say, the one before a change)
 runs in the same interleaved rounds, and each test also prints the median
@@ -38,6 +40,9 @@ import time
 
 RATE_LIMITER = ("local c = redis.call('incr', KEYS[1]) "
                 "if c == 1 then redis.call('expire', KEYS[1], 60) end return c")
+
+# redis-benchmark's login as the restricted user the *_ACL rows create.
+ACL_LOGIN = ["--user", "app", "-a", "apppw"]
 
 # name -> redis-benchmark arguments after the common ones
 TESTS = {
@@ -77,6 +82,11 @@ TESTS = {
     "XADD": ["XADD", "xs", "*", "field", "value"],
     "XREADGROUP_10": ["XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS", "xg", ">"],
     "XACK": ["-r", "1000000", "XACK", "xa", "g", "__rand_int__-1"],
+    # ACL: SET/GET as a user restricted to `~app:* +@read +@write`. Each
+    # round also runs the same command as the default user on the same
+    # server, and the row prints the per-round ratio of the two.
+    "SET_ACL": ACL_LOGIN + ["-r", "100000", "SET", "app:__rand_int__", "xxx"],
+    "GET_ACL": ACL_LOGIN + ["-r", "100000", "GET", "app:__rand_int__"],
 }
 
 
@@ -204,7 +214,10 @@ def prepare(port, test, requests):
     the generator is seeded); XREADGROUP_10 reads a stream long enough for
     every request to find 10 new entries; XACK acknowledges entries of a
     group that has all 1,000,000 of its stream's pending."""
-    if test.startswith("LRANGE"):
+    if test.endswith("_ACL"):
+        send_all(port, resp("ACL", "SETUSER", "app", "on", ">apppw", "~app:*", "+@read",
+                            "+@write"), 1)
+    elif test.startswith("LRANGE"):
         n = 600
         items = b"".join(b"$3\r\nxxx\r\n" for _ in range(n))
         send_all(port, b"*1\r\n$8\r\nFLUSHALL\r\n" +
@@ -266,6 +279,8 @@ def main():
                 cpu = {k: 0.0 for k in kinds}
                 ratios = []
                 base_ratios = []
+                acl_ratios = []
+                plain_cpu = 0.0
                 for _ in range(args.rounds):
                     for kind in kinds:
                         proc, port = servers[kind]
@@ -277,6 +292,14 @@ def main():
                         rps[kind].append(r)
                         p99[kind].append(lat)
                     ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])
+                    if test.endswith("_ACL"):
+                        # The same command as the default user, this round.
+                        proc, port = servers["ferrokv"]
+                        plain = test_args(test, "ferrokv")[len(ACL_LOGIN):]
+                        before = cpu_seconds(proc.pid)
+                        r, _ = run_bench(port, plain, args.requests, args.clients, pipeline)
+                        plain_cpu += cpu_seconds(proc.pid) - before
+                        acl_ratios.append(rps["ferrokv"][-1] / r)
                     if args.baseline:
                         base_ratios.append(rps["ferrokv"][-1] / rps["baseline"][-1])
                 total = args.requests * args.rounds
@@ -299,6 +322,10 @@ def main():
                     row["cpu_b"] = cpu["baseline"] / total * 1e6
                     line += (f"  vs baseline: rps {row['base']:.2f} [{min(base_ratios):.2f}-{max(base_ratios):.2f}]"
                              f" cpu/req {row['cpu_f']:.2f}/{row['cpu_b']:.2f} us")
+                if acl_ratios:
+                    line += (f"  ferrokv restricted/default user: rps {statistics.median(acl_ratios):.2f} "
+                             f"[{min(acl_ratios):.2f}-{max(acl_ratios):.2f}], cpu/req "
+                             f"{row['cpu_f']:.2f}/{plain_cpu / total * 1e6:.2f} us")
                 results.append(row)
                 print(line, flush=True)
     finally:

@@ -6,7 +6,6 @@ use super::args;
 use super::connection::{valid_client_name, BAD_CLIENT_NAME};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::net::link::ToConn;
 use crate::server::client::{info_line, Client, ClientKind, ReplyMode};
 use crate::util::clock;
 
@@ -341,10 +340,7 @@ fn kill(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         .collect();
     let mut killed = victims.len();
     for id in victims {
-        if let Some(c) = ctx.server.clients.remove(&id) {
-            // A failed send means the connection is already going away.
-            let _ = c.tx.send(ToConn::Close);
-        }
+        ctx.server.kill_client(id);
     }
     let kill_self = !f.skipme && f.matches(ctx.client);
     if kill_self {

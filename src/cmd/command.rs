@@ -218,7 +218,7 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
         )
         .ok_or(Error::err("Invalid command specified"))?;
     let cmd = &table.commands[id];
-    if !keyspec::has_keys(&cmd.key_specs) {
+    if !cmd.has_keys {
         return Err(Error::err("The command has no key arguments"));
     }
     if !cmd.arity_ok(target.len()) {
@@ -227,7 +227,7 @@ fn keys_reply(ctx: &mut Ctx<'_>, argv: Argv<'_>, with_flags: bool) -> CmdResult 
         ));
     }
     let mut keys = Vec::new();
-    keyspec::find_keys(&cmd.name, &cmd.key_specs, &target[..], &mut keys);
+    keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &target[..], &mut keys);
     if keys.is_empty() && !cmd.has(flag::NO_MANDATORY_KEYS) {
         return Err(Error::err("Invalid arguments specified for command"));
     }
@@ -257,7 +257,8 @@ mod tests {
         let id = t.lookup(name.as_bytes()).expect("implemented");
         let a: Vec<&[u8]> = argv.iter().map(|s| s.as_bytes()).collect();
         let mut keys = Vec::new();
-        keyspec::find_keys(name, &t.commands[id].key_specs, &a[..], &mut keys);
+        let cmd = &t.commands[id];
+        keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &a[..], &mut keys);
         keys.into_iter().map(|k| k.pos).collect()
     }
 

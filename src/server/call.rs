@@ -251,7 +251,9 @@ fn check(
     if cmd.has(flag::PROTECTED) {
         protected_allowed(server, client, &cmd.name).map_err(|e| (Some(id), e))?;
     }
-    if !client.authenticated && !cmd.has(flag::NO_AUTH) {
+    // Redis's authRequired: once the default user needs no password, a
+    // client that never authenticated may run commands too.
+    if !client.authenticated && !cmd.has(flag::NO_AUTH) && server.acl.auth_required() {
         return Err((Some(id), Error::NoAuth));
     }
     if client.multi.is_some() && cmd.has(flag::NO_MULTI) {

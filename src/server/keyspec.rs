@@ -180,6 +180,37 @@ fn compile_one(spec: &Node) -> KeySpec {
     KeySpec { flags, begin, find }
 }
 
+/// How a command's keys are found: its specs, or for the commands whose
+/// key flags depend on their arguments or whose specs cannot find every
+/// key, their own getkeys function (Redis's setGetKeys, bitfieldGetKeys,
+/// sortGetKeys, sortROGetKeys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finder {
+    /// getKeysUsingKeySpecs.
+    Specs,
+    /// SET: a read too with GET.
+    Set,
+    /// BITFIELD: read-only without SET/INCRBY.
+    Bitfield,
+    /// SORT: the STORE target.
+    Sort,
+    /// SORT_RO.
+    SortRo,
+}
+
+impl Finder {
+    /// The finder of a command by its full name.
+    pub fn of(name: &str) -> Finder {
+        match name {
+            "set" => Finder::Set,
+            "bitfield" => Finder::Bitfield,
+            "sort" => Finder::Sort,
+            "sort_ro" => Finder::SortRo,
+            _ => Finder::Specs,
+        }
+    }
+}
+
 /// True when some spec names real keys (Redis's doesCommandHaveKeys).
 pub fn has_keys(specs: &[KeySpec]) -> bool {
     specs.iter().any(|s| s.flags & key::NOT_KEY == 0)
@@ -191,12 +222,17 @@ pub fn has_keys(specs: &[KeySpec]) -> bool {
 /// (SET, BITFIELD, SORT), else Redis's getKeysUsingKeySpecs. Arguments
 /// that do not fit the specs give no keys, as in Redis, where the command
 /// then fails on its syntax.
-pub fn find_keys<A: Args + ?Sized>(name: &str, specs: &[KeySpec], argv: &A, out: &mut Vec<KeyRef>) {
+pub fn find_keys<A: Args + ?Sized>(
+    finder: Finder,
+    specs: &[KeySpec],
+    argv: &A,
+    out: &mut Vec<KeyRef>,
+) {
     out.clear();
     let argc = argv.count();
     let is = |i: usize, word: &str| argv.arg(i).eq_ignore_ascii_case(word.as_bytes());
-    match name {
-        "set" => {
+    match finder {
+        Finder::Set => {
             let get = (3..argc).any(|i| is(i, "get"));
             let flags = if get {
                 key::RW | key::ACCESS | key::UPDATE
@@ -206,7 +242,7 @@ pub fn find_keys<A: Args + ?Sized>(name: &str, specs: &[KeySpec], argv: &A, out:
             out.push(KeyRef { pos: 1, flags });
             return;
         }
-        "bitfield" => {
+        Finder::Bitfield => {
             let mut readonly = true;
             let mut i = 2;
             while i < argc {
@@ -231,7 +267,7 @@ pub fn find_keys<A: Args + ?Sized>(name: &str, specs: &[KeySpec], argv: &A, out:
         }
         // Redis's sortGetKeys: the key, then the last STORE's target,
         // skipping the arguments of LIMIT, GET and BY.
-        "sort" | "sort_ro" => {
+        Finder::Sort | Finder::SortRo => {
             out.push(KeyRef {
                 pos: 1,
                 flags: key::RO | key::ACCESS,
@@ -243,7 +279,7 @@ pub fn find_keys<A: Args + ?Sized>(name: &str, specs: &[KeySpec], argv: &A, out:
                     i += 2;
                 } else if is(i, "get") || is(i, "by") {
                     i += 1;
-                } else if name == "sort" && is(i, "store") && i + 1 < argc {
+                } else if finder == Finder::Sort && is(i, "store") && i + 1 < argc {
                     store = Some(i + 1);
                 }
                 i += 1;
@@ -256,7 +292,7 @@ pub fn find_keys<A: Args + ?Sized>(name: &str, specs: &[KeySpec], argv: &A, out:
             }
             return;
         }
-        _ => {}
+        Finder::Specs => {}
     }
     if !from_specs(specs, argv, out) {
         out.clear();

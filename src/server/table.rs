@@ -6,7 +6,22 @@
 use hashbrown::HashMap;
 
 use super::acl::universe::Universe;
-use super::keyspec::{self, KeySpec};
+use super::keyspec::{self, Finder, KeySpec};
+
+/// The arguments of a command that ACL rules check as channels (Redis's
+/// commands_with_channels, without the unsubscribes, which are never
+/// refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelArgs {
+    /// None.
+    None,
+    /// Every argument, channels (SUBSCRIBE, SSUBSCRIBE).
+    Subscribe,
+    /// Every argument, patterns (PSUBSCRIBE).
+    PatternSubscribe,
+    /// The first argument (PUBLISH, SPUBLISH).
+    Publish,
+}
 use super::spec::{Node, Spec};
 use super::Handler;
 
@@ -115,6 +130,12 @@ pub struct Command {
     pub parent: Option<CommandId>,
     /// Where its keys are (COMMAND INFO's key specs, compiled).
     pub key_specs: Vec<KeySpec>,
+    /// How its keys are found.
+    pub key_finder: Finder,
+    /// It names keys (Redis's doesCommandHaveKeys).
+    pub has_keys: bool,
+    /// Which of its arguments are pub/sub channels, for ACL checks.
+    pub channels: ChannelArgs,
     /// Its bit in ACL command bitmaps (its index in the ACL universe).
     pub acl_id: usize,
     /// Number of calls (INFO commandstats).
@@ -241,7 +262,15 @@ impl CommandTable {
             handler,
             subcommands: HashMap::new(),
             parent: None,
+            has_keys: keyspec::has_keys(&key_specs),
             key_specs,
+            key_finder: Finder::of(name),
+            channels: match name {
+                "subscribe" | "ssubscribe" => ChannelArgs::Subscribe,
+                "psubscribe" => ChannelArgs::PatternSubscribe,
+                "publish" | "spublish" => ChannelArgs::Publish,
+                _ => ChannelArgs::None,
+            },
             acl_id,
             calls: 0,
             usec: 0,

@@ -533,7 +533,14 @@ fn auth_and_hello_with_usernames() {
     same_on(&mut a, &mut b, &["ACL", "WHOAMI"]);
     same_on(&mut a, &mut b, &["AUTH", "pw"]);
     same_on(&mut a, &mut b, &["ACL", "WHOAMI"]);
+    // A client that never authenticated may run commands once the password
+    // is gone, but HELLO still wants it authenticated (Redis's
+    // authRequired and helloCommand).
+    let (mut c, mut d) = p.connect_again();
+    same_on(&mut c, &mut d, &["GET", "x"]);
     same_on(&mut a, &mut b, &["CONFIG", "SET", "requirepass", ""]);
+    same_on(&mut c, &mut d, &["GET", "x"]);
+    same_on(&mut c, &mut d, &["HELLO", "2"]);
     let (mut a, mut b) = p.connect_again();
     same_on(&mut a, &mut b, &["ACL", "WHOAMI"]);
     same_on(&mut a, &mut b, &["AUTH", "x"]);

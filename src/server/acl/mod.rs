@@ -20,7 +20,7 @@ use self::log::{AclLog, Context, Reason};
 use self::universe::Universe;
 pub use self::user::{RuleError, Selector, User};
 use super::keyspec::{self, Args, KeyRef};
-use super::table::{flag, Command};
+use super::table::{flag, ChannelArgs, Command};
 use crate::util::glob::glob_match;
 
 /// A user as clients hold it.
@@ -286,9 +286,9 @@ fn check_selector<A: Args + ?Sized>(
             return Err(Denied::Command);
         }
     }
-    if !s.all_keys && keyspec::has_keys(&cmd.key_specs) {
+    if !s.all_keys && cmd.has_keys {
         if !*keys_found {
-            keyspec::find_keys(&cmd.name, &cmd.key_specs, argv, keys);
+            keyspec::find_keys(cmd.key_finder, &cmd.key_specs, argv, keys);
             *keys_found = true;
         }
         for k in keys.iter() {
@@ -297,12 +297,12 @@ fn check_selector<A: Args + ?Sized>(
             }
         }
     }
-    if !s.all_channels {
-        let (pattern, range) = match cmd.name.as_str() {
-            "subscribe" | "ssubscribe" => (false, 1..argv.count()),
-            "psubscribe" => (true, 1..argv.count()),
-            "publish" | "spublish" => (false, 1..2.min(argv.count())),
-            _ => (false, 0..0),
+    if !s.all_channels && cmd.channels != ChannelArgs::None {
+        let (pattern, range) = match cmd.channels {
+            ChannelArgs::Subscribe => (false, 1..argv.count()),
+            ChannelArgs::PatternSubscribe => (true, 1..argv.count()),
+            ChannelArgs::Publish => (false, 1..2.min(argv.count())),
+            ChannelArgs::None => (false, 0..0),
         };
         for i in range {
             if !channel_allowed(&s.channels, argv.arg(i), pattern) {
