@@ -246,11 +246,9 @@ impl CommandTable {
             Some(Node::Set(specs) | Node::Array(specs)) => keyspec::compile(&specs),
             _ => Vec::new(),
         };
+        let acl_id = self.universe.id(name);
         // invariant: the universe is built from the same spec rows.
-        let acl_id = self
-            .universe
-            .id(name)
-            .expect("every spec row is in the ACL universe");
+        let acl_id = acl_id.expect("every spec row is in the ACL universe");
         let id = self.commands.len();
         self.commands.push(Command {
             name: name.to_string(),

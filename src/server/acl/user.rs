@@ -408,6 +408,19 @@ pub fn hash_password(pass: &[u8]) -> String {
     hex
 }
 
+/// The digest a password rule names: hashed from the cleartext after
+/// `cleartext_sigil` (`>`, `<`), or given as a hash (`#`, `!`).
+fn rule_hash(op: &[u8], cleartext_sigil: u8) -> Result<String, RuleError> {
+    let rest = &op[1..];
+    if op[0] == cleartext_sigil {
+        Ok(hash_password(rest))
+    } else if valid_hash(rest) {
+        Ok(String::from_utf8_lossy(rest).into_owned())
+    } else {
+        Err(RuleError::BadHash)
+    }
+}
+
 fn valid_hash(h: &[u8]) -> bool {
     h.len() == 64 && h.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -456,9 +469,9 @@ impl User {
     pub fn default_user(u: &Universe) -> User {
         let mut user = User::new(b"default", false);
         for op in ["+@all", "~*", "&*", "on", "nopass"] {
+            let applied = user.apply(u, op.as_bytes(), false);
             // invariant: these rules are valid.
-            user.apply(u, op.as_bytes(), false)
-                .expect("the default user's rules are valid");
+            applied.expect("the default user's rules are valid");
         }
         user.settle();
         user
@@ -486,25 +499,13 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if op[0] == b'>' || op[0] == b'#' {
-            let hash = if op[0] == b'>' {
-                hash_password(&op[1..])
-            } else if valid_hash(&op[1..]) {
-                String::from_utf8_lossy(&op[1..]).into_owned()
-            } else {
-                return Err(RuleError::BadHash);
-            };
+            let hash = rule_hash(op, b'>')?;
             if !self.passwords.contains(&hash) {
                 self.passwords.push(hash);
             }
             self.nopass = false;
         } else if op[0] == b'<' || op[0] == b'!' {
-            let hash = if op[0] == b'<' {
-                hash_password(&op[1..])
-            } else if valid_hash(&op[1..]) {
-                String::from_utf8_lossy(&op[1..]).into_owned()
-            } else {
-                return Err(RuleError::BadHash);
-            };
+            let hash = rule_hash(op, b'<')?;
             let at = self
                 .passwords
                 .iter()
