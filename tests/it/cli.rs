@@ -326,3 +326,35 @@ fn logfile_and_loglevel() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn acl_startup_errors_stop_the_server_as_in_redis() {
+    let dir = temp_dir("aclstart");
+    let aclfile = dir.join("users.acl");
+    std::fs::write(&aclfile, "user a on nopass ~* +@all\n").expect("write");
+    let acl = aclfile.display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--user", "bob", "on", "--aclfile", &acl],
+            "please define either an ACL file or declare users directly in your redis.conf, but not both",
+        ),
+        (
+            &["--user", "bob", "on", "+nosuch"],
+            "Error loading ACL rule '+nosuch' for the user named 'bob': Unknown command or category name in ACL",
+        ),
+    ];
+    for (args, message) in cases {
+        for server in [bin(), Command::new("redis-server")] {
+            let mut cmd = server;
+            let port = crate::support::free_port().to_string();
+            cmd.args(["--port", &port]).args(*args);
+            let (code, out, err) = run(cmd);
+            assert_eq!(code, Some(1), "{args:?}");
+            assert!(
+                out.contains(message) || err.contains(message),
+                "{args:?}: {out}{err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
