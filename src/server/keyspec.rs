@@ -211,6 +211,24 @@ impl Finder {
     }
 }
 
+/// The one key of a command whose only key spec is a fixed position
+/// (GET, INCR, HSET...), with its flags: found without following the
+/// specs. None for every other command.
+pub fn single_key(finder: Finder, specs: &[KeySpec]) -> Option<(usize, u16)> {
+    let mut keys = specs.iter().filter(|s| s.flags & key::NOT_KEY == 0);
+    let (spec, None) = (keys.next()?, keys.next()) else {
+        return None;
+    };
+    match (finder, &spec.begin, &spec.find) {
+        (Finder::Specs, Begin::Index(i), Find::Range { last_key: 0, .. })
+            if *i > 0 && spec.flags & key::INCOMPLETE == 0 =>
+        {
+            Some((*i as usize, spec.flags))
+        }
+        _ => None,
+    }
+}
+
 /// True when some spec names real keys (Redis's doesCommandHaveKeys).
 pub fn has_keys(specs: &[KeySpec]) -> bool {
     specs.iter().any(|s| s.flags & key::NOT_KEY == 0)

@@ -132,6 +132,9 @@ pub struct Command {
     pub key_specs: Vec<KeySpec>,
     /// How its keys are found.
     pub key_finder: Finder,
+    /// Its only key's position and flags, when that is all its specs say
+    /// ([`keyspec::single_key`]).
+    pub single_key: Option<(usize, u16)>,
     /// It names keys (Redis's doesCommandHaveKeys).
     pub has_keys: bool,
     /// Which of its arguments are pub/sub channels, for ACL checks.
@@ -261,6 +264,7 @@ impl CommandTable {
             subcommands: HashMap::new(),
             parent: None,
             has_keys: keyspec::has_keys(&key_specs),
+            single_key: keyspec::single_key(Finder::of(name), &key_specs),
             key_specs,
             key_finder: Finder::of(name),
             channels: match name {

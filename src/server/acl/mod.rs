@@ -233,12 +233,12 @@ impl Acl {
         cmd: &Command,
         argv: &A,
     ) -> Result<(), Denied> {
-        let mut keys = std::mem::take(&mut self.scratch);
+        let keys = &mut self.scratch;
         let mut keys_found = false;
         let mut worst: Option<Denied> = None;
         let mut result = Err(Denied::Command);
         for s in &user.selectors {
-            match check_selector(s, cmd, argv, &mut keys, &mut keys_found) {
+            match check_selector(s, cmd, argv, keys, &mut keys_found) {
                 Ok(()) => {
                     result = Ok(());
                     break;
@@ -253,7 +253,6 @@ impl Acl {
         if result.is_err() {
             result = Err(worst.unwrap_or(Denied::Command));
         }
-        self.scratch = keys;
         result
     }
 }
@@ -287,6 +286,13 @@ fn check_selector<A: Args + ?Sized>(
         }
     }
     if !s.all_keys && cmd.has_keys {
+        if let Some((pos, flags)) = cmd.single_key {
+            // A key at a fixed position: no need to follow the specs.
+            if pos < argv.count() && !key_allowed(s, argv.arg(pos), flags) {
+                return Err(Denied::Key(pos));
+            }
+            return check_channels(s, cmd, argv);
+        }
         if !*keys_found {
             keyspec::find_keys(cmd.key_finder, &cmd.key_specs, argv, keys);
             *keys_found = true;
@@ -297,6 +303,11 @@ fn check_selector<A: Args + ?Sized>(
             }
         }
     }
+    check_channels(s, cmd, argv)
+}
+
+/// The channel part of Redis's ACLSelectorCheckCmd.
+fn check_channels<A: Args + ?Sized>(s: &Selector, cmd: &Command, argv: &A) -> Result<(), Denied> {
     if !s.all_channels && cmd.channels != ChannelArgs::None {
         let (pattern, range) = match cmd.channels {
             ChannelArgs::Subscribe => (false, 1..argv.count()),
