@@ -229,6 +229,15 @@ pub fn single_key(finder: Finder, specs: &[KeySpec]) -> Option<(usize, u16)> {
     }
 }
 
+/// SET's key flags (setGetKeys): a read as well with GET.
+pub fn set_flags<A: Args + ?Sized>(argv: &A) -> u16 {
+    if (3..argv.count()).any(|i| argv.arg(i).eq_ignore_ascii_case(b"get")) {
+        key::RW | key::ACCESS | key::UPDATE
+    } else {
+        key::OW | key::UPDATE
+    }
+}
+
 /// True when some spec names real keys (Redis's doesCommandHaveKeys).
 pub fn has_keys(specs: &[KeySpec]) -> bool {
     specs.iter().any(|s| s.flags & key::NOT_KEY == 0)
@@ -251,13 +260,10 @@ pub fn find_keys<A: Args + ?Sized>(
     let is = |i: usize, word: &str| argv.arg(i).eq_ignore_ascii_case(word.as_bytes());
     match finder {
         Finder::Set => {
-            let get = (3..argc).any(|i| is(i, "get"));
-            let flags = if get {
-                key::RW | key::ACCESS | key::UPDATE
-            } else {
-                key::OW | key::UPDATE
-            };
-            out.push(KeyRef { pos: 1, flags });
+            out.push(KeyRef {
+                pos: 1,
+                flags: set_flags(argv),
+            });
             return;
         }
         Finder::Bitfield => {

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use self::log::{AclLog, Context, Reason};
 use self::universe::Universe;
 pub use self::user::{RuleError, Selector, User};
-use super::keyspec::{self, Args, KeyRef};
+use super::keyspec::{self, Args, Finder, KeyRef};
 use super::table::{flag, ChannelArgs, Command};
 use crate::util::glob::glob_match;
 
@@ -286,7 +286,11 @@ fn check_selector<A: Args + ?Sized>(
         }
     }
     if !s.all_keys && cmd.has_keys {
-        if let Some((pos, flags)) = cmd.single_key {
+        let fixed = match cmd.key_finder {
+            Finder::Set => Some((1, keyspec::set_flags(argv))),
+            _ => cmd.single_key,
+        };
+        if let Some((pos, flags)) = fixed {
             // A key at a fixed position: no need to follow the specs.
             if pos < argv.count() && !key_allowed(s, argv.arg(pos), flags) {
                 return Err(Denied::Key(pos));
