@@ -105,8 +105,14 @@ fn stamp_matches(stamp: &Path, content: &[u8]) -> bool {
     fs::read(stamp).is_ok_and(|s| s == content)
 }
 
-/// A virtualenv with the pinned rq installed; returns its python.
+/// A virtualenv with the pinned rq installed; returns its python. Tests
+/// running at once share one install.
 fn python_env() -> PathBuf {
+    static ENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ENV.get_or_init(install_python_env).clone()
+}
+
+fn install_python_env() -> PathBuf {
     require_tool("python3", &["--version"], "apt-get install python3");
     let venv = e2e_dir().join("py");
     let python = venv.join("bin/python");
@@ -143,8 +149,14 @@ fn python_env() -> PathBuf {
     python
 }
 
-/// An npm project with the pinned bullmq installed; returns its directory.
+/// An npm project with the pinned bullmq installed; returns its
+/// directory. Tests running at once share one install.
 fn node_env() -> PathBuf {
+    static ENV: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ENV.get_or_init(install_node_env).clone()
+}
+
+fn install_node_env() -> PathBuf {
     require_tool("node", &["--version"], "apt-get install nodejs");
     require_tool("npm", &["--version"], "apt-get install npm");
     let dir = e2e_dir().join("node");
