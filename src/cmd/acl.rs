@@ -292,7 +292,7 @@ fn save(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 /// ACL CAT [category]
 fn cat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 3 {
-        return Err(super::stream_group::subcommand_syntax(&argv));
+        return Err(args::subcommand_syntax(&argv));
     }
     let Some(name) = argv.try_get(2) else {
         ctx.reply.array(CATEGORIES.len());
@@ -325,7 +325,7 @@ const GENPASS_MAX_BITS: i64 = 4096;
 /// ACL GENPASS [bits]: random hex, 256 bits by default.
 fn genpass(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 3 {
-        return Err(super::stream_group::subcommand_syntax(&argv));
+        return Err(args::subcommand_syntax(&argv));
     }
     let bits = match argv.try_get(2) {
         Some(b) => crate::util::num::parse_i64(b).ok_or(Error::NotInteger)?,
@@ -349,7 +349,7 @@ fn genpass(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// ACL LOG [count | RESET]
 fn log(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 3 {
-        return Err(super::stream_group::subcommand_syntax(&argv));
+        return Err(args::subcommand_syntax(&argv));
     }
     let mut count = 10;
     if let Some(a) = argv.try_get(2) {

@@ -42,3 +42,10 @@ pub fn is(arg: &[u8], keyword: &str) -> bool {
 pub fn lossy(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).into_owned()
 }
+
+/// The error of a malformed subcommand of a container command such as
+/// XGROUP, XINFO or ACL (Redis's addReplySubcommandSyntaxError).
+pub fn subcommand_syntax(argv: &crate::net::request::Argv<'_>) -> Error {
+    let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
+    Error::subcommand_arity(argv.get(1), &cmd)
+}

@@ -78,7 +78,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     c.db = 0;
     c.resp3 = false;
     c.user = Some(ctx.server.acl.default.clone());
-    c.set_authenticated(ctx.server.acl.default_authenticates());
+    c.set_authenticated(!ctx.server.acl.auth_required());
     c.name.clear();
     // Redis clears REPLY_OFF and REPLY_SKIP_NEXT but not the SKIP of the
     // command running now, so a skipped RESET stays silent.

@@ -7,7 +7,7 @@
 //! they moved (or dropped from the PEL because the entry is gone), as
 //! Redis propagates them.
 
-use super::args::{self, is};
+use super::args::{self, is, subcommand_syntax};
 use super::client::write_help;
 use super::pubsub::notify;
 use super::stream::{
@@ -57,13 +57,6 @@ const HELP: &[&str] = &[
 fn xgroup_help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     write_help(ctx, HELP);
     Ok(())
-}
-
-/// The error of a malformed XGROUP or XINFO subcommand
-/// (addReplySubcommandSyntaxError).
-pub(super) fn subcommand_syntax(argv: &Argv<'_>) -> Error {
-    let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
-    Error::subcommand_arity(argv.get(1), &cmd)
 }
 
 /// `-NOGROUP No such key '<key>' or consumer group '<group>'`.

@@ -3,10 +3,10 @@
 //! fields: entries-added, max-deleted-entry-id, recorded-first-entry-id,
 //! and each group's entries-read and lag.
 
-use super::args::{self, is};
+use super::args::{self, is, subcommand_syntax};
 use super::client::write_help;
 use super::stream::{emit_entry, emit_range, stream_read};
-use super::stream_group::{no_group_for_key, subcommand_syntax};
+use super::stream_group::no_group_for_key;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;

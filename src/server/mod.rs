@@ -247,7 +247,7 @@ impl ServerState {
         c.fd = nc.fd;
         c.outq = nc.outq;
         c.user = Some(self.acl.default.clone());
-        c.set_authenticated(self.acl.default_authenticates());
+        c.set_authenticated(!self.acl.auth_required());
         self.clients.insert(nc.id, c);
     }
 

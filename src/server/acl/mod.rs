@@ -151,12 +151,6 @@ impl Acl {
         !d.nopass || !d.enabled
     }
 
-    /// True when a new connection starts authenticated as the default
-    /// user.
-    pub fn default_authenticates(&self) -> bool {
-        !self.auth_required()
-    }
-
     /// Redis's ACLCheckUserCredentials: the user when `pass` is right and
     /// the user is on.
     pub fn check_credentials(&self, name: &[u8], pass: &[u8]) -> Option<UserRef> {
@@ -356,13 +350,6 @@ pub fn channel_allowed(list: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bo
             glob_match(p, channel, false)
         }
     })
-}
-
-/// True when a user may use `channel` (ACLUserCheckChannelPerm).
-pub fn user_channel_allowed(user: &User, channel: &[u8], is_pattern: bool) -> bool {
-    user.selectors
-        .iter()
-        .any(|s| s.all_channels || channel_allowed(&s.channels, channel, is_pattern))
 }
 
 /// Where a denial happened, for the log.
