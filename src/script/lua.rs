@@ -204,8 +204,16 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
                 // Redis returns (not raises) this error table.
                 return err_value(lua, "ERR wrong number or type of arguments");
             };
+            // Redis's luaRedisErrorReplyCommand adds the '-' a message
+            // lacks, so its first word becomes the error code.
+            let s = s.as_bytes();
+            let text = if s.starts_with(b"-") {
+                error_table_text(&s)
+            } else {
+                error_table_text(&[b"-", &s[..]].concat())
+            };
             let t = lua.create_table()?;
-            t.raw_set("err", lua.create_string(error_table_text(&s.as_bytes()))?)?;
+            t.raw_set("err", lua.create_string(text)?)?;
             Ok(Value::Table(t))
         })?,
     )?;

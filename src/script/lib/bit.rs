@@ -78,6 +78,10 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, a: Variadic<Value>| {
             let b = arg(lua, &a, 0, "tohex")? as u32;
             let mut n = tobit(opt_number(lua, &a, 1, "tohex", 8.0)?);
+            // As Redis's patched bit.tohex: INT_MIN cannot be negated.
+            if n == i32::MIN {
+                n += 1;
+            }
             let digits: &[u8] = if n < 0 {
                 n = n.wrapping_neg();
                 b"0123456789ABCDEF"

@@ -20,19 +20,23 @@ const DEFAULT: Header = Header {
     align: 1,
 };
 
-fn getnum(fmt: &[u8], i: &mut usize, default: usize) -> usize {
+/// The number at `fmt[*i..]`, or `default` when there is none; a number
+/// past INT_MAX is an error, as struct.c's getnum.
+fn getnum(lua: &Lua, fmt: &[u8], i: &mut usize, default: usize) -> mlua::Result<usize> {
     if !fmt.get(*i).is_some_and(u8::is_ascii_digit) {
-        return default;
+        return Ok(default);
     }
+    let max = i32::MAX as usize;
     let mut a: usize = 0;
-    while let Some(&d) = fmt.get(*i) {
-        if !d.is_ascii_digit() || a > (i32::MAX as usize - 9) / 10 {
-            break;
+    while let Some(&d) = fmt.get(*i).filter(|d| d.is_ascii_digit()) {
+        let d = usize::from(d - b'0');
+        if a > max / 10 || a * 10 > max - d {
+            return Err(lua_error(lua, "integral size overflow"));
         }
-        a = a * 10 + usize::from(d - b'0');
+        a = a * 10 + d;
         *i += 1;
     }
-    a
+    Ok(a)
 }
 
 fn optsize(lua: &Lua, opt: u8, fmt: &[u8], i: &mut usize) -> mlua::Result<usize> {
@@ -41,9 +45,9 @@ fn optsize(lua: &Lua, opt: u8, fmt: &[u8], i: &mut usize) -> mlua::Result<usize>
         b'H' | b'h' => 2,
         b'L' | b'l' | b'T' | b'd' => 8,
         b'f' => 4,
-        b'c' => getnum(fmt, i, 1),
+        b'c' => getnum(lua, fmt, i, 1)?,
         b'i' | b'I' => {
-            let sz = getnum(fmt, i, 4);
+            let sz = getnum(lua, fmt, i, 4)?;
             if sz > MAXINTSIZE {
                 return Err(lua_error(
                     lua,
@@ -79,7 +83,7 @@ fn control(
         b'<' => h.big = false,
         b'=' => h.big = false,
         b'!' => {
-            let a = getnum(fmt, i, MAXALIGN);
+            let a = getnum(lua, fmt, i, MAXALIGN)?;
             if !a.is_power_of_two() {
                 return Err(lua_error(lua, format!("alignment {a} is not a power of 2")));
             }
