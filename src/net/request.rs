@@ -20,6 +20,10 @@ use crate::util::splitargs::split_args;
 /// Longest inline line or header line Redis accepts (PROTO_INLINE_MAX_SIZE).
 pub const INLINE_MAX: usize = 64 * 1024;
 
+/// What Redis may read of an inline line past [`INLINE_MAX`] before its
+/// check runs (one PROTO_IOBUF_LEN read).
+const INLINE_READ_SLACK: usize = 16 * 1024;
+
 /// Where an argument's bytes live.
 #[derive(Clone, Copy, Debug)]
 pub struct Span {
@@ -386,12 +390,20 @@ impl RequestParser {
 
     /// Reads one inline line; false when incomplete.
     fn inline(&mut self, buf: &[u8], pos: usize, batch: &mut Batch) -> Result<bool, ProtocolError> {
+        let too_big = || ProtocolError("too big inline request".into());
         let Some(nl) = find(&buf[pos..], b'\n') else {
             if buf.len() - pos > INLINE_MAX {
-                return Err(ProtocolError("too big inline request".into()));
+                return Err(too_big());
             }
             return Ok(false);
         };
+        // Redis reads 16 KB at a time and refuses a line once more than
+        // INLINE_MAX of it is buffered with no newline, so a line whose
+        // newline lies past one more read is refused however it arrives;
+        // ferrokv reads more at once and applies that bound to the line.
+        if nl >= INLINE_MAX + INLINE_READ_SLACK {
+            return Err(too_big());
+        }
         let mut line = &buf[pos..pos + nl];
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];

@@ -115,6 +115,26 @@ fn inline_commands_match_redis() {
 }
 
 #[test]
+fn long_complete_inline_lines_are_refused_as_redis_refuses_them() {
+    let p = Pair::new();
+    // Within the limit the command runs; far past it the line is refused
+    // even though its newline arrived with it.
+    let ok = [&b"SET k "[..], &vec![b'x'; 60_000], b"\r\nGET k\r\n"].concat();
+    let (mut ours, mut theirs) = p.connect_again();
+    ours.send(&ok);
+    theirs.send(&ok);
+    for _ in 0..2 {
+        assert_eq!(ours.read_reply(), theirs.read_reply());
+    }
+    for n in [100_000, 300_000] {
+        let line = [&b"SET k "[..], &vec![b'y'; n], b"\r\nPING\r\n"].concat();
+        let reply = same_until_close(&p, &line);
+        assert_eq!(reply, b"-ERR Protocol error: too big inline request\r\n");
+    }
+    assert_eq!(ours.cmd_str(&["STRLEN", "k"]), b":60000\r\n");
+}
+
+#[test]
 fn unauthenticated_clients_get_small_limits() {
     let p = Pair::new_with(
         |c| c.requirepass = Some(b"pw".to_vec()),
