@@ -50,9 +50,11 @@ pub struct NetLimits {
     pub query_buffer_limit: usize,
     /// A password is set (unauthenticated clients get smaller limits).
     pub auth_required: bool,
-    /// protected-mode: refuse non-loopback clients while no password is
-    /// set.
+    /// protected-mode: refuse non-loopback clients while the default
+    /// user has no password.
     pub protected_mode: bool,
+    /// The default user has `nopass` (protected mode's condition).
+    pub default_nopass: bool,
 }
 
 /// Connection counters for INFO (stats and clients).
@@ -143,13 +145,15 @@ impl Net {
             // The executor's ACL state decides this (set_auth_required).
             auth_required: self.limits.auth_required,
             protected_mode: c.protected_mode,
+            default_nopass: self.limits.default_nopass,
         };
     }
 
-    /// Whether the default user needs a password, as the executor's ACL
-    /// state says after it changed.
-    pub fn set_auth_required(&mut self, required: bool) {
+    /// Whether connections must authenticate and whether the default user
+    /// has `nopass`, as the executor's ACL state says after it changed.
+    pub fn set_auth_required(&mut self, required: bool, default_nopass: bool) {
         self.limits.auth_required = required;
+        self.limits.default_nopass = default_nopass;
     }
 
     /// The connection counters.

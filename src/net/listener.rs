@@ -87,11 +87,14 @@ fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
     Ok(TcpListener::from_std(sock.into()))
 }
 
-/// Protected mode refuses clients from outside the loopback interface while
-/// the default user has no password (Redis's connIsLocal: 127.0.0.0/8 or
-/// ::1).
+/// Protected mode refuses clients other than 127.0.0.1 and ::1 exactly
+/// (Redis's islocalClient) while the default user has `nopass`.
 pub fn protected_denies(limits: &NetLimits, peer: &SocketAddr) -> bool {
-    limits.protected_mode && !limits.auth_required && !peer.ip().to_canonical().is_loopback()
+    let local = match peer.ip() {
+        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+    };
+    limits.protected_mode && limits.default_nopass && !local
 }
 
 #[cfg(test)]
@@ -105,14 +108,18 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
         let local6: SocketAddr = "[::1]:5000".parse().expect("addr");
         let mapped: SocketAddr = "[::ffff:127.0.0.1]:5000".parse().expect("addr");
+        let other_loopback: SocketAddr = "127.0.0.2:5000".parse().expect("addr");
         shared.protected_mode = true;
+        shared.default_nopass = true;
         assert!(protected_denies(&shared, &remote));
         assert!(!protected_denies(&shared, &local));
         assert!(!protected_denies(&shared, &local6));
-        assert!(!protected_denies(&shared, &mapped));
-        shared.auth_required = true;
+        // Redis compares the peer's text with "127.0.0.1" and "::1".
+        assert!(protected_denies(&shared, &mapped));
+        assert!(protected_denies(&shared, &other_loopback));
+        shared.default_nopass = false;
         assert!(!protected_denies(&shared, &remote));
-        shared.auth_required = false;
+        shared.default_nopass = true;
         shared.protected_mode = false;
         assert!(!protected_denies(&shared, &remote));
         assert!(crate::error::DENIED_PROTECTED_MODE

@@ -257,8 +257,9 @@ impl ServerState {
     /// protected mode applies only without a password.
     pub fn acl_changed(&mut self) {
         let required = self.acl.auth_required();
+        let nopass = self.acl.default_nopass();
         if let Some(net) = &self.net {
-            net.borrow_mut().set_auth_required(required);
+            net.borrow_mut().set_auth_required(required, nopass);
         }
     }
 

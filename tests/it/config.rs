@@ -373,6 +373,49 @@ fn protected_mode_denies_non_loopback_clients_like_redis() {
     assert_eq!(&buf, b"+PONG\r\n");
 }
 
+/// The first reply to PING on a connection from `source` (a loopback
+/// address other than 127.0.0.1) to `port` on 127.0.0.1.
+fn first_reply_from(source: &str, port: u16) -> Vec<u8> {
+    use std::io::Read;
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("socket");
+    let from: std::net::SocketAddr = format!("{source}:0").parse().expect("addr");
+    s.bind(&from.into()).expect("bind the source address");
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    s.connect(&to.into()).expect("connect");
+    let mut s: std::net::TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    // QUIT needs no authentication: the connection ends either way.
+    let _ = s.write_all(b"PING\r\nQUIT\r\n");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn protected_mode_admits_only_127_0_0_1_and_follows_nopass() {
+    let server = start_with(|c| c.bind = vec!["0.0.0.0".into()]);
+    let redis = spawn_redis_with(&["--bind", "0.0.0.0", "--protected-mode", "yes"]);
+    let ours = first_reply_from("127.0.0.2", server.port);
+    assert!(ours.starts_with(b"-DENIED Redis is running in protected mode"));
+    assert_eq!(ours, first_reply_from("127.0.0.2", redis.port));
+    // A default user switched off keeps `nopass`: still protected. With a
+    // password, remote clients may connect (and must authenticate).
+    let mut theirs = Raw::connect(redis.port);
+    let mut local = server.raw();
+    for rules in [&["off"][..], &["on", ">pw"]] {
+        let mut args = vec!["ACL", "SETUSER", "default"];
+        args.extend_from_slice(rules);
+        assert_eq!(local.cmd_str(&args), theirs.cmd_str(&args));
+        let (o, t) = (
+            first_reply_from("127.0.0.2", server.port),
+            first_reply_from("127.0.0.2", redis.port),
+        );
+        assert_eq!(String::from_utf8_lossy(&o), String::from_utf8_lossy(&t));
+    }
+}
+
 #[test]
 fn config_set_port_and_bind_move_the_listener() {
     let mut p = Pair::new();

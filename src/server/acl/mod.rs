@@ -151,6 +151,11 @@ impl Acl {
         !d.nopass || !d.enabled
     }
 
+    /// True when the default user has `nopass` (protected mode applies).
+    pub fn default_nopass(&self) -> bool {
+        self.default.borrow().nopass
+    }
+
     /// Redis's ACLCheckUserCredentials: the user when `pass` is right and
     /// the user is on.
     pub fn check_credentials(&self, name: &[u8], pass: &[u8]) -> Option<UserRef> {
