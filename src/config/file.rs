@@ -148,12 +148,7 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
         if split_args(line.as_bytes(), &mut buf, &mut lens).is_err() {
             return Err(bad("Unbalanced quotes in configuration line".into()));
         }
-        let mut argv: Vec<&[u8]> = Vec::with_capacity(lens.len());
-        let mut at = 0;
-        for l in &lens {
-            argv.push(&buf[at..at + l]);
-            at += l;
-        }
+        let argv = slices(&buf, &lens);
         let Some(first) = argv.first() else { continue };
         let name = first.to_ascii_lowercase();
         let args = &argv[1..];
@@ -165,6 +160,21 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
             if p.name == "save" {
                 state.save_loaded = true;
             }
+            // A multi-argument directive given as one non-empty value
+            // (`--save "900 1"`) is split again, as Redis does.
+            let mut split_buf = Vec::new();
+            let mut split_lens = Vec::new();
+            let split: Vec<&[u8]>;
+            let args = if p.flags & MULTI_ARG != 0 && args.len() == 1 && !args[0].is_empty() {
+                // Unbalanced quotes leave no arguments (sdssplitargs fails).
+                if split_args(args[0], &mut split_buf, &mut split_lens).is_err() {
+                    split_lens.clear();
+                }
+                split = slices(&split_buf, &split_lens);
+                &split[..]
+            } else {
+                args
+            };
             config
                 .set_args(p, args, append)
                 .map_err(|e| bad(e.into_owned()))?;
@@ -214,6 +224,17 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
         }
     }
     Ok(())
+}
+
+/// The arguments [`split_args`] wrote into `buf`, `lens` long each.
+fn slices<'a>(buf: &'a [u8], lens: &[usize]) -> Vec<&'a [u8]> {
+    let mut at = 0;
+    lens.iter()
+        .map(|&l| {
+            at += l;
+            &buf[at - l..at]
+        })
+        .collect()
 }
 
 /// Reads an included file; a pattern with wildcards includes every match

@@ -135,6 +135,52 @@ fn binary_reads_config_file_with_quotes_include_and_units() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them() {
+    let args = [
+        "--save",
+        "900 1",
+        "--client-output-buffer-limit",
+        "normal 64mb 32mb 10",
+    ];
+    let (_proc, port) = spawn_bin(&args);
+    let redis = spawn_redis_with(&args);
+    let (mut ours, mut theirs) = (Raw::connect(port), Raw::connect(redis.port));
+    for k in ["save", "client-output-buffer-limit"] {
+        let reply = ours.cmd_str(&["CONFIG", "GET", k]);
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            String::from_utf8_lossy(&theirs.cmd_str(&["CONFIG", "GET", k])),
+        );
+    }
+    assert_eq!(
+        ours.cmd_str(&["CONFIG", "GET", "save"]),
+        encode_map(&["save", "900 1"])
+    );
+    // The same quoting in a config file.
+    let dir = temp_dir("multiarg");
+    let conf = dir.join("main.conf");
+    std::fs::write(
+        &conf,
+        "client-output-buffer-limit \"pubsub 1mb 512kb 5\"\nsave \"60 5\"\n",
+    )
+    .expect("write");
+    let (_proc, port) = spawn_bin(&[conf.to_str().expect("path")]);
+    let mut ours = Raw::connect(port);
+    assert_eq!(
+        ours.cmd_str(&["CONFIG", "GET", "save"]),
+        encode_map(&["save", "60 5"])
+    );
+    assert_eq!(
+        ours.cmd_str(&["CONFIG", "GET", "client-output-buffer-limit"]),
+        encode_map(&[
+            "client-output-buffer-limit",
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 5"
+        ])
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Runs a binary and returns (exit code, stdout, stderr).
 fn run(mut cmd: Command) -> (Option<i32>, String, String) {
     let out = cmd.stdin(Stdio::null()).output().expect("run");
