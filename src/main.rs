@@ -41,6 +41,9 @@ fn main() {
             "Warning: no config file specified, using the default config. In order to specify a config file use ferrokv /path/to/redis.conf"
         );
     }
+    for (name, why) in ferrokv::config::unsupported::set_in(&config) {
+        tracing::warn!("{}", ferrokv::config::unsupported::warning(name, why));
+    }
     let config_file = file_path.map(|p| {
         std::fs::canonicalize(&p)
             .map(|c| c.display().to_string())

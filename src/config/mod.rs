@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod file;
 pub mod params;
+pub mod unsupported;
 pub mod value;
 
 use std::collections::BTreeMap;

@@ -90,11 +90,7 @@ fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
 /// Protected mode refuses clients other than 127.0.0.1 and ::1 exactly
 /// (Redis's islocalClient) while the default user has `nopass`.
 pub fn protected_denies(limits: &NetLimits, peer: &SocketAddr) -> bool {
-    let local = match peer.ip() {
-        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
-        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
-    };
-    limits.protected_mode && limits.default_nopass && !local
+    limits.protected_mode && limits.default_nopass && !crate::util::is_local_ip(peer.ip())
 }
 
 #[cfg(test)]

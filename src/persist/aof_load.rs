@@ -162,7 +162,7 @@ pub fn load_on_start(
                 ))
             })?;
         } else {
-            replay_file(store, replay, &path, base, false)?;
+            replay_file(store, replay, &path, base, truncated_ok, m.incrs.is_empty())?;
         }
     }
     let last = m.incrs.len().saturating_sub(1);
@@ -171,7 +171,7 @@ pub fn load_on_start(
         if !path.exists() && i == last {
             continue;
         }
-        replay_file(store, replay, &path, name, i == last && truncated_ok)?;
+        replay_file(store, replay, &path, name, truncated_ok, i == last)?;
     }
     store.stats.dirty = 0;
     store.set_now(clock::now_ms());
@@ -255,14 +255,19 @@ fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
     Ok(n)
 }
 
-/// Replays the commands of one file. `may_truncate`: a torn tail is cut
-/// off the file instead of refusing the start.
+/// Replays the commands of one file (Redis's loadSingleAppendOnlyFile). A
+/// file that ends early — inside a command, or after a MULTI that never
+/// reached EXEC — is cut back when `truncate_ok` (aof-load-truncated), to
+/// before that MULTI so that nothing appended later joins the unfinished
+/// transaction; that is fatal unless it is the `last` file. Otherwise the
+/// start is refused.
 fn replay_file(
     store: &mut Store,
     replay: &mut dyn FnMut(&mut Store, Argv<'_>),
     path: &Path,
     name: &str,
-    may_truncate: bool,
+    truncate_ok: bool,
+    last: bool,
 ) -> std::io::Result<()> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let data =
@@ -286,27 +291,7 @@ fn replay_file(
                 replay(store, a);
                 pos = next;
             }
-            Err(Stop::Short) if may_truncate => {
-                // A MULTI without its EXEC is dropped too (Redis
-                // truncates to before the MULTI).
-                let cut = txn_start.unwrap_or(pos);
-                tracing::warn!(
-                    "!!! Warning: short read while loading the AOF file {name}!!! \
-                     AOF loaded anyway because aof-load-truncated is enabled; \
-                     truncating the file at offset {cut} (of {})",
-                    data.len()
-                );
-                let f = std::fs::OpenOptions::new().write(true).open(path)?;
-                f.set_len(cut as u64)?;
-                f.sync_all()?;
-                return Ok(());
-            }
-            Err(Stop::Short) => {
-                return Err(bad(format!(
-                    "Unexpected end of file reading the append only file {name} at offset \
-                     {pos}; set aof-load-truncated yes to load it anyway; refusing to start"
-                )))
-            }
+            Err(Stop::Short) => break,
             Err(Stop::Bad(why)) => {
                 return Err(bad(format!(
                     "Bad file format reading the append only file {name} at offset {pos}: \
@@ -316,13 +301,33 @@ fn replay_file(
             }
         }
     }
-    if txn_start.is_some() && may_truncate {
-        // A MULTI that never reached EXEC: its writes were never applied.
-        let cut = txn_start.unwrap_or(pos);
+    if pos == data.len() && txn_start.is_none() {
+        return Ok(());
+    }
+    if pos == data.len() {
+        // Every command is whole, but a MULTI never reached its EXEC: its
+        // commands were queued, never applied.
         tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
-        let f = std::fs::OpenOptions::new().write(true).open(path)?;
-        f.set_len(cut as u64)?;
-        f.sync_all()?;
+    }
+    if !truncate_ok {
+        return Err(bad(format!(
+            "Unexpected end of file reading the append only file {name}. You can: 1) Make a \
+             backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) \
+             Alternatively you can set the 'aof-load-truncated' configuration option to yes and \
+             restart the server."
+        )));
+    }
+    let cut = txn_start.unwrap_or(pos);
+    tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+    tracing::warn!("!!! Truncating the AOF {name} at offset {cut} !!!");
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.set_len(cut as u64)?;
+    f.sync_all()?;
+    tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+    if !last {
+        return Err(bad(
+            "Fatal error: the truncated file is not the last file".into()
+        ));
     }
     Ok(())
 }

@@ -358,7 +358,7 @@ fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Resul
     };
     let allowed = match server.config.get(param).as_str() {
         "yes" => true,
-        "local" => is_local(client),
+        "local" => client.is_local(),
         _ => false,
     };
     if allowed {
@@ -370,14 +370,6 @@ fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Resul
          then restart the server.",
         name.to_uppercase()
     )))
-}
-
-/// Redis's islocalClient: a connection from 127.0.0.1 or ::1 exactly.
-fn is_local(client: &Client) -> bool {
-    match client.addr.ip() {
-        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
-        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
-    }
 }
 
 /// Redis `rejectCommand`: counts the rejection and flags an open

@@ -99,6 +99,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// A connection from 127.0.0.1 or ::1 (Redis's islocalClient).
+    pub fn is_local(&self) -> bool {
+        crate::util::is_local_ip(self.addr.ip())
+    }
+
     /// A fresh client in database 0 speaking RESP2.
     pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, tx: ConnTx, now_ms: u64) -> Self {
         Client {

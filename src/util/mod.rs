@@ -7,3 +7,12 @@ pub mod glob;
 pub mod num;
 pub mod pqsort;
 pub mod splitargs;
+
+/// Redis's islocalClient: 127.0.0.1 or ::1 exactly (it compares the
+/// peer's address text), not the whole loopback range.
+pub fn is_local_ip(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+        std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+    }
+}

@@ -426,7 +426,9 @@ fn torn_tail_is_truncated_or_refused() {
     append(&dir.incr(), b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$5\r\nab");
     let err = start_fails(&dir, &["--aof-load-truncated", "no"]);
     assert!(
-        err.contains("appendonly.aof.1.incr.aof") && err.contains(&format!("offset {good}")),
+        err.contains(
+            "Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"
+        ) && err.contains("set the 'aof-load-truncated' configuration option to yes"),
         "{err}"
     );
     let b = ferrokv(&dir, "always");
@@ -441,6 +443,42 @@ fn torn_tail_is_truncated_or_refused() {
     drop(b);
     let c = ferrokv(&dir, "always");
     assert_eq!(Raw::connect(c.port).cmd_str(&["GET", "c"]), b"$1\r\n3\r\n");
+}
+
+/// The last file ends after a MULTI and its commands, with no EXEC: Redis
+/// refuses to start unless aof-load-truncated is on; then the unfinished
+/// transaction is cut off before anything is appended after it, so writes
+/// acknowledged later survive the next restart.
+#[test]
+fn unfinished_transaction_at_the_end_is_refused_or_cut_before_new_writes() {
+    let dir = Dir::new("ferrokv-aof-dangling-multi");
+    written(&dir);
+    let good = std::fs::metadata(dir.incr()).expect("incr").len();
+    append(
+        &dir.incr(),
+        b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1\r\n9\r\n",
+    );
+    let err = start_fails(&dir, &["--aof-load-truncated", "no"]);
+    assert!(
+        err.contains(
+            "Revert incomplete MULTI/EXEC transaction in AOF file appendonly.aof.1.incr.aof"
+        ) && err.contains("Unexpected end of file reading the append only file"),
+        "{err}"
+    );
+    let b = ferrokv(&dir, "always");
+    let mut r = Raw::connect(b.port);
+    assert_eq!(
+        r.cmd_str(&["MGET", "a", "b", "c"]),
+        b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
+    );
+    assert_eq!(std::fs::metadata(dir.incr()).expect("incr").len(), good);
+    assert_eq!(r.cmd_str(&["SET", "d", "4"]), b"+OK\r\n");
+    drop(b);
+    let c = ferrokv(&dir, "always");
+    assert_eq!(
+        Raw::connect(c.port).cmd_str(&["MGET", "a", "c", "d"]),
+        b"*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n4\r\n"
+    );
 }
 
 #[test]

@@ -181,6 +181,76 @@ fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them()
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Parameters ferrokv does not act on yet: CONFIG SET refuses to move them
+/// from their defaults, naming what is missing; back to the default is
+/// fine. Given at start-up they load, normalized as Redis normalizes them.
+#[test]
+fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
+    let cases: &[(&str, &str)] = &[
+        ("latency-tracking-info-percentiles", "50 99.99 100"),
+        ("shutdown-on-sigint", "NOW save force"),
+        ("shutdown-on-sigterm", "default now"),
+        ("oom-score-adj", "YES"),
+        ("list-max-ziplist-size", "-3"),
+        ("slowlog-log-slower-than", "0"),
+        ("min-replicas-to-write", "1"),
+    ];
+    let server = start();
+    let mut c = server.raw();
+    for (name, value) in cases {
+        let before = c.cmd_str(&["CONFIG", "GET", name]);
+        let reply =
+            String::from_utf8_lossy(&c.cmd_str(&["CONFIG", "SET", name, value])).into_owned();
+        assert!(
+            reply.starts_with(&format!(
+                "-ERR CONFIG SET failed (possibly related to argument '{name}') - ferrokv does not support "
+            )),
+            "{reply}"
+        );
+        assert_eq!(c.cmd_str(&["CONFIG", "GET", name]), before);
+    }
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]),
+        b"+OK\r\n"
+    );
+    let mut args: Vec<String> = Vec::new();
+    for (name, value) in cases {
+        args.push(format!("--{name}"));
+        args.push(value.to_string());
+    }
+    // A value given at start-up is named in a warning.
+    let dir = temp_dir("notacted");
+    let log = dir.join("log");
+    let mut with_log = vec!["--logfile".to_string(), log.display().to_string()];
+    with_log.extend(args.iter().cloned());
+    with_log.extend(["--replicaof", "127.0.0.1", "1"].map(String::from));
+    let with_log: Vec<&str> = with_log.iter().map(String::as_str).collect();
+    let ours = spawn_bin(&with_log);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    for name in [
+        "replicaof",
+        "slowlog-log-slower-than",
+        "min-replicas-to-write",
+    ] {
+        assert!(
+            text.contains(&format!(
+                "WARNING: '{name}' is set, but ferrokv does not support"
+            )),
+            "{text}"
+        );
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let redis = spawn_redis_with(&args);
+    let (mut o, mut t) = (Raw::connect(ours.1), Raw::connect(redis.port));
+    for (name, _) in cases {
+        let get = ["CONFIG", "GET", name];
+        assert_eq!(
+            String::from_utf8_lossy(&o.cmd_str(&get)),
+            String::from_utf8_lossy(&t.cmd_str(&get))
+        );
+    }
+}
+
 /// Runs a binary and returns (exit code, stdout, stderr).
 fn run(mut cmd: Command) -> (Option<i32>, String, String) {
     let out = cmd.stdin(Stdio::null()).output().expect("run");

@@ -83,7 +83,9 @@ fn refused_unless_enabled_with_debugs_wording() {
 #[test]
 fn local_allows_only_127_0_0_1_and_its_value_comes_from_the_command_line() {
     let server = start_with(|c| {
-        ferrokv::config::file::load_str(c, "enable-clock-command local").expect("directive");
+        // Protected mode would turn 127.0.0.2 away before CLOCK could.
+        ferrokv::config::file::load_str(c, "enable-clock-command local\nprotected-mode no")
+            .expect("directive");
     });
     let mut local = server.raw();
     assert!(local.cmd_str(&["CLOCK", "NOW"]).starts_with(b":"));

@@ -1,0 +1,113 @@
+//! Parameters ferrokv accepts (so configuration files written for Redis
+//! load, and CONFIG GET answers as Redis does) but does not act on yet.
+//! None of them is silent: a value other than Redis's default is named in
+//! a warning at start-up, and CONFIG SET refuses to change one away from
+//! its default, saying what ferrokv lacks.
+
+use super::Config;
+
+/// (parameter, what ferrokv lacks for it).
+pub const NOT_ACTED_ON: &[(&str, &str)] = &[
+    (
+        "replicaof",
+        "replication: the server runs as a master and takes writes",
+    ),
+    ("masterauth", "replication"),
+    ("masteruser", "replication"),
+    ("min-replicas-to-write", "replication"),
+    ("cluster-enabled", "cluster mode"),
+    ("unixsocket", "unix sockets"),
+    ("tls-port", "TLS"),
+    ("tls-replication", "TLS"),
+    ("tls-cluster", "TLS"),
+    (
+        "io-threads",
+        "I/O threads: one event loop serves every connection",
+    ),
+    (
+        "daemonize",
+        "daemonizing: the server stays in the foreground",
+    ),
+    ("supervised", "supervision protocols"),
+    ("syslog-enabled", "syslog"),
+    ("slowlog-log-slower-than", "the slow log"),
+    ("slowlog-max-len", "the slow log"),
+    ("latency-monitor-threshold", "the latency monitor"),
+    ("latency-tracking-info-percentiles", "latency percentiles"),
+    ("tracking-table-max-keys", "client tracking"),
+    ("activedefrag", "active defragmentation"),
+    ("aof-timestamp-enabled", "AOF timestamp annotations"),
+    ("aof-disable-auto-gc", "keeping AOF history files"),
+    (
+        "no-appendfsync-on-rewrite",
+        "skipping fsync during a rewrite",
+    ),
+    ("shutdown-on-sigint", "shutdown flags for signals"),
+    ("shutdown-on-sigterm", "shutdown flags for signals"),
+    ("tcp-keepalive", "TCP keepalive"),
+    (
+        "list-max-listpack-size",
+        "tuning encodings: lists use Redis's default node size",
+    ),
+    ("list-compress-depth", "list compression"),
+    (
+        "hash-max-listpack-entries",
+        "tuning encodings: Redis's default thresholds apply",
+    ),
+    (
+        "hash-max-listpack-value",
+        "tuning encodings: Redis's default thresholds apply",
+    ),
+    (
+        "set-max-intset-entries",
+        "tuning encodings: Redis's default thresholds apply",
+    ),
+    (
+        "zset-max-listpack-entries",
+        "tuning encodings: Redis's default thresholds apply",
+    ),
+    (
+        "zset-max-listpack-value",
+        "tuning encodings: Redis's default thresholds apply",
+    ),
+    ("lazyfree-lazy-eviction", "choosing background freeing"),
+    ("lazyfree-lazy-expire", "choosing background freeing"),
+    ("lazyfree-lazy-server-del", "choosing background freeing"),
+    ("lazyfree-lazy-user-del", "choosing background freeing"),
+    ("oom-score-adj", "setting the OOM score"),
+    ("oom-score-adj-values", "setting the OOM score"),
+    ("disable-thp", "changing transparent huge pages"),
+    ("set-proc-title", "setting the process title"),
+    ("watchdog-period", "the software watchdog"),
+    ("rdb-key-save-delay", "save delays"),
+    ("key-load-delay", "load delays"),
+];
+
+/// What ferrokv lacks for parameter `name`, when it does not act on it.
+pub fn lacking(name: &str) -> Option<&'static str> {
+    NOT_ACTED_ON
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, why)| *why)
+}
+
+/// The parameters not acted on whose value in `config` is not Redis's
+/// default, with what ferrokv lacks for each.
+pub fn set_in(config: &Config) -> Vec<(&'static str, &'static str)> {
+    let default = Config::default();
+    NOT_ACTED_ON
+        .iter()
+        .filter(|(n, _)| config.get(n) != default.get(n))
+        .copied()
+        .collect()
+}
+
+/// The warning logged at start-up for one such parameter.
+pub fn warning(name: &str, why: &str) -> String {
+    format!("WARNING: '{name}' is set, but ferrokv does not support {why}.")
+}
+
+/// The CONFIG SET error text for one such parameter.
+pub fn refusal(why: &str) -> String {
+    format!("ferrokv does not support {why}")
+}
