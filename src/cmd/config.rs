@@ -194,8 +194,16 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     if next.requirepass != ctx.server.config.requirepass {
         acl.set_default_password(&ctx.server.table.universe, next.requirepass.as_deref());
     }
+    let maxmemory_lowered = next.maxmemory != 0
+        && (ctx.server.config.maxmemory == 0 || next.maxmemory < ctx.server.config.maxmemory);
     ctx.server.config = next;
     ctx.server.acl_changed();
+    ctx.server.sync_access_tracking(ctx.store);
+    if maxmemory_lowered {
+        // Redis's updateMaxmemory: evict at once to the new limit.
+        ctx.server.memory.refresh();
+        ctx.server.perform_evictions(ctx.store);
+    }
 }
 
 fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {

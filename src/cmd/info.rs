@@ -322,7 +322,7 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rss_overhead_bytes", rss as i64 - resident as i64);
     f.kv("mem_fragmentation_ratio", ratio(rss, used));
     f.kv("mem_fragmentation_bytes", rss as i64 - used as i64);
-    f.kv("mem_not_counted_for_evict", 0);
+    f.kv("mem_not_counted_for_evict", ctx.server.aof.buffered());
     f.kv("mem_replication_backlog", 0);
     f.kv("mem_total_replication_buffers", 0);
     f.kv("mem_clients_slaves", 0);
@@ -435,7 +435,7 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         "expire_cycle_cpu_milliseconds",
         ks.expire_cycle_cpu_us / 1000,
     );
-    f.kv("evicted_keys", 0);
+    f.kv("evicted_keys", ctx.store.stats.evicted_keys);
     f.kv("evicted_clients", 0);
     f.kv("total_eviction_exceeded_time", 0);
     f.kv("current_eviction_exceeded_time", 0);

@@ -291,10 +291,9 @@ fn object_refcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 /// Whether the eviction policy tracks access frequency (LFU) rather than
-/// access time. Without maxmemory-policy support it is never LFU, the
-/// Redis default (noeviction) being an LRU-clock policy.
-fn lfu_policy(_ctx: &Ctx<'_>) -> bool {
-    false
+/// access time.
+fn lfu_policy(ctx: &Ctx<'_>) -> bool {
+    ctx.store.lfu().is_some()
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -312,15 +311,17 @@ fn object_idletime(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    if object_lookup(ctx, argv.get(2)).is_none() {
+    let Some(stamp) = object_lookup(ctx, argv.get(2)).map(|e| e.lru) else {
         return Ok(());
-    }
-    if !lfu_policy(ctx) {
+    };
+    let Some(lfu) = ctx.store.lfu() else {
         return Err(Error::err(
             "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
-    }
-    ctx.reply.int(0);
+    };
+    let now = ctx.store.now();
+    ctx.reply
+        .int(i64::from(crate::store::evict::lfu_counter(stamp, lfu, now)));
     Ok(())
 }
 

@@ -81,6 +81,7 @@ pub(super) fn run_on_host(
     let run = engine.run.clone();
     ctx.server.running_script = Some(run.clone());
     let busy_threshold_ms = ctx.server.config.busy_reply_threshold;
+    let oom = ctx.server.config.maxmemory != 0 && ctx.server.memory.pre_command_oom;
     let caller_id = ctx.client.id;
     let mark = ctx.reply.raw().len();
     let result = {
@@ -94,6 +95,7 @@ pub(super) fn run_on_host(
             reply: &mut ctx.reply,
             caller_id,
             busy_threshold_ms,
+            oom,
         };
         start(engine, run)
     };

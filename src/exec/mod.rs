@@ -44,14 +44,16 @@ pub struct Executor {
 impl Executor {
     /// Creates an executor for `config`.
     pub fn new(config: Config, shared: Arc<Shared>, port: u16) -> Self {
-        Executor {
+        let mut e = Executor {
             store: Store::new(config.databases),
             server: ServerState {
                 serve_while_busy: busy::serve_while_busy,
                 ..ServerState::new(config, shared, port, crate::cmd::FAMILIES)
             },
             last_cycle: Instant::now(),
-        }
+        };
+        e.server.sync_access_tracking(&mut e.store);
+        e
     }
 
     /// Loads the data set at start-up: the AOF with `appendonly yes` (each
@@ -156,6 +158,14 @@ impl Executor {
         self.store.active_expire_cycle(period / 4);
         if self.server.aof.on {
             self.server.aof.feed_expired(&mut self.store);
+        }
+        if self.server.config.maxmemory != 0 {
+            // Memory other threads freed or took counts from here on; an
+            // eviction that ran out of time goes on (evictionTimeProc).
+            self.server.memory.refresh();
+            if self.server.memory.running {
+                self.server.perform_evictions(&mut self.store);
+            }
         }
         self.close_idle_clients();
         self.resume_postponed();

@@ -217,6 +217,17 @@ impl Aof {
         }
     }
 
+    /// Appends a DEL of `key` (an evicted key).
+    pub fn feed_del(&mut self, db: usize, key: &[u8]) {
+        self.select(db);
+        encode(&mut self.buf, &[b"DEL", key]);
+    }
+
+    /// Bytes buffered and not yet written (not counted against maxmemory).
+    pub fn buffered(&self) -> usize {
+        self.buf.capacity()
+    }
+
     fn select(&mut self, db: usize) {
         if self.db != Some(db) {
             let n = db.to_string();

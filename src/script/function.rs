@@ -384,7 +384,8 @@ impl Engine {
         };
         let (k, a) = (table(keys)?, table(args)?);
         let run_fn = self.parts.run_fn.clone();
-        self.call(run, &name, ro || no_writes, true, || {
+        let flags = func.flags;
+        self.call(run, &name, ro || no_writes, true, flags, || {
             run_fn.call::<(bool, Value)>((callback, k, a))
         })
     }

@@ -103,6 +103,9 @@ pub struct RunState {
     pub read_only: Cell<bool>,
     /// A write command ran: SCRIPT KILL is refused from now on.
     pub wrote: Cell<bool>,
+    /// The script declared `allow-oom`: its writes are never refused for
+    /// memory.
+    pub allow_oom: Cell<bool>,
     /// SCRIPT KILL or SHUTDOWN NOSAVE asked the script to stop.
     pub killed: Cell<bool>,
     /// The script passed busy-reply-threshold.
@@ -144,6 +147,7 @@ impl RunState {
             caller_id: Cell::new(0),
             read_only: Cell::new(false),
             wrote: Cell::new(false),
+            allow_oom: Cell::new(false),
             killed: Cell::new(false),
             busy: Cell::new(false),
             is_function: Cell::new(false),
@@ -329,7 +333,8 @@ impl Engine {
             .and_then(|_| set(&self.kv_names[1], args))
             .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let runner = self.parts.runner.clone();
-        self.call(run, sha, read_only, false, || {
+        let flags = script.flags;
+        self.call(run, sha, read_only, false, flags, || {
             runner.call::<(bool, Value)>(func)
         })
     }
@@ -342,9 +347,19 @@ impl Engine {
         name: &str,
         read_only: bool,
         is_function: bool,
+        flags: u32,
         invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
     ) -> Result<(), Error> {
+        // Scripts with flags (functions, or a shebang) are checked for
+        // memory before they start (Redis's scriptPrepareForRun).
+        let flagged = is_function || flags & sflag::HAS_SHEBANG != 0;
+        if r.oom && flagged && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
+            return Err(Error::raw(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+            ));
+        }
         let run = &self.run;
+        run.allow_oom.set(flagged && flags & sflag::ALLOW_OOM != 0);
         let host: *mut (dyn Host + '_) = r.host;
         // SAFETY: only the lifetime is erased; `with_host` documents why the
         // pointer is used only while `r.host` is borrowed here.
@@ -407,6 +422,9 @@ pub struct Run<'h, 'r> {
     pub caller_id: u64,
     /// busy-reply-threshold in milliseconds.
     pub busy_threshold_ms: u64,
+    /// Memory was over maxmemory when the command started (Redis's
+    /// pre_command_oom_state with maxmemory set).
+    pub oom: bool,
 }
 
 /// Parses a `#!<engine> flags=a,b` first line: returns the flags and how

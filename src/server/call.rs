@@ -161,6 +161,13 @@ fn run(
                         return Err((Some(id), server.busy_error()));
                     }
                     Ok(id)
+                })
+                .and_then(|id| {
+                    // Not while a busy script yields, nor for the AOF.
+                    if caller == Caller::Client && server.config.maxmemory != 0 {
+                        oom_check(server, store, client, id, argv)?;
+                    }
+                    Ok(id)
                 });
             let id = match checked {
                 Ok(id) => id,
@@ -210,6 +217,15 @@ fn script_check(
     // Redis counts may-replicate commands (PUBLISH) as writes here.
     if read_only && cmd.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return refuse("Write commands are not allowed from read-only scripts.");
+    }
+    // Redis's scriptVerifyOOM: over maxmemory when the script started, its
+    // first denyoom write fails; once it wrote, it may not stop halfway.
+    if cmd.has(flag::DENYOOM) && server.config.maxmemory != 0 && server.memory.pre_command_oom {
+        if let Some(run) = &server.running_script {
+            if !run.wrote.get() && !run.allow_oom.get() {
+                return Err((Some(id), OOM));
+            }
+        }
     }
     if cmd.has(flag::WRITE) {
         if let Some(run) = &server.running_script {
@@ -315,6 +331,67 @@ fn log_denial(
         None => server.table.commands[id].name.as_bytes().to_vec(),
     };
     server.acl_log(store, client, d.reason(), context, &object, None);
+}
+
+/// The error of a command refused for memory.
+pub const OOM: Error = Error::raw("OOM command not allowed when used memory > 'maxmemory'.");
+
+/// processCommand's maxmemory step: evicts what the policy allows, then
+/// refuses a command that may grow memory (or anything but EXEC, DISCARD,
+/// QUIT and RESET inside MULTI) when memory is still over the limit.
+fn oom_check(
+    server: &mut ServerState,
+    store: &mut Store,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Result<(), (Option<CommandId>, Error)> {
+    let oom = server.perform_evictions(store) == super::evict::Evicted::Fail;
+    server.memory.pre_command_oom = oom;
+    if !oom {
+        return Ok(());
+    }
+    let cmd = &server.table.commands[id];
+    let name = cmd.name.as_str();
+    let queued_flags = client.multi.as_ref().map_or(0, |m| m.flags);
+    let denyoom = cmd.has(flag::DENYOOM)
+        || (name == "exec" && queued_flags & flag::DENYOOM != 0)
+        || script_denyoom(server, name, argv);
+    let in_multi = client.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset");
+    if denyoom || in_multi {
+        return Err((Some(id), OOM));
+    }
+    Ok(())
+}
+
+/// Whether an EVAL, EVALSHA or FCALL may grow memory, from its script's
+/// flags (Redis's getCommandFlags): a script with a shebang or a function
+/// is denyoom unless it declares `allow-oom` or `no-writes`; an EVAL
+/// without a shebang is not.
+fn script_denyoom(server: &ServerState, name: &str, argv: Argv<'_>) -> bool {
+    use crate::script::sflag;
+    let flags = match name {
+        "eval" | "eval_ro" => match crate::script::parse_shebang(argv.get(1)) {
+            Ok((flags, _)) => flags,
+            Err(_) => return false,
+        },
+        "evalsha" | "evalsha_ro" => {
+            let sha = String::from_utf8_lossy(argv.get(1)).to_ascii_lowercase();
+            match server.scripting.get().and_then(|e| e.scripts.get(&sha)) {
+                Some(s) => s.flags,
+                None => return false,
+            }
+        }
+        "fcall" | "fcall_ro" => {
+            let f = String::from_utf8_lossy(argv.get(1));
+            match server.scripting.get().and_then(|e| e.function(&f)) {
+                Some(func) => func.flags | sflag::HAS_SHEBANG,
+                None => return false,
+            }
+        }
+        _ => return false,
+    };
+    flags & sflag::HAS_SHEBANG != 0 && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0
 }
 
 /// A RESP2 subscriber can only receive pub/sub-shaped replies.

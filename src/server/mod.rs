@@ -9,6 +9,7 @@ pub mod acl;
 pub mod blocking;
 pub mod call;
 pub mod client;
+pub mod evict;
 pub mod keyspec;
 pub mod multi;
 pub mod pause;
@@ -116,6 +117,8 @@ pub struct ServerState {
     /// Commands waiting to reach the AOF, and the running command's
     /// statement about its own effects.
     pub propagation: propagate::Propagation,
+    /// Memory accounting and eviction under maxmemory.
+    pub memory: evict::Memory,
     /// Serves other clients while a script is busy (the event loop's
     /// processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
@@ -167,6 +170,7 @@ impl ServerState {
             call_started_real_us: 0,
             running_script: None,
             propagation: propagate::Propagation::default(),
+            memory: evict::Memory::default(),
             script_client: None,
             serve_while_busy: |_, _| {},
         }

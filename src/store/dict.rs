@@ -315,6 +315,18 @@ impl Dict {
     }
 
     /// Shrinks the table if removals left it sparse (after a sweep).
+    /// Calls `f` on each entry of bucket `index` (masked to the table).
+    pub fn bucket_each(&self, index: u64, mut f: impl FnMut(&Entry)) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        let mut cur = self.buckets[(index as usize) & self.mask()].as_deref();
+        while let Some(e) = cur {
+            f(e);
+            cur = e.next.as_deref();
+        }
+    }
+
     pub fn compact(&mut self) {
         self.maybe_shrink();
     }

@@ -8,6 +8,7 @@
 
 pub mod bytes;
 pub mod dict;
+pub mod evict;
 pub mod expire;
 pub mod hash;
 pub mod hashed;
@@ -78,6 +79,8 @@ pub struct KeyStats {
     pub dirty: u64,
     /// Time spent in active expiry, in microseconds.
     pub expire_cycle_cpu_us: u64,
+    /// Keys removed to keep memory under maxmemory.
+    pub evicted_keys: u64,
 }
 
 /// All databases plus the per-command clock.
@@ -115,6 +118,13 @@ pub struct Store {
     pub expired_log: Vec<(usize, Vec<u8>)>,
     /// WATCHed keys and the clients whose watched keys changed.
     pub watches: Watches,
+    /// LFU parameters while an LFU policy is in force: access stamps are
+    /// then frequency counters (see `evict.rs`).
+    lfu: Option<evict::Lfu>,
+    /// State of the generator eviction sampling and LFU use.
+    rng: u64,
+    /// The database the random policies evict from next.
+    next_evict_db: usize,
 }
 
 /// Expiry to apply when writing a key.
@@ -144,6 +154,9 @@ impl Store {
             log_expired: false,
             expired_log: Vec::new(),
             watches: Watches::default(),
+            lfu: None,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            next_evict_db: 0,
         }
     }
 
@@ -170,10 +183,6 @@ impl Store {
         } else {
             self.now_ms
         }
-    }
-
-    fn lru_clock(&self) -> u32 {
-        (self.now_ms / 1000) as u32
     }
 
     /// The hash of `key` when it is live; an expired key is removed first
@@ -206,9 +215,22 @@ impl Store {
     /// Like [`Store::get`], for reads: counts hits and misses and stamps the
     /// access time.
     pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let lru = self.lru_clock();
-        let e = self.get_read_notouch(db, key)?;
-        e.lru = lru;
+        let h = self.live_hash(db, key);
+        let Some(h) = h else {
+            self.stats.keyspace_misses += 1;
+            return None;
+        };
+        self.stats.keyspace_hits += 1;
+        if self.lfu.is_none() {
+            let lru = (self.now_ms / 1000) as u32;
+            let e = self.dbs[db].dict.get_mut(h, key)?;
+            e.lru = lru;
+            return Some(e);
+        }
+        let old = self.dbs[db].dict.get(h, key)?.lru;
+        let stamp = self.accessed_stamp(old);
+        let e = self.dbs[db].dict.get_mut(h, key)?;
+        e.lru = stamp;
         Some(e)
     }
 
@@ -256,7 +278,16 @@ impl Store {
     /// Writes `value` under `key`, replacing any previous value, with the
     /// given TTL rule. Signals the modification.
     pub fn set(&mut self, db: usize, key: &[u8], value: Value, ttl: Ttl) {
-        let lru = self.lru_clock();
+        let mut lru = self.new_stamp();
+        if self.lfu.is_some() {
+            // An overwritten value keeps its key's frequency, counting
+            // this access (Redis's dbSetValue after lookupKeyWrite).
+            let d = &self.dbs[db];
+            if let Some(e) = d.dict.get(d.dict.hash(key), key) {
+                let old = e.lru;
+                lru = self.accessed_stamp(old);
+            }
+        }
         let now = self.now_ms;
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
@@ -302,7 +333,7 @@ impl Store {
 
     /// Inserts `key` known to be absent (after a failed [`Store::get`]).
     pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> &mut Entry {
-        let lru = self.lru_clock();
+        let lru = self.new_stamp();
         self.note_new(db, key);
         // Signalled before the insert, so tell WATCH the key will exist.
         self.note_write(db, key, Some(true));

@@ -1,0 +1,244 @@
+//! maxmemory (Redis's `performEvictions` and `getMaxmemoryState`): how much
+//! memory is in use, and evicting keys under `maxmemory-policy` until it
+//! is under the limit again. The keyspace side (sampling, the pool, LFU)
+//! is `store/evict.rs`.
+//!
+//! Memory in use is what the allocator has handed out, as Redis's
+//! `used_memory`, less what Redis leaves out for eviction (the AOF
+//! buffer). Reading the allocator's total costs a statistics refresh, so
+//! each command reads the executor thread's own allocation counters
+//! (two loads) on top of the last refreshed total; the total is refreshed
+//! when that estimate passes the limit (at most once a millisecond: a
+//! refresh costs more than a command) and at every cron tick, so memory
+//! freed or taken by other threads (lazy free, a background save) is
+//! counted within one tick.
+
+use std::time::Instant;
+
+use super::ServerState;
+use crate::store::evict::{Lfu, Policy, Pool};
+use crate::store::Store;
+
+/// What an eviction attempt achieved (Redis's EVICT_OK / RUNNING / FAIL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evicted {
+    /// Memory is within the limit.
+    Ok,
+    /// Still over, the time budget ran out; the cron goes on evicting and
+    /// commands are not refused meanwhile.
+    Running,
+    /// Still over and nothing more may be evicted: denyoom commands fail.
+    Fail,
+}
+
+/// Memory accounting and eviction state.
+#[derive(Default)]
+pub struct Memory {
+    /// The executor thread's cumulative allocated and freed byte counters
+    /// (jemalloc's `thread.allocatedp`/`deallocatedp`), read lazily on
+    /// that thread.
+    counters: Option<(*const u64, *const u64)>,
+    /// The allocator's total at the last refresh.
+    total: u64,
+    /// The executor's allocated minus freed bytes at the last refresh.
+    own_at_total: i64,
+    /// When the total was last refreshed.
+    refreshed: Option<Instant>,
+    /// The eviction pool.
+    pub pool: Pool,
+    /// The limit was still exceeded when the last attempt's time ran out.
+    pub running: bool,
+    /// The OOM state seen when the current command started (Redis's
+    /// pre_command_oom_state): scripts refuse their first denyoom write.
+    pub pre_command_oom: bool,
+    /// The policy the store's access tracking was last set up for.
+    tracking: Option<(Policy, u32, u32)>,
+}
+
+impl Memory {
+    /// The executor thread's allocated minus freed bytes.
+    fn own(&mut self) -> i64 {
+        if self.counters.is_none() {
+            self.counters = thread_counters();
+        }
+        match self.counters {
+            // SAFETY: jemalloc's per-thread counters live as long as the
+            // executor thread, which is the only one that calls this (the
+            // server state never leaves it), and jemalloc writes them only
+            // from this same thread.
+            Some((a, d)) => unsafe { (*a).wrapping_sub(*d) as i64 },
+            None => 0,
+        }
+    }
+
+    /// Reads the allocator's total in use (a statistics refresh).
+    pub fn refresh(&mut self) {
+        self.total = allocated();
+        self.own_at_total = self.own();
+        self.refreshed = Some(Instant::now());
+    }
+
+    /// Refreshes the total unless that was done within the last
+    /// millisecond.
+    fn refresh_if_stale(&mut self) {
+        if self
+            .refreshed
+            .is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(1))
+        {
+            self.refresh();
+        }
+    }
+
+    /// Bytes in use now: the last total plus what this thread allocated or
+    /// freed since.
+    pub fn used(&mut self) -> u64 {
+        let own = self.own();
+        (self.total as i64 + own - self.own_at_total).max(0) as u64
+    }
+}
+
+/// Pointers to the calling thread's jemalloc allocation counters.
+#[cfg(not(target_env = "msvc"))]
+fn thread_counters() -> Option<(*const u64, *const u64)> {
+    use tikv_jemalloc_ctl::raw;
+    // SAFETY: reading these two mallctl names yields pointers (uint64_t *)
+    // into the calling thread's jemalloc state, as documented.
+    unsafe {
+        let a = raw::read::<*mut u64>(b"thread.allocatedp\0").ok()?;
+        let d = raw::read::<*mut u64>(b"thread.deallocatedp\0").ok()?;
+        Some((a as *const u64, d as *const u64))
+    }
+}
+
+#[cfg(target_env = "msvc")]
+fn thread_counters() -> Option<(*const u64, *const u64)> {
+    None
+}
+
+/// The allocator's bytes in use, all threads (jemalloc `stats.allocated`).
+pub fn allocated() -> u64 {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        let _ = tikv_jemalloc_ctl::epoch::advance();
+        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        0
+    }
+}
+
+/// Redis's evictionTimeLimitUs: how long one attempt may evict.
+fn time_limit_us(tenacity: i64) -> u64 {
+    match tenacity {
+        t if t <= 10 => 50 * t.max(0) as u64,
+        t if t < 100 => (500.0 * 1.15f64.powi((t - 10) as i32)) as u64,
+        _ => u64::MAX,
+    }
+}
+
+impl ServerState {
+    /// Memory counted against maxmemory: in use, less the AOF buffer
+    /// (Redis's freeMemoryGetNotCountedMemory).
+    fn counted_memory(&mut self) -> u64 {
+        let used = self.memory.used();
+        used.saturating_sub(self.aof.buffered() as u64)
+    }
+
+    /// Bytes over maxmemory, or None when within it. An estimate past the
+    /// limit is checked against a fresh total before anything is evicted.
+    fn over_limit(&mut self) -> Option<u64> {
+        let max = self.config.maxmemory;
+        if self.counted_memory() <= max {
+            return None;
+        }
+        self.memory.refresh_if_stale();
+        let counted = self.counted_memory();
+        (counted > max).then(|| counted - max)
+    }
+
+    /// Sets the store's access tracking to the policy in force (LRU clock
+    /// or LFU counters).
+    pub fn sync_access_tracking(&mut self, store: &mut Store) {
+        let policy = Policy::parse(&self.config.maxmemory_policy);
+        let factor = self.config.get_i64("lfu-log-factor").unwrap_or(10) as u32;
+        let decay = self.config.get_i64("lfu-decay-time").unwrap_or(1) as u32;
+        let want = (policy, factor, decay);
+        if self.memory.tracking == Some(want) {
+            return;
+        }
+        if self.memory.tracking.map(|t| t.0) != Some(policy) {
+            self.memory.pool.clear();
+        }
+        self.memory.tracking = Some(want);
+        store.set_lfu(policy.is_lfu().then_some(Lfu {
+            log_factor: factor,
+            decay_time: decay,
+        }));
+    }
+
+    /// Redis's performEvictions: evicts keys until memory is within
+    /// maxmemory, the time budget runs out, or nothing may be evicted.
+    /// Each evicted key reaches the AOF as DEL, fires `evicted`, and wakes
+    /// WATCH and blocked clients as a deletion does.
+    pub fn perform_evictions(&mut self, store: &mut Store) -> Evicted {
+        if self.config.maxmemory == 0 {
+            return Evicted::Ok;
+        }
+        let Some(mut to_free) = self.over_limit() else {
+            self.memory.running = false;
+            return Evicted::Ok;
+        };
+        let policy = Policy::parse(&self.config.maxmemory_policy);
+        if policy == Policy::NoEviction {
+            return Evicted::Fail;
+        }
+        let limit = time_limit_us(
+            self.config
+                .get_i64("maxmemory-eviction-tenacity")
+                .unwrap_or(10),
+        );
+        let samples = self.config.maxmemory_samples.max(1) as usize;
+        let started = Instant::now();
+        let mut freed_keys = 0u64;
+        let mut events = Vec::new();
+        let mut dels = Vec::new();
+        let mut pool = std::mem::take(&mut self.memory.pool);
+        let result = loop {
+            let Some((db, key)) = store.eviction_candidate(policy, samples, &mut pool) else {
+                break Evicted::Fail;
+            };
+            let before = self.memory.used();
+            if !store.evict(db, &key) {
+                continue;
+            }
+            let freed = before.saturating_sub(self.memory.used());
+            freed_keys += 1;
+            if self.aof.on {
+                dels.push((db, key.clone()));
+            }
+            events.push((db, key));
+            to_free = to_free.saturating_sub(freed);
+            if to_free == 0 {
+                // The estimate says done; confirm with a fresh total.
+                match self.over_limit() {
+                    None => break Evicted::Ok,
+                    Some(more) => to_free = more,
+                }
+            }
+            if freed_keys % 16 == 0 && started.elapsed().as_micros() as u64 > limit {
+                break Evicted::Running;
+            }
+        };
+        self.memory.pool = pool;
+        self.memory.running = result == Evicted::Running;
+        for (db, key) in &dels {
+            self.aof.feed_del(*db, key);
+        }
+        let mut sink = Vec::new();
+        for (db, key) in events {
+            super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
+        }
+        result
+    }
+}
