@@ -226,7 +226,7 @@ impl ServerState {
                     Some(more) => to_free = more,
                 }
             }
-            if freed_keys % 16 == 0 && started.elapsed().as_micros() as u64 > limit {
+            if freed_keys.is_multiple_of(16) && started.elapsed().as_micros() as u64 > limit {
                 break Evicted::Running;
             }
         };

@@ -336,7 +336,7 @@ mod tests {
             log_factor: 10,
             decay_time: 1,
         };
-        let now = 10 * 60_000;
+        let now = 100 * 60_000;
         let stamp = (minutes(now - 3 * 60_000) << 8) | 20;
         assert_eq!(lfu_counter(stamp, lfu, now), 17);
         let stale = (minutes(now - 60 * 60_000) << 8) | 20;

@@ -26,6 +26,7 @@ mod keys;
 mod layers;
 mod list;
 mod list_blocking;
+mod maxmemory;
 mod multi;
 mod multi_load;
 mod notify;

@@ -209,10 +209,17 @@ impl Drop for FerrokvProcess {
 
 /// Starts the ferrokv binary on a free loopback port with `--save ""`.
 pub fn spawn_ferrokv_process() -> FerrokvProcess {
+    spawn_ferrokv_process_with(&[])
+}
+
+/// Starts the ferrokv binary with extra arguments (its own allocator, so
+/// memory figures are real: the in-process server shares the test's).
+pub fn spawn_ferrokv_process_with(extra: &[&str]) -> FerrokvProcess {
     let (child, port) = spawn_on_free_port(|port| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", ""]);
+            .args(["--save", ""])
+            .args(extra);
         cmd
     });
     FerrokvProcess { port, child }

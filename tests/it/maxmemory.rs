@@ -1,0 +1,319 @@
+//! maxmemory against redis-server (Redis's `unit/maxmemory`): the OOM
+//! refusal of denyoom commands, MULTI and scripts; eviction under every
+//! policy; LFU counters; evicted keys in the AOF and keyspace events.
+
+use std::time::Duration;
+
+use crate::support::*;
+
+/// The ferrokv binary and redis-server side by side: memory figures need
+/// the binary's own allocator.
+struct Servers {
+    ours: Raw,
+    theirs: Raw,
+    _server: FerrokvProcess,
+    _redis: RedisServer,
+}
+
+impl Servers {
+    fn new() -> Servers {
+        let server = spawn_ferrokv_process();
+        let redis = spawn_redis();
+        Servers {
+            ours: Raw::connect(server.port),
+            theirs: Raw::connect(redis.port),
+            _server: server,
+            _redis: redis,
+        }
+    }
+
+    fn same(&mut self, args: &[&str]) -> Vec<u8> {
+        let (o, t) = (self.ours.cmd_str(args), self.theirs.cmd_str(args));
+        assert_eq!(
+            String::from_utf8_lossy(&o),
+            String::from_utf8_lossy(&t),
+            "reply differs for {args:?}"
+        );
+        o
+    }
+
+    fn script(&mut self, lines: &[&str]) {
+        for l in lines {
+            self.same(&l.split(' ').collect::<Vec<_>>());
+        }
+    }
+
+    fn both(&mut self, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        (self.ours.cmd_str(args), self.theirs.cmd_str(args))
+    }
+
+    fn ports(&self) -> (u16, u16) {
+        (self._server.port, self._redis.port)
+    }
+}
+
+/// Both servers over a limit they cannot meet (one byte, noeviction).
+fn over_the_limit() -> Servers {
+    let mut p = Servers::new();
+    p.same(&["SET", "present", "v"]);
+    p.same(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    p.same(&["CONFIG", "SET", "maxmemory", "1"]);
+    p
+}
+
+#[test]
+fn over_maxmemory_denyoom_commands_are_refused_as_redis_refuses_them() {
+    let mut p = over_the_limit();
+    p.script(&[
+        "SET k v",
+        "APPEND present x",
+        "LPUSH l a",
+        "GET present",
+        "DEL present",
+        "SET present v",
+        "EXISTS present",
+        "PING",
+        "INCR n",
+    ]);
+    // Inside MULTI everything but EXEC, DISCARD, QUIT and RESET is refused,
+    // and EXEC then aborts.
+    p.script(&["MULTI", "GET present", "SET a b", "EXEC"]);
+    p.script(&["MULTI", "PING", "DISCARD"]);
+    // Scripts: a script without a shebang fails at its first write; one
+    // with a shebang is refused up front unless it allows OOM or writes
+    // nothing.
+    for body in [
+        "return redis.call('set','a','b')",
+        "return redis.pcall('set','a','b')",
+        "return redis.call('get','present')",
+        "#!lua\nreturn redis.call('get','present')",
+        "#!lua flags=allow-oom\nreturn redis.call('set','a','b')",
+        "#!lua flags=no-writes\nreturn redis.call('get','a')",
+    ] {
+        p.same(&["EVAL", body, "0"]);
+    }
+    p.same(&["INFO", "nosuchsection"]);
+    let (ours, theirs) = p.both(&["INFO", "stats"]);
+    for r in [&ours, &theirs] {
+        let text = String::from_utf8_lossy(r);
+        assert!(text.contains("evicted_keys:0"), "{text}");
+    }
+    p.same(&["CONFIG", "SET", "maxmemory", "0"]);
+    p.same(&["SET", "k", "v"]);
+}
+
+#[test]
+fn a_transaction_queued_under_the_limit_fails_at_exec_when_over_it() {
+    let mut p = Servers::new();
+    p.script(&["MULTI", "SET a 1", "GET a"]);
+    // Another connection sets the limit; EXEC holds a denyoom command.
+    let (o, t) = p.ports();
+    let (mut o, mut t) = (Raw::connect(o), Raw::connect(t));
+    let set = ["CONFIG", "SET", "maxmemory", "1"];
+    assert_eq!(o.cmd_str(&set), t.cmd_str(&set));
+    p.same(&["EXEC"]);
+    p.same(&["CONFIG", "SET", "maxmemory", "0"]);
+}
+
+/// INFO field `name` as a number.
+fn info_field(raw: &mut Raw, name: &str) -> u64 {
+    let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "all"])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+}
+
+/// Writes `n` 1 KB values (with a TTL on every other key when `ttl_half`)
+/// in pipelined batches; returns how many were refused.
+fn fill(raw: &mut Raw, n: usize, ttl_half: bool) -> usize {
+    let value = "x".repeat(1024);
+    let mut refused = 0;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let mut batch = Vec::new();
+        for &i in chunk {
+            let key = format!("key:{i:07}");
+            let mut args = vec!["SET".to_string(), key, value.clone()];
+            if ttl_half && i % 2 == 0 {
+                args.extend(["EX".to_string(), (100_000 + i).to_string()]);
+            }
+            batch.push(args);
+        }
+        let mut bytes = Vec::new();
+        for args in &batch {
+            bytes.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+            }
+        }
+        raw.send(&bytes);
+        for reply in (0..batch.len()).map(|_| raw.read_reply()) {
+            if reply.starts_with(b"-") {
+                assert!(
+                    reply.starts_with(b"-OOM "),
+                    "{}",
+                    String::from_utf8_lossy(&reply)
+                );
+                refused += 1;
+            }
+        }
+    }
+    refused
+}
+
+#[test]
+fn every_policy_keeps_used_memory_under_the_limit_like_redis() {
+    let limit: u64 = 8 * 1024 * 1024;
+    for policy in [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
+        let volatile = policy.starts_with("volatile");
+        let mut counts = Vec::new();
+        let server = spawn_ferrokv_process();
+        let redis = spawn_redis();
+        for port in [server.port, redis.port] {
+            let mut r = Raw::connect(port);
+            r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", policy]);
+            r.cmd_str(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+            let refused = fill(&mut r, 20_000, volatile);
+            let used = info_field(&mut r, "used_memory");
+            let evicted = info_field(&mut r, "evicted_keys");
+            let dbsize = String::from_utf8_lossy(&r.cmd_str(&["DBSIZE"]))
+                .trim_start_matches(':')
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+            assert!(
+                used <= limit + limit / 100,
+                "{policy} on port {port}: used {used} over {limit}"
+            );
+            if policy == "noeviction" {
+                assert!(refused > 0 && evicted == 0, "{policy}: {refused} {evicted}");
+            } else if volatile {
+                // Keys without a TTL are never evicted: once the volatile
+                // ones are gone, writes are refused.
+                let persistent =
+                    String::from_utf8_lossy(&r.cmd_str(&["EXISTS", "key:0000001"])).into_owned();
+                assert_eq!(persistent, ":1\r\n", "{policy}");
+                assert!(evicted > 0, "{policy}");
+            } else {
+                assert_eq!(refused, 0, "{policy}");
+                assert!(evicted > 0, "{policy}");
+            }
+            counts.push(dbsize);
+        }
+        // ferrokv stores a key in less memory than Redis: it keeps at least
+        // as many within the same limit.
+        assert!(
+            counts[0] * 10 >= counts[1] * 9,
+            "{policy}: ferrokv kept {} keys, Redis {}",
+            counts[0],
+            counts[1]
+        );
+    }
+}
+
+#[test]
+fn volatile_ttl_evicts_the_nearest_expiry_first() {
+    let server = spawn_ferrokv_process();
+    let mut r = Raw::connect(server.port);
+    r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]);
+    let value = "x".repeat(1024);
+    for i in 0..2000 {
+        let ttl = (10_000 + i).to_string();
+        r.cmd_str(&["SET", &format!("k{i:05}"), &value, "EX", &ttl]);
+    }
+    let used = info_field(&mut r, "used_memory");
+    r.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "maxmemory",
+        &(used - 1024 * 1024).to_string(),
+    ]);
+    r.cmd_str(&["SET", "trigger", "1"]);
+    // The keys with the furthest expiry survive; the nearest went first.
+    assert_eq!(r.cmd_str(&["EXISTS", "k01999"]), b":1\r\n");
+    assert_eq!(r.cmd_str(&["EXISTS", "k00000"]), b":0\r\n");
+}
+
+#[test]
+fn object_freq_counts_accesses_under_lfu_as_redis() {
+    let mut p = Servers::new();
+    p.same(&["SET", "k", "v"]);
+    p.same(&["OBJECT", "FREQ", "k"]);
+    p.same(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    p.same(&["OBJECT", "IDLETIME", "k"]);
+    // A log factor of 0 makes every access count.
+    p.same(&["CONFIG", "SET", "lfu-log-factor", "0"]);
+    p.same(&["SET", "f", "v"]);
+    p.same(&["OBJECT", "FREQ", "f"]);
+    for _ in 0..10 {
+        p.same(&["GET", "f"]);
+    }
+    p.same(&["OBJECT", "FREQ", "f"]);
+    p.same(&["SET", "f", "w"]);
+    p.same(&["OBJECT", "FREQ", "f"]);
+    p.same(&["OBJECT", "FREQ", "nosuchkey"]);
+}
+
+#[test]
+fn evicted_keys_reach_the_aof_as_del_and_fire_evicted_events() {
+    let dir = unique_temp_path("ferrokv-evict-aof");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let d = dir.display().to_string();
+    let server = spawn_ferrokv_process_with(&[
+        "--dir",
+        &d,
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--notify-keyspace-events",
+        "Ee",
+    ]);
+    let mut sub = Raw::connect(server.port);
+    sub.cmd_str(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    let mut r = Raw::connect(server.port);
+    r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    let value = "x".repeat(1024);
+    for i in 0..500 {
+        r.cmd_str(&["SET", &format!("k{i:04}"), &value]);
+    }
+    let used = info_field(&mut r, "used_memory");
+    r.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "maxmemory",
+        &(used - 200 * 1024).to_string(),
+    ]);
+    r.cmd_str(&["SET", "trigger", "1"]);
+    let evicted = info_field(&mut r, "evicted_keys");
+    assert!(evicted > 0);
+    let message = sub.read_reply();
+    let text = String::from_utf8_lossy(&message).into_owned();
+    assert!(text.contains("__keyevent@0__:evicted"), "{text}");
+    let aof_dir = dir.join("appendonlydir");
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_dir(&aof_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
+            .any(|e| {
+                let data = std::fs::read(e.path()).unwrap_or_default();
+                let dels = data
+                    .windows(13)
+                    .filter(|w| w == b"$3\r\nDEL\r\n$5\r\n")
+                    .count();
+                dels as u64 == evicted
+            })
+    }));
+    let _ = std::fs::remove_dir_all(dir);
+}
