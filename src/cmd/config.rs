@@ -196,6 +196,8 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     }
     let maxmemory_lowered = next.maxmemory != 0
         && (ctx.server.config.maxmemory == 0 || next.maxmemory < ctx.server.config.maxmemory);
+    ctx.server.obuf_limits =
+        crate::server::obuf::Limits::from_config(&next.get("client-output-buffer-limit"));
     ctx.server.config = next;
     ctx.server.acl_changed();
     ctx.server.sync_access_tracking(ctx.store);

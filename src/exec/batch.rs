@@ -73,6 +73,12 @@ impl Executor {
                 return;
             }
             self.call(&mut client, batch.argv(i), &mut out);
+            if self.output_limit_reached(&client, out.len()) {
+                // Closed with what it had queued; nothing more is sent.
+                out.clear();
+                client.close_after_reply = true;
+                break;
+            }
             if let Some(req) = self.server.blocking.pending.take() {
                 self.park(client, batch, out, i, req);
                 self.handle_ready();
@@ -95,6 +101,25 @@ impl Executor {
         } else {
             self.server.clients.insert(id, client);
         }
+    }
+
+    /// Whether `client`'s output (what the connection still holds plus
+    /// `replies` bytes of this batch) broke its class's limits; then it is
+    /// closed. Free when the class has no limit (the normal default).
+    #[inline]
+    fn output_limit_reached(&self, client: &Client, replies: usize) -> bool {
+        use crate::server::obuf;
+        let class = obuf::class_of(client);
+        let limits = &self.server.obuf_limits[class as usize];
+        if limits.is_off() {
+            return false;
+        }
+        let pending = client.outq.pending.get() + replies;
+        if !limits.reached(&client.outq, pending) {
+            return false;
+        }
+        obuf::close(client, class);
+        true
     }
 
     /// Runs one client command and appends its reply to `out`.

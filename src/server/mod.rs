@@ -12,6 +12,7 @@ pub mod client;
 pub mod evict;
 pub mod keyspec;
 pub mod multi;
+pub mod obuf;
 pub mod pause;
 pub mod propagate;
 pub mod pubsub;
@@ -119,6 +120,8 @@ pub struct ServerState {
     pub propagation: propagate::Propagation,
     /// Memory accounting and eviction under maxmemory.
     pub memory: evict::Memory,
+    /// client-output-buffer-limit, per class.
+    pub obuf_limits: [obuf::Limits; 3],
     /// Serves other clients while a script is busy (the event loop's
     /// processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
@@ -138,6 +141,7 @@ impl ServerState {
             .map(|_| format!("{:x}", rand::random::<u8>() % 16))
             .collect();
         let table = CommandTable::build(families);
+        let obuf_limits = obuf::Limits::from_config(&config.get("client-output-buffer-limit"));
         let mut acl = acl::Acl::new(&table.universe);
         acl.all_channels_default = config.get("acl-pubsub-default") == "allchannels";
         acl.set_default_password(&table.universe, config.requirepass.as_deref());
@@ -171,6 +175,7 @@ impl ServerState {
             running_script: None,
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),
+            obuf_limits,
             script_client: None,
             serve_while_busy: |_, _| {},
         }

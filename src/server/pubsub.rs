@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 
 use super::client::Client;
+use super::obuf;
 use crate::net::link::ToConn;
 use crate::net::reply::ReplyBuf;
-use crate::util::clock;
 use crate::util::glob::glob_match;
 
 /// The three subscription spaces.
@@ -274,28 +274,6 @@ fn confirm(reply: &mut ReplyBuf<'_>, what: &[u8], name: Option<&[u8]>, count: us
     reply.int(count as i64);
 }
 
-/// Output limits of the pubsub class (client-output-buffer-limit).
-#[derive(Clone, Copy)]
-pub struct Limits {
-    hard: usize,
-    soft: usize,
-    soft_secs: u64,
-}
-
-impl Limits {
-    /// Reads the pubsub class from the config value
-    /// (`normal H S T slave H S T pubsub H S T`).
-    pub fn from_config(value: &str) -> Limits {
-        let parts: Vec<&str> = value.split(' ').collect();
-        let get = |i: usize| parts.get(i).and_then(|s| s.parse::<u64>().ok());
-        Limits {
-            hard: get(9).unwrap_or(32 << 20) as usize,
-            soft: get(10).unwrap_or(8 << 20) as usize,
-            soft_secs: get(11).unwrap_or(60),
-        }
-    }
-}
-
 /// A message being delivered, encoded once per protocol on demand.
 struct Message<'a> {
     parts: [&'a [u8]; 4],
@@ -324,34 +302,18 @@ impl Message<'_> {
 }
 
 /// Sends a message to client `c` (not the caller), closing it when its
-/// queued pub/sub output passes the limits (Redis's
-/// checkClientOutputBufferLimits for the pubsub class).
-fn deliver(c: &Client, bytes: &[u8], limits: Limits) {
+/// queued output passes its class's limits (Redis's
+/// checkClientOutputBufferLimits).
+fn deliver(c: &Client, bytes: &[u8], limits: &[obuf::Limits; 3]) {
     let q = &c.outq;
     if q.killed.get() {
         return;
     }
     let pending = q.pending.get() + bytes.len();
     q.pending.set(pending);
-    let now = clock::real_now_ms();
-    let mut over = limits.hard != 0 && pending >= limits.hard;
-    if limits.soft != 0 && pending >= limits.soft {
-        let since = q.soft_since.get();
-        if since == 0 {
-            q.soft_since.set(now);
-        } else if now.saturating_sub(since) >= limits.soft_secs * 1000 {
-            over = true;
-        }
-    } else {
-        q.soft_since.set(0);
-    }
-    if over {
-        tracing::warn!(
-            client = c.id,
-            "closing client that reached max output buffer limits (pubsub)"
-        );
-        q.killed.set(true);
-        let _ = c.tx.send(ToConn::Close);
+    let class = obuf::class_of(c);
+    if limits[class as usize].reached(q, pending) {
+        obuf::close(c, class);
         return;
     }
     let _ = c.tx.send(ToConn::Push(bytes.to_vec()));
@@ -368,9 +330,7 @@ pub fn publish(
     ch: &[u8],
     msg: &[u8],
 ) -> usize {
-    // Read the limits only when some other client receives the message.
-    let mut limits: Option<Limits> = None;
-    let config = &server.config;
+    let limits = server.obuf_limits;
     let ps = &server.pubsub;
     let held = &mut Vec::new();
     let mut n = 0;
@@ -379,10 +339,7 @@ pub fn publish(
         if let Some(me) = caller.filter(|c| c.id == id) {
             own.extend_from_slice(m.bytes(me.resp3));
         } else if let Some(c) = server.clients.get(&id) {
-            let l = *limits.get_or_insert_with(|| {
-                Limits::from_config(&config.get("client-output-buffer-limit"))
-            });
-            deliver(c, m.bytes(c.resp3), l);
+            deliver(c, m.bytes(c.resp3), &limits);
         } else {
             // The client running a script: its copy is written ahead of
             // the script's reply.

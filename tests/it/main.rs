@@ -30,6 +30,7 @@ mod maxmemory;
 mod multi;
 mod multi_load;
 mod notify;
+mod obuf;
 mod oracle;
 mod persist;
 mod protocol;

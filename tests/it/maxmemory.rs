@@ -141,10 +141,8 @@ fn fill(raw: &mut Raw, n: usize, ttl_half: bool) -> usize {
         }
         let mut bytes = Vec::new();
         for args in &batch {
-            bytes.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-            for a in args {
-                bytes.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-            }
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            bytes.extend_from_slice(&encode(&args));
         }
         raw.send(&bytes);
         for reply in (0..batch.len()).map(|_| raw.read_reply()) {

@@ -326,7 +326,11 @@ impl Raw {
         Raw::from_stream(TcpStream::connect(("127.0.0.1", port)).expect("connect"))
     }
 
-    /// Sends bytes as they are.
+    /// The socket, for reading at the byte level.
+    pub fn into_stream(self) -> TcpStream {
+        self.sock
+    }
+
     /// A connection made by the caller (from a chosen source address).
     pub fn from_stream(sock: TcpStream) -> Raw {
         sock.set_read_timeout(Some(Duration::from_secs(10)))

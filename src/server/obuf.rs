@@ -1,0 +1,123 @@
+//! client-output-buffer-limit (Redis's checkClientOutputBufferLimits): a
+//! client whose unsent output reaches its class's hard limit, or stays
+//! over the soft limit for the soft-limit seconds, is closed at once,
+//! without its pending output, and the others keep being served.
+
+use super::client::{Client, ClientKind};
+use crate::net::link::{OutQueue, ToConn};
+use crate::util::clock;
+
+/// The limits of one client class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes at which the client is closed (0: none).
+    pub hard: usize,
+    /// Bytes the client may stay over only for `soft_secs` (0: none).
+    pub soft: usize,
+    /// Seconds over the soft limit that close the client.
+    pub soft_secs: u64,
+}
+
+/// The classes of client-output-buffer-limit, in its order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Ordinary clients.
+    Normal = 0,
+    /// Replicas.
+    Replica = 1,
+    /// Clients subscribed to a channel or pattern.
+    PubSub = 2,
+}
+
+impl Limits {
+    /// All three classes from the config value
+    /// (`normal H S T slave H S T pubsub H S T`).
+    pub fn from_config(value: &str) -> [Limits; 3] {
+        let parts: Vec<&str> = value.split(' ').collect();
+        let num = |i: usize| {
+            parts
+                .get(i)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let class = |i: usize| Limits {
+            hard: num(i * 4 + 1) as usize,
+            soft: num(i * 4 + 2) as usize,
+            soft_secs: num(i * 4 + 3),
+        };
+        [class(0), class(1), class(2)]
+    }
+
+    /// True when no limit applies.
+    #[inline]
+    pub fn is_off(&self) -> bool {
+        self.hard == 0 && self.soft == 0
+    }
+
+    /// Whether `pending` unsent bytes in `q` break the limits now; keeps
+    /// the time the soft limit was first passed.
+    pub fn reached(&self, q: &OutQueue, pending: usize) -> bool {
+        let mut over = self.hard != 0 && pending >= self.hard;
+        if self.soft != 0 && pending >= self.soft {
+            let now = clock::real_now_ms();
+            let since = q.soft_since.get();
+            if since == 0 {
+                q.soft_since.set(now);
+            } else if now.saturating_sub(since) >= self.soft_secs * 1000 {
+                over = true;
+            }
+        } else {
+            q.soft_since.set(0);
+        }
+        over
+    }
+}
+
+/// The class whose limits apply to `c` (Redis's getClientType).
+pub fn class_of(c: &Client) -> Class {
+    match c.kind {
+        ClientKind::PubSub => Class::PubSub,
+        _ => Class::Normal,
+    }
+}
+
+/// Closes `c` for passing its output limits: logged as Redis logs it, the
+/// connection dropped with whatever was queued.
+pub fn close(c: &Client, class: Class) {
+    let q = &c.outq;
+    if q.killed.replace(true) {
+        return;
+    }
+    let name = match class {
+        Class::Normal => "normal",
+        Class::Replica => "slave",
+        Class::PubSub => "pubsub",
+    };
+    tracing::warn!(
+        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits ({name}).",
+        c.id,
+        c.addr
+    );
+    let _ = c.tx.send(ToConn::Close);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_each_class_of_the_config_value() {
+        let l = Limits::from_config("normal 1 2 3 slave 268435456 67108864 60 pubsub 7 8 9");
+        assert_eq!(
+            l[Class::Normal as usize],
+            Limits {
+                hard: 1,
+                soft: 2,
+                soft_secs: 3
+            }
+        );
+        assert_eq!(l[Class::Replica as usize].hard, 268435456);
+        assert_eq!(l[Class::PubSub as usize].soft_secs, 9);
+        assert!(Limits::from_config("normal 0 0 0")[0].is_off());
+    }
+}

@@ -1,0 +1,110 @@
+//! client-output-buffer-limit against redis-server (Redis's
+//! `unit/obuf-limits`): a client that asks for much and reads nothing is
+//! closed by the hard limit, or by the soft limit after its seconds, while
+//! other clients are served.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// Pipelines `n` LRANGEs of a ~100 KB list without reading, then reads
+/// everything that comes until the server closes the connection; returns
+/// the bytes received, or None if it stayed open past the deadline.
+fn slow_reader(port: u16, n: usize, deadline: Duration) -> Option<usize> {
+    let mut c = Raw::connect(port);
+    let cmd = b"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n".repeat(n);
+    c.send(&cmd);
+    // Let the server run the whole pipeline before anything is read.
+    let mut other = Raw::connect(port);
+    assert_eq!(other.cmd_str(&["PING"]), b"+PONG\r\n");
+    let mut sock = c.into_stream();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let end = Instant::now() + deadline;
+    let mut total = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    while Instant::now() < end {
+        match sock.read(&mut buf) {
+            Ok(0) => return Some(total),
+            Ok(k) => total += k,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return Some(total),
+        }
+    }
+    None
+}
+
+fn fill_list(raw: &mut Raw) {
+    let item = "v".repeat(100);
+    for _ in 0..10 {
+        let mut args = vec!["RPUSH", "big"];
+        args.extend(std::iter::repeat_n(item.as_str(), 100));
+        assert!(raw.cmd_str(&args).starts_with(b":"));
+    }
+}
+
+#[test]
+fn a_client_past_the_normal_hard_limit_is_closed_like_redis() {
+    let limit = ["client-output-buffer-limit", "normal 1mb 0 0"];
+    let server = start();
+    let redis = spawn_redis();
+    for port in [server.port, redis.port] {
+        let mut r = Raw::connect(port);
+        let mut set = vec!["CONFIG", "SET"];
+        set.extend(limit);
+        assert_eq!(r.cmd_str(&set), b"+OK\r\n");
+        fill_list(&mut r);
+        // 300 replies of ~105 KB: far more than the limit.
+        let got = slow_reader(port, 300, Duration::from_secs(10));
+        let got = got.unwrap_or_else(|| panic!("port {port}: the slow client was not closed"));
+        assert!(got < 30 << 20, "port {port}: {got} bytes before closing");
+        assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+    }
+}
+
+#[test]
+fn without_a_limit_every_reply_arrives() {
+    let server = start();
+    let mut r = server.raw();
+    fill_list(&mut r);
+    // The normal class has no limit by default: nothing is cut.
+    let got = slow_reader(server.port, 20, Duration::from_secs(2));
+    assert_eq!(got, None);
+}
+
+#[test]
+fn the_soft_limit_closes_a_client_that_stays_over_it() {
+    let server = start();
+    let mut r = server.raw();
+    assert_eq!(
+        r.cmd_str(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 1mb 1"
+        ]),
+        b"+OK\r\n"
+    );
+    fill_list(&mut r);
+    let mut c = Raw::connect(server.port);
+    let id = String::from_utf8_lossy(&c.cmd_str(&["CLIENT", "ID"]))
+        .trim_start_matches(':')
+        .trim()
+        .to_string();
+    let one = b"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n";
+    let mut sock = c.into_stream();
+    let started = Instant::now();
+    sock.write_all(&one.repeat(300)).expect("send");
+    // Over the soft limit at once; closed once it has stayed over it for
+    // a second and more output is queued, never before.
+    let listed = |r: &mut Raw| {
+        String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "LIST"])).contains(&format!("id={id} "))
+    };
+    assert!(wait_until(Duration::from_secs(10), || {
+        let _ = sock.write_all(one);
+        !listed(&mut r)
+    }));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
