@@ -198,7 +198,6 @@ fn config_set_values_read_back_like_redis() {
     let cases: &[(&str, &str)] = &[
         ("maxmemory", "1gb"),
         ("maxmemory", "100mb"),
-        ("maxmemory-clients", "10%"),
         ("notify-keyspace-events", "KEA"),
         ("notify-keyspace-events", "Kgxe"),
         ("notify-keyspace-events", "AKEmn"),
