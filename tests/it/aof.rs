@@ -418,26 +418,42 @@ fn append(path: &Path, bytes: &[u8]) {
     f.write_all(bytes).expect("append");
 }
 
-#[test]
-fn torn_tail_is_truncated_or_refused() {
-    let dir = Dir::new("ferrokv-aof-torn");
-    written(&dir);
+/// Appends `tail` to the last file of a data set holding a=1 and b=2:
+/// with aof-load-truncated off the start fails with `expect` in the log;
+/// with it on, the server starts with a and b only and the file back at
+/// its length before the tail. Returns that server and a connection.
+fn refused_then_cut(dir: &Dir, tail: &[u8], expect: &[&str]) -> (Proc, Raw) {
+    written(dir);
     let good = std::fs::metadata(dir.incr()).expect("incr").len();
-    append(&dir.incr(), b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$5\r\nab");
-    let err = start_fails(&dir, &["--aof-load-truncated", "no"]);
-    assert!(
-        err.contains(
-            "Unexpected end of file reading the append only file appendonly.aof.1.incr.aof"
-        ) && err.contains("set the 'aof-load-truncated' configuration option to yes"),
-        "{err}"
-    );
-    let b = ferrokv(&dir, "always");
+    append(&dir.incr(), tail);
+    let err = start_fails(dir, &["--aof-load-truncated", "no"]);
+    for e in expect {
+        assert!(err.contains(e), "{err} lacks {e}");
+    }
+    let b = ferrokv(dir, "always");
     let mut r = Raw::connect(b.port);
     assert_eq!(
         r.cmd_str(&["MGET", "a", "b", "c"]),
         b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
     );
     assert_eq!(std::fs::metadata(dir.incr()).expect("incr").len(), good);
+    (b, r)
+}
+
+const UNEXPECTED_END: &str =
+    "Unexpected end of file reading the append only file appendonly.aof.1.incr.aof";
+
+#[test]
+fn torn_tail_is_truncated_or_refused() {
+    let dir = Dir::new("ferrokv-aof-torn");
+    let (b, mut r) = refused_then_cut(
+        &dir,
+        b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$5\r\nab",
+        &[
+            UNEXPECTED_END,
+            "set the 'aof-load-truncated' configuration option to yes",
+        ],
+    );
     // New writes follow the truncated tail and load again.
     r.cmd_str(&["SET", "c", "3"]);
     drop(b);
@@ -452,26 +468,14 @@ fn torn_tail_is_truncated_or_refused() {
 #[test]
 fn unfinished_transaction_at_the_end_is_refused_or_cut_before_new_writes() {
     let dir = Dir::new("ferrokv-aof-dangling-multi");
-    written(&dir);
-    let good = std::fs::metadata(dir.incr()).expect("incr").len();
-    append(
-        &dir.incr(),
+    let (b, mut r) = refused_then_cut(
+        &dir,
         b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1\r\n9\r\n",
+        &[
+            "Revert incomplete MULTI/EXEC transaction in AOF file appendonly.aof.1.incr.aof",
+            UNEXPECTED_END,
+        ],
     );
-    let err = start_fails(&dir, &["--aof-load-truncated", "no"]);
-    assert!(
-        err.contains(
-            "Revert incomplete MULTI/EXEC transaction in AOF file appendonly.aof.1.incr.aof"
-        ) && err.contains("Unexpected end of file reading the append only file"),
-        "{err}"
-    );
-    let b = ferrokv(&dir, "always");
-    let mut r = Raw::connect(b.port);
-    assert_eq!(
-        r.cmd_str(&["MGET", "a", "b", "c"]),
-        b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
-    );
-    assert_eq!(std::fs::metadata(dir.incr()).expect("incr").len(), good);
     assert_eq!(r.cmd_str(&["SET", "d", "4"]), b"+OK\r\n");
     drop(b);
     let c = ferrokv(&dir, "always");

@@ -327,11 +327,16 @@ fn external_ip() -> Option<std::net::IpAddr> {
 }
 
 fn first_reply(ip: std::net::IpAddr, port: u16) -> Vec<u8> {
+    let s = std::net::TcpStream::connect((ip, port)).expect("connect");
+    send_and_read_to_close(s, b"PING\r\n")
+}
+
+/// Sends `bytes` and reads until the server closes (or 5 s pass).
+fn send_and_read_to_close(mut s: std::net::TcpStream, bytes: &[u8]) -> Vec<u8> {
     use std::io::Read;
-    let mut s = std::net::TcpStream::connect((ip, port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
-    let _ = s.write_all(b"PING\r\n");
+    let _ = s.write_all(bytes);
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     out
@@ -370,21 +375,14 @@ fn protected_mode_denies_non_loopback_clients_like_redis() {
 /// The first reply to PING on a connection from `source` (a loopback
 /// address other than 127.0.0.1) to `port` on 127.0.0.1.
 fn first_reply_from(source: &str, port: u16) -> Vec<u8> {
-    use std::io::Read;
     let s =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     let from: std::net::SocketAddr = format!("{source}:0").parse().expect("addr");
     s.bind(&from.into()).expect("bind the source address");
     let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
     s.connect(&to.into()).expect("connect");
-    let mut s: std::net::TcpStream = s.into();
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
     // QUIT needs no authentication: the connection ends either way.
-    let _ = s.write_all(b"PING\r\nQUIT\r\n");
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    out
+    send_and_read_to_close(s.into(), b"PING\r\nQUIT\r\n")
 }
 
 #[test]

@@ -218,6 +218,18 @@ fn every_policy_keeps_used_memory_under_the_limit_like_redis() {
     }
 }
 
+/// Sets maxmemory `bytes` below what is in use, then runs a write so the
+/// server evicts down to it.
+fn limit_below_use(r: &mut Raw, bytes: u64) {
+    let used = info_field(r, "used_memory");
+    let limit = (used - bytes).to_string();
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "maxmemory", &limit]),
+        b"+OK\r\n"
+    );
+    r.cmd_str(&["SET", "trigger", "1"]);
+}
+
 #[test]
 fn volatile_ttl_evicts_the_nearest_expiry_first() {
     let server = spawn_ferrokv_process();
@@ -228,14 +240,7 @@ fn volatile_ttl_evicts_the_nearest_expiry_first() {
         let ttl = (10_000 + i).to_string();
         r.cmd_str(&["SET", &format!("k{i:05}"), &value, "EX", &ttl]);
     }
-    let used = info_field(&mut r, "used_memory");
-    r.cmd_str(&[
-        "CONFIG",
-        "SET",
-        "maxmemory",
-        &(used - 1024 * 1024).to_string(),
-    ]);
-    r.cmd_str(&["SET", "trigger", "1"]);
+    limit_below_use(&mut r, 1024 * 1024);
     // The keys with the furthest expiry survive; the nearest went first.
     assert_eq!(r.cmd_str(&["EXISTS", "k01999"]), b":1\r\n");
     assert_eq!(r.cmd_str(&["EXISTS", "k00000"]), b":0\r\n");
@@ -284,14 +289,7 @@ fn evicted_keys_reach_the_aof_as_del_and_fire_evicted_events() {
     for i in 0..500 {
         r.cmd_str(&["SET", &format!("k{i:04}"), &value]);
     }
-    let used = info_field(&mut r, "used_memory");
-    r.cmd_str(&[
-        "CONFIG",
-        "SET",
-        "maxmemory",
-        &(used - 200 * 1024).to_string(),
-    ]);
-    r.cmd_str(&["SET", "trigger", "1"]);
+    limit_below_use(&mut r, 200 * 1024);
     let evicted = info_field(&mut r, "evicted_keys");
     assert!(evicted > 0);
     let message = sub.read_reply();
