@@ -215,21 +215,18 @@ impl Store {
     /// Like [`Store::get`], for reads: counts hits and misses and stamps the
     /// access time.
     pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let h = self.live_hash(db, key);
-        let Some(h) = h else {
-            self.stats.keyspace_misses += 1;
-            return None;
-        };
-        self.stats.keyspace_hits += 1;
         if self.lfu.is_none() {
             let lru = (self.now_ms / 1000) as u32;
-            let e = self.dbs[db].dict.get_mut(h, key)?;
+            let e = self.get_read_notouch(db, key)?;
             e.lru = lru;
             return Some(e);
         }
-        let old = self.dbs[db].dict.get(h, key)?.lru;
+        // LFU: the counter update needs the store's generator, so the
+        // entry is looked up again once the new stamp is known.
+        let old = self.get_read_notouch(db, key)?.lru;
         let stamp = self.accessed_stamp(old);
-        let e = self.dbs[db].dict.get_mut(h, key)?;
+        let d = &mut self.dbs[db].dict;
+        let e = d.get_mut(d.hash(key), key)?;
         e.lru = stamp;
         Some(e)
     }

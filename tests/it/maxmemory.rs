@@ -241,9 +241,16 @@ fn volatile_ttl_evicts_the_nearest_expiry_first() {
         r.cmd_str(&["SET", &format!("k{i:05}"), &value, "EX", &ttl]);
     }
     limit_below_use(&mut r, 1024 * 1024);
-    // The keys with the furthest expiry survive; the nearest went first.
+    // The keys with the furthest expiry survive; the nearest go first. The
+    // choice is sampled, as in Redis, so it is judged by halves.
     assert_eq!(r.cmd_str(&["EXISTS", "k01999"]), b":1\r\n");
-    assert_eq!(r.cmd_str(&["EXISTS", "k00000"]), b":0\r\n");
+    let mut survivors = |range: std::ops::Range<i32>| {
+        range
+            .filter(|i| r.cmd_str(&["EXISTS", &format!("k{i:05}")]) == b":1\r\n")
+            .count()
+    };
+    let (near, far) = (survivors(0..1000), survivors(1000..2000));
+    assert!(near * 3 < far, "near {near}, far {far}");
 }
 
 #[test]
