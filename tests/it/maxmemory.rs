@@ -297,13 +297,14 @@ fn evicted_keys_reach_the_aof_as_del_and_fire_evicted_events() {
         r.cmd_str(&["SET", &format!("k{i:04}"), &value]);
     }
     limit_below_use(&mut r, 200 * 1024);
-    let evicted = info_field(&mut r, "evicted_keys");
-    assert!(evicted > 0);
+    assert!(info_field(&mut r, "evicted_keys") > 0);
     let message = sub.read_reply();
     let text = String::from_utf8_lossy(&message).into_owned();
     assert!(text.contains("__keyevent@0__:evicted"), "{text}");
     let aof_dir = dir.join("appendonlydir");
+    // Eviction may go on from the cron: compare with the count each time.
     assert!(wait_until(Duration::from_secs(5), || {
+        let evicted = info_field(&mut r, "evicted_keys");
         std::fs::read_dir(&aof_dir)
             .into_iter()
             .flatten()
@@ -311,10 +312,7 @@ fn evicted_keys_reach_the_aof_as_del_and_fire_evicted_events() {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
             .any(|e| {
                 let data = std::fs::read(e.path()).unwrap_or_default();
-                let dels = data
-                    .windows(13)
-                    .filter(|w| w == b"$3\r\nDEL\r\n$5\r\n")
-                    .count();
+                let dels = data.windows(9).filter(|w| w == b"$3\r\nDEL\r\n").count();
                 dels as u64 == evicted
             })
     }));
