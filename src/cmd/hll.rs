@@ -30,6 +30,7 @@ fn hll_bytes(value: &Value) -> Result<&[u8], Error> {
     let bytes = match value {
         Value::Str(s) => s.as_slice(),
         Value::Raw(v) => v.as_slice(),
+        Value::Large(v) => v,
         // An int-encoded string is never an HLL.
         Value::Int(_) => &[],
         _ => return Err(Error::WrongType),

@@ -43,12 +43,23 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("lcs", lcs::lcs),
 ];
 
+/// A string value from argument `i`, kept in the argument's own buffer
+/// when it has one (a large bulk) instead of copied, as Redis keeps the
+/// query buffer of a big argument as the value.
+fn value_arg(argv: Argv<'_>, i: usize) -> Value {
+    match argv.shared(i) {
+        Some(b) => Value::Large(Box::new(b)),
+        None => Value::string(argv.get(i)),
+    }
+}
+
 /// Writes a string value as a bulk reply; WRONGTYPE for other types.
 pub(super) fn write_string(reply: &mut ReplyBuf<'_>, value: &Value) -> CmdResult {
     match value {
         Value::Int(n) => reply.bulk_i64(*n),
         Value::Str(s) => reply.bulk(s.as_slice()),
         Value::Raw(v) => reply.bulk(v),
+        Value::Large(v) => reply.bulk(v),
         _ => return Err(Error::WrongType),
     }
     Ok(())
@@ -197,17 +208,18 @@ fn expire_ms(unit: ExpireUnit, arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64
     Ok(ms as u64)
 }
 
-/// Redis's setGenericCommand: writes `val` under `key` unless NX/XX say
-/// otherwise. `replies` holds the integer replies for success and for an
-/// NX/XX refusal (SETNX); None means `+OK` and null.
+/// Redis's setGenericCommand: writes argument `vi` under the key (argument
+/// 1) unless NX/XX say otherwise. `replies` holds the integer replies for
+/// success and for an NX/XX refusal (SETNX); None means `+OK` and null.
 fn set_generic(
     ctx: &mut Ctx<'_>,
     opts: &SetOptions<'_>,
     expire_at: Option<u64>,
-    key: &[u8],
-    val: &[u8],
+    argv: Argv<'_>,
+    vi: usize,
     replies: Option<(i64, i64)>,
 ) -> CmdResult {
+    let (key, val) = (argv.get(1), argv.get(vi));
     let db = ctx.db();
     if opts.get {
         reply_string(ctx, key)?;
@@ -229,7 +241,7 @@ fn set_generic(
         None if opts.keepttl => Ttl::Keep,
         None => Ttl::None,
     };
-    ctx.store.set(db, key, Value::string(val), ttl);
+    ctx.store.set(db, key, value_arg(argv, vi), ttl);
     // A relative expiry reaches the AOF as an absolute one (Redis 7.0
     // rewrites SET, SETEX and PSETEX to SET key value PXAT ms).
     if let Some(at) = expire_at {
@@ -255,7 +267,7 @@ fn set_generic(
 fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let opts = SetOptions::parse(argv, 3, true)?;
     let expire_at = opts.expire_at(ctx.store.now(), "set")?;
-    set_generic(ctx, &opts, expire_at, argv.get(1), argv.get(2), None)
+    set_generic(ctx, &opts, expire_at, argv, 2, None)
 }
 
 fn setnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -263,14 +275,14 @@ fn setnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         nx: true,
         ..SetOptions::default()
     };
-    set_generic(ctx, &opts, None, argv.get(1), argv.get(2), Some((1, 0)))
+    set_generic(ctx, &opts, None, argv, 2, Some((1, 0)))
 }
 
 /// SETEX and PSETEX: SET with a mandatory relative expiry.
 fn set_with_expire(ctx: &mut Ctx<'_>, argv: Argv<'_>, unit: ExpireUnit, cmd: &str) -> CmdResult {
     let at = expire_ms(unit, argv.get(2), ctx.store.now(), cmd)?;
     let opts = SetOptions::default();
-    set_generic(ctx, &opts, Some(at), argv.get(1), argv.get(3), None)
+    set_generic(ctx, &opts, Some(at), argv, 3, None)
 }
 
 fn setex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -285,8 +297,7 @@ fn getset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let key = argv.get(1);
     reply_string(ctx, key)?;
     let db = ctx.db();
-    ctx.store
-        .set(db, key, Value::string(argv.get(2)), Ttl::None);
+    ctx.store.set(db, key, value_arg(argv, 2), Ttl::None);
     super::pubsub::notify(ctx, b'$', "set", key);
     Ok(())
 }
@@ -375,8 +386,8 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     }
     let mut i = 1;
     while i + 1 < argv.len() {
-        let (key, val) = (argv.get(i), argv.get(i + 1));
-        ctx.store.set(db, key, Value::string(val), Ttl::None);
+        let key = argv.get(i);
+        ctx.store.set(db, key, value_arg(argv, i + 1), Ttl::None);
         super::pubsub::notify(ctx, b'$', "set", key);
         i += 2;
     }

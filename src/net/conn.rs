@@ -15,7 +15,7 @@ use bytes::BytesMut;
 use mio::net::TcpStream;
 
 use super::event_loop::NetLimits;
-use super::request::{Batch, Limits, ProtocolError, RequestParser};
+use super::request::{Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
 use crate::net::link::OutQueue;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
@@ -60,6 +60,9 @@ pub struct Conn {
     pub addr: SocketAddr,
     /// Bytes read and not yet handed to the executor.
     pub inbuf: BytesMut,
+    /// A large argument being read into a buffer of its own, allocated at
+    /// the length the client announced ([`BIG_ARG`]).
+    big: Option<Vec<u8>>,
     /// Progress through `inbuf`.
     pub parser: RequestParser,
     /// Commands parsed and not yet dispatched (its buffers are reused).
@@ -103,6 +106,7 @@ impl Conn {
             sock,
             addr,
             inbuf: BytesMut::with_capacity(READ_CHUNK),
+            big: None,
             parser: RequestParser::default(),
             batch: Batch::default(),
             out: Vec::with_capacity(READ_CHUNK),
@@ -121,8 +125,18 @@ impl Conn {
         }
     }
 
-    /// One read into the query buffer.
+    /// Bytes buffered and not yet handed to the executor (CLIENT LIST
+    /// `qbuf`, client-query-buffer-limit).
+    pub fn qbuf_len(&self) -> usize {
+        self.inbuf.len() + self.big.as_ref().map_or(0, Vec::len)
+    }
+
+    /// One read into the query buffer, or into the large argument being
+    /// read.
     pub fn read(&mut self) -> ReadOutcome {
+        if let (Some(big), Some(want)) = (&mut self.big, self.parser.big_wanted()) {
+            return read_into(&mut self.sock, big, want - big.len());
+        }
         // Grow with the buffer, so a large argument arriving in many reads
         // costs few system calls.
         let want = READ_CHUNK.max(self.inbuf.len().min(1 << 20));
@@ -130,28 +144,8 @@ impl Conn {
             self.inbuf.reserve(want);
             self.inbuf_grew |= self.inbuf.capacity() > KEEP_BUFFER;
         }
-        let spare = self.inbuf.spare_capacity_mut();
-        let room = spare.len();
-        // SAFETY: `read` only writes into the slice and reports how many
-        // bytes it wrote; those bytes are then initialized, which is what
-        // `set_len` below relies on.
-        let buf = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), room) };
-        loop {
-            return match self.sock.read(buf) {
-                Ok(0) => ReadOutcome::Closed,
-                Ok(n) => {
-                    // SAFETY: `n` bytes past the old length were just written.
-                    unsafe { self.inbuf.set_len(self.inbuf.len() + n) };
-                    ReadOutcome::Data {
-                        n,
-                        drained: n < room,
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => ReadOutcome::Closed,
-            };
-        }
+        let room = self.inbuf.capacity() - self.inbuf.len();
+        read_into(&mut self.sock, &mut self.inbuf, room)
     }
 
     /// Frames what is buffered into `batch`; an error is kept for after
@@ -165,9 +159,33 @@ impl Conn {
             // Redis's authRequired(): a password is configured and this
             // client has not authenticated yet.
             unauthenticated: net.auth_required && !self.authenticated,
+            big_arg: BIG_ARG,
         };
-        if let Err(e) = self.parser.parse(&self.inbuf, &mut self.batch, limits) {
-            self.error = Some(e);
+        loop {
+            if let (Some(big), Some(want)) = (&self.big, self.parser.big_wanted()) {
+                if big.len() < want {
+                    return;
+                }
+                let data = self.big.take().unwrap_or_default();
+                self.parser.finish_big(data.into());
+            }
+            if let Err(e) = self.parser.parse(&self.inbuf, &mut self.batch, limits) {
+                self.error = Some(e);
+                return;
+            }
+            let Some(want) = self.parser.big_wanted() else {
+                return;
+            };
+            // The bulk's first bytes move to its own buffer; what follows
+            // them (part of its CRLF at most) stays for the parser.
+            let at = self.parser.cursor();
+            let have = (self.inbuf.len() - at).min(want);
+            let mut big = Vec::with_capacity(want);
+            big.extend_from_slice(&self.inbuf[at..at + have]);
+            let rest = self.inbuf[at + have..].to_vec();
+            self.inbuf.truncate(at);
+            self.inbuf.extend_from_slice(&rest);
+            self.big = Some(big);
         }
     }
 
@@ -180,7 +198,7 @@ impl Conn {
         self.in_flight = true;
         let batch = std::mem::take(&mut self.batch);
         let out = std::mem::take(&mut self.out);
-        (batch, out, self.inbuf.len())
+        (batch, out, self.qbuf_len())
     }
 
     /// Queues reply bytes, taking `out`'s buffer when nothing is pending
@@ -241,5 +259,64 @@ impl Conn {
         }
         self.outq.pending.set(self.pending());
         Ok(written)
+    }
+}
+
+/// Reads once from `sock` into the spare capacity of `buf`, at most `room`
+/// bytes (which the capacity must allow).
+fn read_into<B: ReadBuf>(sock: &mut TcpStream, buf: &mut B, room: usize) -> ReadOutcome {
+    let spare = buf.spare();
+    let room = room.min(spare.len());
+    // SAFETY: `read` only writes into the slice and reports how many bytes
+    // it wrote; those bytes are then initialized, which is what `advance`
+    // below relies on.
+    let dst = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), room) };
+    loop {
+        return match sock.read(dst) {
+            Ok(0) => ReadOutcome::Closed,
+            Ok(n) => {
+                // SAFETY: `n` bytes past the old length were just written.
+                unsafe { buf.advance(n) };
+                ReadOutcome::Data {
+                    n,
+                    drained: n < room,
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => ReadOutcome::Closed,
+        };
+    }
+}
+
+/// A byte buffer a socket reads into: the query buffer or a large
+/// argument's own buffer.
+trait ReadBuf {
+    /// The uninitialized room past the bytes held.
+    fn spare(&mut self) -> &mut [std::mem::MaybeUninit<u8>];
+    /// Marks `n` more bytes as held.
+    ///
+    /// # Safety
+    /// The first `n` bytes of [`Self::spare`] must have been written.
+    unsafe fn advance(&mut self, n: usize);
+}
+
+impl ReadBuf for BytesMut {
+    fn spare(&mut self) -> &mut [std::mem::MaybeUninit<u8>] {
+        self.spare_capacity_mut()
+    }
+    unsafe fn advance(&mut self, n: usize) {
+        // SAFETY: as the caller promises.
+        unsafe { self.set_len(self.len() + n) }
+    }
+}
+
+impl ReadBuf for Vec<u8> {
+    fn spare(&mut self) -> &mut [std::mem::MaybeUninit<u8>] {
+        self.spare_capacity_mut()
+    }
+    unsafe fn advance(&mut self, n: usize) {
+        // SAFETY: as the caller promises.
+        unsafe { self.set_len(self.len() + n) }
     }
 }

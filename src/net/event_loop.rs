@@ -267,7 +267,7 @@ impl Net {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            if c.eof || c.closing || c.inbuf.len() >= limit {
+            if c.eof || c.closing || c.qbuf_len() >= limit {
                 // Read again once the buffer is consumed (see `progress`).
                 continue;
             }
@@ -327,7 +327,7 @@ impl Net {
             self.mark_dirty(id);
         } else if c.eof {
             self.drop_conn(id, true);
-        } else if c.inbuf.len() >= query_buffer_limit(&self.limits) {
+        } else if c.qbuf_len() >= query_buffer_limit(&self.limits) {
             tracing::warn!(
                 client = id,
                 "closing client that reached the query buffer limit"

@@ -34,6 +34,15 @@ pub struct Span {
 /// Marks spans that point into [`Batch::extra`] (unescaped inline args).
 const EXTRA_BIT: usize = 1 << (usize::BITS - 1);
 
+/// Marks spans whose `start` is an index into [`Batch::big`].
+const BIG_BIT: usize = 1 << (usize::BITS - 2);
+
+/// Bulk arguments at least this long that have not fully arrived are read
+/// into a buffer of their own, sized once from the length the client
+/// announced (Redis's PROTO_MBULK_BIG_ARG): the bytes are not copied as the
+/// query buffer grows, and SET keeps that buffer as the value.
+pub const BIG_ARG: usize = 32 * 1024;
+
 /// Complete commands parsed from one read, handed to the executor at once.
 #[derive(Default)]
 pub struct Batch {
@@ -41,6 +50,8 @@ pub struct Batch {
     pub input: Bytes,
     /// Unescaped inline arguments.
     pub extra: Vec<u8>,
+    /// Large arguments read into buffers of their own ([`BIG_ARG`]).
+    pub big: Vec<Bytes>,
     /// Every argument of every command, in order.
     pub spans: Vec<Span>,
     /// Per command: index of its first span and its argument count.
@@ -64,6 +75,7 @@ impl Batch {
         Argv {
             input: &self.input,
             extra: &self.extra,
+            big: &self.big,
             spans: &self.spans[first as usize..(first + n) as usize],
         }
     }
@@ -72,6 +84,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.input = Bytes::new();
         self.extra.clear();
+        self.big.clear();
         self.spans.clear();
         self.cmds.clear();
         // A burst (a 100,000-argument command, a huge pipeline) need not
@@ -94,6 +107,7 @@ impl Batch {
 pub struct Argv<'a> {
     input: &'a [u8],
     extra: &'a [u8],
+    big: &'a [Bytes],
     spans: &'a [Span],
 }
 
@@ -110,14 +124,32 @@ impl<'a> Argv<'a> {
 
     /// Argument `i`; panics when out of range, so handlers index only
     /// below an arity the dispatcher has checked.
+    #[inline]
     pub fn get(&self, i: usize) -> &'a [u8] {
         let s = self.spans[i];
-        if s.start & EXTRA_BIT != 0 {
+        if s.start & (EXTRA_BIT | BIG_BIT) == 0 {
+            &self.input[s.start..s.start + s.len]
+        } else {
+            self.get_tagged(s)
+        }
+    }
+
+    /// An argument held apart from the request bytes.
+    #[cold]
+    fn get_tagged(&self, s: Span) -> &'a [u8] {
+        if s.start & BIG_BIT != 0 {
+            &self.big[s.start & !BIG_BIT]
+        } else {
             let start = s.start & !EXTRA_BIT;
             &self.extra[start..start + s.len]
-        } else {
-            &self.input[s.start..s.start + s.len]
         }
+    }
+
+    /// Argument `i` as a shared buffer when it was read into one of its
+    /// own ([`BIG_ARG`]): a value can keep it without copying.
+    pub fn shared(&self, i: usize) -> Option<Bytes> {
+        let s = self.spans[i];
+        (s.start & BIG_BIT != 0).then(|| self.big[s.start & !BIG_BIT].clone())
     }
 
     /// Argument `i` if present.
@@ -182,6 +214,7 @@ impl OwnedArgv {
         Argv {
             input: &self.data,
             extra: &[],
+            big: &[],
             spans: &self.spans,
         }
     }
@@ -221,6 +254,14 @@ pub struct RequestParser {
     bulk_len: Option<usize>,
     /// Spans of the current incomplete command's arguments.
     partial: Vec<Span>,
+    /// Large arguments of the current command, read apart ([`BIG_ARG`]);
+    /// their spans index this list until the command is complete.
+    partial_big: Vec<Bytes>,
+    /// The bulk whose header was read is large and incomplete: its bytes
+    /// are to be read into a buffer of its own ([`Self::big_wanted`]).
+    big_wanted: bool,
+    /// The CRLF after a large argument read apart is still to be skipped.
+    skip_crlf: bool,
 }
 
 /// Limits taken from the configuration.
@@ -230,6 +271,9 @@ pub struct Limits {
     pub max_bulk: usize,
     /// Whether the client still has to authenticate (smaller limits apply).
     pub unauthenticated: bool,
+    /// Large incomplete bulks are left to the caller from this length on
+    /// ([`RequestParser::big_wanted`]); 0: never.
+    pub big_arg: usize,
 }
 
 impl RequestParser {
@@ -249,8 +293,41 @@ impl RequestParser {
         self.consumed -= n;
         self.cursor -= n;
         for s in &mut self.partial {
-            s.start -= n;
+            if s.start & BIG_BIT == 0 {
+                s.start -= n;
+            }
         }
+    }
+
+    /// The length of a large bulk whose data the caller is to read into a
+    /// buffer of its own, starting at the [`Self::cursor`] position of the
+    /// query buffer (the bytes there are its first ones), then hand over
+    /// with [`Self::finish_big`].
+    pub fn big_wanted(&self) -> Option<usize> {
+        if self.big_wanted {
+            self.bulk_len
+        } else {
+            None
+        }
+    }
+
+    /// Where the current bulk's data starts in the query buffer.
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Takes the large bulk announced by [`Self::big_wanted`], read whole;
+    /// its CRLF is expected at the cursor.
+    pub fn finish_big(&mut self, data: Bytes) {
+        self.partial.push(Span {
+            start: self.partial_big.len() | BIG_BIT,
+            len: data.len(),
+        });
+        self.partial_big.push(data);
+        self.big_wanted = false;
+        self.skip_crlf = true;
+        self.bulk_len = None;
+        self.remaining -= 1;
     }
 
     /// Parses every complete command in `buf` past what was parsed before,
@@ -264,7 +341,7 @@ impl RequestParser {
         limits: Limits,
     ) -> Result<(), ProtocolError> {
         loop {
-            if self.remaining == 0 {
+            if self.remaining == 0 && !self.skip_crlf {
                 let pos = self.consumed;
                 if pos >= buf.len() {
                     return Ok(());
@@ -290,6 +367,15 @@ impl RequestParser {
                 return Ok(());
             }
             // The command is complete.
+            if !self.partial_big.is_empty() {
+                let base = batch.big.len();
+                for s in &mut self.partial {
+                    if s.start & BIG_BIT != 0 {
+                        s.start += base;
+                    }
+                }
+                batch.big.append(&mut self.partial_big);
+            }
             let first = batch.spans.len() as u32;
             batch.spans.append(&mut self.partial);
             batch.cmds.push((first, batch.spans.len() as u32 - first));
@@ -336,11 +422,22 @@ impl RequestParser {
         self.remaining = n as usize;
         self.bulk_len = None;
         self.partial.clear();
+        self.partial_big.clear();
         Ok(Some(n as usize))
     }
 
     /// Reads bulk items of the current command; true once all have arrived.
     fn bulks(&mut self, buf: &[u8], limits: Limits) -> Result<bool, ProtocolError> {
+        if self.big_wanted {
+            return Ok(false);
+        }
+        if self.skip_crlf {
+            if buf.len() - self.cursor < 2 {
+                return Ok(false);
+            }
+            self.cursor += 2;
+            self.skip_crlf = false;
+        }
         while self.remaining > 0 {
             let len = match self.bulk_len {
                 Some(len) => len,
@@ -375,6 +472,9 @@ impl RequestParser {
             // Like Redis, the two bytes after the payload are skipped
             // without checking that they are CRLF.
             if buf.len() - self.cursor < len + 2 {
+                if limits.big_arg != 0 && len >= limits.big_arg {
+                    self.big_wanted = true;
+                }
                 return Ok(false);
             }
             self.partial.push(Span {
@@ -446,6 +546,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_bulk: 512 * 1024 * 1024,
         unauthenticated: false,
+        big_arg: 0,
     };
 
     fn parse_all(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
@@ -512,6 +613,7 @@ mod tests {
         let unauth = Limits {
             max_bulk: 512 * 1024 * 1024,
             unauthenticated: true,
+            big_arg: 0,
         };
         let mut p = RequestParser::default();
         let mut batch = Batch::default();

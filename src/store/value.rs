@@ -14,6 +14,9 @@ pub enum Value {
     /// A string modified in place by APPEND or SETRANGE ("raw"); keeps spare
     /// capacity so repeated appends stay amortised O(1).
     Raw(Box<Vec<u8>>),
+    /// A string kept in the buffer its argument was read into: a large
+    /// SET value is stored without a copy ("raw").
+    Large(Box<bytes::Bytes>),
     /// A list.
     List(Box<super::list::List>),
     /// A hash.
@@ -50,7 +53,7 @@ impl Value {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {
-            Value::Int(_) | Value::Str(_) | Value::Raw(_) => "string",
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) | Value::Large(_) => "string",
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
@@ -64,7 +67,7 @@ impl Value {
         match self {
             Value::Int(_) => "int",
             Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
-            Value::Str(_) | Value::Raw(_) => "raw",
+            Value::Str(_) | Value::Raw(_) | Value::Large(_) => "raw",
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
@@ -75,7 +78,10 @@ impl Value {
 
     /// True for any string encoding.
     pub fn is_string(&self) -> bool {
-        matches!(self, Value::Int(_) | Value::Str(_) | Value::Raw(_))
+        matches!(
+            self,
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) | Value::Large(_)
+        )
     }
 
     /// Approximate heap bytes owned by the value (INFO, MEMORY USAGE).
@@ -84,6 +90,7 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
             Value::Raw(v) => v.capacity() + 24,
+            Value::Large(b) => b.len() + 32,
             Value::List(l) => l.heap_size(),
             Value::Hash(h) => 16 + h.heap_size(),
             Value::Set(s) => 16 + s.heap_size(),
@@ -143,6 +150,7 @@ impl Value {
             Value::Int(n) => Some(StrRef::Int(*n)),
             Value::Str(s) => Some(StrRef::Bytes(s.as_slice())),
             Value::Raw(v) => Some(StrRef::Bytes(v)),
+            Value::Large(b) => Some(StrRef::Bytes(b)),
             _ => None,
         }
     }

@@ -333,3 +333,159 @@ fn redis_cli_inline_and_pipe() {
     assert_eq!(r.cmd_str(&["DBSIZE"]), b":10001\r\n");
     assert_eq!(r.cmd_str(&["GET", "key:9999"]), b"$5\r\nv9999\r\n");
 }
+
+/// Commands carrying large arguments, sent in random pieces that the
+/// server reads apart (a round trip on another connection between
+/// pieces), answer as redis-server answers: large values stored, appended
+/// to, read back, used as keys and fields, in a pipeline with small ones.
+#[test]
+fn large_arguments_in_pieces_match_redis() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    const SIZES: &[usize] = &[0, 5, 32 * 1024 - 1, 32 * 1024, 70_000, 200_000];
+    let value = (proptest::sample::select(SIZES), 0u8..26).prop_map(|(n, c)| {
+        (0..n)
+            .map(|i| char::from(b'a' + ((i + c as usize) % 26) as u8))
+            .collect::<String>()
+    });
+    let key = proptest::sample::select(&["k1", "k2", "h"][..]).prop_map(String::from);
+    let cmd = prop_oneof![
+        (key.clone(), value.clone()).prop_map(|(k, v)| vec!["SET".into(), k, v]),
+        (value.clone(), value.clone()).prop_map(|(a, b)| vec![
+            "MSET".into(),
+            "k1".into(),
+            a,
+            "k2".into(),
+            b
+        ]),
+        (key.clone(), value.clone()).prop_map(|(k, v)| vec!["APPEND".into(), k, v]),
+        (key.clone(), value.clone()).prop_map(|(k, v)| vec!["GETSET".into(), k, v]),
+        (key.clone(), value.clone()).prop_map(|(k, v)| vec!["SETEX".into(), k, "100".into(), v]),
+        (key.clone(), value.clone()).prop_map(|(k, v)| vec![
+            "SETRANGE".into(),
+            k,
+            "40000".into(),
+            v
+        ]),
+        (value.clone(), value.clone()).prop_map(|(f, v)| vec!["HSET".into(), "h".into(), f, v]),
+        value.clone().prop_map(|v| vec!["SET".into(), v.clone(), v]),
+        value.clone().prop_map(|v| vec!["ECHO".into(), v]),
+        key.clone().prop_map(|k| vec!["GET".into(), k]),
+        key.clone().prop_map(|k| vec!["STRLEN".into(), k]),
+        key.clone()
+            .prop_map(|k| vec!["GETRANGE".into(), k, "-40".into(), "-1".into()]),
+        key.clone()
+            .prop_map(|k| vec!["OBJECT".into(), "ENCODING".into(), k]),
+        Just(vec!["HGETALL".to_string(), "h".into()]),
+        key.clone().prop_map(|k| vec!["DUMP".into(), k]),
+        Just(vec!["DBSIZE".to_string()]),
+    ];
+    let case = (
+        proptest::collection::vec(cmd, 1..6),
+        proptest::collection::vec(0.0f64..1.0, 0..6),
+    );
+    let server = start();
+    let redis = spawn_redis();
+    let conns = std::cell::RefCell::new([
+        server.raw(),
+        Raw::connect(redis.port),
+        server.raw(),
+        Raw::connect(redis.port),
+    ]);
+    let config = Config {
+        cases: 24,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let result = runner.run(&case, |(cmds, cuts)| {
+        let mut conns = conns.borrow_mut();
+        let [ours, theirs, ours_sync, theirs_sync] = &mut *conns;
+        ours.cmd_str(&["FLUSHALL"]);
+        theirs.cmd_str(&["FLUSHALL"]);
+        let mut wire = Vec::new();
+        for cmd in &cmds {
+            let args: Vec<&[u8]> = cmd.iter().map(|s| s.as_bytes()).collect();
+            wire.extend_from_slice(&encode(&args));
+        }
+        let mut cuts: Vec<usize> = cuts
+            .iter()
+            .map(|f| (f * wire.len() as f64) as usize)
+            .collect();
+        cuts.push(wire.len());
+        cuts.sort_unstable();
+        let mut from = 0;
+        for cut in cuts {
+            ours.send(&wire[from..cut]);
+            theirs.send(&wire[from..cut]);
+            from = cut;
+            // Each server has read the piece before the next is sent.
+            ours_sync.cmd_str(&["PING"]);
+            theirs_sync.cmd_str(&["PING"]);
+        }
+        let replies: Vec<(Vec<u8>, Vec<u8>)> = cmds
+            .iter()
+            .map(|_| (ours.read_reply(), theirs.read_reply()))
+            .collect();
+        for (cmd, (o, t)) in cmds.iter().zip(&replies) {
+            let name = &cmd[0];
+            prop_assert!(
+                o == t,
+                "{name}: {:?} vs {:?}",
+                String::from_utf8_lossy(&o[..o.len().min(80)]),
+                String::from_utf8_lossy(&t[..t.len().min(80)])
+            );
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// A large SET or MSET is read into the value's own buffer once: the
+/// server's peak RSS grows by little more than the values' size, and what
+/// it holds afterwards is the values.
+#[test]
+fn a_large_set_peaks_at_its_size() {
+    const MB: usize = 1024 * 1024;
+    let server = spawn_ferrokv_process();
+    let status = |field: &str| -> usize {
+        let text =
+            std::fs::read_to_string(format!("/proc/{}/status", server.pid())).expect("status");
+        let line = text.lines().find(|l| l.starts_with(field)).expect("field");
+        let kb: usize = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("kB");
+        kb * 1024
+    };
+    let mut r = Raw::connect(server.port);
+    assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+    let base = status("VmHWM:");
+    let value = vec![b'v'; 100 * MB];
+    r.send(b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n");
+    r.send(format!("${}\r\n", value.len()).as_bytes());
+    for piece in value.chunks(MB) {
+        r.send(piece);
+    }
+    r.send(b"\r\n");
+    assert_eq!(r.read_reply(), b"+OK\r\n");
+    let peak = status("VmHWM:") - base;
+    assert!(
+        peak <= 110 * MB,
+        "a 100 MB SET peaked {} MB over the start",
+        peak / MB
+    );
+    assert_eq!(r.cmd_str(&["STRLEN", "big"]), b":104857600\r\n");
+    assert_eq!(r.cmd_str(&["DEL", "big"]), b":1\r\n");
+    // Two 50 MB values in one MSET.
+    let base = status("VmRSS:");
+    let half = &value[..50 * MB];
+    assert_eq!(r.cmd(&[b"MSET", b"a", half, b"b", half]), b"+OK\r\n");
+    let held = status("VmRSS:").saturating_sub(base);
+    assert!(held <= 110 * MB, "a 100 MB MSET holds {} MB", held / MB);
+    assert_eq!(r.cmd_str(&["STRLEN", "b"]), b":52428800\r\n");
+}

@@ -15,6 +15,7 @@ pub(crate) fn int_of(value: &Value) -> Result<i64, Error> {
         Value::Int(n) => Ok(*n),
         Value::Str(s) => args::int(s.as_slice()),
         Value::Raw(v) => args::int(v),
+        Value::Large(v) => args::int(v),
         _ => Err(Error::WrongType),
     }
 }

@@ -426,12 +426,13 @@ fn key_commands(out: &mut Vec<u8>, key: &[u8], value: &Value) {
         }
     }
     match value {
-        Value::Int(_) | Value::Str(_) | Value::Raw(_) => {
+        Value::Int(_) | Value::Str(_) | Value::Raw(_) | Value::Large(_) => {
             let mut b = num::itoa_buf();
             let v: &[u8] = match value {
                 Value::Int(n) => num::fmt_i64(*n, &mut b),
                 Value::Str(s) => s.as_slice(),
                 Value::Raw(r) => r,
+                Value::Large(r) => r,
                 _ => &[],
             };
             encode(out, &[b"SET", key, v]);

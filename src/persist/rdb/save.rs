@@ -107,7 +107,7 @@ impl Enc {
             Value::ZSet(z) if z.encoding() == "listpack" => ty::ZSET_LISTPACK,
             Value::ZSet(_) => ty::ZSET_2,
             Value::Stream(_) => ty::STREAM_LISTPACKS_2,
-            Value::Int(_) | Value::Str(_) | Value::Raw(_) => ty::STRING,
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) | Value::Large(_) => ty::STRING,
         });
     }
 
@@ -117,6 +117,7 @@ impl Enc {
             Value::Int(n) => self.int_string(*n),
             Value::Str(s) => self.string(s.as_slice()),
             Value::Raw(s) => self.string(s),
+            Value::Large(s) => self.string(s),
             Value::List(l) => {
                 // Node count first: build the nodes, then write them.
                 let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
