@@ -197,8 +197,12 @@ fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("connected_clients", s.clients.len() + 1);
     f.kv("cluster_connections", 0);
     f.kv("maxclients", s.config.maxclients);
-    f.kv("client_recent_max_input_buffer", 0);
-    f.kv("client_recent_max_output_buffer", 0);
+    // The largest buffers now (Redis keeps the largest of the last few
+    // seconds): query buffer allocation, output queued.
+    let max_in = s.clients.values().map(|c| c.bufs.query_alloc.get()).max();
+    let max_out = s.clients.values().map(|c| c.bufs.pending.get()).max();
+    f.kv("client_recent_max_input_buffer", max_in.unwrap_or(0));
+    f.kv("client_recent_max_output_buffer", max_out.unwrap_or(0));
     f.kv("blocked_clients", s.blocked_clients());
     f.kv("tracking_clients", 0);
     f.kv(
@@ -326,9 +330,9 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("mem_replication_backlog", 0);
     f.kv("mem_total_replication_buffers", 0);
     f.kv("mem_clients_slaves", 0);
-    f.kv("mem_clients_normal", 0);
+    f.kv("mem_clients_normal", ctx.server.clients_mem.get());
     f.kv("mem_cluster_links", 0);
-    f.kv("mem_aof_buffer", 0);
+    f.kv("mem_aof_buffer", ctx.server.aof.buffered());
     f.kv("mem_allocator", "jemalloc-5.3.0");
     f.kv("active_defrag_running", 0);
     f.kv("lazyfree_pending_objects", 0);
@@ -436,7 +440,7 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         ks.expire_cycle_cpu_us / 1000,
     );
     f.kv("evicted_keys", ctx.store.stats.evicted_keys);
-    f.kv("evicted_clients", 0);
+    f.kv("evicted_clients", ctx.server.stats.evicted_clients);
     f.kv("total_eviction_exceeded_time", 0);
     f.kv("current_eviction_exceeded_time", 0);
     f.kv("keyspace_hits", ks.keyspace_hits);

@@ -97,8 +97,9 @@ pub struct Config {
     pub hll_sparse_max_bytes: usize,
     /// Every other parameter (canonical name → value as CONFIG GET prints).
     pub other: BTreeMap<&'static str, String>,
-    /// Most bytes the Lua state may allocate; a script going past it stops
-    /// with an error (Redis has no such limit and would grow until OOM).
+    /// `lua-memory-limit`: most bytes the Lua heap may take while script
+    /// code runs; a script going past it stops with an error (Redis has no
+    /// such limit and would grow until OOM). 0: no limit.
     pub lua_memory_limit: usize,
 }
 
@@ -231,6 +232,7 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "active-expire-effort" => self.active_expire_effort.to_string(),
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
+            "lua-memory-limit" => self.lua_memory_limit.to_string(),
             _ => return None,
         })
     }
@@ -281,6 +283,7 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit = num(&v),
             "active-expire-effort" => self.active_expire_effort = num(&v) as u32,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num(&v) as usize,
+            "lua-memory-limit" => self.lua_memory_limit = num(&v) as usize,
             _ => {
                 self.other.insert(p.name, v);
             }

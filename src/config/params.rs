@@ -291,6 +291,9 @@ pub const PARAMS: &[Param] = &[
     u("hll-sparse-max-bytes", None, M, 0, LONG_MAX, MEMORY),
     u("tracking-table-max-keys", None, M, 0, LONG_MAX, 0),
     u("client-query-buffer-limit", None, M, 1024 * 1024, LONG_MAX, MEMORY),
+    // ferrokv's own: the Lua heap cap (Redis has none). Hidden, so CONFIG
+    // GET * lists exactly Redis's parameters.
+    u("lua-memory-limit", None, M | HIDDEN, 0, LONG_MAX, MEMORY),
     n("maxmemory-clients", None, M, -100, LONG_MAX, MEMORY | PERCENT),
     n("repl-backlog-ttl", None, M, 0, LONG_MAX, 0),
     n("auto-aof-rewrite-min-size", None, M, 0, LONG_MAX, MEMORY),

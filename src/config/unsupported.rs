@@ -35,7 +35,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("latency-monitor-threshold", "the latency monitor"),
     ("latency-tracking-info-percentiles", "latency percentiles"),
     ("tracking-table-max-keys", "client tracking"),
-    ("maxmemory-clients", "client eviction"),
     ("activedefrag", "active defragmentation"),
     ("aof-timestamp-enabled", "AOF timestamp annotations"),
     ("aof-disable-auto-gc", "keeping AOF history files"),

@@ -10,24 +10,16 @@ use crate::server::client::Client;
 
 impl Executor {
     /// Runs every command of a batch for client `id` and sends the replies.
-    pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>, qbuf: usize) {
-        self.run_batch_from(id, batch, out, qbuf, 0);
+    pub(super) fn run_batch(&mut self, id: u64, batch: Batch, out: Vec<u8>) {
+        self.run_batch_from(id, batch, out, 0);
     }
 
     /// Runs a batch from command `start` on (a batch resumed after CLIENT
     /// PAUSE starts past the commands it already ran).
-    pub(super) fn run_batch_from(
-        &mut self,
-        id: u64,
-        batch: Batch,
-        out: Vec<u8>,
-        qbuf: usize,
-        start: usize,
-    ) {
-        let Some(mut client) = self.server.clients.remove(&id) else {
+    pub(super) fn run_batch_from(&mut self, id: u64, batch: Batch, out: Vec<u8>, start: usize) {
+        let Some(client) = self.server.clients.remove(&id) else {
             return;
         };
-        client.qbuf = qbuf;
         self.run_from(client, batch, out, start);
         self.after_writes();
     }
@@ -61,18 +53,26 @@ impl Executor {
                         .push_str(&self.server.table.commands[cid].name);
                 }
                 client.last_interaction_ms = crate::util::clock::real_now_ms();
-                let qbuf = client.qbuf;
                 self.server.clients.insert(id, client);
                 self.server.postponed.push(crate::server::pause::Postponed {
                     id,
                     batch,
                     out,
-                    qbuf,
                     next: i,
                 });
                 return;
             }
+            // Redis's processCommand evicts clients before a command runs,
+            // this one included.
+            if self.server.clients_over_limit()
+                && self.server.evict_clients(&self.store, Some(&client))
+            {
+                out.clear();
+                client.close_after_reply = true;
+                break;
+            }
             self.call(&mut client, batch.argv(i), &mut out);
+            self.server.update_client_mem(&client, &self.store);
             if self.output_limit_reached(&client, out.len()) {
                 // Closed with what it had queued; nothing more is sent.
                 out.clear();
@@ -114,8 +114,8 @@ impl Executor {
         if limits.is_off() {
             return false;
         }
-        let pending = client.outq.pending.get() + replies;
-        if !limits.reached(&client.outq, pending) {
+        let pending = client.bufs.pending.get() + replies;
+        if !limits.reached(&client.bufs, pending) {
             return false;
         }
         obuf::close(client, class);

@@ -44,7 +44,6 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
                 id,
                 mut batch,
                 mut out,
-                qbuf: _,
             } => {
                 let Some(mut client) = server.clients.remove(&id) else {
                     continue;

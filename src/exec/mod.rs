@@ -92,6 +92,7 @@ impl Executor {
     /// serve what arrived, run the timers, write the replies.
     pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
         self.server.net = Some(net.clone());
+        self.server.clients_mem = net.borrow().clients_mem();
         self.server.acl_changed();
         loop {
             let mut timeout = self.next_timeout();
@@ -105,6 +106,12 @@ impl Executor {
                 self.timers();
                 net.borrow_mut().deliver();
                 self.serve(&net);
+            }
+            // Redis's beforeSleep: clients whose buffers grew in this
+            // round (a large argument arriving) are evicted now.
+            if self.server.clients_over_limit() {
+                self.server.evict_clients(&self.store, None);
+                net.borrow_mut().deliver();
             }
             net.borrow_mut().flush();
             if self.server.shutdown {
@@ -206,13 +213,8 @@ impl Executor {
     fn handle(&mut self, req: Request) {
         match req {
             Request::Connect(nc) => self.server.connect(nc),
-            Request::Batch {
-                id,
-                batch,
-                out,
-                qbuf,
-            } => {
-                self.run_batch(id, batch, out, qbuf);
+            Request::Batch { id, batch, out } => {
+                self.run_batch(id, batch, out);
                 // CLIENT UNPAUSE releases held batches at once.
                 self.resume_postponed();
             }

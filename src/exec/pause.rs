@@ -15,7 +15,7 @@ impl Executor {
         }
         let held = std::mem::take(&mut self.server.postponed);
         for p in held {
-            self.run_batch_from(p.id, p.batch, p.out, p.qbuf, p.next);
+            self.run_batch_from(p.id, p.batch, p.out, p.next);
         }
     }
 

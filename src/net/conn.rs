@@ -16,7 +16,7 @@ use mio::net::TcpStream;
 
 use super::event_loop::NetLimits;
 use super::request::{Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
-use crate::net::link::OutQueue;
+use crate::net::link::ConnBuffers;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
 /// (this default applies until the config sets the shared value).
@@ -96,13 +96,18 @@ pub struct Conn {
     /// limits for unauthenticated clients.
     pub authenticated: bool,
     /// Output accounting shared with the executor.
-    pub outq: Rc<OutQueue>,
+    pub bufs: Rc<ConnBuffers>,
 }
 
 impl Conn {
     /// A new connection.
-    pub fn new(sock: TcpStream, addr: SocketAddr, authenticated: bool) -> Self {
-        Conn {
+    pub fn new(
+        sock: TcpStream,
+        addr: SocketAddr,
+        authenticated: bool,
+        clients_mem: Rc<std::cell::Cell<usize>>,
+    ) -> Self {
+        let c = Conn {
             sock,
             addr,
             inbuf: BytesMut::with_capacity(READ_CHUNK),
@@ -121,8 +126,23 @@ impl Conn {
             dirty: false,
             inbuf_grew: false,
             authenticated,
-            outq: Rc::new(OutQueue::default()),
-        }
+            bufs: Rc::new(ConnBuffers::new(clients_mem)),
+        };
+        c.account();
+        c
+    }
+
+    /// Tells the executor what the buffers hold now (CLIENT LIST, client
+    /// eviction): a few stores, after each read, batch and write.
+    pub fn account(&self) {
+        let b = &self.bufs;
+        b.pending.set(self.pending());
+        b.query.set(self.qbuf_len());
+        b.query_alloc
+            .set(self.inbuf.capacity() + self.big.as_ref().map_or(0, Vec::capacity));
+        b.output_alloc
+            .set(self.out.capacity() + self.wbuf.capacity());
+        b.recount();
     }
 
     /// Bytes buffered and not yet handed to the executor (CLIENT LIST
@@ -190,15 +210,15 @@ impl Conn {
     }
 
     /// Takes the parsed batch with its input bytes and the reply buffer,
-    /// for the executor. Returns the bytes still buffered (`qbuf`).
-    pub fn take_batch(&mut self) -> (Batch, Vec<u8>, usize) {
+    /// for the executor.
+    pub fn take_batch(&mut self) -> (Batch, Vec<u8>) {
         let n = self.parser.consumed();
         self.batch.input = self.inbuf.split_to(n).freeze();
         self.parser.rebase(n);
         self.in_flight = true;
         let batch = std::mem::take(&mut self.batch);
         let out = std::mem::take(&mut self.out);
-        (batch, out, self.qbuf_len())
+        (batch, out)
     }
 
     /// Queues reply bytes, taking `out`'s buffer when nothing is pending
@@ -257,7 +277,7 @@ impl Conn {
                 self.wbuf.shrink_to(READ_CHUNK);
             }
         }
-        self.outq.pending.set(self.pending());
+        self.account();
         Ok(written)
     }
 }

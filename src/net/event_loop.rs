@@ -11,9 +11,11 @@
 //! runs past busy-reply-threshold polls this same loop from its hook to
 //! answer other clients (see `script/busy.rs`).
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +97,8 @@ pub struct Net {
     stats: NetStats,
     /// The last client id given out.
     last_id: u64,
+    /// The memory of every connection's buffers together.
+    clients_mem: Rc<Cell<usize>>,
 }
 
 impl Net {
@@ -119,6 +123,7 @@ impl Net {
             limits: NetLimits::default(),
             stats: NetStats::default(),
             last_id: 0,
+            clients_mem: Rc::default(),
         };
         net.listen(listeners)?;
         Ok(net)
@@ -154,6 +159,12 @@ impl Net {
     pub fn set_auth_required(&mut self, required: bool, default_nopass: bool) {
         self.limits.auth_required = required;
         self.limits.default_nopass = default_nopass;
+    }
+
+    /// The memory of every connection together, kept current as buffers
+    /// change ([`ConnBuffers`](crate::net::link::ConnBuffers)).
+    pub fn clients_mem(&self) -> Rc<Cell<usize>> {
+        self.clients_mem.clone()
     }
 
     /// The connection counters.
@@ -297,6 +308,13 @@ impl Net {
     /// Frames buffered bytes and queues the batch, or acts on end of file,
     /// a protocol error or an overfull query buffer.
     fn progress(&mut self, id: u64) {
+        self.frame(id);
+        if let Some(c) = self.conns.get(&id) {
+            c.account();
+        }
+    }
+
+    fn frame(&mut self, id: u64) {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -312,13 +330,8 @@ impl Net {
         }
         c.parse(&self.limits);
         if !c.batch.is_empty() {
-            let (batch, out, qbuf) = c.take_batch();
-            self.requests.push_back(Request::Batch {
-                id,
-                batch,
-                out,
-                qbuf,
-            });
+            let (batch, out) = c.take_batch();
+            self.requests.push_back(Request::Batch { id, batch, out });
             return;
         }
         if let Some(e) = c.error.take() {
@@ -366,6 +379,7 @@ impl Net {
                         if let Some(c) = self.conns.get_mut(&id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
                             c.wbuf.extend_from_slice(&bytes);
+                            c.account();
                             self.mark_dirty(id);
                         }
                     }
@@ -407,6 +421,7 @@ impl Net {
         }
         c.closing |= close;
         c.release_idle_buffers();
+        c.account();
         let more = c.readable && !close;
         if wrote || close {
             self.mark_dirty(id);
@@ -466,6 +481,7 @@ impl Net {
         };
         let _ = self.poll.registry().deregister(&mut c.sock);
         let _ = c.sock.shutdown(std::net::Shutdown::Write);
+        c.bufs.kill();
         self.stats.connected_clients -= 1;
         if tell {
             self.requests.push_back(Request::Disconnect { id });
@@ -527,14 +543,19 @@ impl Net {
         #[cfg(not(unix))]
         let fd = -1;
         // The executor reports AUTH/HELLO AUTH/RESET with its replies.
-        let conn = Conn::new(sock, addr, !self.limits.auth_required);
+        let conn = Conn::new(
+            sock,
+            addr,
+            !self.limits.auth_required,
+            self.clients_mem.clone(),
+        );
         self.requests.push_back(Request::Connect(NewClient {
             id,
             addr,
             laddr,
             tx: ConnTx::new(id, self.outbox.clone()),
             fd,
-            outq: conn.outq.clone(),
+            bufs: conn.bufs.clone(),
         }));
         self.conns.insert(id, conn);
     }

@@ -22,8 +22,6 @@ pub enum Request {
         batch: Batch,
         /// Output buffer to append replies to.
         out: Vec<u8>,
-        /// Bytes still buffered after the batch (CLIENT LIST `qbuf`).
-        qbuf: usize,
     },
     /// A client went away.
     Disconnect {
@@ -47,7 +45,7 @@ pub struct NewClient {
     /// The socket's file descriptor (CLIENT LIST).
     pub fd: i64,
     /// Output accounting shared with the connection.
-    pub outq: Rc<OutQueue>,
+    pub bufs: Rc<ConnBuffers>,
 }
 
 /// What threads other than the event loop's touch: the stop signal. A
@@ -114,16 +112,64 @@ impl ConnTx {
     }
 }
 
-/// Output queued for a connection and not yet written, shared by the
-/// executor (which adds pub/sub messages) and the event loop (which sets
-/// what is left after each write), so slow subscribers can be cut off.
-/// Both run on one thread.
+/// What a connection's buffers hold, shared by the event loop (which
+/// sets it as it reads, frames and writes) and the executor (CLIENT LIST,
+/// output buffer limits, client eviction). Both run on one thread.
 #[derive(Default)]
-pub struct OutQueue {
-    /// Bytes queued and not yet written.
+pub struct ConnBuffers {
+    /// Output bytes queued and not yet written.
     pub pending: Cell<usize>,
     /// Unix ms since when `pending` is over the soft limit (0: not over).
     pub soft_since: Cell<u64>,
-    /// Set when the client is being closed for its output.
+    /// Set when the client is being closed (output limits, eviction).
     pub killed: Cell<bool>,
+    /// Bytes in the query buffer (a large argument's own buffer included).
+    pub query: Cell<usize>,
+    /// Bytes allocated for the query buffer.
+    pub query_alloc: Cell<usize>,
+    /// Bytes allocated for output, queued or spare.
+    pub output_alloc: Cell<usize>,
+    /// Bytes the executor holds for the client besides its buffers (its
+    /// state, MULTI queue, subscriptions), as it last counted them.
+    pub held: Cell<usize>,
+    /// This connection's share last added to `total`.
+    counted: Cell<usize>,
+    /// The sum of every connection's [`Self::memory`] (INFO
+    /// `mem_clients_normal`, `maxmemory-clients`).
+    total: Rc<Cell<usize>>,
+}
+
+impl ConnBuffers {
+    /// Buffers counted in `total`.
+    pub fn new(total: Rc<Cell<usize>>) -> Self {
+        ConnBuffers {
+            total,
+            ..ConnBuffers::default()
+        }
+    }
+
+    /// The client's memory: its buffers and what the executor holds for
+    /// it (Redis's getClientMemoryUsage).
+    pub fn memory(&self) -> usize {
+        self.query_alloc.get() + self.output_alloc.get() + self.held.get()
+    }
+
+    /// Counts the current [`Self::memory`] in the total, after a change.
+    /// A client being closed no longer counts.
+    pub fn recount(&self) {
+        let now = if self.killed.get() { 0 } else { self.memory() };
+        let total = (self.total.get() + now).saturating_sub(self.counted.get());
+        self.total.set(total);
+        self.counted.set(now);
+    }
+
+    /// Marks the client as being closed: it leaves the total at once.
+    /// Returns false when it already was.
+    pub fn kill(&self) -> bool {
+        if self.killed.replace(true) {
+            return false;
+        }
+        self.recount();
+        true
+    }
 }

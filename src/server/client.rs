@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::acl::UserRef;
 use super::multi::MultiState;
 use super::ServerState;
-use crate::net::link::{ConnTx, OutQueue};
+use crate::net::link::{ConnBuffers, ConnTx};
 use crate::net::request::Argv;
 use crate::store::Store;
 use crate::util::clock;
@@ -71,8 +71,6 @@ pub struct Client {
     pub close_after_reply: bool,
     /// Channel to the connection task.
     pub tx: ConnTx,
-    /// Bytes of the query buffer (CLIENT LIST `qbuf`), as last reported.
-    pub qbuf: usize,
     /// Kind for CLIENT KILL TYPE.
     pub kind: ClientKind,
     /// Set while commands run inside EXEC or a script: blocking commands
@@ -88,7 +86,7 @@ pub struct Client {
     /// `CLIENT_MULTI` plus `mstate`).
     pub multi: Option<Box<MultiState>>,
     /// Pub/sub output shared with the connection task.
-    pub outq: Rc<OutQueue>,
+    pub bufs: Rc<ConnBuffers>,
     /// The ACL user it is authenticated as; None for internal clients,
     /// which may run anything.
     pub user: Option<UserRef>,
@@ -122,13 +120,12 @@ impl Client {
             no_evict: false,
             close_after_reply: false,
             tx,
-            qbuf: 0,
             kind: ClientKind::Normal,
             deny_blocking: false,
             script: false,
             reprocessing: false,
             multi: None,
-            outq: Rc::new(OutQueue::default()),
+            bufs: Rc::new(ConnBuffers::default()),
             user: None,
             script_caller_info: None,
         }
@@ -188,6 +185,10 @@ impl ClientState {
     }
 }
 
+/// Redis's reply block size (PROTO_REPLY_CHUNK_BYTES), the unit CLIENT
+/// LIST's output fields count in.
+const REPLY_CHUNK: usize = 16 * 1024;
+
 /// Appends one CLIENT LIST line (Redis's catClientInfoString), without the
 /// trailing newline. `current` is the running command's argv when `c` is
 /// the caller: its query buffer and argv fields then describe it, as in
@@ -225,25 +226,30 @@ pub fn info_line(
     if flags.is_empty() {
         flags.push('N');
     }
+    let bufs = &c.bufs;
     let (qbuf, argv_mem) = match current {
         Some(argv) => (
-            c.qbuf + request_size(argv),
+            bufs.query.get() + request_size(argv),
             argv.iter_from(0).map(<[u8]>::len).sum::<usize>(),
         ),
-        None => (c.qbuf, 0),
+        None => (bufs.query.get(), 0),
     };
-    // Redis's query buffer is a 16 KB sds allocation once used; idle
-    // clients have it freed.
-    let qbuf_free = if qbuf == 0 {
-        0
-    } else {
-        20474usize.saturating_sub(qbuf)
-    };
-    let tot_mem = 1024 + 896 + qbuf + qbuf_free + argv_mem;
+    let qbuf_free = bufs.query_alloc.get().saturating_sub(qbuf);
+    // Output as Redis lays it out: the first 16 KB pending in the client's
+    // reply buffer (`obl`), the rest in 16 KB blocks (`oll`), and `omem`
+    // the memory output takes beyond the buffers every client has.
+    let pending = bufs.pending.get();
+    let obl = pending.min(REPLY_CHUNK);
+    let oll = (pending - obl).div_ceil(REPLY_CHUNK);
+    let omem = bufs.output_alloc.get().saturating_sub(2 * REPLY_CHUNK);
+    let tot_mem = bufs.query_alloc.get()
+        + bufs.output_alloc.get()
+        + super::client_mem::held(c, server, store)
+        + argv_mem;
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
+         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl={} oll={} omem={} \
          tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
         c.id,
         c.addr,
@@ -262,6 +268,9 @@ pub fn info_line(
         qbuf_free,
         argv_mem,
         c.multi.as_ref().map_or(0, |m| m.mem()),
+        obl,
+        oll,
+        omem,
         tot_mem,
         c.last_cmd,
         c.user

@@ -9,6 +9,7 @@ pub mod acl;
 pub mod blocking;
 pub mod call;
 pub mod client;
+pub mod client_mem;
 pub mod evict;
 pub mod keyspec;
 pub mod multi;
@@ -47,6 +48,8 @@ pub struct ServerStats {
     pub failed_calls: u64,
     /// Error replies by prefix (INFO errorstats).
     pub errors: std::collections::BTreeMap<String, u64>,
+    /// Clients closed by client eviction (INFO evicted_clients).
+    pub evicted_clients: u64,
 }
 
 /// Everything the executor owns besides the store and the client running a
@@ -122,6 +125,11 @@ pub struct ServerState {
     pub memory: evict::Memory,
     /// client-output-buffer-limit, per class.
     pub obuf_limits: [obuf::Limits; 3],
+    /// maxmemory-clients in bytes (0: no client eviction).
+    pub client_evict_limit: usize,
+    /// The memory of every client's buffers together, kept by the network
+    /// side (INFO mem_clients_normal, client eviction).
+    pub clients_mem: Rc<std::cell::Cell<usize>>,
     /// Serves other clients while a script is busy (the event loop's
     /// processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
@@ -142,6 +150,7 @@ impl ServerState {
             .collect();
         let table = CommandTable::build(families);
         let obuf_limits = obuf::Limits::from_config(&config.get("client-output-buffer-limit"));
+        let client_evict_limit = client_mem::eviction_limit(&config);
         let mut acl = acl::Acl::new(&table.universe);
         acl.all_channels_default = config.get("acl-pubsub-default") == "allchannels";
         acl.set_default_password(&table.universe, config.requirepass.as_deref());
@@ -176,6 +185,8 @@ impl ServerState {
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),
             obuf_limits,
+            client_evict_limit,
+            clients_mem: Rc::default(),
             script_client: None,
             serve_while_busy: |_, _| {},
         }
@@ -254,7 +265,9 @@ impl ServerState {
     pub fn connect(&mut self, nc: NewClient) {
         let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::real_now_ms());
         c.fd = nc.fd;
-        c.outq = nc.outq;
+        c.bufs = nc.bufs;
+        c.bufs.held.set(client_mem::CLIENT_FIXED);
+        c.bufs.recount();
         c.user = Some(self.acl.default.clone());
         c.set_authenticated(!self.acl.auth_required());
         self.clients.insert(nc.id, c);

@@ -11,7 +11,8 @@
 //! Memory bound: queued commands are copied out of the request buffer, so a
 //! client could grow without limit by queueing. Redis 7.0 only bounds this
 //! through client eviction (`maxmemory-clients`, off by default), which
-//! closes the connection. ferrokv closes a client whose queued commands
+//! counts the queue in the client's memory (`server/client_mem.rs`), and
+//! so does ferrokv. Besides, ferrokv closes a client whose queued commands
 //! (argument bytes plus per-argument overhead) would pass
 //! `client-query-buffer-limit` (1 GB by default), the same bound and the
 //! same outcome as for an oversized query buffer.

@@ -4,7 +4,7 @@
 //! without its pending output, and the others keep being served.
 
 use super::client::{Client, ClientKind};
-use crate::net::link::{OutQueue, ToConn};
+use crate::net::link::{ConnBuffers, ToConn};
 use crate::util::clock;
 
 /// The limits of one client class.
@@ -56,7 +56,7 @@ impl Limits {
 
     /// Whether `pending` unsent bytes in `q` break the limits now; keeps
     /// the time the soft limit was first passed.
-    pub fn reached(&self, q: &OutQueue, pending: usize) -> bool {
+    pub fn reached(&self, q: &ConnBuffers, pending: usize) -> bool {
         let mut over = self.hard != 0 && pending >= self.hard;
         if self.soft != 0 && pending >= self.soft {
             let now = clock::real_now_ms();
@@ -84,8 +84,8 @@ pub fn class_of(c: &Client) -> Class {
 /// Closes `c` for passing its output limits: logged as Redis logs it, the
 /// connection dropped with whatever was queued.
 pub fn close(c: &Client, class: Class) {
-    let q = &c.outq;
-    if q.killed.replace(true) {
+    let q = &c.bufs;
+    if !q.kill() {
         return;
     }
     let name = match class {

@@ -46,8 +46,6 @@ pub struct Postponed {
     pub batch: Batch,
     /// Replies of the commands already run.
     pub out: Vec<u8>,
-    /// Query buffer size reported with the batch.
-    pub qbuf: usize,
     /// First command not yet run.
     pub next: usize,
 }

@@ -305,7 +305,7 @@ impl Message<'_> {
 /// queued output passes its class's limits (Redis's
 /// checkClientOutputBufferLimits).
 fn deliver(c: &Client, bytes: &[u8], limits: &[obuf::Limits; 3]) {
-    let q = &c.outq;
+    let q = &c.bufs;
     if q.killed.get() {
         return;
     }

@@ -194,7 +194,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         ("list-max-ziplist-size", "-3"),
         ("slowlog-log-slower-than", "0"),
         ("min-replicas-to-write", "1"),
-        ("maxmemory-clients", "10%"),
+        ("tracking-table-max-keys", "100"),
     ];
     let server = start();
     let mut c = server.raw();

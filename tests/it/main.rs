@@ -10,6 +10,7 @@ mod aof_rewrite;
 mod basics;
 mod bitmap;
 mod cli;
+mod client_eviction;
 mod clock;
 mod command;
 mod config;

@@ -688,6 +688,48 @@ fn memory_hungry_script_is_stopped_and_server_survives() {
         raw.cmd_str(&["EVAL", "return 'alive'", "0"]),
         b"$5\r\nalive\r\n"
     );
+    // The cap is the `lua-memory-limit` parameter (ferrokv's own, hidden
+    // from CONFIG GET *), changed at run time for the next script.
+    assert_eq!(
+        raw.cmd_str(&["CONFIG", "GET", "lua-memory-limit"]),
+        b"*2\r\n$16\r\nlua-memory-limit\r\n$8\r\n67108864\r\n"
+    );
+    let all = raw.cmd_str(&["CONFIG", "GET", "*"]);
+    assert!(!String::from_utf8_lossy(&all).contains("lua-memory-limit"));
+    assert_eq!(
+        raw.cmd_str(&["CONFIG", "SET", "lua-memory-limit", "8mb"]),
+        b"+OK\r\n"
+    );
+    let reply = raw.cmd_str(&[
+        "EVAL",
+        "local t = {} for i = 1, 20 do t[i] = string.rep('y', 1024 * 1024) .. i end return #t",
+        "0",
+    ]);
+    assert!(
+        reply.ends_with(b"not enough memory\r\n"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+    assert_eq!(
+        raw.cmd_str(&["CONFIG", "SET", "lua-memory-limit", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        raw.cmd_str(&[
+            "EVAL",
+            "local t = {} for i = 1, 20 do t[i] = string.rep('y', 1024 * 1024) .. i end return #t",
+            "0",
+        ]),
+        b":20\r\n"
+    );
+    // used_memory_lua is the Lua heap.
+    let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "memory"])).into_owned();
+    let lua: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_lua:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory_lua");
+    assert!(lua > 16 * 1024, "{lua}");
 }
 
 fn sha_of(body: &str) -> String {
