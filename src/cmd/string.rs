@@ -46,6 +46,7 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 /// A string value from argument `i`, kept in the argument's own buffer
 /// when it has one (a large bulk) instead of copied, as Redis keeps the
 /// query buffer of a big argument as the value.
+#[inline]
 fn value_arg(argv: Argv<'_>, i: usize) -> Value {
     match argv.shared(i) {
         Some(b) => Value::Large(Box::new(b)),

@@ -147,6 +147,7 @@ impl<'a> Argv<'a> {
 
     /// Argument `i` as a shared buffer when it was read into one of its
     /// own ([`BIG_ARG`]): a value can keep it without copying.
+    #[inline]
     pub fn shared(&self, i: usize) -> Option<Bytes> {
         let s = self.spans[i];
         (s.start & BIG_BIT != 0).then(|| self.big[s.start & !BIG_BIT].clone())
