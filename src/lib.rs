@@ -342,6 +342,14 @@ fn prepare(
         .load_acl_at_startup()
         .map_err(std::io::Error::other)?;
     executor.load_on_start()?;
+    // `replicaof host port`: follow that master once the loop runs.
+    let replicaof = executor.server.config.get("replicaof");
+    if let Some((host, port)) = replicaof.split_once(' ') {
+        let port = port.trim().parse().map_err(|_| {
+            std::io::Error::other(format!("Invalid master port in replicaof: {port}"))
+        })?;
+        cmd::repl::set_master(&mut executor.server, host.to_string(), port);
+    }
     Ok((executor, net, handle))
 }
 

@@ -193,6 +193,8 @@ fn type_matches(c: &Client, t: TypeFilter) -> bool {
     match c.kind {
         ClientKind::Normal => t == TypeFilter::Normal,
         ClientKind::PubSub => t == TypeFilter::PubSub,
+        ClientKind::Replica => t == TypeFilter::Replica,
+        ClientKind::Master => t == TypeFilter::Master,
     }
 }
 

@@ -429,9 +429,10 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         f.kv(k, "0.00");
     }
     f.kv("rejected_connections", sh.rejected_connections);
-    f.kv("sync_full", 0);
-    f.kv("sync_partial_ok", 0);
-    f.kv("sync_partial_err", 0);
+    let sync = ctx.server.repl.stats;
+    f.kv("sync_full", sync.full);
+    f.kv("sync_partial_ok", sync.partial_ok);
+    f.kv("sync_partial_err", sync.partial_err);
     f.kv("expired_keys", ks.expired_keys);
     f.kv("expired_stale_perc", "0.00");
     f.kv("expired_time_cap_reached_count", 0);
@@ -485,20 +486,71 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
 }
 
 fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
-    f.kv("role", "master");
-    f.kv("connected_slaves", 0);
+    use crate::server::repl::{LinkState, ReplicaState};
+    let repl = &ctx.server.repl;
+    let config = &ctx.server.config;
+    let now_s = crate::util::clock::real_now_ms() / 1000;
+    match &repl.master {
+        None => f.kv("role", "master"),
+        Some(m) => {
+            f.kv("role", "slave");
+            f.kv("master_host", &m.host);
+            f.kv("master_port", m.port);
+            let up = m.state == LinkState::Connected;
+            f.kv("master_link_status", if up { "up" } else { "down" });
+            let io = if m.client_id.is_some() {
+                now_s.saturating_sub(m.last_io_ms / 1000) as i64
+            } else {
+                -1
+            };
+            f.kv("master_last_io_seconds_ago", io);
+            f.kv("master_sync_in_progress", u8::from(m.state == LinkState::Transfer));
+            let applied = repl.offset + repl.log.buf.len() as u64;
+            f.kv("slave_read_repl_offset", applied);
+            f.kv("slave_repl_offset", applied);
+            if !up {
+                let down = if m.down_since_ms == 0 {
+                    -1
+                } else {
+                    now_s.saturating_sub(m.down_since_ms / 1000) as i64
+                };
+                f.kv("master_link_down_since_seconds", down);
+            }
+            f.kv("slave_priority", config.get("replica-priority"));
+            f.kv("slave_read_only", u8::from(config.get_bool("replica-read-only")));
+            f.kv("replica_announced", u8::from(config.get_bool("replica-announced")));
+        }
+    }
+    f.kv("connected_slaves", repl.replicas.len());
+    for (i, r) in repl.replicas.iter().enumerate() {
+        let lag = if r.state == ReplicaState::Online {
+            now_s.saturating_sub(r.ack_ms / 1000)
+        } else {
+            0
+        };
+        f.kv(
+            &format!("slave{i}"),
+            format!(
+                "ip={},port={},state={},offset={},lag={lag}",
+                crate::cmd::repl::replica_ip(r),
+                r.conf.listening_port,
+                r.state.name(),
+                r.ack_offset
+            ),
+        );
+    }
     f.kv("master_failover_state", "no-failover");
-    f.kv("master_replid", &ctx.server.run_id);
-    f.kv("master_replid2", "0000000000000000000000000000000000000000");
-    f.kv("master_repl_offset", 0);
-    f.kv("second_repl_offset", -1);
-    f.kv("repl_backlog_active", 0);
+    f.kv("master_replid", &repl.replid);
+    f.kv("master_replid2", &repl.replid2);
+    f.kv("master_repl_offset", repl.offset + repl.log.buf.len() as u64);
+    f.kv("second_repl_offset", repl.second_replid_offset);
+    f.kv("repl_backlog_active", u8::from(repl.backlog.is_some()));
+    f.kv("repl_backlog_size", config.get("repl-backlog-size"));
+    f.kv("repl_backlog_first_byte_offset", repl.backlog_first_offset());
     f.kv(
-        "repl_backlog_size",
-        ctx.server.config.get("repl-backlog-size"),
+        "repl_backlog_histlen",
+        repl.backlog.as_ref().map_or(0, |b| b.histlen()),
     );
-    f.kv("repl_backlog_first_byte_offset", 0);
-    f.kv("repl_backlog_histlen", 0);
 }
 
 fn rusage(who: libc::c_int) -> (String, String) {

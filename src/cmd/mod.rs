@@ -28,6 +28,7 @@ pub mod list;
 pub mod list_blocking;
 pub mod persist;
 pub mod pubsub;
+pub mod repl;
 pub mod scan;
 pub mod scripting;
 pub mod server;
@@ -78,6 +79,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     stream_group::COMMANDS,
     stream_info::COMMANDS,
     throttle::COMMANDS,
+    repl::COMMANDS,
     clock::COMMANDS,
     acl::COMMANDS,
 ];

@@ -8,12 +8,6 @@ use super::Config;
 
 /// (parameter, what ferrokv lacks for it).
 pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    (
-        "replicaof",
-        "replication: the server runs as a master and takes writes",
-    ),
-    ("masterauth", "replication"),
-    ("masteruser", "replication"),
     ("min-replicas-to-write", "replication"),
     ("cluster-enabled", "cluster mode"),
     ("unixsocket", "unix sockets"),

@@ -72,6 +72,9 @@ impl Executor {
                 break;
             }
             self.call(&mut client, batch.argv(i), &mut out);
+            if client.kind == crate::server::client::ClientKind::Master {
+                self.applied_from_master(batch.argv(i));
+            }
             self.server.update_client_mem(&client, &self.store);
             if self.output_limit_reached(&client, out.len()) {
                 // Closed with what it had queued; nothing more is sent.
@@ -92,7 +95,7 @@ impl Executor {
         batch.clear();
         // Written (and with appendfsync always, fsynced) before any reply
         // acknowledges it.
-        self.server.aof.flush();
+        self.server.flush_stream();
         let close = client.close_after_reply;
         self.server.send_replies(&client, batch, out);
         if close {

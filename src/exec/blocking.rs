@@ -173,7 +173,7 @@ impl Executor {
     /// the wait lists and the rest of its batch runs after the current
     /// command; blocked again, it keeps its place and deadline. Returns
     /// whether it was served.
-    fn rerun(&mut self, id: u64) -> bool {
+    pub(super) fn rerun(&mut self, id: u64) -> bool {
         let Some(mut p) = self.server.blocking.take_parked(id) else {
             return false;
         };
@@ -223,7 +223,13 @@ impl Executor {
             self.server.blocking.deadlines.pop_first();
             if let Some(mut p) = self.server.blocking.unblock(id) {
                 let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
-                ReplyBuf::new(&mut p.out, resp3).null_array();
+                let mut reply = ReplyBuf::new(&mut p.out, resp3);
+                match self.server.clients.get(&id) {
+                    Some(c) if p.req.kind == WaitKind::Replicas => {
+                        reply.int(crate::cmd::repl::wait_timed_out(&self.server, c));
+                    }
+                    _ => reply.null_array(),
+                }
                 self.server.count_unblocked(p.command());
                 self.server.blocking.finish(id, p);
                 any = true;

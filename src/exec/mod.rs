@@ -15,6 +15,7 @@ pub mod batch;
 pub mod blocking;
 pub mod busy;
 pub mod pause;
+pub mod repl;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -39,6 +40,10 @@ pub struct Executor {
     /// Everything else.
     pub server: ServerState,
     last_cycle: Instant,
+    /// The handshake with the master under way, on a replica.
+    handshake: Option<repl::PendingLink>,
+    /// Real Unix ms of the last once-a-second replication work.
+    repl_second_ms: u64,
 }
 
 impl Executor {
@@ -51,6 +56,8 @@ impl Executor {
                 ..ServerState::new(config, shared, port, crate::cmd::FAMILIES)
             },
             last_cycle: Instant::now(),
+            handshake: None,
+            repl_second_ms: 0,
         };
         e.server.sync_access_tracking(&mut e.store);
         e
@@ -107,6 +114,7 @@ impl Executor {
                 net.borrow_mut().deliver();
                 self.serve(&net);
             }
+            self.repl_before_sleep();
             // Redis's beforeSleep: clients whose buffers grew in this
             // round (a large argument arriving) are evicted now.
             if self.server.clients_over_limit() {
@@ -161,10 +169,14 @@ impl Executor {
         self.last_cycle = Instant::now();
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
-        self.store.log_expired = self.server.aof.on;
-        self.store.active_expire_cycle(period / 4);
-        if self.server.aof.on {
-            self.server.aof.feed_expired(&mut self.store);
+        self.store.log_expired = self.server.stream_on();
+        // A replica leaves expiry to its master's DELs (Redis runs the
+        // active cycle on masters only).
+        if self.server.repl.master.is_none() {
+            self.store.active_expire_cycle(period / 4);
+        }
+        if self.server.stream_on() {
+            self.server.feed_expired(&mut self.store);
         }
         if self.server.config.maxmemory != 0 {
             // Memory other threads freed or took counts from here on; an
@@ -182,6 +194,7 @@ impl Executor {
         crate::persist::bgsave_poll(&mut self.store, &mut self.server.persistence());
         crate::persist::check_save_rules(&self.store, &mut self.server.persistence());
         self.server.aof.cron();
+        self.repl_cron();
         crate::persist::aof::auto_rewrite(&self.store, &mut self.server.persistence());
     }
 
@@ -215,11 +228,19 @@ impl Executor {
             Request::Connect(nc) => self.server.connect(nc),
             Request::Batch { id, batch, out } => {
                 self.run_batch(id, batch, out);
+                // A replica's acknowledgement may complete a WAIT.
+                if !self.server.blocking.parked.is_empty() && !self.server.repl.replicas.is_empty() {
+                    self.serve_wait();
+                }
                 // CLIENT UNPAUSE releases held batches at once.
                 self.resume_postponed();
             }
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
+                self.server.repl.forget(id);
+                if self.server.repl.master.as_ref().is_some_and(|m| m.client_id == Some(id)) {
+                    self.master_link_lost();
+                }
                 self.server.pubsub.forget(id);
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);

@@ -560,6 +560,41 @@ impl Net {
         self.conns.insert(id, conn);
     }
 
+    /// Takes a connection this server opened (the link to its master,
+    /// after the handshake) into the loop like an accepted one, with the
+    /// stream bytes already read; returns it for the executor to register
+    /// instead of queueing a Connect.
+    pub fn adopt(&mut self, sock: std::net::TcpStream, leftover: &[u8]) -> std::io::Result<NewClient> {
+        sock.set_nonblocking(true)?;
+        let addr = sock.peer_addr()?;
+        let laddr = sock.local_addr()?;
+        let mut sock = TcpStream::from_std(sock);
+        self.last_id += 1;
+        let id = self.last_id;
+        self.poll
+            .registry()
+            .register(&mut sock, Token(id as usize), Interest::READABLE)?;
+        self.stats.connected_clients += 1;
+        #[cfg(unix)]
+        let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
+        #[cfg(not(unix))]
+        let fd = -1;
+        let mut conn = Conn::new(sock, addr, true, self.clients_mem.clone());
+        conn.inbuf.extend_from_slice(leftover);
+        conn.readable = true;
+        let nc = NewClient {
+            id,
+            addr,
+            laddr,
+            tx: ConnTx::new(id, self.outbox.clone()),
+            fd,
+            bufs: conn.bufs.clone(),
+        };
+        self.conns.insert(id, conn);
+        self.unread.push(id);
+        Ok(nc)
+    }
+
     /// The outbox the executor's clients send into.
     pub fn outbox(&self) -> Outbox {
         self.outbox.clone()

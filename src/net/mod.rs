@@ -6,6 +6,7 @@ pub mod conn;
 pub mod event_loop;
 pub mod link;
 pub mod listener;
+pub mod master_link;
 pub mod reply;
 pub mod request;
 

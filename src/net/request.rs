@@ -660,3 +660,28 @@ mod tests {
         assert_eq!(cmds, vec![vec![b"PING".to_vec()]]);
     }
 }
+
+/// Appends `args` as a RESP array: a command as a client sends it (the
+/// AOF, the replication stream, a replica's requests to its master).
+pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
+    encode_parts(out, args.len(), args.iter().copied());
+}
+
+/// Appends `argv` as a RESP array.
+pub fn encode_argv(out: &mut Vec<u8>, argv: Argv<'_>) {
+    encode_parts(out, argv.len(), argv.iter_from(0));
+}
+
+fn encode_parts<'a>(out: &mut Vec<u8>, n: usize, args: impl Iterator<Item = &'a [u8]>) {
+    let header = |out: &mut Vec<u8>, kind: u8, n: usize| {
+        out.push(kind);
+        out.extend_from_slice(n.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    header(out, b'*', n);
+    for a in args {
+        header(out, b'$', a.len());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}

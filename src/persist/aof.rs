@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use super::aof_load::{AofFile, Manifest};
 use crate::config::Config;
-use crate::net::request::{Argv, OwnedArgv};
+use super::cmdlog::CommandLog;
 use crate::store::Store;
 
 mod rewrite;
@@ -64,10 +64,9 @@ pub struct Aof {
     /// True while commands are appended (`appendonly yes` and the files
     /// are open). The one check on the hot path.
     pub on: bool,
-    buf: Vec<u8>,
+    /// Commands waiting to be written to the file.
+    pub log: CommandLog,
     file: Option<File>,
-    /// The database the file's commands apply to now (None: SELECT first).
-    db: Option<usize>,
     fsync: Fsync,
     last_fsync: Instant,
     syncing: Arc<AtomicBool>,
@@ -101,9 +100,8 @@ impl Default for Aof {
     fn default() -> Self {
         Aof {
             on: false,
-            buf: Vec::new(),
+            log: CommandLog::default(),
             file: None,
-            db: None,
             fsync: Fsync::EverySec,
             last_fsync: Instant::now(),
             syncing: Arc::new(AtomicBool::new(false)),
@@ -147,112 +145,31 @@ fn incr_name(config: &Config, seq: u64) -> String {
     format!("{}.{seq}.incr.aof", config.appendfilename)
 }
 
-/// Appends `argv` as a RESP array.
-fn encode_argv(out: &mut Vec<u8>, argv: Argv<'_>) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv.iter_from(0) {
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
-/// Appends `args` as a RESP array.
-pub fn encode(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in args {
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-}
+pub use super::cmdlog::encode;
 
 impl Aof {
-    /// Appends what the outermost command propagated (see
-    /// `server/propagate.rs`): each command in its database, several
-    /// wrapped in MULTI/EXEC so they replay atomically, as Redis's
-    /// propagatePendingCommands does.
-    pub fn feed(&mut self, ops: &[(usize, OwnedArgv)]) {
-        let Some((first_db, _)) = ops.first() else {
-            return;
-        };
-        let wrap = ops.len() > 1;
-        if wrap {
-            self.select(*first_db);
-            encode(&mut self.buf, &[b"MULTI"]);
-        }
-        for (db, argv) in ops {
-            self.feed_command(*db, argv.argv());
-        }
-        if wrap {
-            encode(&mut self.buf, &[b"EXEC"]);
-        }
-    }
-
-    /// Appends one command in database `db`: what a lone write propagates,
-    /// written straight from its arguments.
-    pub fn feed_command(&mut self, db: usize, argv: Argv<'_>) {
-        self.select(db);
-        encode_argv(&mut self.buf, argv);
-    }
-
-    /// Writes the keys expired since the last call as DEL (lazy and active
-    /// expiry), before the command that ran into them.
-    pub fn feed_expired(&mut self, store: &mut Store) {
-        if store.expired_log.is_empty() {
-            return;
-        }
-        let log = std::mem::take(&mut store.expired_log);
-        for (db, key) in &log {
-            self.select(*db);
-            encode(&mut self.buf, &[b"DEL", key]);
-        }
-    }
-
-    /// Appends a DEL of `key` (an evicted key).
-    pub fn feed_del(&mut self, db: usize, key: &[u8]) {
-        self.select(db);
-        encode(&mut self.buf, &[b"DEL", key]);
-    }
-
     /// Bytes buffered and not yet written (not counted against maxmemory).
     pub fn buffered(&self) -> usize {
-        self.buf.capacity()
-    }
-
-    fn select(&mut self, db: usize) {
-        if self.db != Some(db) {
-            let n = db.to_string();
-            encode(&mut self.buf, &[b"SELECT", n.as_bytes()]);
-            self.db = Some(db);
-        }
+        self.log.buf.capacity()
     }
 
     /// Writes the buffered commands to the file; fsyncs with `always`.
     /// Called before replies are sent.
     pub fn flush(&mut self) {
-        if self.buf.is_empty() {
+        if self.log.buf.is_empty() {
             return;
         }
         let Some(f) = self.file.as_mut() else {
-            self.buf.clear();
+            self.log.buf.clear();
             return;
         };
-        let mut r = f.write_all(&self.buf);
+        let mut r = f.write_all(&self.log.buf);
         if r.is_ok() && self.fsync == Fsync::Always {
             r = f.sync_data();
         }
         match r {
             Ok(()) => {
-                self.incr_size += self.buf.len() as u64;
+                self.incr_size += self.log.buf.len() as u64;
                 self.last_write_ok = true;
             }
             Err(e) => {
@@ -271,7 +188,7 @@ impl Aof {
                 self.last_write_ok = false;
             }
         }
-        self.buf.clear();
+        self.log.buf.clear();
     }
 
     /// The once-a-second background fsync of `appendfsync everysec`.
@@ -341,7 +258,7 @@ impl Aof {
         delete_replaced(config, &old, &m);
         self.manifest = m;
         self.file = Some(file);
-        self.db = None;
+        self.log.db = None;
         self.incr_size = 0;
         self.base_size = bytes;
         self.rewrites += 1;
@@ -370,7 +287,7 @@ impl Aof {
         self.incr_size = file.metadata().map_or(0, |m| m.len());
         self.file = Some(file);
         self.manifest = m;
-        self.db = None;
+        self.log.db = None;
         self.set_fsync(&config.appendfsync);
         self.on = true;
         Ok(())

@@ -175,52 +175,12 @@ fn fork_writer(
     tx: Done,
 ) -> Result<(std::thread::JoinHandle<()>, (i32, PathBuf)), String> {
     let seq = super::TEMP_SEQ.load(Ordering::Relaxed);
-    // SAFETY: called on the executor thread, which owns the store, so the
-    // child's copy is consistent. The child only writes the file (jemalloc
-    // and std file I/O are fork-safe) and leaves with _exit, never running
-    // the parent's runtime, destructors or other threads' work.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    if pid == 0 {
-        // Like Redis's closeChildUnusedResourceAfterFork: the child drops
-        // the inherited descriptors (listening sockets, client connections)
-        // so they close when the parent closes them, whatever the child is
-        // doing. Best effort; the file is opened after this.
-        #[cfg(target_os = "linux")]
-        // SAFETY: close_range(2) on descriptors of this (child) process only.
-        unsafe {
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-        }
-        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            write_file(path, store, opts, None).is_ok()
-        }))
-        .unwrap_or(false);
-        // SAFETY: ends the child without unwinding into the parent's state.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
+    let pid = fork_child(None, || write_file(path, store, opts, None).is_ok())?;
     let tmp = super::temp_path(path, pid as u32, seq);
     let thread = std::thread::Builder::new()
         .name("ferrokv-bgsave-wait".into())
         .spawn(move || {
-            let mut status: libc::c_int = 0;
-            let r = loop {
-                // SAFETY: waits for the child forked above; `status` is a
-                // valid out pointer.
-                let w = unsafe { libc::waitpid(pid, &mut status, 0) };
-                if w == pid {
-                    break if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                        Ok(SaveReport { keys, bytes: 0 })
-                    } else {
-                        Err(format!("the saving child exited with status {status}"))
-                    };
-                }
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    break Err(format!("waitpid: {e}"));
-                }
-            };
+            let r = wait_child(pid).map(|()| SaveReport { keys, bytes: 0 });
             let _ = tx.send(r);
         });
     match thread {
@@ -232,6 +192,147 @@ fn fork_writer(
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
             Err(format!("Can't start the background save waiter: {e}"))
+        }
+    }
+}
+
+/// Forks a child that runs `work` on its copy-on-write view of the
+/// process and exits with its outcome; returns the child's pid.
+#[cfg(unix)]
+fn fork_child(keep_fd: Option<i32>, work: impl FnOnce() -> bool) -> Result<i32, String> {
+    // SAFETY: called on the executor thread, which owns the store, so the
+    // child's copy is consistent. The child only writes (jemalloc and std
+    // file I/O are fork-safe) and leaves with _exit, never running the
+    // parent's runtime, destructors or other threads' work.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    if pid == 0 {
+        // Like Redis's closeChildUnusedResourceAfterFork: the child drops
+        // the inherited descriptors (listening sockets, client connections)
+        // but the one it writes to, so they close when the parent closes
+        // them, whatever the child is doing. Best effort.
+        #[cfg(target_os = "linux")]
+        // SAFETY: close_range(2) on descriptors of this (child) process only.
+        unsafe {
+            match keep_fd {
+                Some(fd) => {
+                    libc::syscall(libc::SYS_close_range, 3u32, (fd as u32).saturating_sub(1), 0u32);
+                    libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
+                }
+                None => {
+                    libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+                }
+            }
+        }
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(false);
+        // SAFETY: ends the child without unwinding into the parent's state.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    Ok(pid)
+}
+
+/// Waits for child `pid` to exit; Ok when it exited with status 0.
+#[cfg(unix)]
+fn wait_child(pid: i32) -> Result<(), String> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waits for a child this process forked; `status` is a
+        // valid out pointer.
+        let w = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if w == pid {
+            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                Ok(())
+            } else {
+                Err(format!("the saving child exited with status {status}"))
+            };
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("waitpid: {e}"));
+        }
+    }
+}
+
+/// A snapshot for replicas (Redis's rdbSaveToSlavesSockets): a forked
+/// child writes the RDB into a pipe and a thread of this process collects
+/// it, so the executor keeps serving and no file is written.
+pub struct SyncSnapshot {
+    pid: i32,
+    done: Receiver<Result<Vec<u8>, String>>,
+    /// When it started.
+    pub started: Instant,
+}
+
+impl SyncSnapshot {
+    /// Forks the child writing `store`.
+    #[cfg(unix)]
+    pub fn start(store: &Store, config: &crate::config::Config) -> Result<SyncSnapshot, String> {
+        use std::io::{Read, Write};
+        use std::os::fd::FromRawFd;
+        let opts = save_options(config);
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe(2) fills the two-element array.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let (rfd, wfd) = (fds[0], fds[1]);
+        let pid = fork_child(Some(wfd), || {
+            // SAFETY: the child owns the pipe's write end from here on.
+            let file = unsafe { std::fs::File::from_raw_fd(wfd) };
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+            super::rdb::save::write_rdb(&mut w, store, opts, None).is_ok() && w.flush().is_ok()
+        });
+        // SAFETY: the parent's copy of the write end is closed so the
+        // reader sees end of file when the child is done; the read end is
+        // owned by the reader thread's File.
+        unsafe { libc::close(wfd) };
+        let reader = unsafe { std::fs::File::from_raw_fd(rfd) };
+        let pid = pid?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("ferrokv-sync-read".into())
+            .spawn(move || {
+                let mut data = Vec::new();
+                let mut reader = reader;
+                let read = reader.read_to_end(&mut data).map_err(|e| e.to_string());
+                let r = wait_child(pid).and(read).map(|_| data);
+                let _ = tx.send(r);
+            });
+        if let Err(e) = spawned {
+            // SAFETY: the child forked above; nobody else will reap it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(format!("Can't start the snapshot reader: {e}"));
+        }
+        tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+        Ok(SyncSnapshot {
+            pid,
+            done: rx,
+            started: Instant::now(),
+        })
+    }
+
+    /// The snapshot's bytes once the child is done.
+    pub fn poll(&self) -> Option<Result<Vec<u8>, String>> {
+        match self.done.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err("snapshot reader died".into())),
+        }
+    }
+}
+
+impl Drop for SyncSnapshot {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if self.done.try_recv().is_err() {
+            // SAFETY: the child this snapshot forked; the reader thread
+            // reaps it and then ends on the closed pipe.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
         }
     }
 }

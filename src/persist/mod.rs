@@ -13,11 +13,12 @@
 
 pub mod aof;
 pub mod aof_load;
+pub mod cmdlog;
 mod bgsave;
 pub mod lzf;
 pub mod rdb;
 
-pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave};
+pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave, SyncSnapshot};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

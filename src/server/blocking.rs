@@ -21,6 +21,8 @@ pub enum WaitKind {
     /// A stream with entries new to a consumer group, or the loss of the
     /// stream or the group (XREADGROUP is then woken with an error).
     StreamGroup,
+    /// Acknowledgements from replicas (WAIT); no keys.
+    Replicas,
 }
 
 /// A handler's request to block the calling client.

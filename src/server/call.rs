@@ -5,7 +5,7 @@
 //! come through [`call`].
 
 use super::acl::{self, log::Context, Denied};
-use super::client::{Client, ReplyMode};
+use super::client::{Client, ClientKind, ReplyMode};
 use super::table::{flag, CommandId};
 use super::{multi, Ctx, ServerState};
 use crate::error::{CmdResult, Error};
@@ -163,9 +163,19 @@ fn run(
                     Ok(id)
                 })
                 .and_then(|id| {
-                    // Not while a busy script yields, nor for the AOF.
-                    if caller == Caller::Client && server.config.maxmemory != 0 {
+                    // Not while a busy script yields, nor for the AOF or
+                    // the master's stream.
+                    if caller == Caller::Client
+                        && server.config.maxmemory != 0
+                        && client.kind != ClientKind::Master
+                    {
                         oom_check(server, store, client, id, argv)?;
+                    }
+                    Ok(id)
+                })
+                .and_then(|id| {
+                    if server.repl.master.is_some() {
+                        replica_check(server, client, id)?;
                     }
                     Ok(id)
                 });
@@ -394,6 +404,43 @@ fn script_denyoom(server: &ServerState, name: &str, argv: Argv<'_>) -> bool {
     flags & sflag::HAS_SHEBANG != 0 && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0
 }
 
+/// processCommand's checks on a replica: no writes from clients while
+/// `replica-read-only` is on, and only stale-safe commands while the link
+/// is down and `replica-serve-stale-data` is off. The master's own
+/// commands pass.
+fn replica_check(
+    server: &ServerState,
+    client: &Client,
+    id: CommandId,
+) -> Result<(), (Option<CommandId>, Error)> {
+    if client.kind == ClientKind::Master {
+        return Ok(());
+    }
+    let cmd = &server.table.commands[id];
+    let queued_write = cmd.name == "exec"
+        && client.multi.as_ref().is_some_and(|m| m.flags & flag::WRITE != 0);
+    if (cmd.has(flag::WRITE) || queued_write) && server.config.get_bool("replica-read-only") {
+        return Err((
+            Some(id),
+            Error::raw("READONLY You can't write against a read only replica."),
+        ));
+    }
+    let up = server
+        .repl
+        .master
+        .as_ref()
+        .is_some_and(|m| m.state == super::repl::LinkState::Connected);
+    if !up && !cmd.has(flag::STALE) && !server.config.get_bool("replica-serve-stale-data") {
+        return Err((
+            Some(id),
+            Error::raw(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A RESP2 subscriber can only receive pub/sub-shaped replies.
 fn pubsub_context_check(
     server: &ServerState,
@@ -401,7 +448,7 @@ fn pubsub_context_check(
     id: CommandId,
 ) -> Result<CommandId, (Option<CommandId>, Error)> {
     let cmd = &server.table.commands[id];
-    if client.kind == super::client::ClientKind::PubSub
+    if client.kind == ClientKind::PubSub
         && !client.resp3
         && !matches!(
             cmd.name.as_str(),
@@ -498,11 +545,12 @@ fn invoke(
         clock::real_now_us()
     };
     if depth == 0 {
-        server.propagation.on = server.aof.on;
+        server.propagation.on = server.stream_on();
     }
     let propagating = server.propagation.on;
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
+    let log_before = server.repl.log.buf.len();
     store.log_expired = propagating;
     let own = if propagating {
         server.propagation.take_own()
@@ -522,15 +570,20 @@ fn invoke(
     server.propagation.depth -= 1;
     if propagating {
         // Keys found expired reach the AOF as DEL before what ran into them.
-        server.aof.feed_expired(store);
+        server.feed_expired(store);
         propagate(store, server, client.db, id, argv, dirty, depth);
         server.propagation.restore(own);
         if depth == 0 {
             let pending = std::mem::take(&mut server.propagation.pending);
-            server.aof.feed(&pending);
+            server.feed_ops(&pending);
             // Keep the allocation for the next command.
             server.propagation.pending = pending;
             server.propagation.pending.clear();
+            // Where the client's last write ends in the stream (WAIT).
+            let logged = server.repl.log.buf.len();
+            if logged != log_before {
+                client.woff = server.repl.offset + logged as u64;
+            }
         }
     }
     // A command that blocked is counted when it finishes: served (it runs
@@ -572,7 +625,7 @@ fn propagate(
     }
     if depth == 0 && p.pending.is_empty() {
         let argv = rewritten.as_ref().map_or(argv, |r| r.argv());
-        server.aof.feed_command(db, argv);
+        server.feed_command(db, argv);
         return;
     }
     let argv = rewritten.unwrap_or_else(|| argv.to_owned());

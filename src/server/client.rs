@@ -35,6 +35,10 @@ pub enum ClientKind {
     Normal,
     /// A client in subscriber mode.
     PubSub,
+    /// A replica of this server (after SYNC or PSYNC).
+    Replica,
+    /// This server's master, sending the replication stream.
+    Master,
 }
 
 /// One connected client.
@@ -94,6 +98,10 @@ pub struct Client {
     /// caller's CLIENT INFO, which ACL LOG records for the script's
     /// denials.
     pub script_caller_info: Option<String>,
+    /// What the client said with REPLCONF before asking to sync.
+    pub replica_conf: Option<Box<super::repl::ReplicaConf>>,
+    /// The replication offset right after its last write (WAIT).
+    pub woff: u64,
 }
 
 impl Client {
@@ -128,6 +136,8 @@ impl Client {
             bufs: Rc::new(ConnBuffers::default()),
             user: None,
             script_caller_info: None,
+            replica_conf: None,
+            woff: 0,
         }
     }
 
@@ -205,8 +215,11 @@ pub fn info_line(
     let state = ClientState::of(server, store, c.id);
     let now_s = now_ms / 1000;
     let mut flags = String::new();
-    if c.kind == ClientKind::PubSub {
-        flags.push('P');
+    match c.kind {
+        ClientKind::Replica => flags.push('S'),
+        ClientKind::Master => flags.push('M'),
+        ClientKind::PubSub => flags.push('P'),
+        ClientKind::Normal => {}
     }
     if c.multi_len().is_some() {
         flags.push('x');
@@ -275,7 +288,8 @@ pub fn info_line(
         c.last_cmd,
         c.user
             .as_ref()
-            .map_or_else(String::new, |u| String::from_utf8_lossy(&u.borrow().name).into_owned()),
+            // The master client runs as no user, as Redis's.
+            .map_or_else(|| "(superuser)".into(), |u| String::from_utf8_lossy(&u.borrow().name).into_owned()),
         if c.resp3 { 3 } else { 2 },
     );
 }

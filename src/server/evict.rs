@@ -214,7 +214,7 @@ impl ServerState {
             }
             let freed = before.saturating_sub(self.memory.used());
             freed_keys += 1;
-            if self.aof.on {
+            if self.stream_on() {
                 dels.push((db, key.clone()));
             }
             events.push((db, key));
@@ -233,7 +233,7 @@ impl ServerState {
         self.memory.pool = pool;
         self.memory.running = result == Evicted::Running;
         for (db, key) in &dels {
-            self.aof.feed_del(*db, key);
+            self.feed_del(*db, key);
         }
         let mut sink = Vec::new();
         for (db, key) in events {

@@ -17,6 +17,7 @@ pub mod obuf;
 pub mod pause;
 pub mod propagate;
 pub mod pubsub;
+pub mod repl;
 pub mod script_host;
 pub mod spec;
 pub mod table;
@@ -118,6 +119,8 @@ pub struct ServerState {
     /// The scripts' client (Redis's lua_client), taken out while a script
     /// runs; made on first use.
     pub script_client: Option<Box<Client>>,
+    /// Replication: ID and offset, backlog, replicas, the master link.
+    pub repl: repl::Replication,
     /// Commands waiting to reach the AOF, and the running command's
     /// statement about its own effects.
     pub propagation: propagate::Propagation,
@@ -182,6 +185,7 @@ impl ServerState {
             call_started_us: 0,
             call_started_real_us: 0,
             running_script: None,
+            repl: repl::Replication::default(),
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),
             obuf_limits,

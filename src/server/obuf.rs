@@ -77,6 +77,7 @@ impl Limits {
 pub fn class_of(c: &Client) -> Class {
     match c.kind {
         ClientKind::PubSub => Class::PubSub,
+        ClientKind::Replica => Class::Replica,
         _ => Class::Normal,
     }
 }

@@ -57,3 +57,64 @@ impl Propagation {
 pub fn argv_of(args: &[&[u8]]) -> OwnedArgv {
     OwnedArgv::from_slices(args.iter().copied())
 }
+
+impl super::ServerState {
+    /// Someone reads the propagation stream: the AOF, or replicas.
+    #[inline]
+    pub fn stream_on(&self) -> bool {
+        self.aof.on || self.repl.feeding()
+    }
+
+    /// Hands what the outermost command propagated to the AOF and the
+    /// replicas.
+    pub fn feed_ops(&mut self, ops: &[(usize, OwnedArgv)]) {
+        if self.aof.on {
+            self.aof.log.feed(ops);
+        }
+        if self.repl.feeding() {
+            self.repl.log.feed(ops);
+        }
+    }
+
+    /// Hands one command in database `db` to the AOF and the replicas.
+    pub fn feed_command(&mut self, db: usize, argv: crate::net::request::Argv<'_>) {
+        if self.aof.on {
+            self.aof.log.feed_command(db, argv);
+        }
+        if self.repl.feeding() {
+            self.repl.log.feed_command(db, argv);
+        }
+    }
+
+    /// A deleted key (expired or evicted) reaches the AOF and the replicas
+    /// as DEL.
+    pub fn feed_del(&mut self, db: usize, key: &[u8]) {
+        if self.aof.on {
+            self.aof.log.feed_del(db, key);
+        }
+        if self.repl.feeding() {
+            self.repl.log.feed_del(db, key);
+        }
+    }
+
+    /// The keys expired since the last call, as DEL, before the command
+    /// that ran into them.
+    pub fn feed_expired(&mut self, store: &mut crate::store::Store) {
+        if store.expired_log.is_empty() {
+            return;
+        }
+        let mut log = std::mem::take(&mut store.expired_log);
+        for (db, key) in &log {
+            self.feed_del(*db, key);
+        }
+        log.clear();
+        store.expired_log = log;
+    }
+
+    /// Writes the stream out before replies acknowledge it: to the AOF
+    /// file (fsynced under `appendfsync always`) and to the replicas.
+    pub fn flush_stream(&mut self) {
+        self.aof.flush();
+        self.repl.flush();
+    }
+}

@@ -133,7 +133,7 @@ fn switch_incr(aof: &mut Aof, config: &Config, dir: &Path) -> Result<(), String>
             });
     }
     aof.manifest = m;
-    aof.db = None;
+    aof.log.db = None;
     aof.incr_size = 0;
     Ok(())
 }

@@ -1,0 +1,366 @@
+//! Replication commands (Redis's `replication.c`): REPLCONF, SYNC and
+//! PSYNC on the master's side, REPLICAOF/SLAVEOF to follow a master, ROLE
+//! and WAIT. What they change lives in `server/repl`; the snapshots,
+//! transfers and the master link are driven by the engine's cron
+//! (`exec/repl.rs`).
+
+use super::args::{self, is};
+use super::{Argv, Ctx};
+use crate::error::{CmdResult, Error};
+use crate::net::link::ToConn;
+use crate::server::blocking::{BlockRequest, WaitKind};
+use crate::server::client::ClientKind;
+use crate::server::repl::{LinkState, MasterLink, Replica, ReplicaConf, ReplicaState};
+use crate::util::clock;
+
+/// Handlers of this family.
+pub(super) const COMMANDS: &[(&str, super::Handler)] = &[
+    ("replconf", replconf),
+    ("sync", sync),
+    ("psync", sync),
+    ("replicaof", replicaof),
+    ("slaveof", replicaof),
+    ("role", role),
+    ("wait", wait),
+];
+
+/// REPLCONF option value ...: a replica's facts before it syncs, and the
+/// acknowledgements exchanged after (replconfCommand).
+fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() % 2 == 0 {
+        return Err(Error::Syntax);
+    }
+    for i in (1..argv.len()).step_by(2) {
+        let (opt, val) = (argv.get(i), argv.get(i + 1));
+        if is(opt, "listening-port") {
+            let port = args::int(val)?;
+            conf(ctx).listening_port = u16::try_from(port).unwrap_or(0);
+        } else if is(opt, "ip-address") {
+            conf(ctx).announced_ip = Some(args::lossy(val));
+        } else if is(opt, "capa") {
+            if is(val, "eof") {
+                conf(ctx).capa_eof = true;
+            } else if is(val, "psync2") {
+                conf(ctx).capa_psync2 = true;
+            }
+        } else if is(opt, "ack") {
+            // From a replica only, and never answered.
+            if ctx.client.kind == ClientKind::Replica {
+                if let Ok(offset) = args::int(val) {
+                    let id = ctx.client.id;
+                    if let Some(r) = ctx.server.repl.replica_mut(id) {
+                        r.ack_offset = r.ack_offset.max(offset.max(0) as u64);
+                        r.ack_ms = clock::real_now_ms();
+                        if r.state == ReplicaState::WaitAck {
+                            r.state = ReplicaState::Online;
+                            let waiting = std::mem::take(&mut r.waiting);
+                            if !waiting.is_empty() {
+                                let _ = r.tx.send(ToConn::Push(waiting));
+                            }
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        } else if is(opt, "getack") {
+            // From our master: answer with our offset, past the reply
+            // suppression the master's commands have.
+            if ctx.client.kind == ClientKind::Master {
+                send_ack(ctx.server, &ctx.client.tx);
+            }
+            return Ok(());
+        } else if is(opt, "rdb-only") {
+            match args::int(val)? {
+                0 => conf(ctx).rdb_only = false,
+                1 => conf(ctx).rdb_only = true,
+                _ => return Err(Error::Syntax),
+            }
+        } else {
+            return Err(Error::err_owned(format!(
+                "Unrecognized REPLCONF option: {}",
+                args::lossy(opt)
+            )));
+        }
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+fn conf<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut ReplicaConf {
+    ctx.client.replica_conf.get_or_insert_with(Box::default)
+}
+
+/// Sends `REPLCONF ACK <offset>` to the master over `tx`.
+pub fn send_ack(server: &crate::server::ServerState, tx: &crate::net::link::ConnTx) {
+    let mut buf = Vec::new();
+    // What this replica applied, including the commands of the batch
+    // running now that have not reached its backlog yet.
+    let offset = (server.repl.offset + server.repl.log.buf.len() as u64).to_string();
+    crate::persist::cmdlog::encode(&mut buf, &[b"REPLCONF", b"ACK", offset.as_bytes()]);
+    let _ = tx.send(ToConn::Push(buf));
+}
+
+/// SYNC and PSYNC replid offset (syncCommand): continue from the backlog
+/// when it holds the replica's history, else a full resynchronization
+/// with a snapshot the cron starts.
+fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.client.kind == ClientKind::Replica {
+        return Ok(());
+    }
+    if let Some(m) = &ctx.server.repl.master {
+        if m.state != LinkState::Connected {
+            return Err(Error::raw("NOMASTERLINK Can't SYNC while not connected with my master"));
+        }
+    }
+    let psync = is(argv.get(0), "psync");
+    let conf = ctx.client.replica_conf.take().map(|c| *c).unwrap_or_default();
+    let size = backlog_size(ctx);
+    let repl = &mut ctx.server.repl;
+    if psync {
+        let replid = args::lossy(argv.get(1));
+        let offset = args::int(argv.get(2)).unwrap_or(-1);
+        let data = u64::try_from(offset)
+            .ok()
+            .and_then(|o| repl.continuation(&replid, o));
+        if let (Some(data), false) = (data, conf.rdb_only) {
+            let out = ctx.reply.raw();
+            if conf.capa_psync2 {
+                out.extend_from_slice(format!("+CONTINUE {}\r\n", repl.replid).as_bytes());
+            } else {
+                out.extend_from_slice(b"+CONTINUE\r\n");
+            }
+            out.extend_from_slice(&data);
+            repl.stats.partial_ok += 1;
+            tracing::info!(
+                "Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.",
+                ctx.client.addr,
+                data.len()
+            );
+            attach(ctx, conf, ReplicaState::Online, false);
+            return Ok(());
+        }
+        if replid != "?" {
+            repl.stats.partial_err += 1;
+        }
+    }
+    repl.stats.full += 1;
+    repl.ensure_backlog(size);
+    tracing::info!("Replica {} asks for synchronization", ctx.client.addr);
+    // A snapshot already being made for other replicas serves this one
+    // too: it gets their copy of the stream since the fork.
+    let running = ctx.server.repl.snapshot.is_some();
+    let peer = ctx
+        .server
+        .repl
+        .replicas
+        .iter()
+        .find(|r| r.state == ReplicaState::WaitSnapshotEnd && running);
+    match peer.map(|r| (r.sync_offset, r.waiting.clone())) {
+        Some((offset, waiting)) => {
+            if psync {
+                let line = format!("+FULLRESYNC {} {offset}\r\n", ctx.server.repl.replid);
+                ctx.reply.raw().extend_from_slice(line.as_bytes());
+            }
+            attach(ctx, conf, ReplicaState::WaitSnapshotEnd, !psync);
+            if let Some(r) = ctx.server.repl.replicas.last_mut() {
+                r.sync_offset = offset;
+                r.waiting = waiting;
+            }
+        }
+        None => attach(ctx, conf, ReplicaState::WaitSnapshotStart, !psync),
+    }
+    Ok(())
+}
+
+fn backlog_size(ctx: &Ctx<'_>) -> usize {
+    ctx.server
+        .config
+        .get_i64("repl-backlog-size")
+        .unwrap_or(1 << 20)
+        .max(1) as usize
+}
+
+/// Makes the calling client a replica in `state`.
+fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: bool) {
+    let c = &mut *ctx.client;
+    c.kind = ClientKind::Replica;
+    let now = clock::real_now_ms();
+    let offset = ctx.server.repl.offset;
+    ctx.server.repl.replicas.push(Replica {
+        client_id: c.id,
+        tx: c.tx.clone(),
+        bufs: c.bufs.clone(),
+        addr: c.addr,
+        conf,
+        state,
+        sync_offset: offset,
+        waiting: Vec::new(),
+        ack_offset: 0,
+        ack_ms: now,
+        since_ms: now,
+        old_sync,
+    });
+}
+
+/// REPLICAOF host port | NO ONE (replicaofCommand).
+fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let (host, port) = (argv.get(1), argv.get(2));
+    if is(host, "no") && is(port, "one") {
+        if ctx.server.repl.master.is_some() {
+            drop_master_link(ctx.server);
+            ctx.server.repl.promote();
+            tracing::info!("MASTER MODE enabled (user request from '{}')", ctx.client.addr);
+        }
+        ctx.reply.ok();
+        return Ok(());
+    }
+    if ctx.client.kind == ClientKind::Master {
+        return Err(Error::err("Command is not valid when client is a replica."));
+    }
+    let port = args::int(port)
+        .ok()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or(Error::err("Invalid master port"))?;
+    let host = args::lossy(host);
+    if let Some(m) = &ctx.server.repl.master {
+        if m.host.eq_ignore_ascii_case(&host) && m.port == port {
+            tracing::info!("REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.");
+            ctx.reply.simple("OK Already connected to specified master");
+            return Ok(());
+        }
+    }
+    set_master(ctx.server, host, port);
+    tracing::info!(
+        "REPLICAOF {}:{} enabled (user request from '{}')",
+        ctx.server.repl.master.as_ref().map_or("", |m| m.host.as_str()),
+        port,
+        ctx.client.addr
+    );
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Follows `host:port` from now on (replicationSetMaster): the link to any
+/// previous master is dropped, this server's replicas are disconnected so
+/// they resynchronize, and the cron connects.
+pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
+    let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
+    drop_master_link(server);
+    server.repl.disconnect_replicas();
+    // A master's history becomes the starting point of the new link, so
+    // the new master may continue it (replicationCacheMasterUsingMyself).
+    server.repl.backlog = None;
+    server.repl.log.buf.clear();
+    server.repl.master = Some(MasterLink {
+        host,
+        port,
+        state: LinkState::Connect,
+        client_id: None,
+        tx: None,
+        last_io_ms: 0,
+        down_since_ms: 0,
+        last_ack_ms: 0,
+        next_attempt_ms: 0,
+        generation,
+    });
+}
+
+/// Closes the connection to the master, if there is one.
+pub fn drop_master_link(server: &mut crate::server::ServerState) {
+    let Some(id) = server.repl.master.as_mut().and_then(|m| m.client_id.take()) else {
+        return;
+    };
+    server.kill_client(id);
+    if let Some(m) = &mut server.repl.master {
+        m.tx = None;
+    }
+}
+
+/// ROLE (roleCommand).
+fn role(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let repl = &ctx.server.repl;
+    let r = &mut ctx.reply;
+    match &repl.master {
+        None => {
+            r.array(3);
+            r.bulk(b"master");
+            r.int(repl.offset as i64);
+            let online: Vec<_> = repl
+                .replicas
+                .iter()
+                .filter(|x| x.state == ReplicaState::Online && !x.conf.rdb_only)
+                .collect();
+            r.array(online.len());
+            for x in online {
+                r.array(3);
+                r.bulk(replica_ip(x).as_bytes());
+                r.bulk(x.conf.listening_port.to_string().as_bytes());
+                r.bulk(x.ack_offset.to_string().as_bytes());
+            }
+        }
+        Some(m) => {
+            r.array(5);
+            r.bulk(b"slave");
+            r.bulk(m.host.as_bytes());
+            r.int(i64::from(m.port));
+            r.bulk(m.state.role_name().as_bytes());
+            let offset = if m.client_id.is_some() {
+                repl.offset as i64
+            } else {
+                -1
+            };
+            r.int(offset);
+        }
+    }
+    Ok(())
+}
+
+/// The address a replica is known by: the one it announced, else its
+/// connection's.
+pub fn replica_ip(r: &Replica) -> String {
+    r.conf
+        .announced_ip
+        .clone()
+        .unwrap_or_else(|| r.addr.ip().to_string())
+}
+
+/// WAIT numreplicas timeout: how many replicas acknowledged everything
+/// written so far. Without replicas, or when enough already have, it
+/// answers at once; otherwise the replicas are asked for an
+/// acknowledgement and the client waits (served by `exec/repl.rs`).
+fn wait(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.repl.master.is_some() {
+        return Err(Error::err("WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
+    }
+    let wanted = args::int(argv.get(1))?;
+    let timeout = args::int(argv.get(2)).map_err(|_| Error::TimeoutNotInteger)?;
+    if timeout < 0 {
+        return Err(Error::err("timeout is negative"));
+    }
+    let offset = ctx.client.woff;
+    let acked = ctx.server.repl.acked(offset);
+    if acked as i64 >= wanted || ctx.client.multi.is_some() || ctx.client.script {
+        ctx.reply.int(acked as i64);
+        return Ok(());
+    }
+    ctx.server.repl.get_ack = true;
+    let deadline = if timeout == 0 {
+        0
+    } else {
+        clock::now_ms() + timeout as u64
+    };
+    ctx.server.blocking.pending = Some(BlockRequest {
+        db: ctx.client.db,
+        keys: Vec::new(),
+        deadline,
+        kind: WaitKind::Replicas,
+        rerun: None,
+    });
+    Ok(())
+}
+
+/// The answer of a WAIT whose timeout passed: the replicas that
+/// acknowledged the client's last write by then.
+pub fn wait_timed_out(server: &crate::server::ServerState, client: &crate::server::client::Client) -> i64 {
+    server.repl.acked(client.woff) as i64
+}

@@ -1,0 +1,441 @@
+//! Replication's moving parts (Redis's `replicationCron`, the snapshot
+//! done handler and `syncWithMaster`'s end): starting and collecting the
+//! snapshots replicas wait for, keepalives, PINGs and timeouts on the
+//! master's side; on a replica's side, the handshake with the master, the
+//! loading of its snapshot and the master client that applies its stream.
+//! The state lives in `server/repl`; the handshake itself runs on a thread
+//! of its own (`net/master_link.rs`).
+
+use super::Executor;
+use crate::net::link::ToConn;
+use crate::net::master_link::{Handshake, HandshakeConf, Linked, Synced};
+use crate::net::request::Argv;
+use crate::server::client::{ClientKind, ReplyMode};
+use crate::server::repl::{new_replid, LinkState, ReplicaState};
+use crate::util::clock;
+
+/// A handshake under way, for the master link of generation `.0`.
+pub struct PendingLink(pub u64, pub Handshake);
+
+impl Executor {
+    /// Periodic replication work, from the timers.
+    pub(super) fn repl_cron(&mut self) {
+        // What the timers propagated (expired keys) goes out first, so a
+        // snapshot starts at the offset its replicas are told.
+        self.server.flush_stream();
+        self.master_link_cron();
+        self.start_snapshot_if_due();
+        self.collect_snapshot();
+        let now = clock::real_now_ms();
+        if now.saturating_sub(self.repl_second_ms) >= 1000 {
+            self.repl_second_ms = now;
+            self.repl_every_second(now);
+        }
+        self.server.flush_stream();
+    }
+
+    /// Before the loop sleeps: a WAIT asked replicas for acknowledgements.
+    pub(super) fn repl_before_sleep(&mut self) {
+        if std::mem::take(&mut self.server.repl.get_ack) && self.server.repl.feeding() {
+            self.server
+                .repl
+                .feed_raw_command(&[b"REPLCONF", b"GETACK", b"*"]);
+            self.server.flush_stream();
+        }
+    }
+
+    fn repl_every_second(&mut self, now: u64) {
+        let timeout_ms = self.server.config.get_i64("repl-timeout").unwrap_or(60).max(1) as u64 * 1000;
+        let repl = &mut self.server.repl;
+        // Replicas waiting for their snapshot hear a newline each second,
+        // so they do not time out (they skip it before the payload).
+        let mut timed_out = Vec::new();
+        for r in &repl.replicas {
+            match r.state {
+                ReplicaState::WaitSnapshotStart | ReplicaState::WaitSnapshotEnd => {
+                    let _ = r.tx.send(ToConn::Push(b"\n".to_vec()));
+                }
+                ReplicaState::Online if !r.old_sync && !r.conf.rdb_only => {
+                    if now.saturating_sub(r.ack_ms) > timeout_ms {
+                        timed_out.push(r.client_id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for id in timed_out {
+            tracing::warn!("Disconnecting timedout replica (streaming sync)");
+            self.server.kill_client(id);
+            self.server.repl.forget(id);
+        }
+        let repl = &mut self.server.repl;
+        if repl.master.is_none() {
+            let period = self.server.config.get_i64("repl-ping-replica-period").unwrap_or(10).max(1) as u64 * 1000;
+            if !repl.replicas.is_empty() && now.saturating_sub(repl.last_ping_ms) >= period {
+                repl.last_ping_ms = now;
+                if repl.feeding() {
+                    repl.feed_raw_command(&[b"PING"]);
+                }
+            }
+            let ttl = self.server.config.get_i64("repl-backlog-ttl").unwrap_or(3600).max(0) as u64;
+            if repl.backlog.is_some()
+                && repl.replicas.is_empty()
+                && ttl > 0
+                && now.saturating_sub(repl.no_replicas_since_ms) > ttl * 1000
+            {
+                repl.replid = new_replid();
+                repl.clear_replid2();
+                repl.backlog = None;
+                tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
+            }
+        }
+        // A replica acknowledges what it applied every second, and drops
+        // a master that went silent for repl-timeout.
+        let Some(m) = &mut self.server.repl.master else {
+            return;
+        };
+        if m.state != LinkState::Connected {
+            return;
+        }
+        if now.saturating_sub(m.last_io_ms) > timeout_ms {
+            tracing::warn!("MASTER timeout: no data nor PING received...");
+            crate::cmd::repl::drop_master_link(&mut self.server);
+            self.master_link_lost();
+            return;
+        }
+        if let Some(tx) = m.tx.clone() {
+            m.last_ack_ms = now;
+            crate::cmd::repl::send_ack(&self.server, &tx);
+        }
+    }
+
+    /// Starts the handshake with the master when the link is down, and
+    /// installs the link once the handshake is done.
+    fn master_link_cron(&mut self) {
+        let Some(m) = &mut self.server.repl.master else {
+            self.handshake = None;
+            return;
+        };
+        if self.handshake.as_ref().is_some_and(|h| h.0 != m.generation) {
+            // For a master we no longer follow: its thread ends alone.
+            self.handshake = None;
+            if m.state != LinkState::Connected {
+                m.state = LinkState::Connect;
+            }
+        }
+        let now = clock::real_now_ms();
+        match m.state {
+            LinkState::Connect => {
+                if now < m.next_attempt_ms {
+                    return;
+                }
+                m.next_attempt_ms = now + 1000;
+                let conf = self.handshake_conf();
+                let m = self.server.repl.master.as_mut().expect("checked above: a master is set");
+                tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
+                match Handshake::start(conf) {
+                    Ok(h) => {
+                        self.handshake = Some(PendingLink(m.generation, h));
+                        m.state = LinkState::Connecting;
+                    }
+                    Err(e) => tracing::warn!("Unable to connect to MASTER: {e}"),
+                }
+            }
+            LinkState::Connecting | LinkState::Transfer => {
+                let Some(PendingLink(_, h)) = &self.handshake else {
+                    m.state = LinkState::Connect;
+                    return;
+                };
+                if h.transferring.load(std::sync::atomic::Ordering::Relaxed) {
+                    m.state = LinkState::Transfer;
+                }
+                let Some(result) = h.poll() else {
+                    return;
+                };
+                self.handshake = None;
+                match result {
+                    Ok(linked) => self.install_master_link(linked),
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        if let Some(m) = &mut self.server.repl.master {
+                            m.state = LinkState::Connect;
+                        }
+                    }
+                }
+            }
+            LinkState::Connected => {}
+        }
+    }
+
+    fn handshake_conf(&self) -> HandshakeConf {
+        let c = &self.server.config;
+        let m = self.server.repl.master.as_ref().expect("called with a master set");
+        let pass = c.get("masterauth");
+        let user = c.get("masteruser");
+        let ip = c.get("replica-announce-ip");
+        let announced_port = c.get_i64("replica-announce-port").unwrap_or(0);
+        let repl = &self.server.repl;
+        HandshakeConf {
+            host: m.host.clone(),
+            port: m.port,
+            listening_port: if announced_port > 0 {
+                announced_port as u16
+            } else {
+                self.server.port
+            },
+            announce_ip: (!ip.is_empty()).then_some(ip),
+            auth: (!pass.is_empty()).then(|| ((!user.is_empty()).then_some(user), pass)),
+            psync: Some((repl.replid.clone(), repl.offset + 1)),
+            timeout: std::time::Duration::from_secs(
+                c.get_i64("repl-timeout").unwrap_or(60).max(1) as u64,
+            ),
+        }
+    }
+
+    /// The handshake succeeded: load the snapshot of a full
+    /// resynchronization (readSyncBulkPayload) or take the new ID of a
+    /// partial one, then serve the socket as the master client.
+    fn install_master_link(&mut self, linked: Linked) {
+        let Linked {
+            sock,
+            leftover,
+            synced,
+        } = linked;
+        match synced {
+            Synced::Full {
+                replid,
+                offset,
+                rdb,
+            } => {
+                // Our replicas must resynchronize with the new data set.
+                self.server.repl.disconnect_replicas();
+                for db in 0..self.store.dbs.len() {
+                    drop(self.store.flush_db(db));
+                }
+                tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+                let loaded =
+                    crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
+                if let Err(e) = loaded {
+                    tracing::warn!("Failed trying to load the MASTER synchronization DB from socket: {e:?}");
+                    if let Some(m) = &mut self.server.repl.master {
+                        m.state = LinkState::Connect;
+                    }
+                    return;
+                }
+                tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+                let repl = &mut self.server.repl;
+                repl.replid = replid;
+                repl.clear_replid2();
+                repl.offset = offset;
+                repl.backlog = None;
+                if self.server.aof.on {
+                    let config = self.server.config.clone();
+                    if let Err(e) = self.server.aof.rewrite(&self.store, &config) {
+                        tracing::warn!("Failed to rewrite the AOF after the sync: {e}");
+                    }
+                }
+            }
+            Synced::Partial { replid } => {
+                let repl = &mut self.server.repl;
+                if let Some(id) = replid.filter(|id| *id != repl.replid) {
+                    repl.replid2 = std::mem::replace(&mut repl.replid, id);
+                    repl.second_replid_offset = repl.offset as i64 + 1;
+                    // Our replicas must learn the new ID.
+                    repl.disconnect_replicas();
+                }
+            }
+        }
+        let size = self.server.config.get_i64("repl-backlog-size").unwrap_or(1 << 20).max(1) as usize;
+        self.server.repl.ensure_backlog(size);
+        let Some(net) = self.server.net.clone() else {
+            return;
+        };
+        let nc = match net.borrow_mut().adopt(sock, &leftover) {
+            Ok(nc) => nc,
+            Err(e) => {
+                tracing::warn!("Cannot serve the master link: {e}");
+                if let Some(m) = &mut self.server.repl.master {
+                    m.state = LinkState::Connect;
+                }
+                return;
+            }
+        };
+        let id = nc.id;
+        self.server.connect(nc);
+        let Some(c) = self.server.clients.get_mut(&id) else {
+            return;
+        };
+        c.kind = ClientKind::Master;
+        c.authenticated = true;
+        // The master's commands run as the superuser; only REPLCONF
+        // GETACK is answered.
+        c.user = None;
+        c.reply_mode = ReplyMode::Off;
+        let tx = c.tx.clone();
+        let now = clock::real_now_ms();
+        if let Some(m) = &mut self.server.repl.master {
+            m.client_id = Some(id);
+            m.tx = Some(tx.clone());
+            m.state = LinkState::Connected;
+            m.last_io_ms = now;
+            m.last_ack_ms = now;
+        }
+        // The first acknowledgement puts us online at a master that sent
+        // a diskless snapshot.
+        crate::cmd::repl::send_ack(&self.server, &tx);
+    }
+
+    /// The master client went away: the link is down and the cron
+    /// reconnects, asking to continue from where this replica stands.
+    pub(super) fn master_link_lost(&mut self) {
+        if let Some(m) = &mut self.server.repl.master {
+            m.client_id = None;
+            m.tx = None;
+            m.state = LinkState::Connect;
+            m.down_since_ms = clock::real_now_ms();
+            tracing::warn!("Connection with master lost.");
+        }
+    }
+
+    /// After each command the master sent: its bytes go on to this
+    /// server's backlog and replicas, and the link is alive.
+    pub(super) fn applied_from_master(&mut self, argv: Argv<'_>) {
+        crate::net::request::encode_argv(&mut self.server.repl.log.buf, argv);
+        if let Some(m) = &mut self.server.repl.master {
+            m.last_io_ms = clock::real_now_ms();
+        }
+    }
+
+    /// Starts the snapshot replicas wait for: at once, or with
+    /// `repl-diskless-sync` after `repl-diskless-sync-delay` seconds
+    /// unless `repl-diskless-sync-max-replicas` are already waiting.
+    fn start_snapshot_if_due(&mut self) {
+        let repl = &self.server.repl;
+        if repl.snapshot.is_some() {
+            return;
+        }
+        let waiting = repl
+            .replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::WaitSnapshotStart);
+        let (count, oldest) = waiting.fold((0, u64::MAX), |(n, t), r| (n + 1, t.min(r.since_ms)));
+        if count == 0 {
+            return;
+        }
+        let c = &self.server.config;
+        if c.get_bool("repl-diskless-sync") {
+            let delay = c.get_i64("repl-diskless-sync-delay").unwrap_or(5).max(0) as u64 * 1000;
+            let max = c.get_i64("repl-diskless-sync-max-replicas").unwrap_or(0).max(0) as usize;
+            let full = max > 0 && count >= max;
+            if !full && clock::real_now_ms().saturating_sub(oldest) < delay {
+                return;
+            }
+        }
+        let started = crate::persist::SyncSnapshot::start(&self.store, &self.server.config);
+        let repl = &mut self.server.repl;
+        match started {
+            Ok(s) => repl.snapshot = Some(s),
+            Err(e) => {
+                tracing::warn!("Can't start the snapshot for replicas: {e}");
+                let ids: Vec<u64> = repl
+                    .replicas
+                    .iter()
+                    .filter(|r| r.state == ReplicaState::WaitSnapshotStart)
+                    .map(|r| r.client_id)
+                    .collect();
+                for id in ids {
+                    self.server.kill_client(id);
+                    self.server.repl.forget(id);
+                }
+                return;
+            }
+        }
+        // The snapshot stands for this offset; the stream after it starts
+        // with a SELECT (replicationSetupSlaveForFullResync).
+        repl.log.db = None;
+        let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
+        let offset = repl.offset;
+        for r in &mut repl.replicas {
+            if r.state != ReplicaState::WaitSnapshotStart {
+                continue;
+            }
+            r.state = ReplicaState::WaitSnapshotEnd;
+            r.sync_offset = offset;
+            r.waiting.clear();
+            if !r.old_sync {
+                let _ = r.tx.send(ToConn::Push(line.clone().into_bytes()));
+            }
+        }
+    }
+
+    /// Sends a finished snapshot to the replicas waiting for it, followed
+    /// by the stream since its fork; a diskless transfer's stream waits
+    /// for the replica's first acknowledgement, as its reader must see the
+    /// end mark last.
+    fn collect_snapshot(&mut self) {
+        let repl = &mut self.server.repl;
+        let Some(result) = repl.snapshot.as_ref().and_then(|s| s.poll()) else {
+            return;
+        };
+        repl.snapshot = None;
+        let rdb = match result {
+            Ok(rdb) => rdb,
+            Err(e) => {
+                tracing::warn!("Snapshot for replicas failed: {e}");
+                let ids: Vec<u64> = repl
+                    .replicas
+                    .iter()
+                    .filter(|r| r.state == ReplicaState::WaitSnapshotEnd)
+                    .map(|r| r.client_id)
+                    .collect();
+                for id in ids {
+                    self.server.kill_client(id);
+                    self.server.repl.forget(id);
+                }
+                return;
+            }
+        };
+        let diskless = self.server.config.get_bool("repl-diskless-sync");
+        for r in &mut repl.replicas {
+            if r.state != ReplicaState::WaitSnapshotEnd {
+                continue;
+            }
+            let mut payload = Vec::with_capacity(rdb.len() + 100);
+            if diskless && r.conf.capa_eof {
+                let mark = new_replid();
+                payload.extend_from_slice(format!("$EOF:{mark}\r\n").as_bytes());
+                payload.extend_from_slice(&rdb);
+                payload.extend_from_slice(mark.as_bytes());
+                r.state = ReplicaState::WaitAck;
+            } else {
+                payload.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+                payload.extend_from_slice(&rdb);
+                payload.append(&mut r.waiting);
+                r.state = ReplicaState::Online;
+            }
+            let _ = r.tx.send(ToConn::Push(payload));
+            r.ack_ms = clock::real_now_ms();
+            tracing::info!("Synchronization with replica {} succeeded", r.addr);
+        }
+    }
+
+    /// Serves the clients blocked in WAIT after a replica acknowledged.
+    pub(super) fn serve_wait(&mut self) {
+        let ids: Vec<u64> = self
+            .server
+            .blocking
+            .parked
+            .iter()
+            .filter(|(_, p)| p.req.kind == crate::server::blocking::WaitKind::Replicas)
+            .map(|(id, _)| *id)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        for id in ids {
+            self.rerun(id);
+        }
+        self.handle_ready();
+        self.after_writes();
+    }
+}

@@ -1,0 +1,323 @@
+//! A replica's side of the link to its master up to the stream (Redis's
+//! `syncWithMaster` and `readSyncBulkPayload`): connect, PING, AUTH,
+//! REPLCONF listening-port / ip-address / capa, PSYNC, and on
+//! `+FULLRESYNC` the snapshot, as `$<length>` or as a diskless transfer
+//! between `$EOF:<mark>` and the same mark.
+//!
+//! It runs on a thread of its own with blocking reads bounded by
+//! `repl-timeout`, so the event loop never waits for the master; the
+//! engine collects the outcome and adopts the socket as the master client.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the replica tells its master and asks of it.
+#[derive(Clone, Debug)]
+pub struct HandshakeConf {
+    /// The master's host.
+    pub host: String,
+    /// The master's port.
+    pub port: u16,
+    /// This server's port (`REPLCONF listening-port`).
+    pub listening_port: u16,
+    /// `replica-announce-ip`.
+    pub announce_ip: Option<String>,
+    /// `masteruser` and `masterauth`.
+    pub auth: Option<(Option<String>, String)>,
+    /// The history this replica has: its replication ID and the offset of
+    /// the next byte it needs (`PSYNC ? -1` when it has none).
+    pub psync: Option<(String, u64)>,
+    /// `repl-timeout`.
+    pub timeout: Duration,
+}
+
+/// How the master answered PSYNC.
+pub enum Synced {
+    /// A full resynchronization: the master's history and the snapshot.
+    Full {
+        /// The master's replication ID.
+        replid: String,
+        /// The offset the snapshot stands for.
+        offset: u64,
+        /// The RDB payload.
+        rdb: Vec<u8>,
+    },
+    /// The master continues from the replica's offset; a new ID when it
+    /// changed (the master was promoted meanwhile).
+    Partial {
+        /// `+CONTINUE <replid>`.
+        replid: Option<String>,
+    },
+}
+
+/// A link ready to carry the stream.
+pub struct Linked {
+    /// The socket, blocking, to be adopted by the event loop.
+    pub sock: TcpStream,
+    /// Stream bytes read past the snapshot.
+    pub leftover: Vec<u8>,
+    /// What PSYNC gave.
+    pub synced: Synced,
+}
+
+/// A handshake running on its thread.
+pub struct Handshake {
+    done: Receiver<Result<Linked, String>>,
+    /// Set once the snapshot transfer began.
+    pub transferring: Arc<AtomicBool>,
+}
+
+impl Handshake {
+    /// Starts the handshake with `conf.host:conf.port`.
+    pub fn start(conf: HandshakeConf) -> Result<Handshake, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let transferring = Arc::new(AtomicBool::new(false));
+        let flag = transferring.clone();
+        std::thread::Builder::new()
+            .name("ferrokv-master-link".into())
+            .spawn(move || {
+                let _ = tx.send(run(&conf, &flag));
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Handshake {
+            done: rx,
+            transferring,
+        })
+    }
+
+    /// The outcome, once the handshake ended.
+    pub fn poll(&self) -> Option<Result<Linked, String>> {
+        match self.done.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err("the link thread died".into())),
+        }
+    }
+}
+
+/// Reads lines and payloads off the socket through one buffer.
+struct Reader {
+    sock: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Reader {
+    fn fill(&mut self) -> Result<(), String> {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        match self.sock.read(&mut chunk) {
+            Ok(0) => Err("connection closed by the master".into()),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(())
+            }
+            Err(e) => Err(format!("reading from the master: {e}")),
+        }
+    }
+
+    /// One line without its CRLF.
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(i) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                let line = &self.buf[self.pos..self.pos + i];
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                let s = String::from_utf8_lossy(line).into_owned();
+                self.pos += i + 1;
+                return Ok(s);
+            }
+            if self.buf.len() - self.pos > 64 * 1024 {
+                return Err("the master sent an overlong line".into());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Exactly `n` bytes.
+    fn exact(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(n);
+        loop {
+            let take = (self.buf.len() - self.pos).min(n - out.len());
+            out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
+            self.pos += take;
+            if out.len() == n {
+                return Ok(out);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Everything up to `mark`, which ends the diskless payload.
+    fn until_mark(&mut self, mark: &[u8]) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        loop {
+            out.extend_from_slice(&self.buf[self.pos..]);
+            self.pos = self.buf.len();
+            if out.ends_with(mark) {
+                out.truncate(out.len() - mark.len());
+                return Ok(out);
+            }
+            self.fill()?;
+        }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
+        let mut buf = Vec::new();
+        super::request::encode(&mut buf, args);
+        self.sock
+            .write_all(&buf)
+            .map_err(|e| format!("writing to the master: {e}"))
+    }
+
+    /// Sends a command and reads its one-line reply.
+    fn ask(&mut self, args: &[&[u8]]) -> Result<String, String> {
+        self.send(args)?;
+        self.line()
+    }
+}
+
+fn run(conf: &HandshakeConf, transferring: &AtomicBool) -> Result<Linked, String> {
+    let addr = (conf.host.as_str(), conf.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("resolving {}: {e}", conf.host))?
+        .next()
+        .ok_or_else(|| format!("no address for {}", conf.host))?;
+    let sock = TcpStream::connect_timeout(&addr, conf.timeout)
+        .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
+    tracing::info!("MASTER <-> REPLICA sync started");
+    sock.set_read_timeout(Some(conf.timeout)).map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(conf.timeout)).map_err(|e| e.to_string())?;
+    let _ = sock.set_nodelay(true);
+    let mut r = Reader {
+        sock,
+        buf: Vec::new(),
+        pos: 0,
+    };
+    // A master that wants a password answers PING with -NOAUTH; that is
+    // still a live master (Redis accepts -NOPERM and this -ERR too).
+    let pong = r.ask(&[b"PING"])?;
+    let ok = pong.starts_with('+')
+        || pong.starts_with("-NOAUTH")
+        || pong.starts_with("-NOPERM")
+        || pong.starts_with("-ERR operation not permitted");
+    if !ok {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    tracing::info!("Master replied to PING, replication can continue...");
+    if let Some((user, pass)) = &conf.auth {
+        let reply = match user {
+            Some(u) => r.ask(&[b"AUTH", u.as_bytes(), pass.as_bytes()])?,
+            None => r.ask(&[b"AUTH", pass.as_bytes()])?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = conf.listening_port.to_string();
+    let reply = r.ask(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {reply}");
+    }
+    if let Some(ip) = &conf.announce_ip {
+        let reply = r.ask(&[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
+        if reply.starts_with('-') {
+            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {reply}");
+        }
+    }
+    let reply = r.ask(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    let (replid, offset) = match &conf.psync {
+        Some((id, next)) => {
+            tracing::info!(
+                "Trying a partial resynchronization (request {id}:{next})."
+            );
+            (id.clone(), next.to_string())
+        }
+        None => {
+            tracing::info!("Partial resynchronization not possible (no cached master)");
+            ("?".to_string(), "-1".to_string())
+        }
+    };
+    r.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?;
+    // The master sends newlines to keep the link alive until it answers.
+    let reply = loop {
+        let line = r.line()?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    let synced = if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut parts = rest.split(' ');
+        let id = parts.next().unwrap_or_default().to_string();
+        let offset = parts
+            .next()
+            .and_then(|o| o.parse::<u64>().ok())
+            .ok_or_else(|| format!("bad FULLRESYNC reply: '{reply}'"))?;
+        tracing::info!("Full resync from master: {id}:{offset}");
+        transferring.store(true, Ordering::Relaxed);
+        let rdb = read_payload(&mut r)?;
+        Synced::Full {
+            replid: id,
+            offset,
+            rdb,
+        }
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let id = rest.trim();
+        tracing::info!("Successful partial resynchronization with master.");
+        Synced::Partial {
+            replid: (!id.is_empty()).then(|| id.to_string()),
+        }
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    };
+    let leftover = r.buf[r.pos..].to_vec();
+    let sock = r.sock;
+    sock.set_read_timeout(None).map_err(|e| e.to_string())?;
+    sock.set_write_timeout(None).map_err(|e| e.to_string())?;
+    Ok(Linked {
+        sock,
+        leftover,
+        synced,
+    })
+}
+
+/// The snapshot after `+FULLRESYNC`: newlines the master sends while it
+/// prepares, then `$<length>` and the bytes, or `$EOF:<40-byte mark>`, the
+/// bytes and the mark.
+fn read_payload(r: &mut Reader) -> Result<Vec<u8>, String> {
+    let header = loop {
+        let line = r.line()?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    if header.starts_with('-') {
+        return Err(format!("MASTER aborted replication with an error: {header}"));
+    }
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!(
+            "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
+        ));
+    };
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        if mark.len() != 40 {
+            return Err("bad EOF mark from MASTER".into());
+        }
+        tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        return r.until_mark(mark.as_bytes());
+    }
+    let len: usize = spec
+        .parse()
+        .map_err(|_| format!("bad payload length from MASTER: '{header}'"))?;
+    tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
+    r.exact(len)
+}

@@ -1,0 +1,385 @@
+//! Replication state (Redis's `replication.c` and the `repl_*` fields of
+//! `struct redisServer`): the replication ID and offset, the backlog, the
+//! replicas attached to this server and, when this server is itself a
+//! replica, its master link.
+//!
+//! As a master, the propagation stream (`server/propagate.rs`) is encoded
+//! into [`Replication::log`] while a batch runs, exactly as the AOF gets
+//! it; [`Replication::flush`] then appends it to the backlog and hands it
+//! to every replica, before the batch's replies go out. A replica that
+//! asks with PSYNC gets the backlog from its offset (`+CONTINUE`) or a
+//! full resynchronization: a snapshot made by a forked child, followed by
+//! everything propagated since the fork.
+//!
+//! As a replica, the commands the master sends run through the one command
+//! path as the master client; they reach this server's AOF as any write
+//! does, and their bytes go on verbatim to this server's own replicas and
+//! backlog ([`Replication::proxy`]), as Redis's
+//! `replicationFeedStreamFromMasterStream`.
+
+pub mod backlog;
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use self::backlog::Backlog;
+use crate::net::link::{ConnBuffers, ConnTx, ToConn};
+use crate::persist::cmdlog::CommandLog;
+use crate::util::clock;
+
+/// A replica's replication ID placeholder (no history yet).
+pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// Where a replica stands in its synchronization (Redis's `replstate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaState {
+    /// Waits for a snapshot to start (repl-diskless-sync-delay, or a
+    /// child already running).
+    WaitSnapshotStart,
+    /// A snapshot is being made; the stream since its fork is kept.
+    WaitSnapshotEnd,
+    /// Got a diskless snapshot; the stream since its fork waits for the
+    /// replica's first acknowledgement (its reader must see the end mark
+    /// last).
+    WaitAck,
+    /// Receives the stream as it is produced.
+    Online,
+}
+
+impl ReplicaState {
+    /// The name INFO replication shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitSnapshotStart => "wait_bgsave",
+            ReplicaState::WaitSnapshotEnd => "wait_bgsave",
+            ReplicaState::WaitAck | ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// What a client said about itself with REPLCONF before it asked to sync.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaConf {
+    /// `listening-port`.
+    pub listening_port: u16,
+    /// `ip-address`.
+    pub announced_ip: Option<String>,
+    /// `capa eof`: it reads a diskless snapshot's EOF-marker format.
+    pub capa_eof: bool,
+    /// `capa psync2`: it understands `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+    /// `rdb-only 1`: it wants the snapshot and no stream (redis-cli --rdb).
+    pub rdb_only: bool,
+}
+
+/// A replica attached to this server.
+pub struct Replica {
+    /// Its client id.
+    pub client_id: u64,
+    /// Its connection.
+    pub tx: ConnTx,
+    /// Its connection's buffers (output limits).
+    pub bufs: Rc<ConnBuffers>,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// What it announced.
+    pub conf: ReplicaConf,
+    /// Where it stands.
+    pub state: ReplicaState,
+    /// The offset its snapshot stands for.
+    pub sync_offset: u64,
+    /// The stream since the snapshot's fork, sent after the snapshot.
+    pub waiting: Vec<u8>,
+    /// The offset it last acknowledged (REPLCONF ACK).
+    pub ack_offset: u64,
+    /// Real Unix ms of its last acknowledgement.
+    pub ack_ms: u64,
+    /// Real Unix ms when it asked to sync.
+    pub since_ms: u64,
+    /// It used SYNC, not PSYNC: no `+FULLRESYNC` line before the snapshot.
+    pub old_sync: bool,
+}
+
+/// The state of a replica's link to its master (Redis's `repl_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Not connected; connects at the next cron.
+    Connect,
+    /// Connecting and handshaking.
+    Connecting,
+    /// Receiving the snapshot.
+    Transfer,
+    /// Connected: applying the stream.
+    Connected,
+}
+
+impl LinkState {
+    /// The name ROLE shows.
+    pub fn role_name(self) -> &'static str {
+        match self {
+            LinkState::Connect => "connect",
+            LinkState::Connecting => "connecting",
+            LinkState::Transfer => "sync",
+            LinkState::Connected => "connected",
+        }
+    }
+}
+
+/// This server's master, when it is a replica (REPLICAOF host port).
+pub struct MasterLink {
+    /// The master's host.
+    pub host: String,
+    /// The master's port.
+    pub port: u16,
+    /// Where the link stands.
+    pub state: LinkState,
+    /// The master client, once connected.
+    pub client_id: Option<u64>,
+    /// Its connection, for REPLCONF ACK.
+    pub tx: Option<ConnTx>,
+    /// Real Unix ms of the last data from the master.
+    pub last_io_ms: u64,
+    /// Real Unix ms since when the link is down (0: never connected).
+    pub down_since_ms: u64,
+    /// Real Unix ms of the last REPLCONF ACK sent.
+    pub last_ack_ms: u64,
+    /// Real Unix ms before which no new connection is tried.
+    pub next_attempt_ms: u64,
+    /// Bumped on every change of master, so a handshake for an older one
+    /// is ignored.
+    pub generation: u64,
+}
+
+/// Full and partial synchronizations served (INFO stats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncStats {
+    /// `sync_full`.
+    pub full: u64,
+    /// `sync_partial_ok`.
+    pub partial_ok: u64,
+    /// `sync_partial_err`.
+    pub partial_err: u64,
+}
+
+/// The replication state of the server.
+pub struct Replication {
+    /// The replication ID of the history this server has.
+    pub replid: String,
+    /// The ID of the history before the last promotion.
+    pub replid2: String,
+    /// Up to which offset `replid2` is valid (-1: none).
+    pub second_replid_offset: i64,
+    /// Bytes of stream produced or received (`master_repl_offset`).
+    pub offset: u64,
+    /// The backlog, once a replica ever attached.
+    pub backlog: Option<Backlog>,
+    /// The stream written by the running batch, not yet handed out.
+    pub log: CommandLog,
+    /// The replicas attached.
+    pub replicas: Vec<Replica>,
+    /// The master, when this server is a replica.
+    pub master: Option<MasterLink>,
+    /// Synchronizations served.
+    pub stats: SyncStats,
+    /// Real Unix ms since when no replica is attached (backlog TTL).
+    pub no_replicas_since_ms: u64,
+    /// Real Unix ms of the last PING fed to replicas.
+    pub last_ping_ms: u64,
+    /// A WAIT asks replicas to acknowledge (REPLCONF GETACK before the
+    /// loop sleeps).
+    pub get_ack: bool,
+    /// The snapshot being made for replicas.
+    pub snapshot: Option<crate::persist::SyncSnapshot>,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            replid: new_replid(),
+            replid2: NO_REPLID.into(),
+            second_replid_offset: -1,
+            offset: 0,
+            backlog: None,
+            log: CommandLog::default(),
+            replicas: Vec::new(),
+            master: None,
+            stats: SyncStats::default(),
+            no_replicas_since_ms: clock::real_now_ms(),
+            last_ping_ms: 0,
+            get_ack: false,
+            snapshot: None,
+        }
+    }
+}
+
+/// A random 40-hex-character replication ID.
+pub fn new_replid() -> String {
+    (0..40)
+        .map(|_| char::from_digit(u32::from(rand::random::<u8>() % 16), 16).unwrap_or('0'))
+        .collect()
+}
+
+impl Replication {
+    /// True when this server produces a stream for replicas: it has a
+    /// backlog and is not itself a replica (which passes its master's
+    /// stream on instead). The one check on the hot path.
+    #[inline]
+    pub fn feeding(&self) -> bool {
+        self.backlog.is_some() && self.master.is_none()
+    }
+
+    /// Creates the backlog when the first replica attaches (Redis's
+    /// createReplicationBacklog); a master starts a new history then.
+    pub fn ensure_backlog(&mut self, size: usize) {
+        if self.backlog.is_some() {
+            return;
+        }
+        if self.master.is_none() {
+            self.replid = new_replid();
+            self.clear_replid2();
+        }
+        self.backlog = Some(Backlog::new(size));
+        self.log.db = None;
+    }
+
+    /// Forgets the previous history's ID.
+    pub fn clear_replid2(&mut self) {
+        self.replid2 = NO_REPLID.into();
+        self.second_replid_offset = -1;
+    }
+
+    /// The offset of the backlog's first byte (`repl_backlog_first_byte_offset`).
+    pub fn backlog_first_offset(&self) -> u64 {
+        match &self.backlog {
+            Some(b) => self.offset + 1 - b.histlen() as u64,
+            None => 0,
+        }
+    }
+
+    /// Appends the batch's stream to the backlog and hands it to the
+    /// replicas: online ones get it now, those whose snapshot is being
+    /// made keep it for after the snapshot.
+    pub fn flush(&mut self) {
+        if self.log.buf.is_empty() {
+            return;
+        }
+        let buf = std::mem::take(&mut self.log.buf);
+        self.append(&buf);
+        self.log.buf = buf;
+        self.log.buf.clear();
+    }
+
+    /// Passes bytes of the master's stream on (a replica's own replicas
+    /// and backlog get exactly what its master sent).
+    pub fn proxy(&mut self, bytes: &[u8]) {
+        self.append(bytes);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.offset += bytes.len() as u64;
+        if let Some(b) = &mut self.backlog {
+            b.append(bytes);
+        }
+        for r in &mut self.replicas {
+            match r.state {
+                ReplicaState::Online => {
+                    let _ = r.tx.send(ToConn::Push(bytes.to_vec()));
+                }
+                ReplicaState::WaitSnapshotEnd | ReplicaState::WaitAck => {
+                    r.waiting.extend_from_slice(bytes);
+                }
+                ReplicaState::WaitSnapshotStart => {}
+            }
+        }
+    }
+
+    /// The stream from `psync_offset` on, when the backlog still holds it
+    /// and `replid` names this history or the one before the last
+    /// promotion up to where they part (Redis's masterTryPartialResynchronization).
+    pub fn continuation(&self, replid: &str, psync_offset: u64) -> Option<Vec<u8>> {
+        let same = replid == self.replid
+            || (replid == self.replid2 && psync_offset as i64 <= self.second_replid_offset);
+        let b = self.backlog.as_ref()?;
+        if !same {
+            return None;
+        }
+        let first = self.backlog_first_offset();
+        if psync_offset < first || psync_offset > self.offset + 1 {
+            return None;
+        }
+        Some(b.tail((self.offset + 1 - psync_offset) as usize))
+    }
+
+    /// The replica with client id `id`.
+    pub fn replica_mut(&mut self, id: u64) -> Option<&mut Replica> {
+        self.replicas.iter_mut().find(|r| r.client_id == id)
+    }
+
+    /// Forgets a replica whose connection closed.
+    pub fn forget(&mut self, id: u64) {
+        let before = self.replicas.len();
+        self.replicas.retain(|r| r.client_id != id);
+        if before != self.replicas.len() && self.replicas.is_empty() {
+            self.no_replicas_since_ms = clock::real_now_ms();
+        }
+    }
+
+    /// Replicas whose acknowledged offset reached `offset` (WAIT).
+    pub fn acked(&self, offset: u64) -> usize {
+        self.replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Online && r.ack_offset >= offset)
+            .count()
+    }
+
+    /// Closes every replica's connection (this server follows a new
+    /// master; they must resynchronize, as Redis's disconnectSlaves).
+    pub fn disconnect_replicas(&mut self) {
+        for r in self.replicas.drain(..) {
+            let _ = r.tx.send(ToConn::Close);
+        }
+        self.no_replicas_since_ms = clock::real_now_ms();
+    }
+
+    /// Becomes a master with the history it has (REPLICAOF NO ONE, Redis's
+    /// shiftReplicationId): the old ID stays valid up to the current
+    /// offset, so replicas of the old master continue partially.
+    pub fn promote(&mut self) {
+        self.replid2 = std::mem::replace(&mut self.replid, new_replid());
+        self.second_replid_offset = self.offset as i64 + 1;
+        self.master = None;
+        self.log.db = None;
+    }
+
+    /// Appends a command to the stream outside any database (the PING
+    /// masters send their replicas, REPLCONF GETACK).
+    pub fn feed_raw_command(&mut self, args: &[&[u8]]) {
+        crate::persist::cmdlog::encode(&mut self.log.buf, args);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continues_from_the_backlog_only_within_its_history() {
+        let mut r = Replication::default();
+        r.ensure_backlog(16);
+        let id = r.replid.clone();
+        r.proxy(b"0123456789");
+        assert_eq!(r.offset, 10);
+        assert_eq!(r.continuation(&id, 11).as_deref(), Some(&b""[..]));
+        assert_eq!(r.continuation(&id, 6).as_deref(), Some(&b"56789"[..]));
+        assert_eq!(r.continuation(&id, 12), None);
+        assert_eq!(r.continuation("x", 6), None);
+        r.proxy(b"abcdefghij");
+        assert_eq!(r.backlog_first_offset(), 5);
+        assert_eq!(r.continuation(&id, 4), None);
+        r.promote();
+        assert_eq!(r.continuation(&id, 21).as_deref(), Some(&b""[..]));
+        r.proxy(b"z");
+        assert_eq!(r.continuation(&id, 21).as_deref(), Some(&b"z"[..]));
+        assert_eq!(r.continuation(&id, 22), None);
+    }
+}
