@@ -36,6 +36,7 @@ mod oracle;
 mod persist;
 mod protocol;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server;
 mod set;

@@ -1,0 +1,375 @@
+//! Replication with real redis-server processes in both directions
+//! (Redis's `integration/replication*.tcl`, `psync2*.tcl`): a redis-server
+//! replica of ferrokv and a ferrokv replica of redis-server end with the
+//! same data set, key by key (DUMP payloads), after a mixed write load of
+//! every type with scripts, transactions and expiries; partial
+//! resynchronization after the master link is killed; WAIT; chains; the
+//! replies of the replication commands compared with redis-server's.
+
+use std::time::Duration;
+
+use ferrokv::config::Config;
+
+use crate::support::*;
+
+/// Sets parameter `name` of `c` as a config file line would.
+fn conf(c: &mut Config, name: &str, value: &str) {
+    let (param, _) = ferrokv::config::params::lookup(name.as_bytes()).expect("a parameter");
+    c.set_value(param, value.as_bytes()).expect("a valid value");
+}
+
+/// A master that starts a snapshot as soon as a replica asks.
+fn ferrokv_master() -> Ferrokv {
+    start_with(|c| conf(c, "repl-diskless-sync-delay", "0"))
+}
+
+fn text(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
+/// One INFO field of a server.
+fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
+    let reply = text(&raw.cmd_str(&["INFO", section]));
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Waits until `replica` says its link to the master is up.
+fn wait_link_up(replica: &mut Raw) {
+    assert!(
+        wait_until(Duration::from_secs(20), || info_field(
+            replica,
+            "replication",
+            "master_link_status"
+        ) == "up"),
+        "the replica's link never came up"
+    );
+}
+
+/// The keys of database `db` on a server, sorted.
+fn keys_of(raw: &mut Raw, db: usize) -> Vec<Vec<u8>> {
+    raw.cmd_str(&["SELECT", &db.to_string()]);
+    let reply = raw.cmd_str(&["KEYS", "*"]);
+    let mut keys = parse_bulks(&reply);
+    keys.sort();
+    keys
+}
+
+/// The bulk strings of a flat RESP array reply.
+fn parse_bulks(reply: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut i = reply.iter().position(|&b| b == b'\n').map_or(0, |p| p + 1);
+    while i < reply.len() {
+        let end = i + reply[i..].iter().position(|&b| b == b'\n').unwrap_or(0);
+        let len: usize = text(&reply[i + 1..end - 1]).parse().unwrap_or(0);
+        out.push(reply[end + 1..end + 1 + len].to_vec());
+        i = end + 1 + len + 2;
+    }
+    out
+}
+
+/// Asserts both servers hold the same keys with the same DUMP payloads
+/// and the same TTL presence in databases 0..4.
+fn assert_same_data(a: &mut Raw, b: &mut Raw) {
+    for db in 0..4 {
+        let mut keys = keys_of(a, db);
+        keys.extend(keys_of(b, db));
+        keys.sort();
+        keys.dedup();
+        for k in &keys {
+            let da = a.cmd(&[b"DUMP", k]);
+            let db_ = b.cmd(&[b"DUMP", k]);
+            if da != db_ {
+                // A hash table's order is the server's own: compare such
+                // values by content.
+                assert_eq!(content(a, k), content(b, k), "{} in db {db} differs", text(k));
+            }
+            let ta = text(&a.cmd(&[b"PTTL", k])).starts_with(":-");
+            let tb = text(&b.cmd(&[b"PTTL", k])).starts_with(":-");
+            assert_eq!(ta, tb, "TTL presence of {} differs", text(k));
+        }
+    }
+    a.cmd_str(&["SELECT", "0"]);
+    b.cmd_str(&["SELECT", "0"]);
+}
+
+/// The content of an unordered value (set, hash, sorted set), sorted.
+fn content(raw: &mut Raw, key: &[u8]) -> Vec<Vec<u8>> {
+    let kind = text(&raw.cmd(&[b"TYPE", key]));
+    let reply = match kind.as_str() {
+        "+set\r\n" => raw.cmd(&[b"SMEMBERS", key]),
+        "+hash\r\n" => raw.cmd(&[b"HGETALL", key]),
+        "+zset\r\n" => raw.cmd(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]),
+        _ => panic!("DUMP of {} ({kind}) differs", text(key)),
+    };
+    let mut items = parse_bulks(&reply);
+    if kind == "+hash\r\n" {
+        let mut pairs: Vec<Vec<u8>> = items.chunks(2).map(|p| p.concat()).collect();
+        pairs.sort();
+        return pairs;
+    }
+    if kind == "+set\r\n" {
+        items.sort();
+    }
+    items
+}
+
+/// A mixed write load of every type on `m`: scripts, transactions,
+/// several databases, relative and absolute TTLs, keys that expire
+/// during the load, random pops and float increments.
+fn write_load(m: &mut Raw, rounds: u64) {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for i in 0..rounds {
+        let k = next(20).to_string();
+        let v = format!("v{i}");
+        let cmds: Vec<Vec<String>> = match next(16) {
+            0 => vec![vec!["SET".into(), format!("s:{k}"), v.clone()]],
+            1 => vec![vec!["SET".into(), format!("t:{k}"), v.clone(), "EX".into(), "1000".into()]],
+            2 => vec![vec!["SET".into(), format!("gone:{i}"), v.clone(), "PX".into(), "30".into()]],
+            3 => vec![vec!["INCRBYFLOAT".into(), format!("f:{k}"), "0.1".into()]],
+            4 => vec![vec!["RPUSH".into(), format!("l:{k}"), v.clone(), "x".into()]],
+            5 => vec![vec!["LPOP".into(), format!("l:{k}")]],
+            6 => vec![vec!["HSET".into(), format!("h:{k}"), format!("f{}", next(50)), v.clone()]],
+            7 => vec![vec!["SADD".into(), format!("set:{k}"), v.clone(), format!("{}", next(100))]],
+            8 => vec![vec!["SPOP".into(), format!("set:{k}")]],
+            9 => vec![vec!["ZADD".into(), format!("z:{k}"), format!("{}", next(1000)), v.clone()]],
+            10 => vec![vec!["XADD".into(), format!("x:{k}"), "*".into(), "f".into(), v.clone()]],
+            11 => vec![vec![
+                "EVAL".into(),
+                "redis.call('incr', KEYS[1]) redis.call('rpush', KEYS[2], ARGV[1]) return 1".into(),
+                "2".into(),
+                format!("n:{k}"),
+                format!("l:{k}"),
+                v.clone(),
+            ]],
+            12 => vec![
+                vec!["MULTI".into()],
+                vec!["INCR".into(), format!("n:{k}")],
+                vec!["EXPIRE".into(), format!("s:{k}"), "500".into()],
+                vec!["HINCRBY".into(), format!("h:{k}"), "count".into(), "1".into()],
+                vec!["EXEC".into()],
+            ],
+            13 => vec![
+                vec!["SELECT".into(), format!("{}", 1 + next(3))],
+                vec!["SET".into(), format!("db:{k}"), v.clone()],
+                vec!["SELECT".into(), "0".into()],
+            ],
+            14 => vec![vec!["DEL".into(), format!("s:{k}"), format!("z:{k}")]],
+            _ => vec![vec!["PEXPIREAT".into(), format!("h:{k}"), "99999999999999".into()]],
+        };
+        for c in cmds {
+            let args: Vec<&str> = c.iter().map(String::as_str).collect();
+            m.cmd_str(&args);
+        }
+    }
+}
+
+/// WAIT until `n` replicas acknowledged everything written on `m`.
+fn wait_replicas(m: &mut Raw, n: usize) {
+    let want = format!(":{n}\r\n");
+    assert!(
+        wait_until(Duration::from_secs(20), || text(&m.cmd_str(&[
+            "WAIT",
+            &n.to_string(),
+            "1000"
+        ])) == want),
+        "replicas did not acknowledge"
+    );
+}
+
+#[test]
+fn redis_replicates_from_ferrokv() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    write_load(&mut m, 300);
+    let port = master.port.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = Raw::connect(redis.port);
+    wait_link_up(&mut r);
+    write_load(&mut m, 1500);
+    wait_replicas(&mut m, 1);
+    // Keys that expired on the master reach the replica as DEL.
+    assert!(wait_until(Duration::from_secs(10), || {
+        text(&r.cmd_str(&["KEYS", "gone:*"])) == "*0\r\n"
+    }));
+    assert_same_data(&mut m, &mut r);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    let role = text(&m.cmd_str(&["ROLE"]));
+    assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:"), "{role}");
+    assert!(role.contains(&format!("$5\r\n{}\r\n", redis.port)), "{role}");
+    assert_eq!(text(&r.cmd_str(&["SET", "k", "v"])), "-READONLY You can't write against a read only replica.\r\n");
+}
+
+#[test]
+fn ferrokv_replicates_from_redis() {
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut m = Raw::connect(redis.port);
+    write_load(&mut m, 300);
+    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    write_load(&mut m, 1500);
+    wait_replicas(&mut m, 1);
+    assert!(wait_until(Duration::from_secs(10), || {
+        text(&r.cmd_str(&["KEYS", "gone:*"])) == "*0\r\n"
+    }));
+    assert_same_data(&mut m, &mut r);
+    assert_eq!(
+        text(&r.cmd_str(&["SET", "k", "v"])),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+    let role = text(&r.cmd_str(&["ROLE"]));
+    let expected = format!("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{}\r\n$9\r\nconnected\r\n:", redis.port);
+    assert!(role.starts_with(&expected), "{role}");
+    // Both report the same offset once everything is acknowledged.
+    assert_eq!(
+        info_field(&mut r, "replication", "master_repl_offset"),
+        info_field(&mut m, "replication", "master_repl_offset")
+    );
+    assert_eq!(info_field(&mut r, "replication", "master_replid"), info_field(&mut m, "replication", "master_replid"));
+    let list = text(&r.cmd_str(&["CLIENT", "LIST"]));
+    assert!(list.contains("flags=M") && list.contains("user=(superuser)"), "{list}");
+    // REPLICAOF NO ONE promotes it with its data, keeping the old history
+    // as replid2.
+    let old = info_field(&mut r, "replication", "master_replid");
+    assert_eq!(r.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(info_field(&mut r, "replication", "role"), "master");
+    assert_eq!(info_field(&mut r, "replication", "master_replid2"), old);
+    assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+}
+
+/// Killing the master link makes the replica continue from the backlog:
+/// sync_partial_ok grows and no new full sync happens, both ways.
+#[test]
+fn partial_resync_after_the_master_link_is_killed() {
+    // redis-server replica of ferrokv.
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    let port = master.port.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = Raw::connect(redis.port);
+    wait_link_up(&mut r);
+    write_load(&mut m, 200);
+    wait_replicas(&mut m, 1);
+    assert_eq!(r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+    write_load(&mut m, 200);
+    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_partial_ok") == "1"));
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    assert_same_data(&mut m, &mut r);
+    drop(redis);
+
+    // ferrokv replica of redis-server, with a disk-based transfer.
+    let redis = spawn_redis_with(&["--repl-diskless-sync", "no"]);
+    let mut m = Raw::connect(redis.port);
+    write_load(&mut m, 200);
+    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+    write_load(&mut m, 200);
+    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_partial_ok") == "1"));
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    assert_same_data(&mut m, &mut r);
+}
+
+/// A chain: redis-server → ferrokv → redis-server. The middle replica
+/// passes its master's stream on verbatim.
+#[test]
+fn a_ferrokv_replica_feeds_its_own_replicas() {
+    let top = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut t = Raw::connect(top.port);
+    write_load(&mut t, 200);
+    let middle = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", top.port));
+        conf(c, "repl-diskless-sync-delay", "0");
+    });
+    let mut mid = middle.raw();
+    wait_link_up(&mut mid);
+    let port = middle.port.to_string();
+    let bottom = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut b = Raw::connect(bottom.port);
+    wait_link_up(&mut b);
+    write_load(&mut t, 600);
+    wait_replicas(&mut t, 1);
+    let offset = info_field(&mut t, "replication", "master_repl_offset");
+    assert!(wait_until(Duration::from_secs(20), || {
+        info_field(&mut b, "replication", "master_repl_offset") == offset
+    }));
+    assert_same_data(&mut t, &mut b);
+    // The bottom replica sees the top master's history ID.
+    assert_eq!(
+        info_field(&mut b, "replication", "master_replid"),
+        info_field(&mut t, "replication", "master_replid")
+    );
+}
+
+#[test]
+fn wait_counts_acknowledging_replicas() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    // No replica: at once.
+    assert_eq!(m.cmd_str(&["SET", "a", "1"]), b"+OK\r\n");
+    assert_eq!(m.cmd_str(&["WAIT", "0", "0"]), b":0\r\n");
+    assert_eq!(m.cmd_str(&["WAIT", "1", "50"]), b":0\r\n");
+    let port = master.port.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = Raw::connect(redis.port);
+    wait_link_up(&mut r);
+    assert_eq!(m.cmd_str(&["SET", "b", "2"]), b"+OK\r\n");
+    assert_eq!(m.cmd_str(&["WAIT", "1", "5000"]), b":1\r\n");
+    // More replicas than there are: the timeout answers with the count.
+    assert_eq!(m.cmd_str(&["WAIT", "2", "200"]), b":1\r\n");
+}
+
+/// The replication commands' replies and errors, against redis-server.
+#[test]
+fn replication_command_replies_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "ROLE",
+        "REPLICAOF",
+        "REPLICAOF localhost x",
+        "REPLICAOF localhost 99999999999999999999",
+        "REPLICAOF NO ONE",
+        "SLAVEOF no one",
+        "REPLCONF",
+        "REPLCONF foo bar",
+        "REPLCONF listening-port x",
+        "REPLCONF listening-port 1234",
+        "REPLCONF capa eof capa psync2",
+        "REPLCONF listening-port",
+        "WAIT",
+        "WAIT 0 0",
+        "WAIT x 0",
+        "WAIT 0 x",
+        "WAIT 1 -1",
+        "MULTI",
+        "WAIT 1 100",
+        "EXEC",
+        "PSYNC",
+        "PSYNC a",
+    ]);
+    let fields = |raw: &mut Raw| {
+        let reply = text(&raw.cmd_str(&["INFO", "replication"]));
+        reply
+            .lines()
+            .map(|l| l.split(':').next().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (mut a, mut b) = p.connect_again();
+    assert_eq!(fields(&mut a), fields(&mut b));
+}
