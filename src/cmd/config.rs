@@ -198,6 +198,7 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
         && (ctx.server.config.maxmemory == 0 || next.maxmemory < ctx.server.config.maxmemory);
     ctx.server.obuf_limits =
         crate::server::obuf::Limits::from_config(&next.get("client-output-buffer-limit"));
+    ctx.server.repl.load_config(&next);
     ctx.server.client_evict_limit = crate::server::client_mem::eviction_limit(&next);
     if let Some(engine) = ctx.server.scripting.get() {
         engine.run.mem_limit.set(next.lua_memory_limit);

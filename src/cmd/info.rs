@@ -522,6 +522,9 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         }
     }
     f.kv("connected_slaves", repl.replicas.len());
+    if repl.min_replicas.0 > 0 && repl.min_replicas.1 > 0 {
+        f.kv("min_slaves_good_slaves", repl.good_replicas);
+    }
     for (i, r) in repl.replicas.iter().enumerate() {
         let lag = if r.state == ReplicaState::Online {
             now_s.saturating_sub(r.ack_ms / 1000)

@@ -59,6 +59,7 @@ fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                             }
                         }
                     }
+                    ctx.server.repl.refresh_good_replicas();
                 }
             }
             return Ok(());
@@ -73,8 +74,20 @@ fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             match args::int(val)? {
                 0 => conf(ctx).rdb_only = false,
                 1 => conf(ctx).rdb_only = true,
-                _ => return Err(Error::Syntax),
+                // getRangeLongFromObjectOrReply's words.
+                _ => return Err(Error::err("value is out of range, value must between 0 and 1")),
             }
+        } else if is(opt, "rdb-filter-only") {
+            // Only "functions" may be kept; an empty list keeps nothing
+            // (redis-cli --replica wants the stream alone).
+            for f in String::from_utf8_lossy(val).split_ascii_whitespace() {
+                if !f.eq_ignore_ascii_case("functions") {
+                    return Err(Error::err_owned(format!(
+                        "Unsupported rdb-filter-only option: {f}"
+                    )));
+                }
+            }
+            conf(ctx).exclude_data = true;
         } else {
             return Err(Error::err_owned(format!(
                 "Unrecognized REPLCONF option: {}",

@@ -45,6 +45,7 @@ impl Executor {
     }
 
     fn repl_every_second(&mut self, now: u64) {
+        self.server.repl.refresh_good_replicas();
         let timeout_ms = self.server.config.get_i64("repl-timeout").unwrap_or(60).max(1) as u64 * 1000;
         let repl = &mut self.server.repl;
         // Replicas waiting for their snapshot hear a newline each second,
@@ -396,20 +397,22 @@ impl Executor {
             }
         };
         let diskless = self.server.config.get_bool("repl-diskless-sync");
+        let empty = crate::persist::empty_rdb(&self.server.config);
         for r in &mut repl.replicas {
             if r.state != ReplicaState::WaitSnapshotEnd {
                 continue;
             }
+            let rdb = if r.conf.exclude_data { &empty } else { &rdb };
             let mut payload = Vec::with_capacity(rdb.len() + 100);
             if diskless && r.conf.capa_eof {
                 let mark = new_replid();
                 payload.extend_from_slice(format!("$EOF:{mark}\r\n").as_bytes());
-                payload.extend_from_slice(&rdb);
+                payload.extend_from_slice(rdb);
                 payload.extend_from_slice(mark.as_bytes());
                 r.state = ReplicaState::WaitAck;
             } else {
                 payload.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-                payload.extend_from_slice(&rdb);
+                payload.extend_from_slice(rdb);
                 payload.append(&mut r.waiting);
                 r.state = ReplicaState::Online;
             }

@@ -333,6 +333,14 @@ pub fn load_on_start(store: &mut Store, p: &mut Persistence<'_>) -> std::io::Res
     Ok(())
 }
 
+/// An RDB image with no keys (a replica that asked for no data).
+pub fn empty_rdb(config: &Config) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_rdb(&mut out, &Store::new(1), save_options(config), None);
+    out
+}
+
 /// Loads an RDB image into `store` and resets the change counter.
 pub fn load_file(
     data: &[u8],

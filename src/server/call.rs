@@ -174,8 +174,8 @@ fn run(
                     Ok(id)
                 })
                 .and_then(|id| {
-                    if server.repl.master.is_some() {
-                        replica_check(server, client, id)?;
+                    if server.repl.master.is_some() || server.repl.min_replicas.0 != 0 {
+                        replication_check(server, client, id)?;
                     }
                     Ok(id)
                 });
@@ -404,11 +404,12 @@ fn script_denyoom(server: &ServerState, name: &str, argv: Argv<'_>) -> bool {
     flags & sflag::HAS_SHEBANG != 0 && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0
 }
 
-/// processCommand's checks on a replica: no writes from clients while
-/// `replica-read-only` is on, and only stale-safe commands while the link
-/// is down and `replica-serve-stale-data` is off. The master's own
-/// commands pass.
-fn replica_check(
+/// processCommand's replication checks: on a master, no writes while
+/// fewer than `min-replicas-to-write` replicas are in touch; on a replica,
+/// no writes from clients while `replica-read-only` is on, and only
+/// stale-safe commands while the link is down and
+/// `replica-serve-stale-data` is off. The master's own commands pass.
+fn replication_check(
     server: &ServerState,
     client: &Client,
     id: CommandId,
@@ -419,7 +420,14 @@ fn replica_check(
     let cmd = &server.table.commands[id];
     let queued_write = cmd.name == "exec"
         && client.multi.as_ref().is_some_and(|m| m.flags & flag::WRITE != 0);
-    if (cmd.has(flag::WRITE) || queued_write) && server.config.get_bool("replica-read-only") {
+    let write = cmd.has(flag::WRITE) || queued_write;
+    if server.repl.master.is_none() {
+        if write && server.repl.too_few_replicas() {
+            return Err((Some(id), Error::raw("NOREPLICAS Not enough good replicas to write.")));
+        }
+        return Ok(());
+    }
+    if write && server.config.get_bool("replica-read-only") {
         return Err((
             Some(id),
             Error::raw("READONLY You can't write against a read only replica."),

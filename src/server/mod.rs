@@ -157,6 +157,8 @@ impl ServerState {
         let mut acl = acl::Acl::new(&table.universe);
         acl.all_channels_default = config.get("acl-pubsub-default") == "allchannels";
         acl.set_default_password(&table.universe, config.requirepass.as_deref());
+        let mut repl = repl::Replication::default();
+        repl.load_config(&config);
         ServerState {
             config,
             table,
@@ -185,7 +187,7 @@ impl ServerState {
             call_started_us: 0,
             call_started_real_us: 0,
             running_script: None,
-            repl: repl::Replication::default(),
+            repl,
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),
             obuf_limits,

@@ -304,6 +304,9 @@ fn a_ferrokv_replica_feeds_its_own_replicas() {
     let mut b = Raw::connect(bottom.port);
     wait_link_up(&mut b);
     write_load(&mut t, 600);
+    assert!(wait_until(Duration::from_secs(10), || {
+        text(&b.cmd_str(&["KEYS", "gone:*"])) == "*0\r\n"
+    }));
     wait_replicas(&mut t, 1);
     let offset = info_field(&mut t, "replication", "master_repl_offset");
     assert!(wait_until(Duration::from_secs(20), || {
@@ -362,6 +365,10 @@ fn replication_command_replies_match_redis() {
         "EXEC",
         "PSYNC",
         "PSYNC a",
+        "REPLCONF rdb-only 2",
+        "REPLCONF rdb-only x",
+        "REPLCONF rdb-filter-only x",
+        "REPLCONF ip-address 10.0.0.1 listening-port 7 capa eof",
     ]);
     let fields = |raw: &mut Raw| {
         let reply = text(&raw.cmd_str(&["INFO", "replication"]));
@@ -372,4 +379,63 @@ fn replication_command_replies_match_redis() {
     };
     let (mut a, mut b) = p.connect_again();
     assert_eq!(fields(&mut a), fields(&mut b));
+}
+
+/// min-replicas-to-write refuses writes with -NOREPLICAS until enough
+/// replicas are in touch, as redis-server does.
+#[test]
+fn min_replicas_to_write_refuses_writes_without_replicas() {
+    let mut p = Pair::new_with(
+        |c| {
+            conf(c, "min-replicas-to-write", "1");
+            conf(c, "repl-diskless-sync-delay", "0");
+        },
+        &["--min-replicas-to-write", "1", "--repl-diskless-sync-delay", "0"],
+    );
+    p.script(&[
+        "SET k v",
+        "GET k",
+        "MULTI",
+        "SET k v",
+        "EXEC",
+        "EVAL return 1 0",
+        "CONFIG SET min-replicas-to-write 0",
+        "SET k v",
+        "CONFIG SET min-replicas-to-write 1",
+    ]);
+    let (ours, _) = p.ports();
+    let port = ours.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = Raw::connect(redis.port);
+    wait_link_up(&mut r);
+    let (mut m, _) = p.connect_again();
+    assert!(wait_until(Duration::from_secs(5), || m.cmd_str(&["SET", "k", "v2"]) == b"+OK\r\n"));
+    assert_eq!(info_field(&mut m, "replication", "min_slaves_good_slaves"), "1");
+}
+
+/// A replica that does not read its stream is closed by the replica
+/// class of client-output-buffer-limit, then resynchronizes.
+#[test]
+fn a_replica_over_its_output_limit_is_dropped_and_resyncs() {
+    let master = start_with(|c| {
+        conf(c, "repl-diskless-sync-delay", "0");
+        conf(c, "client-output-buffer-limit", "replica 1mb 0 0");
+    });
+    let mut m = master.raw();
+    let port = master.port.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
+    let mut r = Raw::connect(redis.port);
+    wait_link_up(&mut r);
+    // The replica stops reading for a while; the master writes far more
+    // than the socket buffers and the limit hold.
+    r.send(&encode(&[b"DEBUG", b"SLEEP", b"2"]));
+    let value = "x".repeat(100_000);
+    for i in 0..300 {
+        m.cmd_str(&["SET", &format!("big:{}", i % 50), &value]);
+    }
+    assert_eq!(text(&r.read_reply()), "+OK\r\n");
+    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_full") == "2"));
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_same_data(&mut m, &mut r);
 }

@@ -70,6 +70,8 @@ pub struct ReplicaConf {
     pub capa_psync2: bool,
     /// `rdb-only 1`: it wants the snapshot and no stream (redis-cli --rdb).
     pub rdb_only: bool,
+    /// `rdb-filter-only`: its snapshot holds no keys.
+    pub exclude_data: bool,
 }
 
 /// A replica attached to this server.
@@ -190,6 +192,14 @@ pub struct Replication {
     pub get_ack: bool,
     /// The snapshot being made for replicas.
     pub snapshot: Option<crate::persist::SyncSnapshot>,
+    /// client-output-buffer-limit for replicas: the stream queued for one
+    /// (or kept while its snapshot is made) past it closes it.
+    pub obuf: super::obuf::Limits,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds).
+    pub min_replicas: (usize, u64),
+    /// Online replicas whose last acknowledgement is within
+    /// `min-replicas-max-lag` (refreshGoodSlavesCount).
+    pub good_replicas: usize,
 }
 
 impl Default for Replication {
@@ -208,6 +218,9 @@ impl Default for Replication {
             last_ping_ms: 0,
             get_ack: false,
             snapshot: None,
+            obuf: super::obuf::Limits::default(),
+            min_replicas: (0, 0),
+            good_replicas: 0,
         }
     }
 }
@@ -280,15 +293,35 @@ impl Replication {
         if let Some(b) = &mut self.backlog {
             b.append(bytes);
         }
+        let mut over = false;
         for r in &mut self.replicas {
-            match r.state {
+            let queued = match r.state {
                 ReplicaState::Online => {
                     let _ = r.tx.send(ToConn::Push(bytes.to_vec()));
+                    r.bufs.pending.get() + bytes.len()
                 }
                 ReplicaState::WaitSnapshotEnd | ReplicaState::WaitAck => {
                     r.waiting.extend_from_slice(bytes);
+                    r.waiting.len()
                 }
-                ReplicaState::WaitSnapshotStart => {}
+                ReplicaState::WaitSnapshotStart => 0,
+            };
+            if !self.obuf.is_off() && self.obuf.reached(&r.bufs, queued) {
+                over = true;
+                if r.bufs.kill() {
+                    tracing::warn!(
+                        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits (slave).",
+                        r.client_id,
+                        r.addr
+                    );
+                    let _ = r.tx.send(ToConn::Close);
+                }
+            }
+        }
+        if over {
+            self.replicas.retain(|r| !r.bufs.killed.get());
+            if self.replicas.is_empty() {
+                self.no_replicas_since_ms = clock::real_now_ms();
             }
         }
     }
@@ -322,6 +355,39 @@ impl Replication {
         if before != self.replicas.len() && self.replicas.is_empty() {
             self.no_replicas_since_ms = clock::real_now_ms();
         }
+    }
+
+    /// Takes `min-replicas-to-write` and `min-replicas-max-lag` from the
+    /// configuration.
+    pub fn load_config(&mut self, config: &crate::config::Config) {
+        self.obuf = super::obuf::Limits::from_config(&config.get("client-output-buffer-limit"))
+            [super::obuf::Class::Replica as usize];
+        self.min_replicas = (
+            config.get_i64("min-replicas-to-write").unwrap_or(0).max(0) as usize,
+            config.get_i64("min-replicas-max-lag").unwrap_or(10).max(0) as u64,
+        );
+        if let Some(b) = &mut self.backlog {
+            b.resize(config.get_i64("repl-backlog-size").unwrap_or(1 << 20).max(1) as usize);
+        }
+        self.refresh_good_replicas();
+    }
+
+    /// Counts the replicas that acknowledged within `min-replicas-max-lag`.
+    pub fn refresh_good_replicas(&mut self) {
+        let now = clock::real_now_ms();
+        let lag_ms = self.min_replicas.1 * 1000;
+        self.good_replicas = self
+            .replicas
+            .iter()
+            .filter(|r| r.state == ReplicaState::Online && now.saturating_sub(r.ack_ms) <= lag_ms)
+            .count();
+    }
+
+    /// True when writes are refused for want of good replicas
+    /// (`-NOREPLICAS`).
+    pub fn too_few_replicas(&self) -> bool {
+        let (n, lag) = self.min_replicas;
+        self.master.is_none() && n > 0 && lag > 0 && self.good_replicas < n
     }
 
     /// Replicas whose acknowledged offset reached `offset` (WAIT).
