@@ -244,3 +244,141 @@ fn ioredis_acl_users() {
         out.describe()
     );
 }
+
+/// Starts the ferrokv binary on `port` with `args`, waiting until it
+/// listens; killed on drop.
+fn ferrokv_on(port: u16, args: &[&str]) -> crate::support::FerrokvProcess {
+    let child = Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(["--repl-diskless-sync-delay", "0"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the ferrokv binary runs");
+    let p = crate::support::FerrokvProcess::adopt(child, port);
+    let pid = p.pid();
+    assert!(wait_until(Duration::from_secs(10), || crate::support::listens_on(pid, port)));
+    p
+}
+
+/// One reply of `args` from `port`, as text, on a new connection; tried
+/// again when the connection is closed under it (Sentinel kills normal
+/// clients of the servers it reconfigures).
+fn ask(port: u16, args: &[&str]) -> String {
+    use std::io::{Read, Write};
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    for _ in 0..10 {
+        let Ok(mut sock) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+        if sock.write_all(&crate::support::encode(&args)).is_err() {
+            continue;
+        }
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while crate::support::frame_len(&buf).is_none() {
+            match sock.read(&mut chunk) {
+                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+        }
+        if crate::support::frame_len(&buf).is_some() {
+            return String::from_utf8_lossy(&buf).into_owned();
+        }
+    }
+    String::new()
+}
+
+/// Sentinel (redis-server --sentinel) manages a ferrokv master and two
+/// ferrokv replicas: the master is killed while redis-py writes through
+/// Sentinel discovery; a replica is promoted, the other follows it, the
+/// client goes on writing, and the old master rejoins as a replica.
+#[test]
+fn sentinel_fails_over_a_ferrokv_master() {
+    use crate::support::free_port;
+    let python = python_env();
+    let (pm, p1, p2) = (free_port(), free_port(), free_port());
+    let master = ferrokv_on(pm, &[]);
+    let of = ["--replicaof", "127.0.0.1", &pm.to_string()].map(String::from);
+    let of: Vec<&str> = of.iter().map(String::as_str).collect();
+    let _r1 = ferrokv_on(p1, &of);
+    let _r2 = ferrokv_on(p2, &of);
+    for p in [p1, p2] {
+        assert!(wait_until(Duration::from_secs(20), || ask(p, &["INFO", "replication"])
+            .contains("master_link_status:up")));
+    }
+    let dir = crate::support::unique_temp_path("sentinel");
+    fs::create_dir_all(&dir).expect("sentinel dir");
+    let ps = free_port();
+    let conf = dir.join("sentinel.conf");
+    fs::write(
+        &conf,
+        format!(
+            "port {ps}\nbind 127.0.0.1\ndir {}\nlogfile sentinel.log\nsentinel monitor mymaster 127.0.0.1 {pm} 1\n\
+             sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\n",
+            dir.display()
+        ),
+    )
+    .expect("write sentinel.conf");
+    let sentinel = Command::new("redis-server")
+        .arg(&conf)
+        .arg("--sentinel")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server --sentinel runs");
+    let sentinel = crate::support::ChildGuard(sentinel);
+    assert!(wait_until(Duration::from_secs(10), || crate::support::listens_on(sentinel.0.id(), ps)));
+    // Sentinel learns the replicas from the master's INFO.
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let r = ask(ps, &["SENTINEL", "REPLICAS", "mymaster"]);
+            r.starts_with("*2\r\n") && !r.contains("s_down")
+        }),
+        "{}",
+        ask(ps, &["SENTINEL", "REPLICAS", "mymaster"])
+    );
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts_dir().join("sentinel_redis_py.py"))
+        .arg(ps.to_string())
+        .arg("12");
+    let client = std::thread::spawn(move || run(cmd, "sentinel-redis-py", RUN_DEADLINE));
+    std::thread::sleep(Duration::from_secs(2));
+    drop(master);
+    let new_port = |ps| {
+        let r = ask(ps, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
+        [p1, p2].into_iter().find(|p| r.contains(&format!("\r\n{p}\r\n")))
+    };
+    assert!(wait_until(Duration::from_secs(30), || new_port(ps).is_some()), "no failover");
+    let promoted = new_port(ps).expect("a promoted replica");
+    let other = if promoted == p1 { p2 } else { p1 };
+    assert!(ask(promoted, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster"));
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let info = ask(other, &["INFO", "replication"]);
+            info.contains(&format!("master_port:{promoted}")) && info.contains("master_link_status:up")
+        }),
+        "the other replica does not follow the promoted one"
+    );
+    let out = client.join().expect("the client thread");
+    assert!(
+        out.ok && out.stdout.contains("SENTINEL PY OK"),
+        "redis-py through Sentinel failed\n{}",
+        out.describe()
+    );
+    // The old master comes back and is turned into a replica.
+    let _old = ferrokv_on(pm, &[]);
+    assert!(
+        wait_until(Duration::from_secs(40), || {
+            let info = ask(pm, &["INFO", "replication"]);
+            info.contains(&format!("master_port:{promoted}")) && info.contains("master_link_status:up")
+        }),
+        "the old master did not rejoin as a replica of {promoted}: {}\n{}",
+        ask(pm, &["INFO", "replication"]),
+        fs::read_to_string(dir.join("sentinel.log")).unwrap_or_default()
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

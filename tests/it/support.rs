@@ -194,6 +194,11 @@ pub struct FerrokvProcess {
 }
 
 impl FerrokvProcess {
+    /// Takes a started ferrokv process listening on `port`.
+    pub fn adopt(child: Child, port: u16) -> FerrokvProcess {
+        FerrokvProcess { port, child }
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -204,6 +209,16 @@ impl Drop for FerrokvProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A child process killed and reaped on drop.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
