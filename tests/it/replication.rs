@@ -439,3 +439,101 @@ fn a_replica_over_its_output_limit_is_dropped_and_resyncs() {
     wait_replicas(&mut m, 1);
     assert_same_data(&mut m, &mut r);
 }
+
+/// PSYNC2: after a replica is promoted, the other replicas of the old
+/// master continue partially from it (its old history is its replid2).
+#[test]
+fn replicas_continue_partially_with_a_promoted_replica() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    write_load(&mut m, 200);
+    let promoted = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "repl-diskless-sync-delay", "0");
+    });
+    let mut a = promoted.raw();
+    wait_link_up(&mut a);
+    let port = master.port.to_string();
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut b = Raw::connect(redis.port);
+    wait_link_up(&mut b);
+    write_load(&mut m, 200);
+    wait_replicas(&mut m, 2);
+    drop(master);
+    assert_eq!(a.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    let port = promoted.port.to_string();
+    assert_eq!(b.cmd_str(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    wait_link_up(&mut b);
+    write_load(&mut a, 200);
+    wait_replicas(&mut a, 1);
+    assert_eq!(info_field(&mut a, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut a, "stats", "sync_full"), "0");
+    assert_same_data(&mut a, &mut b);
+}
+
+/// A replica that goes away during its full sync leaves the master
+/// serving and able to sync the next one.
+#[test]
+fn a_replica_killed_during_its_full_sync_leaves_the_master_consistent() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    let value = "v".repeat(1000);
+    for i in 0..20_000 {
+        m.send(&encode(&[b"SET", format!("k:{i}").as_bytes(), value.as_bytes()]));
+    }
+    for _ in 0..20_000 {
+        m.read_reply();
+    }
+    let port = master.port.to_string();
+    let first = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "connected_slaves") == "1"));
+    drop(first);
+    assert_eq!(m.cmd_str(&["PING"]), b"+PONG\r\n");
+    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "replication", "connected_slaves") == "0"));
+    let second = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = Raw::connect(second.port);
+    wait_link_up(&mut r);
+    write_load(&mut m, 100);
+    wait_replicas(&mut m, 1);
+    assert_eq!(r.cmd_str(&["DBSIZE"]), m.cmd_str(&["DBSIZE"]));
+    assert_same_data(&mut m, &mut r);
+}
+
+/// The master goes away while a ferrokv replica loads from it: the
+/// replica keeps what it had, reconnects when the master is back and ends
+/// with the master's data.
+#[test]
+fn a_master_killed_during_the_transfer_leaves_the_replica_consistent() {
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let port = redis.port;
+    let mut m = Raw::connect(port);
+    let value = "v".repeat(1000);
+    for i in 0..20_000 {
+        m.send(&encode(&[b"SET", format!("k:{i}").as_bytes(), value.as_bytes()]));
+    }
+    for _ in 0..20_000 {
+        m.read_reply();
+    }
+    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {port}")));
+    let mut r = replica.raw();
+    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "connected_slaves") == "1"));
+    drop(redis);
+    // Still answering, with a consistent (empty or complete) data set.
+    let size = text(&r.cmd_str(&["DBSIZE"]));
+    assert!(size == ":0\r\n" || size == ":20000\r\n", "{size}");
+    let dir = unique_temp_path("redis-back");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let back = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(["--repl-diskless-sync-delay", "0", "--dir", &dir.display().to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server runs");
+    let back = ChildGuard(back);
+    assert!(wait_until(Duration::from_secs(10), || listens_on(back.0.id(), port)));
+    let mut m = Raw::connect(port);
+    write_load(&mut m, 100);
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_same_data(&mut m, &mut r);
+}

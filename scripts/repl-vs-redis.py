@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Replication side by side: ferrokv master and replica against redis-server
+master and replica on the same machine.
+
+Two measurements, each in interleaved rounds (ferrokv, redis, ferrokv, ...)
+with medians and the per-round ratios' median and spread:
+
+- full sync: a master holding N keys (key:NNNNNNN, 16-byte values); the time
+  from REPLICAOF on a fresh replica to its link being up with every key
+  loaded (diskless transfer with no delay on both masters);
+- SET at pipeline 16 (redis-benchmark, 50 clients) on a master with no
+  replica, then with one replica attached, per server: the rps with a
+  replica, its ratio to the same master without one, and its ratio to
+  Redis's master with a replica.
+
+Masters are pinned to core 0 and redis-benchmark to core 1; replicas share
+core 1 with the benchmark (a 2-core machine has no third core).
+
+Usage: scripts/repl-vs-redis.py [--ferrokv PATH] [--keys 1000000]
+       [--rounds 3] [--requests 500000]
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(port, *args):
+    out = subprocess.run(["redis-cli", "-p", str(port), *args],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+def start(binary, core, extra, workdir):
+    port = free_port()
+    cmd = ["taskset", "-c", str(core), binary, "--port", str(port), "--bind", "127.0.0.1",
+           "--save", "", "--appendonly", "no", "--dir", workdir,
+           "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if cli(port, "PING") == "PONG":
+            return proc, port
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"{binary} did not start")
+
+
+def stop(proc):
+    proc.kill()
+    proc.wait()
+
+
+def load_keys(port, n):
+    """N SETs through redis-cli --pipe."""
+    batch = []
+    for i in range(n):
+        k = f"key:{i:07d}"
+        batch.append(f"*3\r\n$3\r\nSET\r\n${len(k)}\r\n{k}\r\n$16\r\n{'v' * 16}\r\n")
+    data = "".join(batch).encode()
+    subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=data,
+                   stdout=subprocess.DEVNULL, check=True)
+    assert int(cli(port, "DBSIZE")) == n
+
+
+def link_up(port, keys):
+    info = cli(port, "INFO", "replication")
+    return "master_link_status:up" in info and cli(port, "DBSIZE") == str(keys)
+
+
+def full_sync_seconds(binary, master_port, keys, workdir):
+    replica, port = start(binary, 1, [], workdir)
+    try:
+        began = time.time()
+        cli(port, "REPLICAOF", "127.0.0.1", str(master_port))
+        while not link_up(port, keys):
+            if time.time() - began > 300:
+                sys.exit("the replica never caught up")
+            time.sleep(0.01)
+        return time.time() - began
+    finally:
+        stop(replica)
+
+
+def set_rps(port, requests):
+    out = subprocess.run(["taskset", "-c", "1", "redis-benchmark", "-p", str(port), "-t", "set",
+                          "-P", "16", "-c", "50", "-n", str(requests), "-r", "1000000", "-q"],
+                         capture_output=True, text=True, check=True).stdout
+    # "SET: 1234567.00 requests per second, p50=..."
+    line = [l for l in out.replace("\r", "\n").split("\n") if l.startswith("SET:")][-1]
+    return float(line.split()[1])
+
+
+def spread(values):
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--ferrokv", default=os.path.join(here, "target/release/ferrokv"))
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=500_000)
+    args = ap.parse_args()
+    servers = {"ferrokv": args.ferrokv, "redis": "redis-server"}
+    sync = {name: [] for name in servers}
+    alone = {name: [] for name in servers}
+    with_replica = {name: [] for name in servers}
+    with tempfile.TemporaryDirectory() as workdir:
+        for r in range(args.rounds):
+            for name, binary in servers.items():
+                d = os.path.join(workdir, f"{name}-{r}")
+                os.makedirs(d)
+                master, mport = start(binary, 0, [], d)
+                try:
+                    load_keys(mport, args.keys)
+                    sync[name].append(full_sync_seconds(binary, mport, args.keys, d))
+                    alone[name].append(set_rps(mport, args.requests))
+                    replica, rport = start(binary, 1, ["--replicaof", "127.0.0.1", str(mport)], d)
+                    try:
+                        deadline = time.time() + 300
+                        while "master_link_status:up" not in cli(rport, "INFO", "replication"):
+                            if time.time() > deadline:
+                                sys.exit("the replica never caught up")
+                            time.sleep(0.05)
+                        with_replica[name].append(set_rps(mport, args.requests))
+                    finally:
+                        stop(replica)
+                finally:
+                    stop(master)
+                print(f"round {r + 1} {name}: sync {sync[name][-1]:.3f} s, SET P16 "
+                      f"{alone[name][-1]:.0f} rps alone, {with_replica[name][-1]:.0f} with a replica",
+                      file=sys.stderr)
+    sync_ratio = [f / r for f, r in zip(sync["ferrokv"], sync["redis"])]
+    print(f"{args.keys} keys, {args.rounds} interleaved rounds, medians [lowest-highest]")
+    print(f"full sync s       ferrokv {statistics.median(sync['ferrokv']):.3f}  "
+          f"redis {statistics.median(sync['redis']):.3f}  ratio {spread(sync_ratio)}")
+    for name in servers:
+        own = [w / a for w, a in zip(with_replica[name], alone[name])]
+        print(f"SET P16 {name:8} alone {statistics.median(alone[name]):9.0f} rps  with a replica "
+              f"{statistics.median(with_replica[name]):9.0f} rps  with/alone {spread(own)}")
+    vs = [f / r for f, r in zip(with_replica["ferrokv"], with_replica["redis"])]
+    print(f"SET P16 with a replica, ferrokv/redis {spread(vs)}")
+
+
+if __name__ == "__main__":
+    main()
