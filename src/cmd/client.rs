@@ -394,7 +394,7 @@ fn pause(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// CLIENT UNPAUSE: held commands run right after this batch.
 fn unpause(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    ctx.server.pause = Default::default();
+    ctx.server.pause.unpause_clients();
     ctx.reply.ok();
     Ok(())
 }

@@ -535,14 +535,17 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
             &format!("slave{i}"),
             format!(
                 "ip={},port={},state={},offset={},lag={lag}",
-                crate::cmd::repl::replica_ip(r),
+                r.ip(),
                 r.conf.listening_port,
                 r.state.name(),
                 r.ack_offset
             ),
         );
     }
-    f.kv("master_failover_state", "no-failover");
+    f.kv(
+        "master_failover_state",
+        crate::server::repl::Failover::state_name(repl.failover.as_ref()),
+    );
     f.kv("master_replid", &repl.replid);
     f.kv("master_replid2", &repl.replid2);
     f.kv("master_repl_offset", repl.offset + repl.log.buf.len() as u64);

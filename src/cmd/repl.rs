@@ -10,7 +10,9 @@ use crate::error::{CmdResult, Error};
 use crate::net::link::ToConn;
 use crate::server::blocking::{BlockRequest, WaitKind};
 use crate::server::client::ClientKind;
-use crate::server::repl::{LinkState, MasterLink, Replica, ReplicaConf, ReplicaState};
+use crate::server::repl::{
+    Failover, FailoverState, LinkState, MasterLink, Replica, ReplicaConf, ReplicaState,
+};
 use crate::util::clock;
 
 /// Handlers of this family.
@@ -22,6 +24,7 @@ pub(super) const COMMANDS: &[(&str, super::Handler)] = &[
     ("slaveof", replicaof),
     ("role", role),
     ("wait", wait),
+    ("failover", failover),
 ];
 
 /// REPLCONF option value ...: a replica's facts before it syncs, and the
@@ -120,6 +123,22 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if ctx.client.kind == ClientKind::Replica {
         return Ok(());
     }
+    // The old master of a FAILOVER asks this replica to take over.
+    if argv.len() > 3 && is(argv.get(0), "psync") && is(argv.get(3), "failover") {
+        tracing::warn!("Failover request received for replid {}.", args::lossy(argv.get(1)));
+        if ctx.server.repl.master.is_none() {
+            return Err(Error::err("PSYNC FAILOVER can't be sent to a master."));
+        }
+        if argv.get(1) != ctx.server.repl.replid.as_bytes() {
+            return Err(Error::err("PSYNC FAILOVER replid must match my replid."));
+        }
+        drop_master_link(ctx.server);
+        ctx.server.repl.promote();
+        tracing::info!("MASTER MODE enabled (failover request from '{}')", ctx.client.addr);
+    }
+    if ctx.server.repl.failover.is_some() {
+        return Err(Error::raw("NOMASTERLINK Can't SYNC while failing over"));
+    }
     if let Some(m) = &ctx.server.repl.master {
         if m.state != LinkState::Connected {
             return Err(Error::raw("NOMASTERLINK Can't SYNC while not connected with my master"));
@@ -217,6 +236,9 @@ fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: b
 
 /// REPLICAOF host port | NO ONE (replicaofCommand).
 fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.repl.failover.is_some() {
+        return Err(Error::err("REPLICAOF not allowed while failing over."));
+    }
     let (host, port) = (argv.get(1), argv.get(2));
     if is(host, "no") && is(port, "one") {
         if ctx.server.repl.master.is_some() {
@@ -306,7 +328,7 @@ fn role(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
             r.array(online.len());
             for x in online {
                 r.array(3);
-                r.bulk(replica_ip(x).as_bytes());
+                r.bulk(x.ip().as_bytes());
                 r.bulk(x.conf.listening_port.to_string().as_bytes());
                 r.bulk(x.ack_offset.to_string().as_bytes());
             }
@@ -326,15 +348,6 @@ fn role(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         }
     }
     Ok(())
-}
-
-/// The address a replica is known by: the one it announced, else its
-/// connection's.
-pub fn replica_ip(r: &Replica) -> String {
-    r.conf
-        .announced_ip
-        .clone()
-        .unwrap_or_else(|| r.addr.ip().to_string())
 }
 
 /// WAIT numreplicas timeout: how many replicas acknowledged everything
@@ -376,4 +389,113 @@ fn wait(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// acknowledged the client's last write by then.
 pub fn wait_timed_out(server: &crate::server::ServerState, client: &crate::server::client::Client) -> i64 {
     server.repl.acked(client.woff) as i64
+}
+
+/// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | ABORT (failoverCommand):
+/// writes pause until a replica (the one named, or the first) has
+/// acknowledged the whole stream; then this server follows it and asks
+/// it, with `PSYNC <replid> <offset> FAILOVER`, to become the master. The
+/// cron (`exec/repl.rs`) moves it on.
+fn failover(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if argv.len() == 2 && is(argv.get(1), "abort") {
+        if ctx.server.repl.failover.is_none() {
+            return Err(Error::err("No failover in progress."));
+        }
+        abort_failover(ctx.server, "Failover manually aborted");
+        ctx.reply.ok();
+        return Ok(());
+    }
+    let (mut timeout, mut force, mut target) = (0i64, false, None);
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv.get(i);
+        if is(a, "timeout") && i + 1 < argv.len() && timeout == 0 {
+            timeout = args::int(argv.get(i + 1))?;
+            if timeout <= 0 {
+                return Err(Error::err("FAILOVER timeout must be greater than 0"));
+            }
+            i += 2;
+        } else if is(a, "to") && i + 2 < argv.len() && target.is_none() {
+            let port = args::int(argv.get(i + 2))?;
+            target = Some((args::lossy(argv.get(i + 1)), port));
+            i += 3;
+        } else if is(a, "force") && !force {
+            force = true;
+            i += 1;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let repl = &mut ctx.server.repl;
+    if repl.failover.is_some() {
+        return Err(Error::err("FAILOVER already in progress."));
+    }
+    if repl.master.is_some() {
+        return Err(Error::err("FAILOVER is not valid when server is a replica."));
+    }
+    if repl.replicas.is_empty() {
+        return Err(Error::err("FAILOVER requires connected replicas."));
+    }
+    if force && (timeout == 0 || target.is_none()) {
+        return Err(Error::err(
+            "FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    let target = match target {
+        Some((host, port)) => {
+            let found = u16::try_from(port)
+                .ok()
+                .and_then(|p| repl.find_replica(&host, p).map(|r| (r.state, p)));
+            let Some((state, port)) = found else {
+                return Err(Error::err("FAILOVER target HOST and PORT is not a replica."));
+            };
+            if state != ReplicaState::Online {
+                return Err(Error::err("FAILOVER target replica is not online."));
+            }
+            tracing::info!("FAILOVER requested to {host}:{port}.");
+            Some((host, port))
+        }
+        None => {
+            tracing::info!("FAILOVER requested to any replica.");
+            None
+        }
+    };
+    let end_ms = if timeout > 0 {
+        clock::real_now_ms().saturating_add(timeout as u64)
+    } else {
+        0
+    };
+    repl.failover = Some(Failover {
+        state: FailoverState::WaitForSync,
+        target,
+        end_ms,
+        force,
+    });
+    ctx.server.pause.failover = true;
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// Gives a failover up (abortFailover): a server that already follows the
+/// target is a master again, and writes resume.
+pub fn abort_failover(server: &mut crate::server::ServerState, why: &str) {
+    let Some(f) = server.repl.failover.take() else {
+        return;
+    };
+    match &f.target {
+        Some((host, port)) => tracing::info!("FAILOVER to {host}:{port} aborted: {why}"),
+        None => tracing::info!("FAILOVER to any replica aborted: {why}"),
+    }
+    if f.state == FailoverState::InProgress {
+        drop_master_link(server);
+        server.repl.promote();
+    }
+    server.pause.failover = false;
+}
+
+/// A failover ended with the target as this server's master
+/// (clearFailoverState): writes resume, and now meet READONLY.
+pub fn clear_failover(server: &mut crate::server::ServerState) {
+    server.repl.failover = None;
+    server.pause.failover = false;
 }

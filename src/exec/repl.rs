@@ -8,10 +8,10 @@
 
 use super::Executor;
 use crate::net::link::ToConn;
-use crate::net::master_link::{Handshake, HandshakeConf, Linked, Synced};
+use crate::net::master_link::{stage, Handshake, HandshakeConf, Linked, Synced};
 use crate::net::request::Argv;
 use crate::server::client::{ClientKind, ReplyMode};
-use crate::server::repl::{new_replid, LinkState, ReplicaState};
+use crate::server::repl::{new_replid, FailoverState, LinkState, ReplicaState};
 use crate::util::clock;
 
 /// A handshake under way, for the master link of generation `.0`.
@@ -23,6 +23,7 @@ impl Executor {
         // What the timers propagated (expired keys) goes out first, so a
         // snapshot starts at the offset its replicas are told.
         self.server.flush_stream();
+        self.failover_cron();
         self.master_link_cron();
         self.start_snapshot_if_due();
         self.collect_snapshot();
@@ -32,6 +33,58 @@ impl Executor {
             self.repl_every_second(now);
         }
         self.server.flush_stream();
+    }
+
+    /// Moves a FAILOVER on (updateFailoverStatus): past its timeout it is
+    /// given up, or forced onto its target; once the target (or, with
+    /// none named, any replica) acknowledged the whole stream, this server
+    /// follows it, and its handshake asks it to take over.
+    fn failover_cron(&mut self) {
+        let repl = &mut self.server.repl;
+        let Some(f) = &repl.failover else {
+            return;
+        };
+        if f.state != FailoverState::WaitForSync {
+            return;
+        }
+        let now = clock::real_now_ms();
+        if f.end_ms != 0 && f.end_ms <= now {
+            if let (true, Some((host, port))) = (f.force, f.target.clone()) {
+                tracing::info!("FAILOVER to {host}:{port} time out exceeded, failing over.");
+                self.hand_over(host, port);
+            } else {
+                crate::cmd::repl::abort_failover(
+                    &mut self.server,
+                    "Replica never caught up before timeout",
+                );
+            }
+            return;
+        }
+        let offset = repl.offset;
+        let caught_up = match &f.target {
+            Some((host, port)) => repl
+                .find_replica(host, *port)
+                .filter(|r| r.ack_offset == offset)
+                .map(|_| (host.clone(), *port)),
+            None => repl
+                .replicas
+                .iter()
+                .find(|r| r.state == ReplicaState::Online && r.ack_offset == offset)
+                .map(|r| (r.ip(), r.conf.listening_port)),
+        };
+        if let Some((host, port)) = caught_up {
+            tracing::info!("Failover target {host}:{port} is synced, failing over.");
+            self.hand_over(host, port);
+        }
+    }
+
+    /// Follows the failover's target; the handshake carries `FAILOVER`.
+    fn hand_over(&mut self, host: String, port: u16) {
+        if let Some(f) = &mut self.server.repl.failover {
+            f.state = FailoverState::InProgress;
+            f.target = Some((host.clone(), port));
+        }
+        crate::cmd::repl::set_master(&mut self.server, host, port);
     }
 
     /// Before the loop sleeps: a WAIT asked replicas for acknowledgements.
@@ -72,7 +125,12 @@ impl Executor {
         let repl = &mut self.server.repl;
         if repl.master.is_none() {
             let period = self.server.config.get_i64("repl-ping-replica-period").unwrap_or(10).max(1) as u64 * 1000;
-            if !repl.replicas.is_empty() && now.saturating_sub(repl.last_ping_ms) >= period {
+            // No PING while a failover waits: it would move the offset the
+            // replica must reach.
+            if !repl.replicas.is_empty()
+                && repl.failover.is_none()
+                && now.saturating_sub(repl.last_ping_ms) >= period
+            {
                 repl.last_ping_ms = now;
                 if repl.feeding() {
                     repl.feed_raw_command(&[b"PING"]);
@@ -147,19 +205,33 @@ impl Executor {
                     m.state = LinkState::Connect;
                     return;
                 };
-                if h.transferring.load(std::sync::atomic::Ordering::Relaxed) {
+                if h.stage() == stage::TRANSFER {
                     m.state = LinkState::Transfer;
                 }
                 let Some(result) = h.poll() else {
                     return;
                 };
+                let reached = h.stage();
                 self.handshake = None;
+                let failing_over = self.server.repl.failover.is_some();
                 match result {
-                    Ok(linked) => self.install_master_link(linked),
+                    Ok(linked) => {
+                        // The target took over (clearFailoverState).
+                        if failing_over {
+                            crate::cmd::repl::clear_failover(&mut self.server);
+                        }
+                        self.install_master_link(linked);
+                    }
                     Err(e) => {
                         tracing::warn!("{e}");
                         if let Some(m) = &mut self.server.repl.master {
                             m.state = LinkState::Connect;
+                        }
+                        if failing_over && reached >= stage::PSYNC_SENT {
+                            crate::cmd::repl::abort_failover(
+                                &mut self.server,
+                                "Failover target rejected psync request",
+                            );
                         }
                     }
                 }
@@ -190,6 +262,10 @@ impl Executor {
             timeout: std::time::Duration::from_secs(
                 c.get_i64("repl-timeout").unwrap_or(60).max(1) as u64,
             ),
+            failover: repl
+                .failover
+                .as_ref()
+                .is_some_and(|f| f.state == FailoverState::InProgress),
         }
     }
 

@@ -11,8 +11,8 @@
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What the replica tells its master and asks of it.
@@ -33,6 +33,19 @@ pub struct HandshakeConf {
     pub psync: Option<(String, u64)>,
     /// `repl-timeout`.
     pub timeout: Duration,
+    /// Ask the master to become this server's replica (`PSYNC ...
+    /// FAILOVER`: this server is the old master of a FAILOVER).
+    pub failover: bool,
+}
+
+/// How far a handshake got ([`Handshake::stage`]).
+pub mod stage {
+    /// Connecting and introducing itself.
+    pub const HANDSHAKE: u8 = 0;
+    /// PSYNC sent: what fails from here on is the master's refusal.
+    pub const PSYNC_SENT: u8 = 1;
+    /// Receiving the snapshot of a full resynchronization.
+    pub const TRANSFER: u8 = 2;
 }
 
 /// How the master answered PSYNC.
@@ -67,26 +80,28 @@ pub struct Linked {
 /// A handshake running on its thread.
 pub struct Handshake {
     done: Receiver<Result<Linked, String>>,
-    /// Set once the snapshot transfer began.
-    pub transferring: Arc<AtomicBool>,
+    /// How far it got (a [`stage`] constant).
+    pub stage: Arc<AtomicU8>,
 }
 
 impl Handshake {
     /// Starts the handshake with `conf.host:conf.port`.
     pub fn start(conf: HandshakeConf) -> Result<Handshake, String> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let transferring = Arc::new(AtomicBool::new(false));
-        let flag = transferring.clone();
+        let stage = Arc::new(AtomicU8::new(stage::HANDSHAKE));
+        let reached = stage.clone();
         std::thread::Builder::new()
             .name("ferrokv-master-link".into())
             .spawn(move || {
-                let _ = tx.send(run(&conf, &flag));
+                let _ = tx.send(run(&conf, &reached));
             })
             .map_err(|e| e.to_string())?;
-        Ok(Handshake {
-            done: rx,
-            transferring,
-        })
+        Ok(Handshake { done: rx, stage })
+    }
+
+    /// How far it got (a [`stage`] constant).
+    pub fn stage(&self) -> u8 {
+        self.stage.load(Ordering::Relaxed)
     }
 
     /// The outcome, once the handshake ended.
@@ -183,7 +198,7 @@ impl Reader {
     }
 }
 
-fn run(conf: &HandshakeConf, transferring: &AtomicBool) -> Result<Linked, String> {
+fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     let addr = (conf.host.as_str(), conf.port)
         .to_socket_addrs()
         .map_err(|e| format!("resolving {}: {e}", conf.host))?
@@ -247,7 +262,12 @@ fn run(conf: &HandshakeConf, transferring: &AtomicBool) -> Result<Linked, String
             ("?".to_string(), "-1".to_string())
         }
     };
-    r.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?;
+    reached.store(stage::PSYNC_SENT, Ordering::Relaxed);
+    if conf.failover {
+        r.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes(), b"FAILOVER"])?;
+    } else {
+        r.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?;
+    }
     // The master sends newlines to keep the link alive until it answers.
     let reply = loop {
         let line = r.line()?;
@@ -263,7 +283,7 @@ fn run(conf: &HandshakeConf, transferring: &AtomicBool) -> Result<Linked, String
             .and_then(|o| o.parse::<u64>().ok())
             .ok_or_else(|| format!("bad FULLRESYNC reply: '{reply}'"))?;
         tracing::info!("Full resync from master: {id}:{offset}");
-        transferring.store(true, Ordering::Relaxed);
+        reached.store(stage::TRANSFER, Ordering::Relaxed);
         let rdb = read_payload(&mut r)?;
         Synced::Full {
             replid: id,

@@ -13,28 +13,39 @@ pub struct Pause {
     pub end_ms: u64,
     /// Pause every command (ALL) rather than only writes (WRITE).
     pub all: bool,
+    /// Writes held while a FAILOVER runs, with no end of its own
+    /// (PAUSE_DURING_FAILOVER); CLIENT UNPAUSE leaves it.
+    pub failover: bool,
 }
 
 impl Pause {
     /// True while the pause lasts.
     pub fn active(&self, now_ms: u64) -> bool {
-        self.end_ms > now_ms
+        self.failover || self.end_ms > now_ms
     }
 
     /// Extends the pause as Redis does: the later end and the stricter mode
     /// win while a pause is in effect.
     pub fn extend(&mut self, end_ms: u64, all: bool, now_ms: u64) {
-        if self.active(now_ms) {
+        if self.end_ms > now_ms {
             self.end_ms = self.end_ms.max(end_ms);
             self.all |= all;
         } else {
-            *self = Pause { end_ms, all };
+            self.end_ms = end_ms;
+            self.all = all;
         }
     }
 
     /// True when a command with `flags` must wait.
     pub fn holds(&self, flags: u32, now_ms: u64) -> bool {
-        self.active(now_ms) && (self.all || flags & (flag::WRITE | flag::MAY_REPLICATE) != 0)
+        let writes = flags & (flag::WRITE | flag::MAY_REPLICATE) != 0;
+        (self.end_ms > now_ms && (self.all || writes)) || (self.failover && writes)
+    }
+
+    /// Ends the pause CLIENT PAUSE started, keeping a failover's.
+    pub fn unpause_clients(&mut self) {
+        self.end_ms = 0;
+        self.all = false;
     }
 }
 
@@ -65,5 +76,9 @@ mod tests {
         p.extend(150, true, 120);
         assert_eq!(p.end_ms, 200);
         assert!(p.holds(flag::READONLY, 150));
+        p.failover = true;
+        p.unpause_clients();
+        assert!(p.holds(flag::WRITE, 300));
+        assert!(!p.holds(flag::READONLY, 300));
     }
 }

@@ -369,6 +369,19 @@ fn replication_command_replies_match_redis() {
         "REPLCONF rdb-only x",
         "REPLCONF rdb-filter-only x",
         "REPLCONF ip-address 10.0.0.1 listening-port 7 capa eof",
+        "FAILOVER",
+        "FAILOVER ABORT",
+        "FAILOVER ABORT x",
+        "FAILOVER TIMEOUT 0",
+        "FAILOVER TIMEOUT -5",
+        "FAILOVER TIMEOUT x",
+        "FAILOVER TIMEOUT 10 TIMEOUT 20",
+        "FAILOVER FORCE",
+        "FAILOVER TO",
+        "FAILOVER TO 127.0.0.1 x",
+        "FAILOVER TO 127.0.0.1 1 TIMEOUT 100 FORCE",
+        "FAILOVER foo",
+        "PSYNC ? -1 FAILOVER",
     ]);
     let fields = |raw: &mut Raw| {
         let reply = text(&raw.cmd_str(&["INFO", "replication"]));
@@ -536,4 +549,140 @@ fn a_master_killed_during_the_transfer_leaves_the_replica_consistent() {
     wait_link_up(&mut r);
     wait_replicas(&mut m, 1);
     assert_same_data(&mut m, &mut r);
+}
+
+/// A replica that says it listens on `port`, syncs the old way (no
+/// `capa eof`) and never acknowledges: online at the master, never caught up.
+fn silent_replica(master: u16, port: &str) -> Raw {
+    let mut r = Raw::connect(master);
+    assert_eq!(r.cmd_str(&["REPLCONF", "listening-port", port]), b"+OK\r\n");
+    r.send(&encode(&[b"PSYNC", b"?", b"-1"]));
+    r
+}
+
+/// FAILOVER's waiting, timeout and ABORT against redis-server: writes are
+/// held while it waits and run when it is given up; errors on the way.
+#[test]
+fn failover_waits_times_out_and_aborts_as_redis() {
+    let mut p = Pair::new_with(
+        |c| conf(c, "repl-diskless-sync-delay", "0"),
+        &["--repl-diskless-sync-delay", "0"],
+    );
+    let (ours, theirs) = p.ports();
+    let _silent = (silent_replica(ours, "1234"), silent_replica(theirs, "1234"));
+    let (mut a, mut b) = p.connect_again();
+    for raw in [&mut a, &mut b] {
+        assert!(wait_until(Duration::from_secs(10), || info_field(raw, "replication", "slave0")
+            .contains("state=online")));
+    }
+    p.script(&[
+        "SET k v",
+        "FAILOVER TO 127.0.0.1 9",
+        "FAILOVER TO 127.0.0.1 1234 FORCE",
+        "FAILOVER TIMEOUT 300",
+        "FAILOVER",
+        "REPLICAOF NO ONE",
+        "REPLICAOF 127.0.0.1 1",
+        "GET k",
+    ]);
+    for raw in [&mut a, &mut b] {
+        assert_eq!(info_field(raw, "replication", "master_failover_state"), "waiting-for-sync");
+        // A write waits for the failover to be given up, then runs.
+        raw.send(&encode(&[b"SET", b"k", b"after-timeout"]));
+    }
+    assert_eq!(a.read_reply(), b"+OK\r\n");
+    assert_eq!(b.read_reply(), b"+OK\r\n");
+    p.script(&["GET k", "FAILOVER"]);
+    let (mut a2, mut b2) = p.connect_again();
+    for raw in [&mut a2, &mut b2] {
+        raw.send(&encode(&[b"SET", b"k", b"after-abort"]));
+    }
+    p.script(&["FAILOVER ABORT", "FAILOVER ABORT", "GET k"]);
+    assert_eq!(a2.read_reply(), b"+OK\r\n");
+    assert_eq!(b2.read_reply(), b"+OK\r\n");
+    assert_eq!(info_field(&mut a, "replication", "master_failover_state"), "no-failover");
+}
+
+/// Waits until `raw` reports `role`.
+fn wait_role(raw: &mut Raw, role: &str) {
+    assert!(
+        wait_until(Duration::from_secs(20), || info_field(raw, "replication", "role") == role),
+        "never became {role}"
+    );
+}
+
+/// FAILOVER on a ferrokv master hands over to a ferrokv replica (TO) and
+/// to a redis-server replica (any): the target takes over with PSYNC
+/// FAILOVER, the old master follows it with a partial resynchronization,
+/// and a write held during the handover is refused as READONLY.
+#[test]
+fn failover_from_ferrokv_to_ferrokv_and_to_redis() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    write_load(&mut m, 300);
+    let replica = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "repl-diskless-sync-delay", "0");
+    });
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    let port = replica.port.to_string();
+    assert_eq!(m.cmd_str(&["FAILOVER", "TO", "127.0.0.1", &port]), b"+OK\r\n");
+    let mut w = master.raw();
+    w.send(&encode(&[b"SET", b"held", b"1"]));
+    wait_role(&mut r, "master");
+    wait_role(&mut m, "slave");
+    wait_link_up(&mut m);
+    assert_eq!(
+        w.read_reply(),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(info_field(&mut m, "replication", "master_failover_state"), "no-failover");
+    assert_eq!(info_field(&mut r, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut r, "stats", "sync_full"), "0");
+    write_load(&mut r, 300);
+    wait_replicas(&mut r, 1);
+    assert_same_data(&mut r, &mut m);
+
+    // Now to a redis-server replica of the new master.
+    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut x = Raw::connect(redis.port);
+    wait_link_up(&mut x);
+    // Both replicas caught up: an untargeted FAILOVER picks either.
+    wait_replicas(&mut r, 2);
+    assert_eq!(r.cmd_str(&["FAILOVER"]), b"+OK\r\n");
+    wait_role(&mut r, "slave");
+    wait_link_up(&mut r);
+    let new_master = if info_field(&mut x, "replication", "role") == "master" {
+        &mut x
+    } else {
+        &mut m
+    };
+    write_load(new_master, 100);
+    wait_replicas(new_master, 1);
+    assert_same_data(new_master, &mut r);
+}
+
+/// FAILOVER on a redis-server master hands over to its ferrokv replica:
+/// ferrokv answers PSYNC FAILOVER as Redis does and becomes the master,
+/// with Redis following it partially.
+#[test]
+fn failover_from_redis_to_a_ferrokv_replica() {
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut m = Raw::connect(redis.port);
+    write_load(&mut m, 300);
+    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(m.cmd_str(&["FAILOVER"]), b"+OK\r\n");
+    wait_role(&mut r, "master");
+    wait_role(&mut m, "slave");
+    wait_link_up(&mut m);
+    assert_eq!(info_field(&mut r, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut r, "stats", "sync_full"), "0");
+    write_load(&mut r, 300);
+    wait_replicas(&mut r, 1);
+    assert_same_data(&mut r, &mut m);
 }

@@ -102,6 +102,17 @@ pub struct Replica {
     pub old_sync: bool,
 }
 
+impl Replica {
+    /// The address it is known by: the one it announced, else its
+    /// connection's.
+    pub fn ip(&self) -> String {
+        self.conf
+            .announced_ip
+            .clone()
+            .unwrap_or_else(|| self.addr.ip().to_string())
+    }
+}
+
 /// The state of a replica's link to its master (Redis's `repl_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkState {
@@ -152,6 +163,41 @@ pub struct MasterLink {
     pub generation: u64,
 }
 
+/// Where a FAILOVER stands (Redis's `failover_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailoverState {
+    /// Writes are paused until a replica acknowledged the whole stream.
+    WaitForSync,
+    /// This server follows the target and asks it, with `PSYNC ...
+    /// FAILOVER`, to become the master.
+    InProgress,
+}
+
+/// A coordinated failover to a replica (FAILOVER).
+#[derive(Clone, Debug)]
+pub struct Failover {
+    /// Where it stands.
+    pub state: FailoverState,
+    /// The replica to hand over to (`TO host port`), or the first caught
+    /// up once found.
+    pub target: Option<(String, u16)>,
+    /// Real Unix ms when waiting for the replica ends (`TIMEOUT`); 0 never.
+    pub end_ms: u64,
+    /// Hand over at the timeout even to a replica behind (`FORCE`).
+    pub force: bool,
+}
+
+impl Failover {
+    /// The state's name in INFO replication (`master_failover_state`).
+    pub fn state_name(failover: Option<&Failover>) -> &'static str {
+        match failover.map(|f| f.state) {
+            None => "no-failover",
+            Some(FailoverState::WaitForSync) => "waiting-for-sync",
+            Some(FailoverState::InProgress) => "failover-in-progress",
+        }
+    }
+}
+
 /// Full and partial synchronizations served (INFO stats).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SyncStats {
@@ -200,6 +246,8 @@ pub struct Replication {
     /// Online replicas whose last acknowledgement is within
     /// `min-replicas-max-lag` (refreshGoodSlavesCount).
     pub good_replicas: usize,
+    /// A FAILOVER under way.
+    pub failover: Option<Failover>,
 }
 
 impl Default for Replication {
@@ -221,6 +269,7 @@ impl Default for Replication {
             obuf: super::obuf::Limits::default(),
             min_replicas: (0, 0),
             good_replicas: 0,
+            failover: None,
         }
     }
 }
@@ -388,6 +437,14 @@ impl Replication {
     pub fn too_few_replicas(&self) -> bool {
         let (n, lag) = self.min_replicas;
         self.master.is_none() && n > 0 && lag > 0 && self.good_replicas < n
+    }
+
+    /// The replica known as `host:port`: its announced or connection
+    /// address and its listening port (findReplica).
+    pub fn find_replica(&self, host: &str, port: u16) -> Option<&Replica> {
+        self.replicas
+            .iter()
+            .find(|r| r.conf.listening_port == port && r.ip() == host)
     }
 
     /// Replicas whose acknowledged offset reached `offset` (WAIT).
