@@ -231,11 +231,13 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 /// RANDOMKEY: a random live key. Expired keys met on the way are deleted
-/// and another pick is made (Redis's dbRandomKey).
+/// and another pick is made (Redis's dbRandomKey); a replica, which
+/// deletes nothing, gives up after 100 expired picks and answers the last.
 fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let now = ctx.store.now();
     let mut rng = rand::rng();
+    let mut tries = 100;
     loop {
         let picked = ctx.store.dbs[db]
             .dict
@@ -246,9 +248,14 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
                 ctx.reply.null();
                 return Ok(());
             }
+            Some((key, true)) if ctx.store.expiry == crate::store::Expiry::Delete || tries > 0 => {
+                // A master deletes it, so each round shrinks the table.
+                ctx.store.expire_if_needed(db, key.as_slice());
+                tries -= 1;
+            }
             Some((key, true)) => {
-                // Expires and deletes it; each round shrinks the table.
-                ctx.store.get(db, key.as_slice());
+                ctx.reply.bulk(key.as_slice());
+                return Ok(());
             }
             Some((key, false)) => {
                 ctx.reply.bulk(key.as_slice());

@@ -100,8 +100,7 @@ fn scan(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
 
     // Filter after collecting, as Redis does: pattern, type, then expiry
-    // (an expired key met here is deleted).
-    let now = ctx.store.now();
+    // (an expired key met here is deleted, on a master).
     found.retain(|k| {
         let key = k.as_slice();
         if let Some(p) = pattern {
@@ -124,16 +123,7 @@ fn scan(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 return true;
             }
         }
-        let d = &ctx.store.dbs[db];
-        let expired = d
-            .dict
-            .get(d.dict.hash(key), key)
-            .is_none_or(|e| e.is_expired(now));
-        if expired {
-            ctx.store.get(db, key);
-            return false;
-        }
-        true
+        !ctx.store.expire_if_needed(db, key)
     });
 
     ctx.reply.array(2);

@@ -69,6 +69,11 @@ pub fn call(
         if caller != Caller::Aof {
             store.set_now(now_us / 1000);
             client.last_interaction_ms = real_us / 1000;
+            store.expiry = match (&server.repl.master, client.kind) {
+                (None, _) => crate::store::Expiry::Delete,
+                (Some(_), ClientKind::Master) => crate::store::Expiry::Keep,
+                (Some(_), _) => crate::store::Expiry::Hide,
+            };
         }
     }
     let mark = out.len();

@@ -121,10 +121,28 @@ pub struct Store {
     /// LFU parameters while an LFU policy is in force: access stamps are
     /// then frequency counters (see `evict.rs`).
     lfu: Option<evict::Lfu>,
+    /// What lookups do with expired keys; set for each command.
+    pub expiry: Expiry,
     /// State of the generator eviction sampling and LFU use.
     rng: u64,
     /// The database the random policies evict from next.
     next_evict_db: usize,
+}
+
+/// What a lookup does with a key whose TTL has passed (Redis's
+/// expireIfNeeded on masters and replicas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expiry {
+    /// A master's: the key is deleted, and the deletion propagated.
+    #[default]
+    Delete,
+    /// A replica's, for its clients: reads find nothing, nothing is
+    /// deleted (the master's DEL will come); a write deletes it first, as
+    /// on a writable replica.
+    Hide,
+    /// A replica's, for its master's commands: the key is still there
+    /// until the master says otherwise.
+    Keep,
 }
 
 /// Expiry to apply when writing a key.
@@ -155,6 +173,7 @@ impl Store {
             expired_log: Vec::new(),
             watches: Watches::default(),
             lfu: None,
+            expiry: Expiry::Delete,
             rng: 0x9e37_79b9_7f4a_7c15,
             next_evict_db: 0,
         }
@@ -186,16 +205,36 @@ impl Store {
     }
 
     /// The hash of `key` when it is live; an expired key is removed first
-    /// (Redis's expireIfNeeded).
-    fn live_hash(&mut self, db: usize, key: &[u8]) -> Option<u64> {
+    /// (Redis's expireIfNeeded), except as [`Store::expiry`] says: a
+    /// replica's reads (`read`) only hide it, its master's commands still
+    /// see it.
+    #[inline]
+    fn live_hash(&mut self, db: usize, key: &[u8], read: bool) -> Option<u64> {
         let now = self.now_ms;
         let d = &self.dbs[db];
         let h = d.dict.hash(key);
         if d.dict.get(h, key)?.is_expired(now) {
-            self.expire_now(db, h, key);
+            match self.expiry {
+                Expiry::Keep => return Some(h),
+                Expiry::Hide if read => return None,
+                _ => self.expire_now(db, h, key),
+            }
             return None;
         }
         Some(h)
+    }
+
+    /// Deletes `key` when its TTL has passed and this server deletes
+    /// expired keys (a replica leaves that to its master); true when it
+    /// was expired (SCAN and RANDOMKEY skip it either way).
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8]) -> bool {
+        let d = &self.dbs[db];
+        let h = d.dict.hash(key);
+        let expired = d.dict.get(h, key).is_none_or(|e| e.is_expired(self.now_ms));
+        if expired && self.expiry == Expiry::Delete {
+            self.expire_now(db, h, key);
+        }
+        expired
     }
 
     /// Cache hint for the keys a pipelined batch is about to use.
@@ -208,7 +247,7 @@ impl Store {
     /// The live entry for `key`, expiring it first if its TTL has passed.
     /// Does not count as a keyspace hit or miss (writes use this).
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let h = self.live_hash(db, key)?;
+        let h = self.live_hash(db, key, false)?;
         self.dbs[db].dict.get_mut(h, key)
     }
 
@@ -234,7 +273,7 @@ impl Store {
     /// Like [`Store::get_read`] but leaves the access time alone (Redis's
     /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
     pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let Some(h) = self.live_hash(db, key) else {
+        let Some(h) = self.live_hash(db, key, true) else {
             self.stats.keyspace_misses += 1;
             return None;
         };
@@ -248,7 +287,7 @@ impl Store {
         let d = &self.dbs[db];
         d.dict
             .get(d.dict.hash(key), key)
-            .filter(|e| !e.is_expired(self.now_ms))
+            .filter(|e| self.expiry == Expiry::Keep || !e.is_expired(self.now_ms))
     }
 
     /// True when `key` exists (and is not expired).
@@ -370,7 +409,7 @@ impl Store {
         if e.expire_at != 0 {
             d.volatile -= 1;
         }
-        if e.is_expired(now) {
+        if e.is_expired(now) && self.expiry != Expiry::Keep {
             self.stats.expired_keys += 1;
             if let Some(log) = &mut self.expired_events {
                 log.push((db, key.to_vec()));

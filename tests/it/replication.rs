@@ -686,3 +686,39 @@ fn failover_from_redis_to_a_ferrokv_replica() {
     wait_replicas(&mut r, 1);
     assert_same_data(&mut r, &mut m);
 }
+
+/// A replica hides keys whose TTL passed by its clock but deletes none:
+/// its master decides, and the master's commands still find them (Redis's
+/// expireIfNeeded on replicas).
+#[test]
+fn a_replica_hides_expired_keys_and_leaves_them_to_its_master() {
+    let redis = spawn_redis_with(&[]);
+    let mut m = Raw::connect(redis.port);
+    m.cmd_str(&["SET", "k", "v", "EX", "100"]);
+    m.cmd_str(&["SET", "n", "5", "EX", "100"]);
+    m.cmd_str(&["RPUSH", "l", "a"]);
+    let (replica, clock) = start_with_clock(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
+    clock.resume();
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    let real = clock.now_ms();
+    clock.advance(Duration::from_secs(200));
+    assert_eq!(r.cmd_str(&["GET", "k"]), b"$-1\r\n");
+    assert_eq!(r.cmd_str(&["EXISTS", "k", "n"]), b":0\r\n");
+    assert_eq!(r.cmd_str(&["TTL", "k"]), b":-2\r\n");
+    assert_eq!(r.cmd_str(&["KEYS", "*"]), b"*1\r\n$1\r\nl\r\n");
+    assert_eq!(r.cmd_str(&["SCAN", "0"]), b"*2\r\n$1\r\n0\r\n*1\r\n$1\r\nl\r\n");
+    assert!(text(&r.cmd_str(&["RANDOMKEY"])).starts_with('$'));
+    // Still there: nothing was deleted.
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":3\r\n");
+    // The master's commands find them as the master does.
+    m.cmd_str(&["APPEND", "k", "x"]);
+    m.cmd_str(&["INCR", "n"]);
+    wait_replicas(&mut m, 1);
+    clock.set_ms(real);
+    assert_eq!(r.cmd_str(&["GET", "k"]), b"$2\r\nvx\r\n");
+    assert_eq!(r.cmd_str(&["GET", "n"]), b"$1\r\n6\r\n");
+    assert!(text(&r.cmd_str(&["TTL", "n"])).starts_with(":9"));
+    assert_same_data(&mut m, &mut r);
+}
