@@ -88,6 +88,7 @@ impl Executor {
             config: &config,
             state: &mut state,
             aof: &mut aof,
+            repl: None,
         };
         let result = crate::persist::aof_load::load_on_start(&mut self.store, &mut p, &mut replay);
         self.server.persist = state;

@@ -301,6 +301,7 @@ impl Executor {
                 }
                 tracing::info!("MASTER <-> REPLICA sync: Finished with success");
                 let repl = &mut self.server.repl;
+                repl.stream_db = 0;
                 repl.replid = replid;
                 repl.clear_replid2();
                 repl.offset = offset;
@@ -343,6 +344,8 @@ impl Executor {
             return;
         };
         c.kind = ClientKind::Master;
+        // A continued stream goes on in the database it was in.
+        c.db = self.server.repl.stream_db;
         c.authenticated = true;
         // The master's commands run as the superuser; only REPLCONF
         // GETACK is answered.
@@ -376,8 +379,9 @@ impl Executor {
 
     /// After each command the master sent: its bytes go on to this
     /// server's backlog and replicas, and the link is alive.
-    pub(super) fn applied_from_master(&mut self, argv: Argv<'_>) {
+    pub(super) fn applied_from_master(&mut self, argv: Argv<'_>, db: usize) {
         crate::net::request::encode_argv(&mut self.server.repl.log.buf, argv);
+        self.server.repl.stream_db = db;
         if let Some(m) = &mut self.server.repl.master {
             m.last_io_ms = clock::real_now_ms();
         }
@@ -408,7 +412,8 @@ impl Executor {
                 return;
             }
         }
-        let started = crate::persist::SyncSnapshot::start(&self.store, &self.server.config);
+        let info = self.server.repl.save_info();
+        let started = crate::persist::SyncSnapshot::start(&self.store, &self.server.config, info);
         let repl = &mut self.server.repl;
         match started {
             Ok(s) => repl.snapshot = Some(s),

@@ -101,7 +101,10 @@ pub fn cancel_bgsave(p: &mut Persistence<'_>) {
 /// none is running.
 pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
     let path = rdb_path(p.config);
-    let opts = save_options(p.config);
+    let opts = SaveOptions {
+        repl: p.repl,
+        ..save_options(p.config)
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     let processed = Arc::new(AtomicU64::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
@@ -268,10 +271,17 @@ pub struct SyncSnapshot {
 impl SyncSnapshot {
     /// Forks the child writing `store`.
     #[cfg(unix)]
-    pub fn start(store: &Store, config: &crate::config::Config) -> Result<SyncSnapshot, String> {
+    pub fn start(
+        store: &Store,
+        config: &crate::config::Config,
+        repl: Option<super::ReplInfo>,
+    ) -> Result<SyncSnapshot, String> {
         use std::io::{Read, Write};
         use std::os::fd::FromRawFd;
-        let opts = save_options(config);
+        let opts = SaveOptions {
+            repl,
+            ..save_options(config)
+        };
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: pipe(2) fills the two-element array.
         if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {

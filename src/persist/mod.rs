@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
 use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
+pub use self::rdb::save::ReplInfo;
 use crate::config::Config;
 use crate::store::Store;
 use crate::util::clock;
@@ -44,6 +45,8 @@ pub struct Persistence<'a> {
     pub state: &'a mut PersistState,
     /// The append-only file.
     pub aof: &'a mut aof::Aof,
+    /// The replication history a save records (see [`ReplInfo`]).
+    pub repl: Option<ReplInfo>,
 }
 
 /// Persistence state, read by INFO persistence and
@@ -69,6 +72,8 @@ pub struct PersistState {
     pub last_load_keys_loaded: u64,
     /// BGSAVE SCHEDULE found an AOF rewrite running: save once it ends.
     pub bgsave_scheduled: bool,
+    /// The replication history the file loaded at start-up recorded.
+    pub loaded_repl: Option<ReplInfo>,
 }
 
 impl Default for PersistState {
@@ -83,6 +88,7 @@ impl Default for PersistState {
             last_load_keys_expired: 0,
             last_load_keys_loaded: 0,
             bgsave_scheduled: false,
+            loaded_repl: None,
         }
     }
 }
@@ -137,6 +143,7 @@ pub(crate) fn save_options(config: &Config) -> SaveOptions {
         checksum: config.rdbchecksum,
         used_mem: used_memory(),
         aof_base: false,
+        repl: None,
     }
 }
 
@@ -223,7 +230,11 @@ pub fn save_now(store: &mut Store, p: &mut Persistence<'_>) -> Result<SaveReport
     cancel_bgsave(p);
     let path = rdb_path(p.config);
     p.state.saves += 1;
-    let report = write_file(&path, store, save_options(p.config), None);
+    let opts = SaveOptions {
+        repl: p.repl,
+        ..save_options(p.config)
+    };
+    let report = write_file(&path, store, opts, None);
     match &report {
         Ok(r) => {
             store.stats.dirty = 0;
@@ -317,6 +328,7 @@ pub fn load_on_start(store: &mut Store, p: &mut Persistence<'_>) -> std::io::Res
     })?;
     p.state.last_load_keys_loaded = report.keys_loaded;
     p.state.last_load_keys_expired = report.keys_expired;
+    p.state.loaded_repl = ReplInfo::from_aux(&report.aux);
     if report.functions_skipped > 0 {
         tracing::warn!(
             "{} function libraries in {} were not loaded (functions are not supported)",
@@ -436,6 +448,7 @@ impl TestBed {
             config: &self.config,
             state: &mut self.state,
             aof: &mut self.aof,
+            repl: None,
         };
         (&mut self.store, p)
     }

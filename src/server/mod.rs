@@ -204,6 +204,7 @@ impl ServerState {
             config: &self.config,
             state: &mut self.persist,
             aof: &mut self.aof,
+            repl: self.repl.save_info(),
         }
     }
 

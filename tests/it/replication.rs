@@ -722,3 +722,45 @@ fn a_replica_hides_expired_keys_and_leaves_them_to_its_master() {
     assert!(text(&r.cmd_str(&["TTL", "n"])).starts_with(":9"));
     assert_same_data(&mut m, &mut r);
 }
+
+/// A continued stream goes on in the database it was in, and a replica
+/// restarted from its own snapshot (repl-id, repl-offset, repl-stream-db
+/// AUX fields) continues partially.
+#[test]
+fn a_restarted_replica_continues_partially_in_the_right_database() {
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut m = Raw::connect(redis.port);
+    let dir = unique_temp_path("ferrokv-restart");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let follow = |c: &mut Config| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port));
+        c.dir = dir.display().to_string();
+    };
+    let replica = start_with(follow);
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    m.cmd_str(&["SELECT", "3"]);
+    m.cmd_str(&["SET", "a", "1"]);
+    wait_replicas(&mut m, 1);
+    // The link drops; the master's stream stays in database 3.
+    assert_eq!(text(&r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"])), ":1\r\n");
+    m.cmd_str(&["SET", "b", "2"]);
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
+    r.cmd_str(&["SELECT", "3"]);
+    assert_eq!(r.cmd_str(&["GET", "b"]), b"$1\r\n2\r\n");
+    // Saved, stopped, written to meanwhile, started again.
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    drop(r);
+    drop(replica);
+    m.cmd_str(&["SET", "c", "3"]);
+    let replica = start_with(follow);
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "2");
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    assert_same_data(&mut m, &mut r);
+    let _ = std::fs::remove_dir_all(&dir);
+}

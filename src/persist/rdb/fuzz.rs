@@ -76,6 +76,7 @@ fn image(checksum: bool) -> Vec<u8> {
         checksum,
         used_mem: 0,
         aof_base: false,
+        repl: None,
     };
     write_rdb(&mut out, &sample_store(), opts, None).expect("writes to memory");
     out

@@ -261,6 +261,38 @@ pub struct SaveOptions {
     pub used_mem: u64,
     /// The file is an AOF base (the `aof-base` AUX field is 1).
     pub aof_base: bool,
+    /// The replication history the data stands for, when the server is
+    /// in a replication chain (rdbPopulateSaveInfo).
+    pub repl: Option<ReplInfo>,
+}
+
+/// The `repl-stream-db`, `repl-id` and `repl-offset` AUX fields: a
+/// restarted replica continues from them with PSYNC, a restarted master
+/// lets its replicas do so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplInfo {
+    /// The database the replication stream was in.
+    pub stream_db: i64,
+    /// The replication ID.
+    pub id: [u8; 40],
+    /// The replication offset.
+    pub offset: u64,
+}
+
+impl ReplInfo {
+    /// The fields from a loaded file's AUX fields, when all are there and
+    /// valid (Redis ignores a `repl-stream-db` of -1).
+    pub fn from_aux(aux: &[(String, String)]) -> Option<ReplInfo> {
+        let get = |name: &str| aux.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let stream_db: i64 = get("repl-stream-db")?.parse().ok()?;
+        let id: [u8; 40] = get("repl-id")?.as_bytes().try_into().ok()?;
+        let offset: i64 = get("repl-offset")?.parse().ok()?;
+        (stream_db >= 0 && offset >= 0).then_some(ReplInfo {
+            stream_db,
+            id,
+            offset: offset as u64,
+        })
+    }
 }
 
 /// What a save wrote.
@@ -295,6 +327,11 @@ pub fn write_rdb<W: Write>(
     let ctime = crate::util::clock::real_now_ms() / 1000;
     e.aux("ctime", ctime.to_string().as_bytes());
     e.aux("used-mem", opts.used_mem.to_string().as_bytes());
+    if let Some(r) = &opts.repl {
+        e.aux("repl-stream-db", r.stream_db.to_string().as_bytes());
+        e.aux("repl-id", &r.id);
+        e.aux("repl-offset", r.offset.to_string().as_bytes());
+    }
     e.aux("aof-base", if opts.aof_base { b"1" } else { b"0" });
     let mut flush =
         |e: &mut Enc, digest: &mut crc::Digest<'_, u64, crc::Table<16>>, out: &mut W| {

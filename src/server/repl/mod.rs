@@ -248,6 +248,10 @@ pub struct Replication {
     pub good_replicas: usize,
     /// A FAILOVER under way.
     pub failover: Option<Failover>,
+    /// As a replica: the database its master's stream was in after the
+    /// last command applied; a partial resynchronization continues there
+    /// (Redis keeps it in the cached master client).
+    pub stream_db: usize,
 }
 
 impl Default for Replication {
@@ -270,6 +274,7 @@ impl Default for Replication {
             min_replicas: (0, 0),
             good_replicas: 0,
             failover: None,
+            stream_db: 0,
         }
     }
 }
@@ -472,6 +477,39 @@ impl Replication {
         self.second_replid_offset = self.offset as i64 + 1;
         self.master = None;
         self.log.db = None;
+    }
+
+    /// The history a save records (rdbPopulateSaveInfo): a master's when
+    /// it has a backlog, a replica's always.
+    pub fn save_info(&self) -> Option<crate::persist::ReplInfo> {
+        let stream_db = match (&self.master, &self.backlog) {
+            (None, Some(_)) => self.log.db.unwrap_or(0) as i64,
+            (None, None) => return None,
+            (Some(_), _) => self.stream_db as i64,
+        };
+        Some(crate::persist::ReplInfo {
+            stream_db,
+            id: self.replid.as_bytes().try_into().ok()?,
+            offset: self.offset,
+        })
+    }
+
+    /// Takes up the history a file loaded at start-up recorded (Redis's
+    /// loadDataFromDisk): a replica continues it with its master; a master
+    /// keeps it as its previous history, so its replicas continue.
+    pub fn resume(&mut self, info: crate::persist::ReplInfo, backlog_size: usize) {
+        let id = String::from_utf8_lossy(&info.id).into_owned();
+        if self.master.is_some() {
+            self.replid = id;
+            self.offset = info.offset;
+            self.stream_db = info.stream_db as usize;
+        } else {
+            self.replid2 = id;
+            self.second_replid_offset = info.offset as i64 + 1;
+            self.offset = info.offset;
+            self.backlog = Some(Backlog::new(backlog_size));
+            self.no_replicas_since_ms = clock::real_now_ms();
+        }
     }
 
     /// Appends a command to the stream outside any database (the PING
