@@ -764,3 +764,65 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
     assert_same_data(&mut m, &mut r);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `redis-cli --rdb` saves ferrokv's snapshot, which redis-check-rdb
+/// accepts; `redis-cli --replica` shows the stream as it does for Redis.
+#[test]
+fn redis_cli_rdb_and_replica_against_ferrokv() {
+    use std::io::BufRead;
+    let server = ferrokv_master();
+    let mut c = server.raw();
+    c.cmd_str(&["SET", "a", "1"]);
+    c.cmd_str(&["RPUSH", "l", "x", "y"]);
+    let dir = unique_temp_path("cli-rdb");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let file = dir.join("dump.rdb");
+    let port = server.port.to_string();
+    let status = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--rdb", &file.display().to_string()])
+        .output()
+        .expect("redis-cli runs");
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let check = std::process::Command::new("redis-check-rdb")
+        .arg(&file)
+        .output()
+        .expect("redis-check-rdb runs");
+    let report = text(&check.stdout);
+    assert!(check.status.success() && report.contains("2 keys read"), "{report}");
+
+    let child = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--replica"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli runs");
+    let mut child = ChildGuard(child);
+    let out = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    let mut until = |want: &str, lines: &mut Vec<String>| loop {
+        let line = rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli prints");
+        lines.push(line.clone());
+        if line.contains(want) {
+            break;
+        }
+    };
+    // Its progress goes to stderr; the stream's commands to stdout.
+    assert!(wait_until(Duration::from_secs(10), || info_field(&mut c, "replication", "slave0")
+        .contains("state=online")));
+    // As with Redis, the first command shows without its SELECT.
+    c.cmd_str(&["SET", "b", "2"]);
+    until("\"SET\",\"b\",\"2\"", &mut lines);
+    c.cmd_str(&["SELECT", "2"]);
+    c.cmd_str(&["INCR", "z"]);
+    until("\"INCR\",\"z\"", &mut lines);
+    assert!(lines.iter().any(|l| l == "\"SELECT\",\"2\""), "{lines:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
