@@ -14,7 +14,11 @@ with medians and the per-round ratios' median and spread:
   Redis's master with a replica.
 
 Masters are pinned to core 0 and redis-benchmark to core 1; replicas share
-core 1 with the benchmark (a 2-core machine has no third core).
+core 1 with the benchmark (a 2-core machine has no third core), so where the
+benchmark client is the bottleneck (ferrokv at pipeline 16) the replica's
+CPU comes out of the client's. The script also reports each master's CPU
+time per request (user + system, from /proc) alone and with the replica:
+what the replica costs the master itself.
 
 Usage: scripts/repl-vs-redis.py [--ferrokv PATH] [--keys 1000000]
        [--rounds 3] [--requests 500000]
@@ -92,13 +96,22 @@ def full_sync_seconds(binary, master_port, keys, workdir):
         stop(replica)
 
 
-def set_rps(port, requests):
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def set_rps(port, requests, pid):
+    """SET at pipeline 16: (rps, the server's CPU microseconds per request)."""
+    before = cpu_seconds(pid)
     out = subprocess.run(["taskset", "-c", "1", "redis-benchmark", "-p", str(port), "-t", "set",
                           "-P", "16", "-c", "50", "-n", str(requests), "-r", "1000000", "-q"],
                          capture_output=True, text=True, check=True).stdout
     # "SET: 1234567.00 requests per second, p50=..."
     line = [l for l in out.replace("\r", "\n").split("\n") if l.startswith("SET:")][-1]
-    return float(line.split()[1])
+    return float(line.split()[1]), (cpu_seconds(pid) - before) * 1e6 / requests
 
 
 def spread(values):
@@ -117,6 +130,8 @@ def main():
     sync = {name: [] for name in servers}
     alone = {name: [] for name in servers}
     with_replica = {name: [] for name in servers}
+    cpu_alone = {name: [] for name in servers}
+    cpu_with = {name: [] for name in servers}
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             for name, binary in servers.items():
@@ -126,7 +141,9 @@ def main():
                 try:
                     load_keys(mport, args.keys)
                     sync[name].append(full_sync_seconds(binary, mport, args.keys, d))
-                    alone[name].append(set_rps(mport, args.requests))
+                    rps, cpu = set_rps(mport, args.requests, master.pid)
+                    alone[name].append(rps)
+                    cpu_alone[name].append(cpu)
                     replica, rport = start(binary, 1, ["--replicaof", "127.0.0.1", str(mport)], d)
                     try:
                         deadline = time.time() + 300
@@ -134,13 +151,16 @@ def main():
                             if time.time() > deadline:
                                 sys.exit("the replica never caught up")
                             time.sleep(0.05)
-                        with_replica[name].append(set_rps(mport, args.requests))
+                        rps, cpu = set_rps(mport, args.requests, master.pid)
+                        with_replica[name].append(rps)
+                        cpu_with[name].append(cpu)
                     finally:
                         stop(replica)
                 finally:
                     stop(master)
                 print(f"round {r + 1} {name}: sync {sync[name][-1]:.3f} s, SET P16 "
-                      f"{alone[name][-1]:.0f} rps alone, {with_replica[name][-1]:.0f} with a replica",
+                      f"{alone[name][-1]:.0f} rps alone, {with_replica[name][-1]:.0f} with a replica, "
+                      f"master cpu/req {cpu_alone[name][-1]:.2f}/{cpu_with[name][-1]:.2f} us",
                       file=sys.stderr)
     sync_ratio = [f / r for f, r in zip(sync["ferrokv"], sync["redis"])]
     print(f"{args.keys} keys, {args.rounds} interleaved rounds, medians [lowest-highest]")
@@ -150,6 +170,10 @@ def main():
         own = [w / a for w, a in zip(with_replica[name], alone[name])]
         print(f"SET P16 {name:8} alone {statistics.median(alone[name]):9.0f} rps  with a replica "
               f"{statistics.median(with_replica[name]):9.0f} rps  with/alone {spread(own)}")
+    for name in servers:
+        own = [w / a for w, a in zip(cpu_with[name], cpu_alone[name])]
+        print(f"master cpu/req {name:8} alone {statistics.median(cpu_alone[name]):5.2f} us  with a replica "
+              f"{statistics.median(cpu_with[name]):5.2f} us  with/alone {spread(own)}")
     vs = [f / r for f, r in zip(with_replica["ferrokv"], with_replica["redis"])]
     print(f"SET P16 with a replica, ferrokv/redis {spread(vs)}")
 

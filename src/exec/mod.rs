@@ -112,6 +112,9 @@ impl Executor {
             if !self.server.shutdown {
                 self.expire_blocked();
                 self.timers();
+                if self.repl_in_flight() {
+                    self.repl_poll();
+                }
                 net.borrow_mut().deliver();
                 self.serve(&net);
             }
@@ -153,7 +156,11 @@ impl Executor {
     }
 
     fn next_timeout(&self) -> Duration {
-        let cycle = self.period().saturating_sub(self.last_cycle.elapsed());
+        let mut cycle = self.period().saturating_sub(self.last_cycle.elapsed());
+        if self.repl_in_flight() {
+            // A snapshot or handshake finishing is noticed within 1 ms.
+            cycle = cycle.min(Duration::from_millis(1));
+        }
         match self.server.blocking.next_deadline() {
             // Wake for the nearest blocked-client timeout too.
             Some(at) => cycle.min(Duration::from_millis(at.saturating_sub(clock::now_ms()))),

@@ -87,6 +87,28 @@ impl Executor {
         crate::cmd::repl::set_master(&mut self.server, host, port);
     }
 
+    /// True while a synchronization is under way whose next step (a
+    /// snapshot to start or collect, a handshake's outcome) the loop
+    /// takes at once rather than at the next timer tick.
+    pub(super) fn repl_in_flight(&self) -> bool {
+        let repl = &self.server.repl;
+        repl.snapshot.is_some()
+            || self.handshake.is_some()
+            || repl
+                .replicas
+                .iter()
+                .any(|r| r.state == ReplicaState::WaitSnapshotStart)
+    }
+
+    /// The steps of a synchronization under way, between timer ticks.
+    pub(super) fn repl_poll(&mut self) {
+        self.server.flush_stream();
+        self.master_link_cron();
+        self.start_snapshot_if_due();
+        self.collect_snapshot();
+        self.server.flush_stream();
+    }
+
     /// Before the loop sleeps: a WAIT asked replicas for acknowledgements.
     pub(super) fn repl_before_sleep(&mut self) {
         if std::mem::take(&mut self.server.repl.get_ack) && self.server.repl.feeding() {
