@@ -132,6 +132,7 @@ def main():
     with_replica = {name: [] for name in servers}
     cpu_alone = {name: [] for name in servers}
     cpu_with = {name: [] for name in servers}
+    cpu_replica = {name: [] for name in servers}
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             for name, binary in servers.items():
@@ -141,6 +142,9 @@ def main():
                 try:
                     load_keys(mport, args.keys)
                     sync[name].append(full_sync_seconds(binary, mport, args.keys, d))
+                    # Warm up first: the pages the sync's fork shared take
+                    # a fault on their first write after it.
+                    set_rps(mport, args.requests // 4, master.pid)
                     rps, cpu = set_rps(mport, args.requests, master.pid)
                     alone[name].append(rps)
                     cpu_alone[name].append(cpu)
@@ -151,7 +155,15 @@ def main():
                             if time.time() > deadline:
                                 sys.exit("the replica never caught up")
                             time.sleep(0.05)
+                        before = cpu_seconds(replica.pid)
                         rps, cpu = set_rps(mport, args.requests, master.pid)
+                        # Measured once the replica applied everything.
+                        deadline = time.time() + 60
+                        while (cli(rport, "INFO", "replication").split("slave_repl_offset:")[1].split()[0]
+                               != cli(mport, "INFO", "replication").split("master_repl_offset:")[1].split()[0]
+                               and time.time() < deadline):
+                            time.sleep(0.01)
+                        cpu_replica[name].append((cpu_seconds(replica.pid) - before) * 1e6 / args.requests)
                         with_replica[name].append(rps)
                         cpu_with[name].append(cpu)
                     finally:
@@ -160,7 +172,8 @@ def main():
                     stop(master)
                 print(f"round {r + 1} {name}: sync {sync[name][-1]:.3f} s, SET P16 "
                       f"{alone[name][-1]:.0f} rps alone, {with_replica[name][-1]:.0f} with a replica, "
-                      f"master cpu/req {cpu_alone[name][-1]:.2f}/{cpu_with[name][-1]:.2f} us",
+                      f"master cpu/req {cpu_alone[name][-1]:.2f}/{cpu_with[name][-1]:.2f} us, "
+                      f"replica {cpu_replica[name][-1]:.2f} us",
                       file=sys.stderr)
     sync_ratio = [f / r for f, r in zip(sync["ferrokv"], sync["redis"])]
     print(f"{args.keys} keys, {args.rounds} interleaved rounds, medians [lowest-highest]")
@@ -173,7 +186,8 @@ def main():
     for name in servers:
         own = [w / a for w, a in zip(cpu_with[name], cpu_alone[name])]
         print(f"master cpu/req {name:8} alone {statistics.median(cpu_alone[name]):5.2f} us  with a replica "
-              f"{statistics.median(cpu_with[name]):5.2f} us  with/alone {spread(own)}")
+              f"{statistics.median(cpu_with[name]):5.2f} us  with/alone {spread(own)}  "
+              f"replica cpu/req {statistics.median(cpu_replica[name]):5.2f} us")
     vs = [f / r for f, r in zip(with_replica["ferrokv"], with_replica["redis"])]
     print(f"SET P16 with a replica, ferrokv/redis {spread(vs)}")
 

@@ -326,10 +326,13 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rss_overhead_bytes", rss as i64 - resident as i64);
     f.kv("mem_fragmentation_ratio", ratio(rss, used));
     f.kv("mem_fragmentation_bytes", rss as i64 - used as i64);
-    f.kv("mem_not_counted_for_evict", ctx.server.aof.buffered());
-    f.kv("mem_replication_backlog", 0);
-    f.kv("mem_total_replication_buffers", 0);
-    f.kv("mem_clients_slaves", 0);
+    let repl = &ctx.server.repl;
+    let backlog = repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
+    let replicas = repl.replica_buffers();
+    f.kv("mem_not_counted_for_evict", ctx.server.not_counted_memory());
+    f.kv("mem_replication_backlog", backlog);
+    f.kv("mem_total_replication_buffers", backlog + replicas);
+    f.kv("mem_clients_slaves", replicas);
     f.kv("mem_clients_normal", ctx.server.clients_mem.get());
     f.kv("mem_cluster_links", 0);
     f.kv("mem_aof_buffer", ctx.server.aof.buffered());

@@ -264,6 +264,8 @@ fn wait_child(pid: i32) -> Result<(), String> {
 pub struct SyncSnapshot {
     pid: i32,
     done: Receiver<Result<Vec<u8>, String>>,
+    /// Bytes collected so far (memory not counted against maxmemory).
+    held: Arc<std::sync::atomic::AtomicUsize>,
     /// When it started.
     pub started: Instant,
 }
@@ -301,12 +303,25 @@ impl SyncSnapshot {
         let reader = unsafe { std::fs::File::from_raw_fd(rfd) };
         let pid = pid?;
         let (tx, rx) = std::sync::mpsc::channel();
+        let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = held.clone();
         let spawned = std::thread::Builder::new()
             .name("ferrokv-sync-read".into())
             .spawn(move || {
                 let mut data = Vec::new();
                 let mut reader = reader;
-                let read = reader.read_to_end(&mut data).map_err(|e| e.to_string());
+                let mut chunk = vec![0u8; 1 << 16];
+                let read = loop {
+                    match reader.read(&mut chunk) {
+                        Ok(0) => break Ok(()),
+                        Ok(n) => {
+                            data.extend_from_slice(&chunk[..n]);
+                            counter.store(data.capacity(), Ordering::Relaxed);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e.to_string()),
+                    }
+                };
                 let r = wait_child(pid).and(read).map(|_| data);
                 let _ = tx.send(r);
             });
@@ -322,8 +337,14 @@ impl SyncSnapshot {
         Ok(SyncSnapshot {
             pid,
             done: rx,
+            held,
             started: Instant::now(),
         })
+    }
+
+    /// Bytes collected so far.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// The snapshot's bytes once the child is done.

@@ -5,13 +5,13 @@
 //!
 //! Memory in use is what the allocator has handed out, as Redis's
 //! `used_memory`, less what Redis leaves out for eviction (the AOF
-//! buffer). Reading the allocator's total costs a statistics refresh, so
-//! each command reads the executor thread's own allocation counters
-//! (two loads) on top of the last refreshed total; the total is refreshed
-//! when that estimate passes the limit (at most once a millisecond: a
-//! refresh costs more than a command) and at every cron tick, so memory
-//! freed or taken by other threads (lazy free, a background save) is
-//! counted within one tick.
+//! buffer, the replicas' buffers). Reading the allocator's total costs a
+//! statistics refresh, so each command reads the executor thread's own
+//! allocation counters (two loads) on top of the last refreshed total; the
+//! total is refreshed when that estimate passes the limit (at most once a
+//! millisecond: a refresh costs more than a command) and at every cron
+//! tick, so memory freed or taken by other threads (lazy free, a
+//! background save) is counted within one tick.
 
 use std::time::Instant;
 
@@ -138,11 +138,21 @@ fn time_limit_us(tenacity: i64) -> u64 {
 }
 
 impl ServerState {
-    /// Memory counted against maxmemory: in use, less the AOF buffer
-    /// (Redis's freeMemoryGetNotCountedMemory).
+    /// Memory counted against maxmemory: in use, less the AOF buffer and
+    /// the replicas' buffers (Redis's freeMemoryGetNotCountedMemory).
     fn counted_memory(&mut self) -> u64 {
         let used = self.memory.used();
-        used.saturating_sub(self.aof.buffered() as u64)
+        used.saturating_sub(self.not_counted_memory())
+    }
+
+    /// `mem_not_counted_for_evict`.
+    pub fn not_counted_memory(&self) -> u64 {
+        let replicas = if self.repl.replicas.is_empty() {
+            0
+        } else {
+            self.repl.replica_buffers()
+        };
+        self.aof.buffered() as u64 + replicas
     }
 
     /// Bytes over maxmemory, or None when within it. An estimate past the

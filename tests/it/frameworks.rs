@@ -369,14 +369,18 @@ fn sentinel_fails_over_a_ferrokv_master() {
         "redis-py through Sentinel failed\n{}",
         out.describe()
     );
-    // The old master comes back and is turned into a replica.
+    // The old master comes back and is turned into a replica of the
+    // master Sentinel names then (on a loaded machine Sentinel may have
+    // failed over once more meanwhile).
     let _old = ferrokv_on(pm, &[]);
     assert!(
         wait_until(Duration::from_secs(40), || {
+            let current = new_port(ps).unwrap_or(promoted);
             let info = ask(pm, &["INFO", "replication"]);
-            info.contains(&format!("master_port:{promoted}")) && info.contains("master_link_status:up")
+            info.contains(&format!("master_port:{current}")) && info.contains("master_link_status:up")
         }),
-        "the old master did not rejoin as a replica of {promoted}: {}\n{}",
+        "the old master did not rejoin as a replica of {:?}: {}\n{}",
+        new_port(ps),
         ask(pm, &["INFO", "replication"]),
         fs::read_to_string(dir.join("sentinel.log")).unwrap_or_default()
     );

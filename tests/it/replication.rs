@@ -826,3 +826,35 @@ fn redis_cli_rdb_and_replica_against_ferrokv() {
     assert!(lines.iter().any(|l| l == "\"SELECT\",\"2\""), "{lines:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What is queued for a replica is reported as `mem_clients_slaves` and
+/// left out of maxmemory, as in Redis: a replica that does not read makes
+/// the master evict nothing.
+#[test]
+fn replica_buffers_are_not_counted_against_maxmemory() {
+    let master = start_with(|c| {
+        conf(c, "repl-diskless-sync-delay", "0");
+        conf(c, "maxmemory-policy", "allkeys-random");
+    });
+    let mut m = master.raw();
+    for i in 0..100 {
+        m.cmd_str(&["SET", &format!("small:{i}"), "v"]);
+    }
+    let used: u64 = info_field(&mut m, "memory", "used_memory").parse().expect("a number");
+    let limit = (used + (8 << 20)).to_string();
+    assert_eq!(m.cmd_str(&["CONFIG", "SET", "maxmemory", &limit]), b"+OK\r\n");
+    let _silent = silent_replica(master.port, "1234");
+    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "slave0")
+        .contains("state=online")));
+    let value = "x".repeat(100_000);
+    for _ in 0..300 {
+        assert_eq!(m.cmd_str(&["SET", "big", &value]), b"+OK\r\n");
+    }
+    let queued: u64 = info_field(&mut m, "memory", "mem_clients_slaves").parse().expect("a number");
+    assert!(queued > 10 << 20, "{queued}");
+    let not_counted: u64 =
+        info_field(&mut m, "memory", "mem_not_counted_for_evict").parse().expect("a number");
+    assert!(not_counted >= queued);
+    assert_eq!(info_field(&mut m, "stats", "evicted_keys"), "0");
+    assert_eq!(m.cmd_str(&["DBSIZE"]), b":101\r\n");
+}

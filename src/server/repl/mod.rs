@@ -479,6 +479,20 @@ impl Replication {
         self.log.db = None;
     }
 
+    /// Memory held for replicas beyond the backlog: their queued stream,
+    /// what waits while their snapshot is made, and the snapshot being
+    /// collected. Redis leaves it out of maxmemory (as its replicas'
+    /// share of the replication buffer) and reports it as
+    /// `mem_clients_slaves`.
+    pub fn replica_buffers(&self) -> u64 {
+        let queued: usize = self
+            .replicas
+            .iter()
+            .map(|r| r.bufs.pending.get() + r.waiting.capacity())
+            .sum();
+        (queued + self.snapshot.as_ref().map_or(0, |s| s.held())) as u64
+    }
+
     /// The history a save records (rdbPopulateSaveInfo): a master's when
     /// it has a backlog, a replica's always.
     pub fn save_info(&self) -> Option<crate::persist::ReplInfo> {
