@@ -271,9 +271,22 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let used = allocated.max(1);
     let peak = PEAK_MEMORY.fetch_max(used, Ordering::Relaxed).max(used);
     let cfg = &ctx.server.config;
-    let startup = used.min(1 << 20);
-    let overhead = startup;
-    let dataset = used.saturating_sub(overhead);
+    // As Redis's getMemoryOverheadData: what the server needs whatever
+    // the data (its memory at start-up, clients, replication and AOF
+    // buffers, the keyspace's tables and entry headers); the rest is the
+    // dataset.
+    let startup = ctx.server.memory.startup.min(used);
+    let repl = &ctx.server.repl;
+    let backlog = repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
+    let replicas = repl.replica_buffers();
+    let overhead = (startup
+        + backlog
+        + replicas
+        + ctx.server.clients_mem.get() as u64
+        + ctx.server.aof.buffered() as u64
+        + ctx.store.overhead_bytes())
+    .min(used);
+    let dataset = used - overhead;
     f.kv("used_memory", used);
     f.kv("used_memory_human", human(used));
     f.kv("used_memory_rss", rss);
@@ -326,9 +339,6 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rss_overhead_bytes", rss as i64 - resident as i64);
     f.kv("mem_fragmentation_ratio", ratio(rss, used));
     f.kv("mem_fragmentation_bytes", rss as i64 - used as i64);
-    let repl = &ctx.server.repl;
-    let backlog = repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
-    let replicas = repl.replica_buffers();
     f.kv("mem_not_counted_for_evict", ctx.server.not_counted_memory());
     f.kv("mem_replication_backlog", backlog);
     f.kv("mem_total_replication_buffers", backlog + replicas);

@@ -60,6 +60,7 @@ impl Executor {
             repl_second_ms: 0,
         };
         e.server.sync_access_tracking(&mut e.store);
+        e.server.memory.startup = crate::server::evict::allocated();
         e
     }
 

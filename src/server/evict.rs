@@ -53,6 +53,9 @@ pub struct Memory {
     pub pre_command_oom: bool,
     /// The policy the store's access tracking was last set up for.
     tracking: Option<(Policy, u32, u32)>,
+    /// Bytes in use once the server was set up, before any data
+    /// (`used_memory_startup`).
+    pub startup: u64,
 }
 
 impl Memory {

@@ -237,6 +237,19 @@ impl Store {
         expired
     }
 
+    /// Bytes of bookkeeping the keyspace holds beyond the keys' and
+    /// values' own data: the bucket arrays and each entry's header (what
+    /// Redis reports as its dictionaries' overhead in
+    /// `used_memory_overhead`).
+    pub fn overhead_bytes(&self) -> u64 {
+        let per_entry = std::mem::size_of::<dict::Entry>();
+        let per_bucket = std::mem::size_of::<Option<Box<dict::Entry>>>();
+        self.dbs
+            .iter()
+            .map(|d| (d.dict.buckets() * per_bucket + d.dict.len() * per_entry) as u64)
+            .sum()
+    }
+
     /// Cache hint for the keys a pipelined batch is about to use.
     pub fn prefetch<'a>(&self, db: usize, keys: impl Iterator<Item = &'a [u8]>) {
         if let Some(d) = self.dbs.get(db) {

@@ -318,3 +318,22 @@ fn evicted_keys_reach_the_aof_as_del_and_fire_evicted_events() {
     }));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `used_memory_overhead` is what the server needs whatever the data
+/// (start-up, clients, the keyspace's tables and entry headers) and
+/// `used_memory_dataset` the rest, as Redis splits them: 10 MB of values
+/// grow the dataset by about that much and the overhead by far less.
+#[test]
+fn used_memory_dataset_follows_the_data() {
+    // The binary, with the allocator whose counts INFO reports.
+    let server = spawn_ferrokv_process();
+    let mut r = Raw::connect(server.port);
+    let overhead0 = info_field(&mut r, "used_memory_overhead");
+    let dataset0 = info_field(&mut r, "used_memory_dataset");
+    assert!(info_field(&mut r, "used_memory_startup") <= overhead0);
+    assert_eq!(fill(&mut r, 10_000, false), 0);
+    let overhead = info_field(&mut r, "used_memory_overhead") as i64 - overhead0 as i64;
+    let dataset = info_field(&mut r, "used_memory_dataset") as i64 - dataset0 as i64;
+    assert!(dataset > 9_000_000, "dataset grew by {dataset}");
+    assert!(overhead > 0 && overhead < dataset / 5, "overhead grew by {overhead}");
+}
