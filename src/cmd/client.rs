@@ -191,7 +191,8 @@ fn type_filter(name: &[u8]) -> Result<TypeFilter, Error> {
 
 fn type_matches(c: &Client, t: TypeFilter) -> bool {
     match c.kind {
-        ClientKind::Normal => t == TypeFilter::Normal,
+        // Redis's getClientType counts monitors as normal clients.
+        ClientKind::Normal | ClientKind::Monitor => t == TypeFilter::Normal,
         ClientKind::PubSub => t == TypeFilter::PubSub,
         ClientKind::Replica => t == TypeFilter::Replica,
         ClientKind::Master => t == TypeFilter::Master,

@@ -73,6 +73,9 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     // Redis leaves every channel silently and the client is no longer a
     // subscriber.
     ctx.server.pubsub.forget(ctx.client.id);
+    // A monitor stops monitoring.
+    let id = ctx.client.id;
+    ctx.server.monitors.retain(|&m| m != id);
     ctx.client.kind = ClientKind::Normal;
     let c = &mut *ctx.client;
     c.db = 0;

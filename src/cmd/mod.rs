@@ -26,6 +26,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod list_blocking;
+pub mod monitor;
 pub mod persist;
 pub mod pubsub;
 pub mod repl;
@@ -33,6 +34,7 @@ pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod slowlog;
 pub mod sort;
 pub mod stream;
 pub mod stream_group;
@@ -82,4 +84,6 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     repl::COMMANDS,
     clock::COMMANDS,
     acl::COMMANDS,
+    monitor::COMMANDS,
+    slowlog::COMMANDS,
 ];

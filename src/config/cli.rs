@@ -58,21 +58,10 @@ pub fn version_line() -> String {
 /// Quotes an argument as sdscatrepr does, so the file parser reads it back
 /// exactly (`--save ""` stays an empty argument).
 fn repr(arg: &str, out: &mut String) {
-    out.push('"');
-    for &b in arg.as_bytes() {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            7 => out.push_str("\\a"),
-            8 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out.push('"');
+    let mut quoted = Vec::new();
+    crate::util::repr::repr(arg.as_bytes(), &mut quoted);
+    // The quoted form is ASCII.
+    out.push_str(&String::from_utf8_lossy(&quoted));
 }
 
 /// Parses the arguments (without the program name).

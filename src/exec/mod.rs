@@ -68,6 +68,13 @@ impl Executor {
     /// command run through the one command path by a client of its own,
     /// as Redis's fake client), else the RDB file.
     pub fn load_on_start(&mut self) -> std::io::Result<()> {
+        self.server.loading = true;
+        let result = self.load_data();
+        self.server.loading = false;
+        result
+    }
+
+    fn load_data(&mut self) -> std::io::Result<()> {
         let server = &mut self.server;
         if !server.config.appendonly {
             return crate::persist::load_on_start(&mut self.store, &mut server.persistence());
@@ -247,6 +254,9 @@ impl Executor {
             Request::Disconnect { id } => {
                 self.server.clients.remove(&id);
                 self.server.repl.forget(id);
+                if !self.server.monitors.is_empty() {
+                    self.server.monitors.retain(|&m| m != id);
+                }
                 if self.server.repl.master.as_ref().is_some_and(|m| m.client_id == Some(id)) {
                     self.master_link_lost();
                 }

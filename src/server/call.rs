@@ -162,6 +162,16 @@ fn run(
                 .and_then(|id| acl_check(server, store, client, id, argv))
                 .and_then(|id| pubsub_context_check(server, client, id))
                 .and_then(|id| {
+                    // Replicas and monitors stay off the keyspace.
+                    let keyspace = flag::WRITE | flag::READONLY | flag::MAY_REPLICATE;
+                    if matches!(client.kind, ClientKind::Replica | ClientKind::Monitor)
+                        && server.table.commands[id].flags & keyspace != 0
+                    {
+                        return Err((Some(id), Error::err("Replica can't interact with the keyspace")));
+                    }
+                    Ok(id)
+                })
+                .and_then(|id| {
                     if caller == Caller::Busy && !server.table.commands[id].has(flag::ALLOW_BUSY) {
                         return Err((Some(id), server.busy_error()));
                     }
@@ -570,6 +580,11 @@ fn invoke(
     } else {
         (None, false)
     };
+    // EVAL and FCALL are shown before the commands their script runs.
+    let flags = server.table.commands[id].flags;
+    if !server.monitors.is_empty() && flags & flag::SKIP_MONITOR != 0 {
+        super::monitor::feed(server, client, id, argv, out);
+    }
     server.propagation.depth += 1;
     let result = {
         let mut ctx = Ctx {
@@ -599,18 +614,37 @@ fn invoke(
             }
         }
     }
+    // Shown once, when it first runs (a blocked command running again is
+    // not shown again); administrative commands never.
+    if !server.monitors.is_empty()
+        && flags & (flag::SKIP_MONITOR | flag::ADMIN) == 0
+        && !client.reprocessing
+    {
+        super::monitor::feed(server, client, id, argv, out);
+    }
     // A command that blocked is counted when it finishes: served (it runs
     // again), timed out or unblocked, as Redis counts it once.
     if server.blocking.pending.is_some() {
         return result;
     }
+    let duration = clock::real_now_us().saturating_sub(started_us);
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
-    cmd.usec += clock::real_now_us().saturating_sub(started_us);
-    server.stats.total_commands_processed += 1;
+    cmd.usec += duration;
     if result.is_err() {
-        server.stats.failed_calls += 1;
         cmd.failed_calls += 1;
+        server.stats.failed_calls += 1;
+    }
+    server.stats.total_commands_processed += 1;
+    let slower_than = server.config.slowlog_log_slower_than;
+    if slower_than >= 0
+        && duration >= slower_than as u64
+        && flags & flag::SKIP_SLOWLOG == 0
+        && !server.loading
+    {
+        let max_len = server.config.slowlog_max_len as usize;
+        let name = &server.table.commands[id].name;
+        server.slowlog.push(client, name, argv, duration, max_len);
     }
     result
 }

@@ -39,6 +39,8 @@ pub enum ClientKind {
     Replica,
     /// This server's master, sending the replication stream.
     Master,
+    /// A client in MONITOR mode.
+    Monitor,
 }
 
 /// One connected client.
@@ -219,6 +221,7 @@ pub fn info_line(
         ClientKind::Replica => flags.push('S'),
         ClientKind::Master => flags.push('M'),
         ClientKind::PubSub => flags.push('P'),
+        ClientKind::Monitor => flags.push('O'),
         ClientKind::Normal => {}
     }
     if c.multi_len().is_some() {

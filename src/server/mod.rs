@@ -12,6 +12,7 @@ pub mod client;
 pub mod client_mem;
 pub mod evict;
 pub mod keyspec;
+pub mod monitor;
 pub mod multi;
 pub mod obuf;
 pub mod pause;
@@ -19,6 +20,7 @@ pub mod propagate;
 pub mod pubsub;
 pub mod repl;
 pub mod script_host;
+pub mod slowlog;
 pub mod spec;
 pub mod table;
 
@@ -136,6 +138,12 @@ pub struct ServerState {
     /// Serves other clients while a script is busy (the event loop's
     /// processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
+    /// The clients in MONITOR mode.
+    pub monitors: Vec<u64>,
+    /// The slow log.
+    pub slowlog: slowlog::SlowLog,
+    /// The data set is being loaded at start-up (Redis's `server.loading`).
+    pub loading: bool,
 }
 
 impl ServerState {
@@ -195,6 +203,9 @@ impl ServerState {
             clients_mem: Rc::default(),
             script_client: None,
             serve_while_busy: |_, _| {},
+            monitors: Vec::new(),
+            slowlog: slowlog::SlowLog::default(),
+            loading: false,
         }
     }
 

@@ -304,7 +304,7 @@ impl Message<'_> {
 /// Sends a message to client `c` (not the caller), closing it when its
 /// queued output passes its class's limits (Redis's
 /// checkClientOutputBufferLimits).
-fn deliver(c: &Client, bytes: &[u8], limits: &[obuf::Limits; 3]) {
+pub fn deliver(c: &Client, bytes: &[u8], limits: &[obuf::Limits; 3]) {
     let q = &c.bufs;
     if q.killed.get() {
         return;

@@ -1,11 +1,13 @@
 //! Small helpers shared by every layer: Redis's number rules, glob
-//! matching, `sdssplitargs`, the clock and the rate-limit algorithm.
+//! matching, `sdssplitargs` and `sdscatrepr`, the clock and the
+//! rate-limit algorithm.
 pub mod clock;
 pub mod gcra;
 pub mod geohash;
 pub mod glob;
 pub mod num;
 pub mod pqsort;
+pub mod repr;
 pub mod splitargs;
 
 /// Redis's islocalClient: 127.0.0.1 or ::1 exactly (it compares the

@@ -32,6 +32,7 @@ mod multi;
 mod multi_load;
 mod notify;
 mod obuf;
+mod observe;
 mod oracle;
 mod persist;
 mod protocol;

@@ -1,0 +1,35 @@
+//! Redis's `sdscatrepr`: a byte string quoted for humans, with `\\`, `"`
+//! and control characters escaped and other unprintable bytes as `\xHH`
+//! (MONITOR lines, `redis.conf` values, CONFIG REWRITE).
+
+/// Appends `bytes` to `out`, quoted as sdscatrepr does.
+pub fn repr(bytes: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &b in bytes {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            0x20..=0x7e => out.push(b),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quotes_as_sdscatrepr() {
+        let mut out = Vec::new();
+        super::repr(b"a b\"c\n\x01\\\x7f\xff", &mut out);
+        assert_eq!(out, b"\"a b\\\"c\\n\\x01\\\\\\x7f\\xff\"");
+    }
+}

@@ -1,0 +1,222 @@
+//! Looking inside the server as Redis users do (Redis's
+//! `unit/introspection.tcl` and `unit/slowlog.tcl`): MONITOR lines and
+//! SLOWLOG entries compared with redis-server's for the same workload,
+//! timestamps, durations and ports aside, and `redis-cli monitor` and
+//! `slowlog get` driven as a user would.
+
+use std::io::BufRead;
+use std::time::Duration;
+
+use crate::support::*;
+
+fn text(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
+/// A workload with binary arguments, MULTI (run and aborted), a script, a
+/// blocking pop that times out, AUTH and HELLO secrets, an administrative
+/// command and a database switch.
+const WORKLOAD: &[&[&[u8]]] = &[
+    &[b"SET", b"k", b"a b\"c\n\x01\xff"],
+    &[b"MULTI"],
+    &[b"SET", b"a", b"1"],
+    &[b"INCR", b"a"],
+    &[b"EXEC"],
+    &[b"EVAL", b"redis.call('set',KEYS[1],'x') return redis.call('get',KEYS[1])", b"1", b"zz"],
+    &[b"AUTH", b"foo", b"bar"],
+    &[b"AUTH", b"a", b"b", b"c"],
+    &[b"HELLO", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"],
+    &[b"CONFIG", b"GET", b"port"],
+    &[b"CLIENT", b"SETNAME", b"x"],
+    &[b"SELECT", b"3"],
+    &[b"SET", b"q", b"12345"],
+    &[b"MULTI"],
+    &[b"SET", b"a"],
+    &[b"EXEC"],
+    &[b"BLPOP", b"nolist", b"0.01"],
+    &[b"PING"],
+];
+
+/// Reads status lines from a monitor until `want` lines arrived; each
+/// without its timestamp and the client's port.
+fn monitor_lines(m: &mut Raw, want: usize) -> Vec<String> {
+    (0..want)
+        .map(|_| {
+            let line = text(&m.read_reply()).trim_end().to_string();
+            let line = line.split_once(' ').map_or(line.clone(), |(_, rest)| rest.to_string());
+            // "[0 127.0.0.1:54321]" -> "[0 127.0.0.1]"
+            match (line.find(':'), line.find(']')) {
+                (Some(c), Some(b)) if c < b => format!("{}{}", &line[..c], &line[b..]),
+                _ => line,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn monitor_shows_what_redis_shows() {
+    let p = Pair::new();
+    let (ours, theirs) = p.ports();
+    let mut out = Vec::new();
+    for port in [ours, theirs] {
+        let mut m = Raw::connect(port);
+        assert_eq!(m.cmd_str(&["MONITOR"]), b"+OK\r\n");
+        let mut c = Raw::connect(port);
+        for cmd in WORKLOAD {
+            c.cmd(cmd);
+        }
+        let mut lines = monitor_lines(&mut m, 18);
+        // The monitor's own commands: refused on the keyspace, shown
+        // otherwise, after their reply.
+        assert_eq!(m.cmd_str(&["GET", "x"]), b"-ERR Replica can't interact with the keyspace\r\n");
+        assert_eq!(m.cmd_str(&["PING"]), b"+PONG\r\n");
+        lines.extend(monitor_lines(&mut m, 1));
+        assert_eq!(m.cmd_str(&["RESET"]), b"+RESET\r\n");
+        assert_eq!(m.cmd_str(&["GET", "x"]), b"$-1\r\n");
+        out.push(lines);
+    }
+    assert_eq!(out[0], out[1]);
+    assert!(out[0].contains(&r#"[0 lua] "set" "zz" "x""#.to_string()), "{:?}", out[0]);
+    assert!(out[0].contains(&r#"[0 127.0.0.1] "AUTH" "(redacted)" "(redacted)""#.to_string()));
+    // MONITOR inside MULTI is refused at EXEC, as Redis does.
+    let mut p = Pair::new();
+    p.script(&["MULTI", "MONITOR", "EXEC", "PING"]);
+}
+
+#[test]
+fn redis_cli_monitor_prints_commands() {
+    let server = start();
+    let port = server.port.to_string();
+    let child = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "monitor"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli runs");
+    let mut child = ChildGuard(child);
+    let out = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli prints"), "OK");
+    let mut c = server.raw();
+    c.cmd_str(&["SET", "greeting", "hello world"]);
+    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the SET shows");
+    let (stamp, rest) = line.split_once(' ').expect("a timestamp");
+    let (secs, micros) = stamp.split_once('.').expect("seconds.micros");
+    assert!(secs.parse::<u64>().is_ok() && micros.len() == 6, "{line}");
+    assert!(rest.starts_with("[0 127.0.0.1:"), "{line}");
+    assert!(rest.ends_with(r#"] "SET" "greeting" "hello world""#), "{line}");
+}
+
+/// The entries of SLOWLOG GET without the fields that differ between two
+/// servers (id, time, duration, the client's port).
+fn slowlog_entries(raw: &mut Raw) -> Vec<String> {
+    let reply = text(&raw.cmd_str(&["SLOWLOG", "GET", "-1"]));
+    let mut lines = reply.split("\r\n").peekable();
+    let mut entries = Vec::new();
+    lines.next();
+    while let Some(l) = lines.next() {
+        if l != "*6" {
+            continue;
+        }
+        // Ids, times and durations differ between the two servers.
+        let mut e = Vec::new();
+        lines.next();
+        lines.next();
+        lines.next();
+        let argc: usize = lines.next().unwrap_or("*0")[1..].parse().unwrap_or(0);
+        for _ in 0..argc {
+            lines.next();
+            e.push(lines.next().unwrap_or_default().to_string());
+        }
+        lines.next();
+        let peer = lines.next().unwrap_or_default();
+        e.push(peer.split(':').next().unwrap_or_default().to_string());
+        lines.next();
+        e.push(lines.next().unwrap_or_default().to_string());
+        entries.push(e.join(" "));
+    }
+    entries
+}
+
+#[test]
+fn slowlog_matches_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SLOWLOG",
+        "SLOWLOG HELP",
+        "SLOWLOG LEN",
+        "SLOWLOG GET x",
+        "SLOWLOG GET -2",
+        "SLOWLOG GET 1 2",
+        "SLOWLOG LEN x",
+        "SLOWLOG RESET x",
+        "SLOWLOG foo",
+        "CONFIG SET slowlog-max-len 5",
+        "CONFIG SET slowlog-log-slower-than 0",
+        "SLOWLOG RESET",
+        "SET a 1",
+        "SLOWLOG GET 0",
+        "SLOWLOG LEN",
+        "CLIENT SETNAME slowpoke",
+    ]);
+    p.same(&["CONFIG", "SET", "requirepass", "pw", "maxmemory", "0"]);
+    p.same(&["AUTH", "pw"]);
+    p.same(&["MULTI"]);
+    p.same(&["INCR", "n"]);
+    p.same(&["EXEC"]);
+    let (mut a, mut b) = p.connect_again();
+    for r in [&mut a, &mut b] {
+        assert_eq!(r.cmd_str(&["AUTH", "pw"]), b"+OK\r\n");
+    }
+    let (ours, theirs) = (slowlog_entries(&mut a), slowlog_entries(&mut b));
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.len(), 5);
+    p.script(&["SLOWLOG LEN", "CONFIG SET slowlog-log-slower-than -1", "SLOWLOG RESET", "PING", "SLOWLOG LEN"]);
+}
+
+#[test]
+fn slowlog_keeps_args_trimmed_and_scripts_client() {
+    let mut p = Pair::new();
+    p.script(&["CONFIG SET slowlog-log-slower-than 0", "SLOWLOG RESET"]);
+    let long: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+    let mut args = vec!["RPUSH", "many"];
+    args.extend(long.iter().map(String::as_str));
+    p.same(&args);
+    p.same(&["SET", "big", &"x".repeat(200)]);
+    p.same(&["EVAL", "return redis.call('set','b','2')", "0"]);
+    p.same(&["ACL", "SETUSER", "bob", "on", ">secret"]);
+    let (mut a, mut b) = p.connect_again();
+    let ours = slowlog_entries(&mut a);
+    assert_eq!(ours, slowlog_entries(&mut b));
+    assert!(ours.iter().any(|e| e.contains("... (11 more arguments)")), "{ours:?}");
+    assert!(ours.iter().any(|e| e.contains("... (72 more bytes)")), "{ours:?}");
+    assert!(ours.iter().any(|e| e.contains("set b 2 ?")), "{ours:?}");
+    assert!(ours.iter().any(|e| e.contains("SETUSER (redacted)")), "{ours:?}");
+}
+
+#[test]
+fn redis_cli_slowlog_get() {
+    let server = start();
+    let port = server.port.to_string();
+    let mut c = server.raw();
+    c.cmd_str(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    c.cmd_str(&["SET", "k", "v"]);
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "slowlog", "get", "2"])
+        .output()
+        .expect("redis-cli runs");
+    let printed = text(&out.stdout);
+    let lines: Vec<&str> = printed.lines().collect();
+    // Newest first: the SET's entry (id, time, duration, 3 arguments,
+    // address, name), then the CONFIG SET's (4 arguments).
+    assert_eq!(lines.len(), 8 + 9, "{printed}");
+    assert_eq!(&lines[3..6], ["SET", "k", "v"], "{printed}");
+    assert!(lines[6].starts_with("127.0.0.1:"), "{printed}");
+}
