@@ -17,7 +17,8 @@ coordinates: its __rand_int__ is zero-padded) run examples/loadgen.rs
 instead, with the same clients, pipeline and request count; their p99 is
 per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) and the
 stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
-first. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
+first. SET_MONITOR runs SET with a `redis-cli monitor` attached to the
+server. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
 +@write` and also print ferrokv's per-round rps ratio and its CPU time per
 request against the same command run as the default user.
 
@@ -87,6 +88,9 @@ TESTS = {
     # server, and the row prints the per-round ratio of the two.
     "SET_ACL": ACL_LOGIN + ["-r", "100000", "SET", "app:__rand_int__", "xxx"],
     "GET_ACL": ACL_LOGIN + ["-r", "100000", "GET", "app:__rand_int__"],
+    # SET while a `redis-cli monitor` (on the benchmark's core) reads every
+    # command the server runs.
+    "SET_MONITOR": ["-t", "set"],
 }
 
 
@@ -305,10 +309,23 @@ def main():
                             continue
                         proc, port = servers[kind]
                         prepare(port, test, args.requests)
+                        monitor = None
+                        if test.endswith("_MONITOR"):
+                            monitor = subprocess.Popen(
+                                ["taskset", "-c", "1", "redis-cli", "-p", str(port), "monitor"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            end = time.time() + 5
+                            while "flags=O" not in subprocess.run(
+                                    ["redis-cli", "-p", str(port), "CLIENT", "LIST"],
+                                    capture_output=True, text=True).stdout and time.time() < end:
+                                time.sleep(0.02)
                         before = cpu_seconds(proc.pid)
                         r, lat = run_bench(port, test_args(test, kind), args.requests, args.clients,
                                            pipeline)
                         cpu[kind] += cpu_seconds(proc.pid) - before
+                        if monitor:
+                            monitor.kill()
+                            monitor.wait()
                         rps[kind].append(r)
                         p99[kind].append(lat)
                     ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])
