@@ -3,7 +3,7 @@
 //! and Redis's idle values for features it does not have.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::Ctx;
 
@@ -24,8 +24,6 @@ const SECTIONS: &[(&str, bool)] = &[
     ("cluster", true),
     ("keyspace", true),
 ];
-
-static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
 
 /// Which sections the arguments select (genInfoSectionDict).
 fn selected(args: &[Vec<u8>]) -> Vec<&'static str> {
@@ -211,37 +209,6 @@ fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     );
 }
 
-/// (allocated, active, resident) bytes from jemalloc.
-fn allocator() -> (u64, u64, u64) {
-    #[cfg(not(target_env = "msvc"))]
-    {
-        use tikv_jemalloc_ctl::{epoch, stats};
-        let _ = epoch::advance();
-        (
-            stats::allocated::read().unwrap_or(0) as u64,
-            stats::active::read().unwrap_or(0) as u64,
-            stats::resident::read().unwrap_or(0) as u64,
-        )
-    }
-    #[cfg(target_env = "msvc")]
-    {
-        (0, 0, 0)
-    }
-}
-
-/// Resident set size from /proc/self/status (VmRSS, in kB).
-fn rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 fn total_system_memory() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
     let (pages, size) = unsafe {
@@ -266,27 +233,12 @@ fn ratio(a: u64, b: u64) -> String {
 }
 
 fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
-    let (allocated, active, resident) = allocator();
-    let rss = rss();
-    let used = allocated.max(1);
-    let peak = PEAK_MEMORY.fetch_max(used, Ordering::Relaxed).max(used);
+    let o = super::memory::Overhead::now(ctx);
+    let (used, peak, rss) = (o.used, o.peak, o.rss);
+    let (allocated, active, resident) = (o.allocated, o.active, o.resident);
+    let (startup, overhead, dataset) = (o.startup, o.total, o.dataset);
+    let (backlog, replicas) = (o.backlog, o.replicas);
     let cfg = &ctx.server.config;
-    // As Redis's getMemoryOverheadData: what the server needs whatever
-    // the data (its memory at start-up, clients, replication and AOF
-    // buffers, the keyspace's tables and entry headers); the rest is the
-    // dataset.
-    let startup = ctx.server.memory.startup.min(used);
-    let repl = &ctx.server.repl;
-    let backlog = repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
-    let replicas = repl.replica_buffers();
-    let overhead = (startup
-        + backlog
-        + replicas
-        + ctx.server.clients_mem.get() as u64
-        + ctx.server.aof.buffered() as u64
-        + ctx.store.overhead_bytes())
-    .min(used);
-    let dataset = used - overhead;
     f.kv("used_memory", used);
     f.kv("used_memory_human", human(used));
     f.kv("used_memory_rss", rss);
@@ -302,7 +254,7 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("used_memory_dataset", dataset);
     f.kv(
         "used_memory_dataset_perc",
-        format!("{:.2}%", dataset as f64 * 100.0 / used as f64),
+        format!("{:.2}%", o.dataset_perc()),
     );
     f.kv("allocator_allocated", allocated);
     f.kv("allocator_active", active);

@@ -26,6 +26,7 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod list_blocking;
+pub mod memory;
 pub mod monitor;
 pub mod persist;
 pub mod pubsub;
@@ -84,6 +85,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     repl::COMMANDS,
     clock::COMMANDS,
     acl::COMMANDS,
+    memory::COMMANDS,
     monitor::COMMANDS,
     slowlog::COMMANDS,
 ];

@@ -131,6 +131,31 @@ pub fn allocated() -> u64 {
     }
 }
 
+/// Returns the allocator's dirty pages to the system (MEMORY PURGE, the
+/// `arena.<all>.purge` control); false when that failed.
+pub fn purge() -> bool {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        // MALLCTL_ARENAS_ALL is 4096; the control takes no value.
+        // SAFETY: a NUL-terminated name, and no old or new value pointers,
+        // as jemalloc documents for this control.
+        let r = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                b"arena.4096.purge\0".as_ptr().cast(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        r == 0
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        true
+    }
+}
+
 /// Redis's evictionTimeLimitUs: how long one attempt may evict.
 fn time_limit_us(tenacity: i64) -> u64 {
     match tenacity {

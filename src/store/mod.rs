@@ -242,12 +242,24 @@ impl Store {
     /// Redis reports as its dictionaries' overhead in
     /// `used_memory_overhead`).
     pub fn overhead_bytes(&self) -> u64 {
+        (0..self.dbs.len()).map(|db| self.db_overhead_bytes(db)).sum()
+    }
+
+    /// [`Store::overhead_bytes`] of database `db`.
+    pub fn db_overhead_bytes(&self, db: usize) -> u64 {
         let per_entry = std::mem::size_of::<dict::Entry>();
         let per_bucket = std::mem::size_of::<Option<Box<dict::Entry>>>();
-        self.dbs
-            .iter()
-            .map(|d| (d.dict.buckets() * per_bucket + d.dict.len() * per_entry) as u64)
-            .sum()
+        let d = &self.dbs[db].dict;
+        (d.buckets() * per_bucket + d.len() * per_entry) as u64
+    }
+
+    /// The bytes `key` takes, expired or not (MEMORY USAGE): its entry, its
+    /// name's and its value's heap allocations, and its bucket's share.
+    pub fn key_footprint(&self, db: usize, key: &[u8]) -> Option<u64> {
+        let d = &self.dbs[db].dict;
+        let e = d.get(d.hash(key), key)?;
+        let entry = std::mem::size_of::<dict::Entry>() + std::mem::size_of::<Option<Box<dict::Entry>>>();
+        Some((entry + e.key.heap_size() + e.value.heap_size()) as u64)
     }
 
     /// Cache hint for the keys a pipelined batch is about to use.

@@ -220,3 +220,102 @@ fn redis_cli_slowlog_get() {
     assert_eq!(&lines[3..6], ["SET", "k", "v"], "{printed}");
     assert!(lines[6].starts_with("127.0.0.1:"), "{printed}");
 }
+
+#[test]
+fn memory_replies_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "MEMORY",
+        "MEMORY HELP",
+        "MEMORY foo",
+        "MEMORY USAGE",
+        "MEMORY USAGE nokey",
+        "SET k v",
+        "MEMORY USAGE k SAMPLES -1",
+        "MEMORY USAGE k SAMPLES x",
+        "MEMORY USAGE k foo",
+        "MEMORY USAGE k SAMPLES",
+        "MEMORY STATS x",
+        "MEMORY DOCTOR x",
+        "MEMORY PURGE",
+        "MEMORY PURGE x",
+        "MEMORY MALLOC-STATS x",
+    ]);
+    // MEMORY STATS names the same fields, in the same order.
+    let names = |reply: Vec<u8>| -> Vec<String> {
+        let t = text(&reply);
+        let lines: Vec<&str> = t.split("\r\n").collect();
+        let mut out = Vec::new();
+        let mut i = 1;
+        while i + 1 < lines.len() {
+            if lines[i].starts_with('$') {
+                let name = lines[i + 1].to_string();
+                if !name.starts_with("db.") {
+                    out.push(name);
+                }
+                i += 2;
+                // Skip the value: a number, a bulk double, or a nested map.
+                if lines.get(i).is_some_and(|l| l.starts_with('*')) {
+                    i += 1 + 2 * 3;
+                } else if lines.get(i).is_some_and(|l| l.starts_with('$')) {
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        out
+    };
+    let (ours, theirs) = p.both(&["MEMORY", "STATS"]);
+    let ours = names(ours);
+    assert_eq!(ours, names(theirs));
+    assert!(ours.len() >= 27 && ours[0] == "peak.allocated", "{ours:?}");
+}
+
+#[test]
+fn memory_usage_follows_the_value() {
+    let server = start();
+    let mut c = server.raw();
+    let value = "x".repeat(1000);
+    c.cmd_str(&["SET", "big", &value]);
+    let usage = |c: &mut Raw, k: &str| -> i64 {
+        text(&c.cmd_str(&["MEMORY", "USAGE", k]))[1..].trim().parse().expect("an integer")
+    };
+    let n = usage(&mut c, "big");
+    assert!((1000..1200).contains(&n), "{n}");
+    for i in 0..1000 {
+        c.cmd_str(&["RPUSH", "list", &format!("element-{i}")]);
+    }
+    let n = usage(&mut c, "list");
+    assert!((14_000..40_000).contains(&n), "{n}");
+    // SAMPLES is accepted and the answer does not depend on it.
+    assert_eq!(
+        c.cmd_str(&["MEMORY", "USAGE", "list", "SAMPLES", "0"]),
+        c.cmd_str(&["MEMORY", "USAGE", "list"])
+    );
+}
+
+#[test]
+fn redis_cli_memkeys_and_bigkeys() {
+    let server = start();
+    let mut c = server.raw();
+    c.cmd_str(&["SET", "s", &"x".repeat(500)]);
+    c.cmd_str(&["RPUSH", "l", "a", "b", "c"]);
+    c.cmd_str(&["HSET", "h", "f", "v"]);
+    let port = server.port.to_string();
+    for (flag, want) in [
+        ("--memkeys", "Biggest string found '\"s\"' has "),
+        ("--bigkeys", "Biggest string found '\"s\"' has 500 bytes"),
+    ] {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &port, flag])
+            .output()
+            .expect("redis-cli runs");
+        let printed = text(&out.stdout);
+        assert!(printed.contains(want), "{flag}: {printed}");
+        assert!(printed.contains("1 lists with"), "{flag}: {printed}");
+        assert!(!printed.contains("Warning"), "{flag}: {printed}");
+    }
+}
