@@ -341,6 +341,7 @@ fn prepare(
         .server
         .load_acl_at_startup()
         .map_err(std::io::Error::other)?;
+    tracing::warn!("Server initialized");
     executor.load_on_start()?;
     // `replicaof host port`: follow that master once the loop runs.
     let replicaof = executor.server.config.get("replicaof");

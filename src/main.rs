@@ -36,11 +36,27 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
+    // Redis's start-up lines, before the configuration takes effect.
+    ferrokv::config::log::set_role(b'C');
+    tracing::warn!("oO0OoO0OoO0Oo ferrokv is starting oO0OoO0OoO0Oo");
+    tracing::warn!(
+        "ferrokv version={}, redis_version={}, bits=64, pid={}, just started",
+        ferrokv::VERSION,
+        ferrokv::REDIS_VERSION,
+        std::process::id()
+    );
     if file_path.is_none() && !from_stdin {
         tracing::warn!(
             "Warning: no config file specified, using the default config. In order to specify a config file use ferrokv /path/to/redis.conf"
         );
+    } else {
+        tracing::warn!("Configuration loaded");
     }
+    ferrokv::config::log::set_role(if config.get("replicaof").is_empty() { b'M' } else { b'S' });
+    if config.get_bool("always-show-logo") {
+        tracing::info!("{}", cli::logo(config.port));
+    }
+    tracing::info!("Running mode=standalone, port={}.", config.port);
     for (name, why) in ferrokv::config::unsupported::set_in(&config) {
         tracing::warn!("{}", ferrokv::config::unsupported::warning(name, why));
     }
@@ -76,13 +92,6 @@ fn main() {
             std::process::exit(1);
         }
     };
-    tracing::info!(
-        "ferrokv {} (Redis {} compatible) started, port={} pid={}",
-        ferrokv::VERSION,
-        ferrokv::REDIS_VERSION,
-        server.port(),
-        std::process::id()
-    );
     tracing::info!("Ready to accept connections");
     if let Some(mut signals) = signals {
         let handle = server.handle();
@@ -100,7 +109,7 @@ fn main() {
         }
     }
     server.join();
-    tracing::info!("ferrokv is now ready to exit, bye bye...");
+    tracing::warn!("ferrokv is now ready to exit, bye bye...");
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);
     }

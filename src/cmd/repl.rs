@@ -279,6 +279,7 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// previous master is dropped, this server's replicas are disconnected so
 /// they resynchronize, and the cron connects.
 pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
+    crate::config::log::set_role(b'S');
     let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
     drop_master_link(server);
     server.repl.disconnect_replicas();

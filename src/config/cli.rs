@@ -141,6 +141,22 @@ pub fn parse(args: Vec<String>) -> Action {
     }
 }
 
+/// The banner `always-show-logo yes` logs at start-up, with the PID and
+/// port as Redis's has them.
+pub fn logo(port: u16) -> String {
+    format!(
+        "\n\
+         \x20   ___                _          \n\
+         \x20  / _|___ _ _ _ _ ___| |____ __  ferrokv {} (Redis {} compatible) 64 bit\n\
+         \x20 |  _/ -_) '_| '_/ _ \\ / /\\ V /  Running in standalone mode\n\
+         \x20 |_| \\___|_| |_| \\___/_\\_\\ \\_/   Port: {port}\n\
+         \x20                                  PID: {}\n",
+        crate::VERSION,
+        crate::REDIS_VERSION,
+        std::process::id()
+    )
+}
+
 static LOG_LEVEL: OnceLock<reload::Handle<LevelFilter, tracing_subscriber::Registry>> =
     OnceLock::new();
 
@@ -155,16 +171,18 @@ fn level_filter(loglevel: &str) -> LevelFilter {
     }
 }
 
-/// Installs the global logger: `loglevel` names map to tracing levels
-/// (debug → trace, verbose → debug, notice → info, warning → warn); an
-/// empty `logfile` logs to standard output, otherwise lines are appended to
-/// the file.
+/// Installs the global logger, lines in redis-server's format
+/// (`config/log.rs`): `loglevel` names map to tracing levels (debug →
+/// trace, verbose → debug, notice → info, warning → warn); an empty
+/// `logfile` logs to standard output, otherwise lines are appended to the
+/// file.
 pub fn init_logging(loglevel: &str, logfile: &str) -> std::io::Result<()> {
     let (filter, handle) = reload::Layer::new(level_filter(loglevel));
     let registry = tracing_subscriber::registry().with(filter);
     if logfile.is_empty() {
         let layer = tracing_subscriber::fmt::layer()
-            .with_target(false)
+            .event_format(super::log::RedisFormat)
+            .with_ansi(false)
             .with_writer(std::io::stdout);
         let _ = registry.with(layer).try_init();
     } else {
@@ -173,7 +191,7 @@ pub fn init_logging(loglevel: &str, logfile: &str) -> std::io::Result<()> {
             .append(true)
             .open(logfile)?;
         let layer = tracing_subscriber::fmt::layer()
-            .with_target(false)
+            .event_format(super::log::RedisFormat)
             .with_ansi(false)
             .with_writer(std::sync::Mutex::new(f));
         let _ = registry.with(layer).try_init();

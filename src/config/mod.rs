@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod file;
+pub mod log;
 pub mod params;
 pub mod unsupported;
 pub mod value;

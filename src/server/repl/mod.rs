@@ -473,6 +473,7 @@ impl Replication {
     /// shiftReplicationId): the old ID stays valid up to the current
     /// offset, so replicas of the old master continue partially.
     pub fn promote(&mut self) {
+        crate::config::log::set_role(b'M');
         self.replid2 = std::mem::replace(&mut self.replid, new_replid());
         self.second_replid_offset = self.offset as i64 + 1;
         self.master = None;

@@ -1,0 +1,74 @@
+//! Log lines as redis-server writes them (Redis's `serverLogRaw`):
+//! `<pid>:<role> <dd Mon yyyy HH:MM:SS.mmm> <level> <message>`, the role
+//! `M` for a master, `S` for a replica, `C` for a forked child, the level
+//! `.` debug, `-` verbose, `*` notice, `#` warning. Tools that wait for
+//! `Ready to accept connections` or grep Redis's log read ferrokv's the
+//! same way. `tracing` stays the mechanism: this is its line format.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The role letter of the lines written from now on.
+static ROLE: AtomicU8 = AtomicU8::new(b'M');
+
+/// Sets the role letter: `M` master, `S` replica, `C` child.
+pub fn set_role(role: u8) {
+    ROLE.store(role, Ordering::Relaxed);
+}
+
+/// The line format.
+pub struct RedisFormat;
+
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// `dd Mon yyyy HH:MM:SS.mmm` in local time, as Redis's strftime
+/// `%d %b %Y %H:%M:%S` plus milliseconds.
+fn timestamp(out: &mut String) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as libc::time_t;
+    // SAFETY: localtime_r fills the zeroed struct from a valid time_t.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&secs, &mut tm);
+        tm
+    };
+    let month = MONTHS.get(tm.tm_mon as usize).copied().unwrap_or("Jan");
+    let _ = write!(
+        out,
+        "{:02} {month} {} {:02}:{:02}:{:02}.{:03}",
+        tm.tm_mday,
+        tm.tm_year + 1900,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        now.subsec_millis()
+    );
+}
+
+impl<S, N> FormatEvent<S, N> for RedisFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR | Level::WARN => '#',
+            Level::INFO => '*',
+            Level::DEBUG => '-',
+            Level::TRACE => '.',
+        };
+        let mut head = String::with_capacity(40);
+        let _ = write!(head, "{}:{} ", std::process::id(), ROLE.load(Ordering::Relaxed) as char);
+        timestamp(&mut head);
+        write!(writer, "{head} {level} ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
