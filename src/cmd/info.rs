@@ -573,29 +573,32 @@ fn commandstats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     }
 }
 
-/// Per-command latency percentiles. ferrokv keeps no histogram, so every
-/// percentile reports the mean call time; names and shape are Redis's.
+/// Per-command latency percentiles from each command's histogram
+/// (fillPercentileDistributionLatencies), at the percentiles of
+/// `latency-tracking-info-percentiles`.
 fn latencystats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let cfg = &ctx.server.config;
-    if !cfg.get_bool("latency-tracking") {
+    if !cfg.latency_tracking {
         return;
     }
-    let percentiles = cfg.get("latency-tracking-info-percentiles");
+    let percentiles: Vec<(String, f64)> = cfg
+        .get("latency-tracking-info-percentiles")
+        .split(' ')
+        .filter_map(|p| Some((p.to_string(), p.parse::<f64>().ok()?)))
+        .collect();
     let mut cmds: Vec<_> = ctx
         .server
         .table
         .commands
         .iter()
-        .filter(|c| c.calls > 0)
+        .filter_map(|c| Some((c.name.as_str(), c.latency.as_deref()?)))
         .collect();
-    cmds.sort_by(|a, b| a.name.cmp(&b.name));
-    for c in cmds {
-        let mean = c.usec as f64 / c.calls as f64;
+    cmds.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, h) in cmds {
         let v: Vec<String> = percentiles
-            .split(' ')
-            .filter(|p| !p.is_empty())
-            .map(|p| format!("p{p}={mean:.3}"))
+            .iter()
+            .map(|(p, q)| format!("p{p}={:.3}", h.percentile(*q) as f64))
             .collect();
-        f.kv(&format!("latency_percentiles_usec_{}", c.name), v.join(","));
+        f.kv(&format!("latency_percentiles_usec_{name}"), v.join(","));
     }
 }

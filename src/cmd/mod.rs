@@ -24,6 +24,7 @@ pub mod hash;
 pub mod hll;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod list_blocking;
 pub mod memory;
@@ -85,6 +86,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     repl::COMMANDS,
     clock::COMMANDS,
     acl::COMMANDS,
+    latency::COMMANDS,
     memory::COMMANDS,
     monitor::COMMANDS,
     slowlog::COMMANDS,

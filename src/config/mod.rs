@@ -82,6 +82,10 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// Slow log length.
     pub slowlog_max_len: u64,
+    /// `latency-tracking`: per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-monitor-threshold` in milliseconds (0: off).
+    pub latency_monitor_threshold: u64,
     /// Keyspace notification classes, normalized (`AKE`...).
     pub notify_keyspace_events: String,
     /// Run as a daemon (accepted; ferrokv stays in the foreground).
@@ -154,6 +158,8 @@ impl Default for Config {
             maxmemory_samples: 5,
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
+            latency_tracking: true,
+            latency_monitor_threshold: 0,
             notify_keyspace_events: String::new(),
             daemonize: false,
             pidfile: String::new(),
@@ -226,6 +232,8 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
             "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
             "slowlog-max-len" => self.slowlog_max_len.to_string(),
+            "latency-tracking" => yn(self.latency_tracking),
+            "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
             "notify-keyspace-events" => value::notify_for_display(&self.notify_keyspace_events),
             "daemonize" => yn(self.daemonize),
             "pidfile" => self.pidfile.clone(),
@@ -277,6 +285,8 @@ impl Config {
             "maxmemory-samples" => self.maxmemory_samples = num(&v) as u32,
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = v.parse().unwrap_or(0),
             "slowlog-max-len" => self.slowlog_max_len = num(&v),
+            "latency-tracking" => self.latency_tracking = v == "yes",
+            "latency-monitor-threshold" => self.latency_monitor_threshold = num(&v),
             "notify-keyspace-events" => self.notify_keyspace_events = v,
             "daemonize" => self.daemonize = v == "yes",
             "pidfile" => self.pidfile = v,

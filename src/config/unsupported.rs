@@ -23,8 +23,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ),
     ("supervised", "supervision protocols"),
     ("syslog-enabled", "syslog"),
-    ("latency-monitor-threshold", "the latency monitor"),
-    ("latency-tracking-info-percentiles", "latency percentiles"),
     ("tracking-table-max-keys", "client tracking"),
     ("activedefrag", "active defragmentation"),
     ("aof-timestamp-enabled", "AOF timestamp annotations"),

@@ -189,7 +189,11 @@ impl Executor {
         // A replica leaves expiry to its master's DELs (Redis runs the
         // active cycle on masters only).
         if self.server.repl.master.is_none() {
+            let started = Instant::now();
             self.store.active_expire_cycle(period / 4);
+            let ms = started.elapsed().as_millis() as u64;
+            let threshold = self.server.config.latency_monitor_threshold;
+            self.server.latency.add_if_needed("expire-cycle", ms, threshold);
         }
         if self.server.stream_on() {
             self.server.feed_expired(&mut self.store);

@@ -628,14 +628,23 @@ fn invoke(
         return result;
     }
     let duration = clock::real_now_us().saturating_sub(started_us);
+    let tracking = server.config.latency_tracking;
     let cmd = &mut server.table.commands[id];
     cmd.calls += 1;
     cmd.usec += duration;
+    if tracking {
+        cmd.latency.get_or_insert_with(Box::default).record(duration);
+    }
     if result.is_err() {
         cmd.failed_calls += 1;
         server.stats.failed_calls += 1;
     }
     server.stats.total_commands_processed += 1;
+    let threshold = server.config.latency_monitor_threshold;
+    if threshold != 0 && !server.loading {
+        let event = if flags & flag::FAST != 0 { "fast-command" } else { "command" };
+        server.latency.add_if_needed(event, duration / 1000, threshold);
+    }
     let slower_than = server.config.slowlog_log_slower_than;
     if slower_than >= 0
         && duration >= slower_than as u64

@@ -223,7 +223,7 @@ impl ServerState {
         if self.config.maxmemory == 0 {
             return Evicted::Ok;
         }
-        let Some(mut to_free) = self.over_limit() else {
+        let Some(to_free) = self.over_limit() else {
             self.memory.running = false;
             return Evicted::Ok;
         };
@@ -231,6 +231,16 @@ impl ServerState {
         if policy == Policy::NoEviction {
             return Evicted::Fail;
         }
+        let started = Instant::now();
+        let result = self.evict_for(store, policy, to_free);
+        let ms = started.elapsed().as_millis() as u64;
+        let threshold = self.config.latency_monitor_threshold;
+        self.latency.add_if_needed("eviction-cycle", ms, threshold);
+        result
+    }
+
+    /// The eviction loop of [`ServerState::perform_evictions`].
+    fn evict_for(&mut self, store: &mut Store, policy: Policy, mut to_free: u64) -> Evicted {
         let limit = time_limit_us(
             self.config
                 .get_i64("maxmemory-eviction-tenacity")

@@ -12,6 +12,7 @@ pub mod client;
 pub mod client_mem;
 pub mod evict;
 pub mod keyspec;
+pub mod latency;
 pub mod monitor;
 pub mod multi;
 pub mod obuf;
@@ -142,6 +143,8 @@ pub struct ServerState {
     pub monitors: Vec<u64>,
     /// The slow log.
     pub slowlog: slowlog::SlowLog,
+    /// Latency events (LATENCY).
+    pub latency: latency::Monitor,
     /// The data set is being loaded at start-up (Redis's `server.loading`).
     pub loading: bool,
 }
@@ -205,6 +208,7 @@ impl ServerState {
             serve_while_busy: |_, _| {},
             monitors: Vec::new(),
             slowlog: slowlog::SlowLog::default(),
+            latency: latency::Monitor::default(),
             loading: false,
         }
     }

@@ -149,6 +149,8 @@ pub struct Command {
     pub rejected_calls: u64,
     /// Calls that replied with an error (INFO commandstats).
     pub failed_calls: u64,
+    /// Its durations (`latency-tracking`), from its first call on.
+    pub latency: Option<Box<super::latency::Histogram>>,
 }
 
 impl Command {
@@ -278,6 +280,7 @@ impl CommandTable {
             usec: 0,
             rejected_calls: 0,
             failed_calls: 0,
+            latency: None,
         });
         id
     }

@@ -8,6 +8,7 @@ pub mod glob;
 pub mod num;
 pub mod pqsort;
 pub mod repr;
+pub mod sparkline;
 pub mod splitargs;
 
 /// Redis's islocalClient: 127.0.0.1 or ::1 exactly (it compares the

@@ -192,7 +192,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         ("shutdown-on-sigterm", "default now"),
         ("oom-score-adj", "YES"),
         ("list-max-ziplist-size", "-3"),
-        ("latency-monitor-threshold", "100"),
+        ("aof-timestamp-enabled", "yes"),
         ("tracking-table-max-keys", "100"),
     ];
     let server = start();
@@ -210,7 +210,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         assert_eq!(c.cmd_str(&["CONFIG", "GET", name]), before);
     }
     assert_eq!(
-        c.cmd_str(&["CONFIG", "SET", "latency-monitor-threshold", "0"]),
+        c.cmd_str(&["CONFIG", "SET", "aof-timestamp-enabled", "no"]),
         b"+OK\r\n"
     );
     let mut args: Vec<String> = Vec::new();
@@ -226,7 +226,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let with_log: Vec<&str> = with_log.iter().map(String::as_str).collect();
     let ours = spawn_bin(&with_log);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    for name in ["latency-monitor-threshold", "tracking-table-max-keys"] {
+    for name in ["aof-timestamp-enabled", "tracking-table-max-keys"] {
         assert!(
             text.contains(&format!(
                 "WARNING: '{name}' is set, but ferrokv does not support"

@@ -319,3 +319,52 @@ fn redis_cli_memkeys_and_bigkeys() {
         assert!(!printed.contains("Warning"), "{flag}: {printed}");
     }
 }
+
+#[test]
+fn latency_replies_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "LATENCY",
+        "LATENCY HELP",
+        "LATENCY foo",
+        "LATENCY HISTORY",
+        "LATENCY HISTORY nope",
+        "LATENCY GRAPH nope",
+        "LATENCY RESET",
+        "LATENCY RESET a b",
+        "LATENCY LATEST x",
+        "LATENCY DOCTOR x",
+        "LATENCY DOCTOR",
+        "LATENCY HISTOGRAM nosuchcommand",
+        "CONFIG SET latency-monitor-threshold -1",
+        "CONFIG GET latency-tracking",
+        "CONFIG GET latency-monitor-threshold",
+        "CONFIG SET latency-tracking-info-percentiles 101",
+        "CONFIG SET latency-tracking no",
+        "INFO latencystats",
+        "CONFIG SET latency-tracking yes",
+    ]);
+    // A 30 ms script with the monitor at 1 ms: one `command` spike.
+    p.script(&["CONFIG SET latency-monitor-threshold 1"]);
+    let busy = "local t=redis.call('time') local s=t[1]*1000000+t[2] \
+                while true do local n=redis.call('time') \
+                if n[1]*1000000+n[2]-s > 30000 then break end end return 1";
+    p.same(&["EVAL", busy, "0"]);
+    let (mut a, mut b) = p.connect_again();
+    for r in [&mut a, &mut b] {
+        let latest = text(&r.cmd_str(&["LATENCY", "LATEST"]));
+        assert!(latest.starts_with("*1\r\n*4\r\n$7\r\ncommand\r\n"), "{latest}");
+        let history = text(&r.cmd_str(&["LATENCY", "HISTORY", "command"]));
+        assert!(history.starts_with("*1\r\n*2\r\n:"), "{history}");
+        let graph = text(&r.cmd_str(&["LATENCY", "GRAPH", "command"]));
+        assert!(graph.contains("command - high ") && graph.contains(&"-".repeat(80)), "{graph}");
+        let doctor = text(&r.cmd_str(&["LATENCY", "DOCTOR"]));
+        assert!(doctor.contains("1. command: 1 latency spikes (average "), "{doctor}");
+        assert!(doctor.contains("- Check your Slow Log to understand"), "{doctor}");
+        let histogram = text(&r.cmd_str(&["LATENCY", "HISTOGRAM", "eval"]));
+        assert!(histogram.starts_with("*2\r\n$4\r\neval\r\n*4\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n*2\r\n"), "{histogram}");
+        let info = text(&r.cmd_str(&["INFO", "latencystats"]));
+        assert!(info.contains("latency_percentiles_usec_eval:p50="), "{info}");
+        assert_eq!(r.cmd_str(&["LATENCY", "RESET", "COMMAND"]), b":1\r\n");
+    }
+}
