@@ -187,7 +187,7 @@ fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them()
 #[test]
 fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let cases: &[(&str, &str)] = &[
-        ("latency-tracking-info-percentiles", "50 99.99 100"),
+        ("oom-score-adj-values", "0 300 900"),
         ("shutdown-on-sigint", "NOW save force"),
         ("shutdown-on-sigterm", "default now"),
         ("oom-score-adj", "YES"),
