@@ -354,7 +354,11 @@ fn prepare(
     // The replication history the data set stands for, so a restarted
     // replica or its replicas continue partially.
     if let Some(info) = executor.server.persist.loaded_repl.take() {
-        let size = executor.server.config.get_i64("repl-backlog-size").unwrap_or(1 << 20);
+        let size = executor
+            .server
+            .config
+            .get_i64("repl-backlog-size")
+            .unwrap_or(1 << 20);
         executor.server.repl.resume(info, size.max(1) as usize);
     }
     Ok((executor, net, handle))

@@ -52,7 +52,11 @@ fn main() {
     } else {
         tracing::warn!("Configuration loaded");
     }
-    ferrokv::config::log::set_role(if config.get("replicaof").is_empty() { b'M' } else { b'S' });
+    ferrokv::config::log::set_role(if config.get("replicaof").is_empty() {
+        b'M'
+    } else {
+        b'S'
+    });
     if config.get_bool("always-show-logo") {
         tracing::info!("{}", cli::logo(config.port));
     }

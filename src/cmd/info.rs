@@ -469,7 +469,10 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
                 -1
             };
             f.kv("master_last_io_seconds_ago", io);
-            f.kv("master_sync_in_progress", u8::from(m.state == LinkState::Transfer));
+            f.kv(
+                "master_sync_in_progress",
+                u8::from(m.state == LinkState::Transfer),
+            );
             let applied = repl.offset + repl.log.buf.len() as u64;
             f.kv("slave_read_repl_offset", applied);
             f.kv("slave_repl_offset", applied);
@@ -482,8 +485,14 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
                 f.kv("master_link_down_since_seconds", down);
             }
             f.kv("slave_priority", config.get("replica-priority"));
-            f.kv("slave_read_only", u8::from(config.get_bool("replica-read-only")));
-            f.kv("replica_announced", u8::from(config.get_bool("replica-announced")));
+            f.kv(
+                "slave_read_only",
+                u8::from(config.get_bool("replica-read-only")),
+            );
+            f.kv(
+                "replica_announced",
+                u8::from(config.get_bool("replica-announced")),
+            );
         }
     }
     f.kv("connected_slaves", repl.replicas.len());
@@ -513,11 +522,17 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     );
     f.kv("master_replid", &repl.replid);
     f.kv("master_replid2", &repl.replid2);
-    f.kv("master_repl_offset", repl.offset + repl.log.buf.len() as u64);
+    f.kv(
+        "master_repl_offset",
+        repl.offset + repl.log.buf.len() as u64,
+    );
     f.kv("second_repl_offset", repl.second_replid_offset);
     f.kv("repl_backlog_active", u8::from(repl.backlog.is_some()));
     f.kv("repl_backlog_size", config.get("repl-backlog-size"));
-    f.kv("repl_backlog_first_byte_offset", repl.backlog_first_offset());
+    f.kv(
+        "repl_backlog_first_byte_offset",
+        repl.backlog_first_offset(),
+    );
     f.kv(
         "repl_backlog_histlen",
         repl.backlog.as_ref().map_or(0, |b| b.histlen()),

@@ -94,7 +94,9 @@ fn reset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn graph(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let name = String::from_utf8_lossy(argv.get(2)).into_owned();
     let Some(ts) = ctx.server.latency.events.get(name.as_str()) else {
-        return Err(Error::err_owned(format!("No samples available for event '{name}'")));
+        return Err(Error::err_owned(format!(
+            "No samples available for event '{name}'"
+        )));
     };
     let now = clock::real_now_ms() / 1000;
     let mut seq = crate::util::sparkline::Sequence::default();
@@ -150,7 +152,10 @@ fn histogram(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
             let mut subs: Vec<usize> = table.commands[id].subcommands.values().copied().collect();
             subs.sort_by(|&a, &b| table.commands[a].name.cmp(&table.commands[b].name));
-            ids.extend(subs.into_iter().filter(|&s| table.commands[s].latency.is_some()));
+            ids.extend(
+                subs.into_iter()
+                    .filter(|&s| table.commands[s].latency.is_some()),
+            );
         }
     }
     let r = &mut ctx.reply;
@@ -187,13 +192,27 @@ fn analyze(ts: &Series, now: u64) -> Stats {
     let samples: Vec<_> = ts.samples.iter().filter(|s| s.time != 0).collect();
     let n = samples.len() as u64;
     if n == 0 {
-        return Stats { samples: 0, avg: 0, mad: 0, period: 0 };
+        return Stats {
+            samples: 0,
+            avg: 0,
+            mad: 0,
+            period: 0,
+        };
     }
     let avg = samples.iter().map(|s| s.latency).sum::<u64>() / n;
     let oldest = samples.iter().map(|s| s.time).min().unwrap_or(now);
     let period = now.saturating_sub(oldest).max(1);
-    let mad = samples.iter().map(|s| (avg as i64 - s.latency as i64).unsigned_abs()).sum::<u64>() / n;
-    Stats { samples: n, avg, mad, period }
+    let mad = samples
+        .iter()
+        .map(|s| (avg as i64 - s.latency as i64).unsigned_abs())
+        .sum::<u64>()
+        / n;
+    Stats {
+        samples: n,
+        avg,
+        mad,
+        period,
+    }
 }
 
 /// DOCTOR: Redis's report for the events ferrokv records.
@@ -208,7 +227,8 @@ fn doctor(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     }
     let now = clock::real_now_ms() / 1000;
     let (mut slowlog_enabled, mut slowlog_tuning, mut slowlog_inspect) = (false, false, false);
-    let (mut scheduler, mut hz, mut large_objects, mut mass_eviction) = (false, false, false, false);
+    let (mut scheduler, mut hz, mut large_objects, mut mass_eviction) =
+        (false, false, false, false);
     let mut advices = 0;
     for (n, (event, ts)) in s.latency.events.iter().enumerate() {
         if n == 0 {

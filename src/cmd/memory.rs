@@ -89,8 +89,9 @@ impl Overhead {
             .filter(|&db| ctx.store.dbs[db].len() > 0)
             .map(|db| (db, ctx.store.db_overhead_bytes(db)))
             .collect();
-        let total = (startup + backlog + replicas + clients + aof + dbs.iter().map(|d| d.1).sum::<u64>())
-            .min(used);
+        let total =
+            (startup + backlog + replicas + clients + aof + dbs.iter().map(|d| d.1).sum::<u64>())
+                .min(used);
         Overhead {
             used,
             peak,
@@ -219,7 +220,11 @@ fn stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     int(r, "overhead.total", o.total);
     int(r, "keys.count", o.keys);
     let net = o.used.saturating_sub(o.startup);
-    int(r, "keys.bytes-per-key", if o.keys == 0 { 0 } else { net / o.keys });
+    int(
+        r,
+        "keys.bytes-per-key",
+        if o.keys == 0 { 0 } else { net / o.keys },
+    );
     int(r, "dataset.bytes", o.dataset);
     let dbl = |r: &mut crate::net::reply::ReplyBuf<'_>, k: &str, v: f64| {
         r.bulk(k.as_bytes());
@@ -230,10 +235,22 @@ fn stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     int(r, "allocator.allocated", o.allocated);
     int(r, "allocator.active", o.active);
     int(r, "allocator.resident", o.resident);
-    dbl(r, "allocator-fragmentation.ratio", ratio(o.active, o.allocated));
-    int(r, "allocator-fragmentation.bytes", o.active.saturating_sub(o.allocated));
+    dbl(
+        r,
+        "allocator-fragmentation.ratio",
+        ratio(o.active, o.allocated),
+    );
+    int(
+        r,
+        "allocator-fragmentation.bytes",
+        o.active.saturating_sub(o.allocated),
+    );
     dbl(r, "allocator-rss.ratio", ratio(o.resident, o.active));
-    int(r, "allocator-rss.bytes", o.resident.saturating_sub(o.active));
+    int(
+        r,
+        "allocator-rss.bytes",
+        o.resident.saturating_sub(o.active),
+    );
     dbl(r, "rss-overhead.ratio", ratio(o.rss, o.resident));
     r.bulk(b"rss-overhead.bytes");
     r.int(o.rss as i64 - o.resident as i64);
@@ -284,7 +301,9 @@ fn doctor(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     } else if found.is_empty() {
         "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".to_string()
     } else {
-        let mut s = String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
+        let mut s = String::from(
+            "Sam, I detected a few issues in this Redis instance memory implants:\n\n",
+        );
         for f in found {
             s.push_str(f);
         }
@@ -310,7 +329,8 @@ fn malloc_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     #[cfg(not(target_env = "msvc"))]
     let _ = tikv_jemalloc_ctl::stats_print::stats_print(&mut text, Default::default());
     if text.is_empty() {
-        ctx.reply.bulk(b"Stats not supported for the current allocator");
+        ctx.reply
+            .bulk(b"Stats not supported for the current allocator");
     } else {
         ctx.reply.verbatim(&text);
     }

@@ -78,7 +78,11 @@ fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 0 => conf(ctx).rdb_only = false,
                 1 => conf(ctx).rdb_only = true,
                 // getRangeLongFromObjectOrReply's words.
-                _ => return Err(Error::err("value is out of range, value must between 0 and 1")),
+                _ => {
+                    return Err(Error::err(
+                        "value is out of range, value must between 0 and 1",
+                    ))
+                }
             }
         } else if is(opt, "rdb-filter-only") {
             // Only "functions" may be kept; an empty list keeps nothing
@@ -125,7 +129,10 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     // The old master of a FAILOVER asks this replica to take over.
     if argv.len() > 3 && is(argv.get(0), "psync") && is(argv.get(3), "failover") {
-        tracing::warn!("Failover request received for replid {}.", args::lossy(argv.get(1)));
+        tracing::warn!(
+            "Failover request received for replid {}.",
+            args::lossy(argv.get(1))
+        );
         if ctx.server.repl.master.is_none() {
             return Err(Error::err("PSYNC FAILOVER can't be sent to a master."));
         }
@@ -134,18 +141,28 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         drop_master_link(ctx.server);
         ctx.server.repl.promote();
-        tracing::info!("MASTER MODE enabled (failover request from '{}')", ctx.client.addr);
+        tracing::info!(
+            "MASTER MODE enabled (failover request from '{}')",
+            ctx.client.addr
+        );
     }
     if ctx.server.repl.failover.is_some() {
         return Err(Error::raw("NOMASTERLINK Can't SYNC while failing over"));
     }
     if let Some(m) = &ctx.server.repl.master {
         if m.state != LinkState::Connected {
-            return Err(Error::raw("NOMASTERLINK Can't SYNC while not connected with my master"));
+            return Err(Error::raw(
+                "NOMASTERLINK Can't SYNC while not connected with my master",
+            ));
         }
     }
     let psync = is(argv.get(0), "psync");
-    let conf = ctx.client.replica_conf.take().map(|c| *c).unwrap_or_default();
+    let conf = ctx
+        .client
+        .replica_conf
+        .take()
+        .map(|c| *c)
+        .unwrap_or_default();
     let size = backlog_size(ctx);
     let repl = &mut ctx.server.repl;
     if psync {
@@ -244,7 +261,10 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if ctx.server.repl.master.is_some() {
             drop_master_link(ctx.server);
             ctx.server.repl.promote();
-            tracing::info!("MASTER MODE enabled (user request from '{}')", ctx.client.addr);
+            tracing::info!(
+                "MASTER MODE enabled (user request from '{}')",
+                ctx.client.addr
+            );
         }
         ctx.reply.ok();
         return Ok(());
@@ -267,7 +287,11 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     set_master(ctx.server, host, port);
     tracing::info!(
         "REPLICAOF {}:{} enabled (user request from '{}')",
-        ctx.server.repl.master.as_ref().map_or("", |m| m.host.as_str()),
+        ctx.server
+            .repl
+            .master
+            .as_ref()
+            .map_or("", |m| m.host.as_str()),
         port,
         ctx.client.addr
     );
@@ -388,7 +412,10 @@ fn wait(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// The answer of a WAIT whose timeout passed: the replicas that
 /// acknowledged the client's last write by then.
-pub fn wait_timed_out(server: &crate::server::ServerState, client: &crate::server::client::Client) -> i64 {
+pub fn wait_timed_out(
+    server: &crate::server::ServerState,
+    client: &crate::server::client::Client,
+) -> i64 {
     server.repl.acked(client.woff) as i64
 }
 
@@ -432,7 +459,9 @@ fn failover(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::err("FAILOVER already in progress."));
     }
     if repl.master.is_some() {
-        return Err(Error::err("FAILOVER is not valid when server is a replica."));
+        return Err(Error::err(
+            "FAILOVER is not valid when server is a replica.",
+        ));
     }
     if repl.replicas.is_empty() {
         return Err(Error::err("FAILOVER requires connected replicas."));
@@ -448,7 +477,9 @@ fn failover(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 .ok()
                 .and_then(|p| repl.find_replica(&host, p).map(|r| (r.state, p)));
             let Some((state, port)) = found else {
-                return Err(Error::err("FAILOVER target HOST and PORT is not a replica."));
+                return Err(Error::err(
+                    "FAILOVER target HOST and PORT is not a replica.",
+                ));
             };
             if state != ReplicaState::Online {
                 return Err(Error::err("FAILOVER target replica is not online."));

@@ -24,7 +24,9 @@ pub fn set_role(role: u8) {
 /// The line format.
 pub struct RedisFormat;
 
-const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
 
 /// `dd Mon yyyy HH:MM:SS.mmm` in local time, as Redis's strftime
 /// `%d %b %Y %H:%M:%S` plus milliseconds.
@@ -57,7 +59,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
         let level = match *event.metadata().level() {
             Level::ERROR | Level::WARN => '#',
             Level::INFO => '*',
@@ -65,7 +72,12 @@ where
             Level::TRACE => '.',
         };
         let mut head = String::with_capacity(40);
-        let _ = write!(head, "{}:{} ", std::process::id(), ROLE.load(Ordering::Relaxed) as char);
+        let _ = write!(
+            head,
+            "{}:{} ",
+            std::process::id(),
+            ROLE.load(Ordering::Relaxed) as char
+        );
         timestamp(&mut head);
         write!(writer, "{head} {level} ")?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;

@@ -193,7 +193,9 @@ impl Executor {
             self.store.active_expire_cycle(period / 4);
             let ms = started.elapsed().as_millis() as u64;
             let threshold = self.server.config.latency_monitor_threshold;
-            self.server.latency.add_if_needed("expire-cycle", ms, threshold);
+            self.server
+                .latency
+                .add_if_needed("expire-cycle", ms, threshold);
         }
         if self.server.stream_on() {
             self.server.feed_expired(&mut self.store);
@@ -249,7 +251,8 @@ impl Executor {
             Request::Batch { id, batch, out } => {
                 self.run_batch(id, batch, out);
                 // A replica's acknowledgement may complete a WAIT.
-                if !self.server.blocking.parked.is_empty() && !self.server.repl.replicas.is_empty() {
+                if !self.server.blocking.parked.is_empty() && !self.server.repl.replicas.is_empty()
+                {
                     self.serve_wait();
                 }
                 // CLIENT UNPAUSE releases held batches at once.
@@ -261,7 +264,13 @@ impl Executor {
                 if !self.server.monitors.is_empty() {
                     self.server.monitors.retain(|&m| m != id);
                 }
-                if self.server.repl.master.as_ref().is_some_and(|m| m.client_id == Some(id)) {
+                if self
+                    .server
+                    .repl
+                    .master
+                    .as_ref()
+                    .is_some_and(|m| m.client_id == Some(id))
+                {
                     self.master_link_lost();
                 }
                 self.server.pubsub.forget(id);

@@ -121,7 +121,13 @@ impl Executor {
 
     fn repl_every_second(&mut self, now: u64) {
         self.server.repl.refresh_good_replicas();
-        let timeout_ms = self.server.config.get_i64("repl-timeout").unwrap_or(60).max(1) as u64 * 1000;
+        let timeout_ms = self
+            .server
+            .config
+            .get_i64("repl-timeout")
+            .unwrap_or(60)
+            .max(1) as u64
+            * 1000;
         let repl = &mut self.server.repl;
         // Replicas waiting for their snapshot hear a newline each second,
         // so they do not time out (they skip it before the payload).
@@ -146,7 +152,13 @@ impl Executor {
         }
         let repl = &mut self.server.repl;
         if repl.master.is_none() {
-            let period = self.server.config.get_i64("repl-ping-replica-period").unwrap_or(10).max(1) as u64 * 1000;
+            let period = self
+                .server
+                .config
+                .get_i64("repl-ping-replica-period")
+                .unwrap_or(10)
+                .max(1) as u64
+                * 1000;
             // No PING while a failover waits: it would move the offset the
             // replica must reach.
             if !repl.replicas.is_empty()
@@ -158,7 +170,12 @@ impl Executor {
                     repl.feed_raw_command(&[b"PING"]);
                 }
             }
-            let ttl = self.server.config.get_i64("repl-backlog-ttl").unwrap_or(3600).max(0) as u64;
+            let ttl = self
+                .server
+                .config
+                .get_i64("repl-backlog-ttl")
+                .unwrap_or(3600)
+                .max(0) as u64;
             if repl.backlog.is_some()
                 && repl.replicas.is_empty()
                 && ttl > 0
@@ -167,7 +184,9 @@ impl Executor {
                 repl.replid = new_replid();
                 repl.clear_replid2();
                 repl.backlog = None;
-                tracing::info!("Replication backlog freed after {ttl} seconds without connected replicas.");
+                tracing::info!(
+                    "Replication backlog freed after {ttl} seconds without connected replicas."
+                );
             }
         }
         // A replica acknowledges what it applied every second, and drops
@@ -211,8 +230,12 @@ impl Executor {
                     return;
                 }
                 m.next_attempt_ms = now + 1000;
-                let conf = self.handshake_conf();
-                let m = self.server.repl.master.as_mut().expect("checked above: a master is set");
+                let Some(conf) = self.handshake_conf() else {
+                    return;
+                };
+                let Some(m) = self.server.repl.master.as_mut() else {
+                    return;
+                };
                 tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
                 match Handshake::start(conf) {
                     Ok(h) => {
@@ -262,15 +285,15 @@ impl Executor {
         }
     }
 
-    fn handshake_conf(&self) -> HandshakeConf {
+    fn handshake_conf(&self) -> Option<HandshakeConf> {
         let c = &self.server.config;
-        let m = self.server.repl.master.as_ref().expect("called with a master set");
+        let m = self.server.repl.master.as_ref()?;
         let pass = c.get("masterauth");
         let user = c.get("masteruser");
         let ip = c.get("replica-announce-ip");
         let announced_port = c.get_i64("replica-announce-port").unwrap_or(0);
         let repl = &self.server.repl;
-        HandshakeConf {
+        Some(HandshakeConf {
             host: m.host.clone(),
             port: m.port,
             listening_port: if announced_port > 0 {
@@ -282,13 +305,13 @@ impl Executor {
             auth: (!pass.is_empty()).then(|| ((!user.is_empty()).then_some(user), pass)),
             psync: Some((repl.replid.clone(), repl.offset + 1)),
             timeout: std::time::Duration::from_secs(
-                c.get_i64("repl-timeout").unwrap_or(60).max(1) as u64,
+                c.get_i64("repl-timeout").unwrap_or(60).max(1) as u64
             ),
             failover: repl
                 .failover
                 .as_ref()
                 .is_some_and(|f| f.state == FailoverState::InProgress),
-        }
+        })
     }
 
     /// The handshake succeeded: load the snapshot of a full
@@ -312,10 +335,11 @@ impl Executor {
                     drop(self.store.flush_db(db));
                 }
                 tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-                let loaded =
-                    crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
+                let loaded = crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
                 if let Err(e) = loaded {
-                    tracing::warn!("Failed trying to load the MASTER synchronization DB from socket: {e:?}");
+                    tracing::warn!(
+                        "Failed trying to load the MASTER synchronization DB from socket: {e:?}"
+                    );
                     if let Some(m) = &mut self.server.repl.master {
                         m.state = LinkState::Connect;
                     }
@@ -345,7 +369,12 @@ impl Executor {
                 }
             }
         }
-        let size = self.server.config.get_i64("repl-backlog-size").unwrap_or(1 << 20).max(1) as usize;
+        let size = self
+            .server
+            .config
+            .get_i64("repl-backlog-size")
+            .unwrap_or(1 << 20)
+            .max(1) as usize;
         self.server.repl.ensure_backlog(size);
         let Some(net) = self.server.net.clone() else {
             return;
@@ -428,7 +457,10 @@ impl Executor {
         let c = &self.server.config;
         if c.get_bool("repl-diskless-sync") {
             let delay = c.get_i64("repl-diskless-sync-delay").unwrap_or(5).max(0) as u64 * 1000;
-            let max = c.get_i64("repl-diskless-sync-max-replicas").unwrap_or(0).max(0) as usize;
+            let max = c
+                .get_i64("repl-diskless-sync-max-replicas")
+                .unwrap_or(0)
+                .max(0) as usize;
             let full = max > 0 && count >= max;
             if !full && clock::real_now_ms().saturating_sub(oldest) < delay {
                 return;
@@ -441,16 +473,7 @@ impl Executor {
             Ok(s) => repl.snapshot = Some(s),
             Err(e) => {
                 tracing::warn!("Can't start the snapshot for replicas: {e}");
-                let ids: Vec<u64> = repl
-                    .replicas
-                    .iter()
-                    .filter(|r| r.state == ReplicaState::WaitSnapshotStart)
-                    .map(|r| r.client_id)
-                    .collect();
-                for id in ids {
-                    self.server.kill_client(id);
-                    self.server.repl.forget(id);
-                }
+                self.drop_replicas_in(ReplicaState::WaitSnapshotStart);
                 return;
             }
         }
@@ -486,16 +509,7 @@ impl Executor {
             Ok(rdb) => rdb,
             Err(e) => {
                 tracing::warn!("Snapshot for replicas failed: {e}");
-                let ids: Vec<u64> = repl
-                    .replicas
-                    .iter()
-                    .filter(|r| r.state == ReplicaState::WaitSnapshotEnd)
-                    .map(|r| r.client_id)
-                    .collect();
-                for id in ids {
-                    self.server.kill_client(id);
-                    self.server.repl.forget(id);
-                }
+                self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
                 return;
             }
         };
@@ -522,6 +536,18 @@ impl Executor {
             let _ = r.tx.send(ToConn::Push(payload));
             r.ack_ms = clock::real_now_ms();
             tracing::info!("Synchronization with replica {} succeeded", r.addr);
+        }
+    }
+
+    /// Disconnects the replicas in `state` (their snapshot failed).
+    fn drop_replicas_in(&mut self, state: ReplicaState) {
+        let ids: Vec<u64> = (self.server.repl.replicas.iter())
+            .filter(|r| r.state == state)
+            .map(|r| r.client_id)
+            .collect();
+        for id in ids {
+            self.server.kill_client(id);
+            self.server.repl.forget(id);
         }
     }
 

@@ -564,7 +564,11 @@ impl Net {
     /// after the handshake) into the loop like an accepted one, with the
     /// stream bytes already read; returns it for the executor to register
     /// instead of queueing a Connect.
-    pub fn adopt(&mut self, sock: std::net::TcpStream, leftover: &[u8]) -> std::io::Result<NewClient> {
+    pub fn adopt(
+        &mut self,
+        sock: std::net::TcpStream,
+        leftover: &[u8],
+    ) -> std::io::Result<NewClient> {
         sock.set_nonblocking(true)?;
         let addr = sock.peer_addr()?;
         let laddr = sock.local_addr()?;

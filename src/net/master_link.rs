@@ -10,8 +10,8 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,8 +207,10 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     let sock = TcpStream::connect_timeout(&addr, conf.timeout)
         .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
     tracing::info!("MASTER <-> REPLICA sync started");
-    sock.set_read_timeout(Some(conf.timeout)).map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(conf.timeout)).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(conf.timeout))
+        .map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(conf.timeout))
+        .map_err(|e| e.to_string())?;
     let _ = sock.set_nodelay(true);
     let mut r = Reader {
         sock,
@@ -238,12 +240,16 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     let port = conf.listening_port.to_string();
     let reply = r.ask(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
     if reply.starts_with('-') {
-        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {reply}");
+        tracing::info!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        );
     }
     if let Some(ip) = &conf.announce_ip {
         let reply = r.ask(&[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
         if reply.starts_with('-') {
-            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {reply}");
+            tracing::info!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            );
         }
     }
     let reply = r.ask(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
@@ -252,9 +258,7 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     }
     let (replid, offset) = match &conf.psync {
         Some((id, next)) => {
-            tracing::info!(
-                "Trying a partial resynchronization (request {id}:{next})."
-            );
+            tracing::info!("Trying a partial resynchronization (request {id}:{next}).");
             (id.clone(), next.to_string())
         }
         None => {
@@ -321,7 +325,9 @@ fn read_payload(r: &mut Reader) -> Result<Vec<u8>, String> {
         }
     };
     if header.starts_with('-') {
-        return Err(format!("MASTER aborted replication with an error: {header}"));
+        return Err(format!(
+            "MASTER aborted replication with an error: {header}"
+        ));
     }
     let Some(spec) = header.strip_prefix('$') else {
         return Err(format!(
@@ -332,7 +338,9 @@ fn read_payload(r: &mut Reader) -> Result<Vec<u8>, String> {
         if mark.len() != 40 {
             return Err("bad EOF mark from MASTER".into());
         }
-        tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        tracing::info!(
+            "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk"
+        );
         return r.until_mark(mark.as_bytes());
     }
     let len: usize = spec

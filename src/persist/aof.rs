@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::aof_load::{AofFile, Manifest};
-use crate::config::Config;
 use super::cmdlog::CommandLog;
+use crate::config::Config;
 use crate::store::Store;
 
 mod rewrite;

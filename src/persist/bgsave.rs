@@ -221,7 +221,12 @@ fn fork_child(keep_fd: Option<i32>, work: impl FnOnce() -> bool) -> Result<i32, 
         unsafe {
             match keep_fd {
                 Some(fd) => {
-                    libc::syscall(libc::SYS_close_range, 3u32, (fd as u32).saturating_sub(1), 0u32);
+                    libc::syscall(
+                        libc::SYS_close_range,
+                        3u32,
+                        (fd as u32).saturating_sub(1),
+                        0u32,
+                    );
                     libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
                 }
                 None => {

@@ -13,8 +13,8 @@
 
 pub mod aof;
 pub mod aof_load;
-pub mod cmdlog;
 mod bgsave;
+pub mod cmdlog;
 pub mod lzf;
 pub mod rdb;
 
@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
-use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 pub use self::rdb::save::ReplInfo;
+use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
 use crate::store::Store;
 use crate::util::clock;

@@ -167,7 +167,10 @@ fn run(
                     if matches!(client.kind, ClientKind::Replica | ClientKind::Monitor)
                         && server.table.commands[id].flags & keyspace != 0
                     {
-                        return Err((Some(id), Error::err("Replica can't interact with the keyspace")));
+                        return Err((
+                            Some(id),
+                            Error::err("Replica can't interact with the keyspace"),
+                        ));
                     }
                     Ok(id)
                 })
@@ -434,11 +437,17 @@ fn replication_check(
     }
     let cmd = &server.table.commands[id];
     let queued_write = cmd.name == "exec"
-        && client.multi.as_ref().is_some_and(|m| m.flags & flag::WRITE != 0);
+        && client
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.flags & flag::WRITE != 0);
     let write = cmd.has(flag::WRITE) || queued_write;
     if server.repl.master.is_none() {
         if write && server.repl.too_few_replicas() {
-            return Err((Some(id), Error::raw("NOREPLICAS Not enough good replicas to write.")));
+            return Err((
+                Some(id),
+                Error::raw("NOREPLICAS Not enough good replicas to write."),
+            ));
         }
         return Ok(());
     }
@@ -633,7 +642,9 @@ fn invoke(
     cmd.calls += 1;
     cmd.usec += duration;
     if tracking {
-        cmd.latency.get_or_insert_with(Box::default).record(duration);
+        cmd.latency
+            .get_or_insert_with(Box::default)
+            .record(duration);
     }
     if result.is_err() {
         cmd.failed_calls += 1;
@@ -642,8 +653,14 @@ fn invoke(
     server.stats.total_commands_processed += 1;
     let threshold = server.config.latency_monitor_threshold;
     if threshold != 0 && !server.loading {
-        let event = if flags & flag::FAST != 0 { "fast-command" } else { "command" };
-        server.latency.add_if_needed(event, duration / 1000, threshold);
+        let event = if flags & flag::FAST != 0 {
+            "fast-command"
+        } else {
+            "command"
+        };
+        server
+            .latency
+            .add_if_needed(event, duration / 1000, threshold);
     }
     let slower_than = server.config.slowlog_log_slower_than;
     if slower_than >= 0

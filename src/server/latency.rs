@@ -80,7 +80,10 @@ impl Monitor {
             ts.samples[prev].latency = ts.samples[prev].latency.max(ms);
             return;
         }
-        ts.samples[ts.idx] = Sample { time: now, latency: ms };
+        ts.samples[ts.idx] = Sample {
+            time: now,
+            latency: ms,
+        };
         ts.idx = (ts.idx + 1) % SAMPLES;
     }
 
@@ -89,7 +92,9 @@ impl Monitor {
         let before = self.events.len();
         match event {
             None => self.events.clear(),
-            Some(e) => self.events.retain(|k, _| !k.as_bytes().eq_ignore_ascii_case(e)),
+            Some(e) => self
+                .events
+                .retain(|k, _| !k.as_bytes().eq_ignore_ascii_case(e)),
         }
         before - self.events.len()
     }
@@ -185,7 +190,20 @@ mod tests {
 
     #[test]
     fn buckets_cover_their_values() {
-        for us in [0u64, 1, 7, 8, 9, 15, 16, 17, 100, 1000, 123_456, u64::MAX / 2] {
+        for us in [
+            0u64,
+            1,
+            7,
+            8,
+            9,
+            15,
+            16,
+            17,
+            100,
+            1000,
+            123_456,
+            u64::MAX / 2,
+        ] {
             let i = bucket(us);
             assert!(bucket_high(i) >= us, "{us}");
             assert!(i == 0 || bucket_high(i - 1) < us, "{us}");

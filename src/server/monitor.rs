@@ -55,10 +55,17 @@ pub fn is_redacted(name: &str, argv: Argv<'_>, i: usize) -> bool {
 /// The line monitors get for `argv` run by a client known as `source` in
 /// database `db` at `now_us`.
 fn line(now_us: u64, db: usize, source: &str, name: &str, argv: Argv<'_>) -> Vec<u8> {
-    let mut s = Vec::with_capacity(48 + source.len() + argv.iter_from(0).map(|a| a.len() + 3).sum::<usize>());
+    let mut s = Vec::with_capacity(
+        48 + source.len() + argv.iter_from(0).map(|a| a.len() + 3).sum::<usize>(),
+    );
     s.push(b'+');
     s.extend_from_slice(
-        format!("{}.{:06} [{db} {source}] ", now_us / 1_000_000, now_us % 1_000_000).as_bytes(),
+        format!(
+            "{}.{:06} [{db} {source}] ",
+            now_us / 1_000_000,
+            now_us % 1_000_000
+        )
+        .as_bytes(),
     );
     for i in 0..argv.len() {
         if i > 0 {
@@ -77,7 +84,13 @@ fn line(now_us: u64, db: usize, source: &str, name: &str, argv: Argv<'_>) -> Vec
 /// Shows command `id` run by `client` to every monitor. A monitor that
 /// runs the command itself gets its line in `own`, after its reply, when
 /// the command is its own (not one of EXEC's or a script's).
-pub fn feed(server: &ServerState, client: &Client, id: CommandId, argv: Argv<'_>, own: &mut Vec<u8>) {
+pub fn feed(
+    server: &ServerState,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+    own: &mut Vec<u8>,
+) {
     let source = if client.script {
         "lua".to_string()
     } else {
@@ -111,7 +124,8 @@ mod tests {
         let a = argv(&["SET", "k", "a b\"c\n\x01"]);
         assert_eq!(
             line(1_700_000_000_000_123, 3, "127.0.0.1:5000", "set", a.argv()),
-            b"+1700000000.000123 [3 127.0.0.1:5000] \"SET\" \"k\" \"a b\\\"c\\n\\x01\"\r\n".to_vec()
+            b"+1700000000.000123 [3 127.0.0.1:5000] \"SET\" \"k\" \"a b\\\"c\\n\\x01\"\r\n"
+                .to_vec()
         );
         let a = argv(&["HELLO", "3", "AUTH", "u", "p", "SETNAME", "n"]);
         let shown: Vec<bool> = (0..7).map(|i| is_redacted("hello", a.argv(), i)).collect();
@@ -119,7 +133,9 @@ mod tests {
         let a = argv(&["AUTH", "a", "b", "c"]);
         assert!(!is_redacted("auth", a.argv(), 1));
         let a = argv(&["CONFIG", "SET", "maxmemory", "1", "requirepass", "x"]);
-        let shown: Vec<bool> = (0..6).map(|i| is_redacted("config|set", a.argv(), i)).collect();
+        let shown: Vec<bool> = (0..6)
+            .map(|i| is_redacted("config|set", a.argv(), i))
+            .collect();
         assert_eq!(shown, [false, false, false, false, false, true]);
     }
 }

@@ -42,7 +42,14 @@ pub struct SlowLog {
 impl SlowLog {
     /// Logs `argv` run by `client` for `duration` µs of command `name`
     /// (slowlogPushEntryIfNeeded), keeping at most `max_len` entries.
-    pub fn push(&mut self, client: &Client, name: &str, argv: Argv<'_>, duration: u64, max_len: usize) {
+    pub fn push(
+        &mut self,
+        client: &Client,
+        name: &str,
+        argv: Argv<'_>,
+        duration: u64,
+        max_len: usize,
+    ) {
         let argc = argv.len().min(MAX_ARGC);
         let mut args = Vec::with_capacity(argc);
         for i in 0..argc {
@@ -54,7 +61,9 @@ impl SlowLog {
                 let a = argv.get(i);
                 if a.len() > MAX_STRING {
                     let mut s = a[..MAX_STRING].to_vec();
-                    s.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_STRING).as_bytes());
+                    s.extend_from_slice(
+                        format!("... ({} more bytes)", a.len() - MAX_STRING).as_bytes(),
+                    );
                     args.push(s);
                 } else {
                     args.push(a.to_vec());

@@ -242,7 +242,9 @@ impl Store {
     /// Redis reports as its dictionaries' overhead in
     /// `used_memory_overhead`).
     pub fn overhead_bytes(&self) -> u64 {
-        (0..self.dbs.len()).map(|db| self.db_overhead_bytes(db)).sum()
+        (0..self.dbs.len())
+            .map(|db| self.db_overhead_bytes(db))
+            .sum()
     }
 
     /// [`Store::overhead_bytes`] of database `db`.
@@ -258,7 +260,8 @@ impl Store {
     pub fn key_footprint(&self, db: usize, key: &[u8]) -> Option<u64> {
         let d = &self.dbs[db].dict;
         let e = d.get(d.hash(key), key)?;
-        let entry = std::mem::size_of::<dict::Entry>() + std::mem::size_of::<Option<Box<dict::Entry>>>();
+        let entry =
+            std::mem::size_of::<dict::Entry>() + std::mem::size_of::<Option<Box<dict::Entry>>>();
         Some((entry + e.key.heap_size() + e.value.heap_size()) as u64)
     }
 

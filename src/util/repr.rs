@@ -17,7 +17,12 @@ pub fn repr(bytes: &[u8], out: &mut Vec<u8>) {
             0x20..=0x7e => out.push(b),
             _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'x',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
             }
         }
     }

@@ -75,7 +75,11 @@ impl Sequence {
                     let idx = step - ((rows - row - 1) * CHARSET.len()) as i64;
                     more = true;
                     if (0..CHARSET.len() as i64).contains(&idx) {
-                        *c = if fill { CHARSET_FILL[idx as usize] } else { CHARSET[idx as usize] };
+                        *c = if fill {
+                            CHARSET_FILL[idx as usize]
+                        } else {
+                            CHARSET[idx as usize]
+                        };
                     } else if fill && idx >= CHARSET.len() as i64 {
                         *c = b'|';
                     }

@@ -482,27 +482,47 @@ fn the_log_reads_like_redis() {
     let mut c = Raw::connect(port);
     assert_eq!(c.cmd_str(&["REPLICAOF", "127.0.0.1", "1"]), b"+OK\r\n");
     let text = || std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(wait_until(Duration::from_secs(5), || text().contains("Connecting to MASTER")));
+    assert!(wait_until(Duration::from_secs(5), || text()
+        .contains("Connecting to MASTER")));
     drop(c);
     let _ = p.0.kill();
     let _ = wait_exit(&mut p);
     let text = text();
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let mut roles = String::new();
-    for line in text.lines().filter(|l| l.contains(':') && l.split(':').next().is_some_and(|p| p.parse::<u32>().is_ok())) {
+    for line in text.lines().filter(|l| {
+        l.contains(':')
+            && l.split(':')
+                .next()
+                .is_some_and(|p| p.parse::<u32>().is_ok())
+    }) {
         let (pid, rest) = line.split_once(':').expect("pid:");
         assert_eq!(pid, p.0.id().to_string(), "{line}");
         let b = rest.as_bytes();
         assert!(b"MSC".contains(&b[0]) && b[1] == b' ', "{line}");
         roles.push(b[0] as char);
         let (day, month, year, time) = (&rest[2..4], &rest[5..8], &rest[9..13], &rest[14..26]);
-        assert!(day.parse::<u8>().is_ok() && months.contains(&month) && year.parse::<u16>().is_ok(), "{line}");
-        assert!(time.as_bytes()[2] == b':' && time.as_bytes()[8] == b'.', "{line}");
+        assert!(
+            day.parse::<u8>().is_ok() && months.contains(&month) && year.parse::<u16>().is_ok(),
+            "{line}"
+        );
+        assert!(
+            time.as_bytes()[2] == b':' && time.as_bytes()[8] == b'.',
+            "{line}"
+        );
         assert!(b".-*#".contains(&b[27]) && b[28] == b' ', "{line}");
     }
-    assert!(roles.starts_with('C') && roles.contains('M') && roles.ends_with('S'), "{roles}\n{text}");
+    assert!(
+        roles.starts_with('C') && roles.contains('M') && roles.ends_with('S'),
+        "{roles}\n{text}"
+    );
     assert!(text.contains(" * Ready to accept connections\n"), "{text}");
     assert!(text.contains(&format!("Port: {port}")), "{text}");
-    assert!(text.contains(" # Configuration loaded") || text.contains("no config file specified"), "{text}");
+    assert!(
+        text.contains(" # Configuration loaded") || text.contains("no config file specified"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

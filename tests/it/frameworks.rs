@@ -249,7 +249,14 @@ fn ioredis_acl_users() {
 /// listens; killed on drop.
 fn ferrokv_on(port: u16, args: &[&str]) -> crate::support::FerrokvProcess {
     let child = Command::new(env!("CARGO_BIN_EXE_ferrokv"))
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .args(["--repl-diskless-sync-delay", "0"])
         .args(args)
         .stdout(Stdio::null())
@@ -258,7 +265,9 @@ fn ferrokv_on(port: u16, args: &[&str]) -> crate::support::FerrokvProcess {
         .expect("the ferrokv binary runs");
     let p = crate::support::FerrokvProcess::adopt(child, port);
     let pid = p.pid();
-    assert!(wait_until(Duration::from_secs(10), || crate::support::listens_on(pid, port)));
+    assert!(wait_until(Duration::from_secs(10), || {
+        crate::support::listens_on(pid, port)
+    }));
     p
 }
 
@@ -307,8 +316,11 @@ fn sentinel_fails_over_a_ferrokv_master() {
     let _r1 = ferrokv_on(p1, &of);
     let _r2 = ferrokv_on(p2, &of);
     for p in [p1, p2] {
-        assert!(wait_until(Duration::from_secs(20), || ask(p, &["INFO", "replication"])
-            .contains("master_link_status:up")));
+        assert!(wait_until(Duration::from_secs(20), || ask(
+            p,
+            &["INFO", "replication"]
+        )
+        .contains("master_link_status:up")));
     }
     let dir = crate::support::unique_temp_path("sentinel");
     fs::create_dir_all(&dir).expect("sentinel dir");
@@ -331,7 +343,9 @@ fn sentinel_fails_over_a_ferrokv_master() {
         .spawn()
         .expect("redis-server --sentinel runs");
     let sentinel = crate::support::ChildGuard(sentinel);
-    assert!(wait_until(Duration::from_secs(10), || crate::support::listens_on(sentinel.0.id(), ps)));
+    assert!(wait_until(Duration::from_secs(10), || {
+        crate::support::listens_on(sentinel.0.id(), ps)
+    }));
     // Sentinel learns the replicas from the master's INFO.
     assert!(
         wait_until(Duration::from_secs(30), || {
@@ -350,16 +364,22 @@ fn sentinel_fails_over_a_ferrokv_master() {
     drop(master);
     let new_port = |ps| {
         let r = ask(ps, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
-        [p1, p2].into_iter().find(|p| r.contains(&format!("\r\n{p}\r\n")))
+        [p1, p2]
+            .into_iter()
+            .find(|p| r.contains(&format!("\r\n{p}\r\n")))
     };
-    assert!(wait_until(Duration::from_secs(30), || new_port(ps).is_some()), "no failover");
+    assert!(
+        wait_until(Duration::from_secs(30), || new_port(ps).is_some()),
+        "no failover"
+    );
     let promoted = new_port(ps).expect("a promoted replica");
     let other = if promoted == p1 { p2 } else { p1 };
     assert!(ask(promoted, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster"));
     assert!(
         wait_until(Duration::from_secs(30), || {
             let info = ask(other, &["INFO", "replication"]);
-            info.contains(&format!("master_port:{promoted}")) && info.contains("master_link_status:up")
+            info.contains(&format!("master_port:{promoted}"))
+                && info.contains("master_link_status:up")
         }),
         "the other replica does not follow the promoted one"
     );
@@ -377,7 +397,8 @@ fn sentinel_fails_over_a_ferrokv_master() {
         wait_until(Duration::from_secs(40), || {
             let current = new_port(ps).unwrap_or(promoted);
             let info = ask(pm, &["INFO", "replication"]);
-            info.contains(&format!("master_port:{current}")) && info.contains("master_link_status:up")
+            info.contains(&format!("master_port:{current}"))
+                && info.contains("master_link_status:up")
         }),
         "the old master did not rejoin as a replica of {:?}: {}\n{}",
         new_port(ps),

@@ -335,5 +335,8 @@ fn used_memory_dataset_follows_the_data() {
     let overhead = info_field(&mut r, "used_memory_overhead") as i64 - overhead0 as i64;
     let dataset = info_field(&mut r, "used_memory_dataset") as i64 - dataset0 as i64;
     assert!(dataset > 9_000_000, "dataset grew by {dataset}");
-    assert!(overhead > 0 && overhead < dataset / 5, "overhead grew by {overhead}");
+    assert!(
+        overhead > 0 && overhead < dataset / 5,
+        "overhead grew by {overhead}"
+    );
 }

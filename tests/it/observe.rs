@@ -4,7 +4,6 @@
 //! timestamps, durations and ports aside, and `redis-cli monitor` and
 //! `slowlog get` driven as a user would.
 
-use std::io::BufRead;
 use std::time::Duration;
 
 use crate::support::*;
@@ -22,7 +21,12 @@ const WORKLOAD: &[&[&[u8]]] = &[
     &[b"SET", b"a", b"1"],
     &[b"INCR", b"a"],
     &[b"EXEC"],
-    &[b"EVAL", b"redis.call('set',KEYS[1],'x') return redis.call('get',KEYS[1])", b"1", b"zz"],
+    &[
+        b"EVAL",
+        b"redis.call('set',KEYS[1],'x') return redis.call('get',KEYS[1])",
+        b"1",
+        b"zz",
+    ],
     &[b"AUTH", b"foo", b"bar"],
     &[b"AUTH", b"a", b"b", b"c"],
     &[b"HELLO", b"2", b"AUTH", b"u", b"p", b"SETNAME", b"n"],
@@ -43,7 +47,9 @@ fn monitor_lines(m: &mut Raw, want: usize) -> Vec<String> {
     (0..want)
         .map(|_| {
             let line = text(&m.read_reply()).trim_end().to_string();
-            let line = line.split_once(' ').map_or(line.clone(), |(_, rest)| rest.to_string());
+            let line = line
+                .split_once(' ')
+                .map_or(line.clone(), |(_, rest)| rest.to_string());
             // "[0 127.0.0.1:54321]" -> "[0 127.0.0.1]"
             match (line.find(':'), line.find(']')) {
                 (Some(c), Some(b)) if c < b => format!("{}{}", &line[..c], &line[b..]),
@@ -68,7 +74,10 @@ fn monitor_shows_what_redis_shows() {
         let mut lines = monitor_lines(&mut m, 18);
         // The monitor's own commands: refused on the keyspace, shown
         // otherwise, after their reply.
-        assert_eq!(m.cmd_str(&["GET", "x"]), b"-ERR Replica can't interact with the keyspace\r\n");
+        assert_eq!(
+            m.cmd_str(&["GET", "x"]),
+            b"-ERR Replica can't interact with the keyspace\r\n"
+        );
         assert_eq!(m.cmd_str(&["PING"]), b"+PONG\r\n");
         lines.extend(monitor_lines(&mut m, 1));
         assert_eq!(m.cmd_str(&["RESET"]), b"+RESET\r\n");
@@ -76,7 +85,11 @@ fn monitor_shows_what_redis_shows() {
         out.push(lines);
     }
     assert_eq!(out[0], out[1]);
-    assert!(out[0].contains(&r#"[0 lua] "set" "zz" "x""#.to_string()), "{:?}", out[0]);
+    assert!(
+        out[0].contains(&r#"[0 lua] "set" "zz" "x""#.to_string()),
+        "{:?}",
+        out[0]
+    );
     assert!(out[0].contains(&r#"[0 127.0.0.1] "AUTH" "(redacted)" "(redacted)""#.to_string()));
     // MONITOR inside MULTI is refused at EXEC, as Redis does.
     let mut p = Pair::new();
@@ -87,31 +100,26 @@ fn monitor_shows_what_redis_shows() {
 fn redis_cli_monitor_prints_commands() {
     let server = start();
     let port = server.port.to_string();
-    let child = std::process::Command::new("redis-cli")
-        .args(["-p", &port, "monitor"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-cli runs");
-    let mut child = ChildGuard(child);
-    let out = child.0.stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli prints"), "OK");
+    let (_child, rx) =
+        spawn_lines(std::process::Command::new("redis-cli").args(["-p", &port, "monitor"]));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("redis-cli prints"),
+        "OK"
+    );
     let mut c = server.raw();
     c.cmd_str(&["SET", "greeting", "hello world"]);
-    let line = rx.recv_timeout(Duration::from_secs(10)).expect("the SET shows");
+    let line = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the SET shows");
     let (stamp, rest) = line.split_once(' ').expect("a timestamp");
     let (secs, micros) = stamp.split_once('.').expect("seconds.micros");
     assert!(secs.parse::<u64>().is_ok() && micros.len() == 6, "{line}");
     assert!(rest.starts_with("[0 127.0.0.1:"), "{line}");
-    assert!(rest.ends_with(r#"] "SET" "greeting" "hello world""#), "{line}");
+    assert!(
+        rest.ends_with(r#"] "SET" "greeting" "hello world""#),
+        "{line}"
+    );
 }
 
 /// The entries of SLOWLOG GET without the fields that differ between two
@@ -178,7 +186,13 @@ fn slowlog_matches_redis() {
     let (ours, theirs) = (slowlog_entries(&mut a), slowlog_entries(&mut b));
     assert_eq!(ours, theirs);
     assert_eq!(ours.len(), 5);
-    p.script(&["SLOWLOG LEN", "CONFIG SET slowlog-log-slower-than -1", "SLOWLOG RESET", "PING", "SLOWLOG LEN"]);
+    p.script(&[
+        "SLOWLOG LEN",
+        "CONFIG SET slowlog-log-slower-than -1",
+        "SLOWLOG RESET",
+        "PING",
+        "SLOWLOG LEN",
+    ]);
 }
 
 #[test]
@@ -195,10 +209,19 @@ fn slowlog_keeps_args_trimmed_and_scripts_client() {
     let (mut a, mut b) = p.connect_again();
     let ours = slowlog_entries(&mut a);
     assert_eq!(ours, slowlog_entries(&mut b));
-    assert!(ours.iter().any(|e| e.contains("... (11 more arguments)")), "{ours:?}");
-    assert!(ours.iter().any(|e| e.contains("... (72 more bytes)")), "{ours:?}");
+    assert!(
+        ours.iter().any(|e| e.contains("... (11 more arguments)")),
+        "{ours:?}"
+    );
+    assert!(
+        ours.iter().any(|e| e.contains("... (72 more bytes)")),
+        "{ours:?}"
+    );
     assert!(ours.iter().any(|e| e.contains("set b 2 ?")), "{ours:?}");
-    assert!(ours.iter().any(|e| e.contains("SETUSER (redacted)")), "{ours:?}");
+    assert!(
+        ours.iter().any(|e| e.contains("SETUSER (redacted)")),
+        "{ours:?}"
+    );
 }
 
 #[test]
@@ -281,7 +304,10 @@ fn memory_usage_follows_the_value() {
     let value = "x".repeat(1000);
     c.cmd_str(&["SET", "big", &value]);
     let usage = |c: &mut Raw, k: &str| -> i64 {
-        text(&c.cmd_str(&["MEMORY", "USAGE", k]))[1..].trim().parse().expect("an integer")
+        text(&c.cmd_str(&["MEMORY", "USAGE", k]))[1..]
+            .trim()
+            .parse()
+            .expect("an integer")
     };
     let n = usage(&mut c, "big");
     assert!((1000..1200).contains(&n), "{n}");
@@ -353,18 +379,38 @@ fn latency_replies_match_redis() {
     let (mut a, mut b) = p.connect_again();
     for r in [&mut a, &mut b] {
         let latest = text(&r.cmd_str(&["LATENCY", "LATEST"]));
-        assert!(latest.starts_with("*1\r\n*4\r\n$7\r\ncommand\r\n"), "{latest}");
+        assert!(
+            latest.starts_with("*1\r\n*4\r\n$7\r\ncommand\r\n"),
+            "{latest}"
+        );
         let history = text(&r.cmd_str(&["LATENCY", "HISTORY", "command"]));
         assert!(history.starts_with("*1\r\n*2\r\n:"), "{history}");
         let graph = text(&r.cmd_str(&["LATENCY", "GRAPH", "command"]));
-        assert!(graph.contains("command - high ") && graph.contains(&"-".repeat(80)), "{graph}");
+        assert!(
+            graph.contains("command - high ") && graph.contains(&"-".repeat(80)),
+            "{graph}"
+        );
         let doctor = text(&r.cmd_str(&["LATENCY", "DOCTOR"]));
-        assert!(doctor.contains("1. command: 1 latency spikes (average "), "{doctor}");
-        assert!(doctor.contains("- Check your Slow Log to understand"), "{doctor}");
+        assert!(
+            doctor.contains("1. command: 1 latency spikes (average "),
+            "{doctor}"
+        );
+        assert!(
+            doctor.contains("- Check your Slow Log to understand"),
+            "{doctor}"
+        );
         let histogram = text(&r.cmd_str(&["LATENCY", "HISTOGRAM", "eval"]));
-        assert!(histogram.starts_with("*2\r\n$4\r\neval\r\n*4\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n*2\r\n"), "{histogram}");
+        assert!(
+            histogram.starts_with(
+                "*2\r\n$4\r\neval\r\n*4\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n*2\r\n"
+            ),
+            "{histogram}"
+        );
         let info = text(&r.cmd_str(&["INFO", "latencystats"]));
-        assert!(info.contains("latency_percentiles_usec_eval:p50="), "{info}");
+        assert!(
+            info.contains("latency_percentiles_usec_eval:p50="),
+            "{info}"
+        );
         assert_eq!(r.cmd_str(&["LATENCY", "RESET", "COMMAND"]), b":1\r\n");
     }
 }

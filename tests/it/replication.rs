@@ -85,7 +85,12 @@ fn assert_same_data(a: &mut Raw, b: &mut Raw) {
             if da != db_ {
                 // A hash table's order is the server's own: compare such
                 // values by content.
-                assert_eq!(content(a, k), content(b, k), "{} in db {db} differs", text(k));
+                assert_eq!(
+                    content(a, k),
+                    content(b, k),
+                    "{} in db {db} differs",
+                    text(k)
+                );
             }
             let ta = text(&a.cmd(&[b"PTTL", k])).starts_with(":-");
             let tb = text(&b.cmd(&[b"PTTL", k])).starts_with(":-");
@@ -133,16 +138,54 @@ fn write_load(m: &mut Raw, rounds: u64) {
         let v = format!("v{i}");
         let cmds: Vec<Vec<String>> = match next(16) {
             0 => vec![vec!["SET".into(), format!("s:{k}"), v.clone()]],
-            1 => vec![vec!["SET".into(), format!("t:{k}"), v.clone(), "EX".into(), "1000".into()]],
-            2 => vec![vec!["SET".into(), format!("gone:{i}"), v.clone(), "PX".into(), "30".into()]],
+            1 => vec![vec![
+                "SET".into(),
+                format!("t:{k}"),
+                v.clone(),
+                "EX".into(),
+                "1000".into(),
+            ]],
+            2 => vec![vec![
+                "SET".into(),
+                format!("gone:{i}"),
+                v.clone(),
+                "PX".into(),
+                "30".into(),
+            ]],
             3 => vec![vec!["INCRBYFLOAT".into(), format!("f:{k}"), "0.1".into()]],
-            4 => vec![vec!["RPUSH".into(), format!("l:{k}"), v.clone(), "x".into()]],
+            4 => vec![vec![
+                "RPUSH".into(),
+                format!("l:{k}"),
+                v.clone(),
+                "x".into(),
+            ]],
             5 => vec![vec!["LPOP".into(), format!("l:{k}")]],
-            6 => vec![vec!["HSET".into(), format!("h:{k}"), format!("f{}", next(50)), v.clone()]],
-            7 => vec![vec!["SADD".into(), format!("set:{k}"), v.clone(), format!("{}", next(100))]],
+            6 => vec![vec![
+                "HSET".into(),
+                format!("h:{k}"),
+                format!("f{}", next(50)),
+                v.clone(),
+            ]],
+            7 => vec![vec![
+                "SADD".into(),
+                format!("set:{k}"),
+                v.clone(),
+                format!("{}", next(100)),
+            ]],
             8 => vec![vec!["SPOP".into(), format!("set:{k}")]],
-            9 => vec![vec!["ZADD".into(), format!("z:{k}"), format!("{}", next(1000)), v.clone()]],
-            10 => vec![vec!["XADD".into(), format!("x:{k}"), "*".into(), "f".into(), v.clone()]],
+            9 => vec![vec![
+                "ZADD".into(),
+                format!("z:{k}"),
+                format!("{}", next(1000)),
+                v.clone(),
+            ]],
+            10 => vec![vec![
+                "XADD".into(),
+                format!("x:{k}"),
+                "*".into(),
+                "f".into(),
+                v.clone(),
+            ]],
             11 => vec![vec![
                 "EVAL".into(),
                 "redis.call('incr', KEYS[1]) redis.call('rpush', KEYS[2], ARGV[1]) return 1".into(),
@@ -155,7 +198,12 @@ fn write_load(m: &mut Raw, rounds: u64) {
                 vec!["MULTI".into()],
                 vec!["INCR".into(), format!("n:{k}")],
                 vec!["EXPIRE".into(), format!("s:{k}"), "500".into()],
-                vec!["HINCRBY".into(), format!("h:{k}"), "count".into(), "1".into()],
+                vec![
+                    "HINCRBY".into(),
+                    format!("h:{k}"),
+                    "count".into(),
+                    "1".into(),
+                ],
                 vec!["EXEC".into()],
             ],
             13 => vec![
@@ -164,7 +212,11 @@ fn write_load(m: &mut Raw, rounds: u64) {
                 vec!["SELECT".into(), "0".into()],
             ],
             14 => vec![vec!["DEL".into(), format!("s:{k}"), format!("z:{k}")]],
-            _ => vec![vec!["PEXPIREAT".into(), format!("h:{k}"), "99999999999999".into()]],
+            _ => vec![vec![
+                "PEXPIREAT".into(),
+                format!("h:{k}"),
+                "99999999999999".into(),
+            ]],
         };
         for c in cmds {
             let args: Vec<&str> = c.iter().map(String::as_str).collect();
@@ -205,8 +257,14 @@ fn redis_replicates_from_ferrokv() {
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
     let role = text(&m.cmd_str(&["ROLE"]));
     assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:"), "{role}");
-    assert!(role.contains(&format!("$5\r\n{}\r\n", redis.port)), "{role}");
-    assert_eq!(text(&r.cmd_str(&["SET", "k", "v"])), "-READONLY You can't write against a read only replica.\r\n");
+    assert!(
+        role.contains(&format!("$5\r\n{}\r\n", redis.port)),
+        "{role}"
+    );
+    assert_eq!(
+        text(&r.cmd_str(&["SET", "k", "v"])),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
 }
 
 #[test]
@@ -228,16 +286,25 @@ fn ferrokv_replicates_from_redis() {
         "-READONLY You can't write against a read only replica.\r\n"
     );
     let role = text(&r.cmd_str(&["ROLE"]));
-    let expected = format!("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{}\r\n$9\r\nconnected\r\n:", redis.port);
+    let expected = format!(
+        "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{}\r\n$9\r\nconnected\r\n:",
+        redis.port
+    );
     assert!(role.starts_with(&expected), "{role}");
     // Both report the same offset once everything is acknowledged.
     assert_eq!(
         info_field(&mut r, "replication", "master_repl_offset"),
         info_field(&mut m, "replication", "master_repl_offset")
     );
-    assert_eq!(info_field(&mut r, "replication", "master_replid"), info_field(&mut m, "replication", "master_replid"));
+    assert_eq!(
+        info_field(&mut r, "replication", "master_replid"),
+        info_field(&mut m, "replication", "master_replid")
+    );
     let list = text(&r.cmd_str(&["CLIENT", "LIST"]));
-    assert!(list.contains("flags=M") && list.contains("user=(superuser)"), "{list}");
+    assert!(
+        list.contains("flags=M") && list.contains("user=(superuser)"),
+        "{list}"
+    );
     // REPLICAOF NO ONE promotes it with its data, keeping the old history
     // as replid2.
     let old = info_field(&mut r, "replication", "master_replid");
@@ -249,6 +316,23 @@ fn ferrokv_replicates_from_redis() {
 
 /// Killing the master link makes the replica continue from the backlog:
 /// sync_partial_ok grows and no new full sync happens, both ways.
+/// Kills replica `r`'s link to master `m` while `m` is written to: the
+/// replica continues partially (one full sync ever, one partial) and ends
+/// with `m`'s data.
+fn continue_after_a_killed_link(m: &mut Raw, r: &mut Raw) {
+    assert_eq!(r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+    write_load(m, 200);
+    assert!(wait_until(Duration::from_secs(20), || info_field(
+        m,
+        "stats",
+        "sync_partial_ok"
+    ) == "1"));
+    wait_link_up(r);
+    wait_replicas(m, 1);
+    assert_eq!(info_field(m, "stats", "sync_full"), "1");
+    assert_same_data(m, r);
+}
+
 #[test]
 fn partial_resync_after_the_master_link_is_killed() {
     // redis-server replica of ferrokv.
@@ -260,13 +344,7 @@ fn partial_resync_after_the_master_link_is_killed() {
     wait_link_up(&mut r);
     write_load(&mut m, 200);
     wait_replicas(&mut m, 1);
-    assert_eq!(r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
-    write_load(&mut m, 200);
-    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_partial_ok") == "1"));
-    wait_link_up(&mut r);
-    wait_replicas(&mut m, 1);
-    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
-    assert_same_data(&mut m, &mut r);
+    continue_after_a_killed_link(&mut m, &mut r);
     drop(redis);
 
     // ferrokv replica of redis-server, with a disk-based transfer.
@@ -277,13 +355,7 @@ fn partial_resync_after_the_master_link_is_killed() {
     let mut r = replica.raw();
     wait_link_up(&mut r);
     wait_replicas(&mut m, 1);
-    assert_eq!(r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
-    write_load(&mut m, 200);
-    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_partial_ok") == "1"));
-    wait_link_up(&mut r);
-    wait_replicas(&mut m, 1);
-    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
-    assert_same_data(&mut m, &mut r);
+    continue_after_a_killed_link(&mut m, &mut r);
 }
 
 /// A chain: redis-server → ferrokv → redis-server. The middle replica
@@ -403,7 +475,12 @@ fn min_replicas_to_write_refuses_writes_without_replicas() {
             conf(c, "min-replicas-to-write", "1");
             conf(c, "repl-diskless-sync-delay", "0");
         },
-        &["--min-replicas-to-write", "1", "--repl-diskless-sync-delay", "0"],
+        &[
+            "--min-replicas-to-write",
+            "1",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
     );
     p.script(&[
         "SET k v",
@@ -422,8 +499,13 @@ fn min_replicas_to_write_refuses_writes_without_replicas() {
     let mut r = Raw::connect(redis.port);
     wait_link_up(&mut r);
     let (mut m, _) = p.connect_again();
-    assert!(wait_until(Duration::from_secs(5), || m.cmd_str(&["SET", "k", "v2"]) == b"+OK\r\n"));
-    assert_eq!(info_field(&mut m, "replication", "min_slaves_good_slaves"), "1");
+    assert!(wait_until(Duration::from_secs(5), || m
+        .cmd_str(&["SET", "k", "v2"])
+        == b"+OK\r\n"));
+    assert_eq!(
+        info_field(&mut m, "replication", "min_slaves_good_slaves"),
+        "1"
+    );
 }
 
 /// A replica that does not read its stream is closed by the replica
@@ -436,7 +518,13 @@ fn a_replica_over_its_output_limit_is_dropped_and_resyncs() {
     });
     let mut m = master.raw();
     let port = master.port.to_string();
-    let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"]);
+    let redis = spawn_redis_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "yes",
+    ]);
     let mut r = Raw::connect(redis.port);
     wait_link_up(&mut r);
     // The replica stops reading for a while; the master writes far more
@@ -447,7 +535,11 @@ fn a_replica_over_its_output_limit_is_dropped_and_resyncs() {
         m.cmd_str(&["SET", &format!("big:{}", i % 50), &value]);
     }
     assert_eq!(text(&r.read_reply()), "+OK\r\n");
-    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "stats", "sync_full") == "2"));
+    assert!(wait_until(Duration::from_secs(20), || info_field(
+        &mut m,
+        "stats",
+        "sync_full"
+    ) == "2"));
     wait_link_up(&mut r);
     wait_replicas(&mut m, 1);
     assert_same_data(&mut m, &mut r);
@@ -492,17 +584,29 @@ fn a_replica_killed_during_its_full_sync_leaves_the_master_consistent() {
     let mut m = master.raw();
     let value = "v".repeat(1000);
     for i in 0..20_000 {
-        m.send(&encode(&[b"SET", format!("k:{i}").as_bytes(), value.as_bytes()]));
+        m.send(&encode(&[
+            b"SET",
+            format!("k:{i}").as_bytes(),
+            value.as_bytes(),
+        ]));
     }
     for _ in 0..20_000 {
         m.read_reply();
     }
     let port = master.port.to_string();
     let first = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
-    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "connected_slaves") == "1"));
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut m,
+        "replication",
+        "connected_slaves"
+    ) == "1"));
     drop(first);
     assert_eq!(m.cmd_str(&["PING"]), b"+PONG\r\n");
-    assert!(wait_until(Duration::from_secs(20), || info_field(&mut m, "replication", "connected_slaves") == "0"));
+    assert!(wait_until(Duration::from_secs(20), || info_field(
+        &mut m,
+        "replication",
+        "connected_slaves"
+    ) == "0"));
     let second = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
     let mut r = Raw::connect(second.port);
     wait_link_up(&mut r);
@@ -522,14 +626,22 @@ fn a_master_killed_during_the_transfer_leaves_the_replica_consistent() {
     let mut m = Raw::connect(port);
     let value = "v".repeat(1000);
     for i in 0..20_000 {
-        m.send(&encode(&[b"SET", format!("k:{i}").as_bytes(), value.as_bytes()]));
+        m.send(&encode(&[
+            b"SET",
+            format!("k:{i}").as_bytes(),
+            value.as_bytes(),
+        ]));
     }
     for _ in 0..20_000 {
         m.read_reply();
     }
     let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {port}")));
     let mut r = replica.raw();
-    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "connected_slaves") == "1"));
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut m,
+        "replication",
+        "connected_slaves"
+    ) == "1"));
     drop(redis);
     // Still answering, with a consistent (empty or complete) data set.
     let size = text(&r.cmd_str(&["DBSIZE"]));
@@ -537,13 +649,28 @@ fn a_master_killed_during_the_transfer_leaves_the_replica_consistent() {
     let dir = unique_temp_path("redis-back");
     std::fs::create_dir_all(&dir).expect("a directory");
     let back = std::process::Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-        .args(["--repl-diskless-sync-delay", "0", "--dir", &dir.display().to_string()])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args([
+            "--repl-diskless-sync-delay",
+            "0",
+            "--dir",
+            &dir.display().to_string(),
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("redis-server runs");
     let back = ChildGuard(back);
-    assert!(wait_until(Duration::from_secs(10), || listens_on(back.0.id(), port)));
+    assert!(wait_until(Duration::from_secs(10), || listens_on(
+        back.0.id(),
+        port
+    )));
     let mut m = Raw::connect(port);
     write_load(&mut m, 100);
     wait_link_up(&mut r);
@@ -572,8 +699,12 @@ fn failover_waits_times_out_and_aborts_as_redis() {
     let _silent = (silent_replica(ours, "1234"), silent_replica(theirs, "1234"));
     let (mut a, mut b) = p.connect_again();
     for raw in [&mut a, &mut b] {
-        assert!(wait_until(Duration::from_secs(10), || info_field(raw, "replication", "slave0")
-            .contains("state=online")));
+        assert!(wait_until(Duration::from_secs(10), || info_field(
+            raw,
+            "replication",
+            "slave0"
+        )
+        .contains("state=online")));
     }
     p.script(&[
         "SET k v",
@@ -586,7 +717,10 @@ fn failover_waits_times_out_and_aborts_as_redis() {
         "GET k",
     ]);
     for raw in [&mut a, &mut b] {
-        assert_eq!(info_field(raw, "replication", "master_failover_state"), "waiting-for-sync");
+        assert_eq!(
+            info_field(raw, "replication", "master_failover_state"),
+            "waiting-for-sync"
+        );
         // A write waits for the failover to be given up, then runs.
         raw.send(&encode(&[b"SET", b"k", b"after-timeout"]));
     }
@@ -600,13 +734,20 @@ fn failover_waits_times_out_and_aborts_as_redis() {
     p.script(&["FAILOVER ABORT", "FAILOVER ABORT", "GET k"]);
     assert_eq!(a2.read_reply(), b"+OK\r\n");
     assert_eq!(b2.read_reply(), b"+OK\r\n");
-    assert_eq!(info_field(&mut a, "replication", "master_failover_state"), "no-failover");
+    assert_eq!(
+        info_field(&mut a, "replication", "master_failover_state"),
+        "no-failover"
+    );
 }
 
 /// Waits until `raw` reports `role`.
 fn wait_role(raw: &mut Raw, role: &str) {
     assert!(
-        wait_until(Duration::from_secs(20), || info_field(raw, "replication", "role") == role),
+        wait_until(Duration::from_secs(20), || info_field(
+            raw,
+            "replication",
+            "role"
+        ) == role),
         "never became {role}"
     );
 }
@@ -628,7 +769,10 @@ fn failover_from_ferrokv_to_ferrokv_and_to_redis() {
     wait_link_up(&mut r);
     wait_replicas(&mut m, 1);
     let port = replica.port.to_string();
-    assert_eq!(m.cmd_str(&["FAILOVER", "TO", "127.0.0.1", &port]), b"+OK\r\n");
+    assert_eq!(
+        m.cmd_str(&["FAILOVER", "TO", "127.0.0.1", &port]),
+        b"+OK\r\n"
+    );
     let mut w = master.raw();
     w.send(&encode(&[b"SET", b"held", b"1"]));
     wait_role(&mut r, "master");
@@ -638,7 +782,10 @@ fn failover_from_ferrokv_to_ferrokv_and_to_redis() {
         w.read_reply(),
         b"-READONLY You can't write against a read only replica.\r\n"
     );
-    assert_eq!(info_field(&mut m, "replication", "master_failover_state"), "no-failover");
+    assert_eq!(
+        info_field(&mut m, "replication", "master_failover_state"),
+        "no-failover"
+    );
     assert_eq!(info_field(&mut r, "stats", "sync_partial_ok"), "1");
     assert_eq!(info_field(&mut r, "stats", "sync_full"), "0");
     write_load(&mut r, 300);
@@ -697,7 +844,8 @@ fn a_replica_hides_expired_keys_and_leaves_them_to_its_master() {
     m.cmd_str(&["SET", "k", "v", "EX", "100"]);
     m.cmd_str(&["SET", "n", "5", "EX", "100"]);
     m.cmd_str(&["RPUSH", "l", "a"]);
-    let (replica, clock) = start_with_clock(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
+    let (replica, clock) =
+        start_with_clock(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
     clock.resume();
     let mut r = replica.raw();
     wait_link_up(&mut r);
@@ -708,7 +856,10 @@ fn a_replica_hides_expired_keys_and_leaves_them_to_its_master() {
     assert_eq!(r.cmd_str(&["EXISTS", "k", "n"]), b":0\r\n");
     assert_eq!(r.cmd_str(&["TTL", "k"]), b":-2\r\n");
     assert_eq!(r.cmd_str(&["KEYS", "*"]), b"*1\r\n$1\r\nl\r\n");
-    assert_eq!(r.cmd_str(&["SCAN", "0"]), b"*2\r\n$1\r\n0\r\n*1\r\n$1\r\nl\r\n");
+    assert_eq!(
+        r.cmd_str(&["SCAN", "0"]),
+        b"*2\r\n$1\r\n0\r\n*1\r\n$1\r\nl\r\n"
+    );
     assert!(text(&r.cmd_str(&["RANDOMKEY"])).starts_with('$'));
     // Still there: nothing was deleted.
     assert_eq!(r.cmd_str(&["DBSIZE"]), b":3\r\n");
@@ -743,7 +894,10 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
     m.cmd_str(&["SET", "a", "1"]);
     wait_replicas(&mut m, 1);
     // The link drops; the master's stream stays in database 3.
-    assert_eq!(text(&r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"])), ":1\r\n");
+    assert_eq!(
+        text(&r.cmd_str(&["CLIENT", "KILL", "TYPE", "master"])),
+        ":1\r\n"
+    );
     m.cmd_str(&["SET", "b", "2"]);
     wait_link_up(&mut r);
     wait_replicas(&mut m, 1);
@@ -769,7 +923,6 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
 /// accepts; `redis-cli --replica` shows the stream as it does for Redis.
 #[test]
 fn redis_cli_rdb_and_replica_against_ferrokv() {
-    use std::io::BufRead;
     let server = ferrokv_master();
     let mut c = server.raw();
     c.cmd_str(&["SET", "a", "1"]);
@@ -788,35 +941,30 @@ fn redis_cli_rdb_and_replica_against_ferrokv() {
         .output()
         .expect("redis-check-rdb runs");
     let report = text(&check.stdout);
-    assert!(check.status.success() && report.contains("2 keys read"), "{report}");
+    assert!(
+        check.status.success() && report.contains("2 keys read"),
+        "{report}"
+    );
 
-    let child = std::process::Command::new("redis-cli")
-        .args(["-p", &port, "--replica"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-cli runs");
-    let mut child = ChildGuard(child);
-    let out = child.0.stdout.take().expect("piped stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (_child, rx) =
+        spawn_lines(std::process::Command::new("redis-cli").args(["-p", &port, "--replica"]));
     let mut lines = Vec::new();
     let mut until = |want: &str, lines: &mut Vec<String>| loop {
-        let line = rx.recv_timeout(Duration::from_secs(10)).expect("redis-cli prints");
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("redis-cli prints");
         lines.push(line.clone());
         if line.contains(want) {
             break;
         }
     };
     // Its progress goes to stderr; the stream's commands to stdout.
-    assert!(wait_until(Duration::from_secs(10), || info_field(&mut c, "replication", "slave0")
-        .contains("state=online")));
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut c,
+        "replication",
+        "slave0"
+    )
+    .contains("state=online")));
     // As with Redis, the first command shows without its SELECT.
     c.cmd_str(&["SET", "b", "2"]);
     until("\"SET\",\"b\",\"2\"", &mut lines);
@@ -840,20 +988,32 @@ fn replica_buffers_are_not_counted_against_maxmemory() {
     for i in 0..100 {
         m.cmd_str(&["SET", &format!("small:{i}"), "v"]);
     }
-    let used: u64 = info_field(&mut m, "memory", "used_memory").parse().expect("a number");
+    let used: u64 = info_field(&mut m, "memory", "used_memory")
+        .parse()
+        .expect("a number");
     let limit = (used + (8 << 20)).to_string();
-    assert_eq!(m.cmd_str(&["CONFIG", "SET", "maxmemory", &limit]), b"+OK\r\n");
+    assert_eq!(
+        m.cmd_str(&["CONFIG", "SET", "maxmemory", &limit]),
+        b"+OK\r\n"
+    );
     let _silent = silent_replica(master.port, "1234");
-    assert!(wait_until(Duration::from_secs(10), || info_field(&mut m, "replication", "slave0")
-        .contains("state=online")));
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut m,
+        "replication",
+        "slave0"
+    )
+    .contains("state=online")));
     let value = "x".repeat(100_000);
     for _ in 0..300 {
         assert_eq!(m.cmd_str(&["SET", "big", &value]), b"+OK\r\n");
     }
-    let queued: u64 = info_field(&mut m, "memory", "mem_clients_slaves").parse().expect("a number");
+    let queued: u64 = info_field(&mut m, "memory", "mem_clients_slaves")
+        .parse()
+        .expect("a number");
     assert!(queued > 10 << 20, "{queued}");
-    let not_counted: u64 =
-        info_field(&mut m, "memory", "mem_not_counted_for_evict").parse().expect("a number");
+    let not_counted: u64 = info_field(&mut m, "memory", "mem_not_counted_for_evict")
+        .parse()
+        .expect("a number");
     assert!(not_counted >= queued);
     assert_eq!(info_field(&mut m, "stats", "evicted_keys"), "0");
     assert_eq!(m.cmd_str(&["DBSIZE"]), b":101\r\n");

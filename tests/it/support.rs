@@ -212,6 +212,28 @@ impl Drop for FerrokvProcess {
     }
 }
 
+/// Starts `cmd` (redis-cli monitor, --replica...) and hands its standard
+/// output over line by line as it comes.
+pub fn spawn_lines(cmd: &mut Command) -> (ChildGuard, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = ChildGuard(
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the command runs"),
+    );
+    let out = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
 /// A child process killed and reaped on drop.
 pub struct ChildGuard(pub Child);
 

@@ -421,7 +421,12 @@ impl Replication {
             config.get_i64("min-replicas-max-lag").unwrap_or(10).max(0) as u64,
         );
         if let Some(b) = &mut self.backlog {
-            b.resize(config.get_i64("repl-backlog-size").unwrap_or(1 << 20).max(1) as usize);
+            b.resize(
+                config
+                    .get_i64("repl-backlog-size")
+                    .unwrap_or(1 << 20)
+                    .max(1) as usize,
+            );
         }
         self.refresh_good_replicas();
     }
