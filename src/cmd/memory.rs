@@ -86,7 +86,7 @@ impl Overhead {
         let clients = ctx.server.clients_mem.get() as u64;
         let aof = ctx.server.aof.buffered() as u64;
         let dbs: Vec<(usize, u64)> = (0..ctx.store.dbs.len())
-            .filter(|&db| ctx.store.dbs[db].len() > 0)
+            .filter(|&db| !ctx.store.dbs[db].is_empty())
             .map(|db| (db, ctx.store.db_overhead_bytes(db)))
             .collect();
         let total =
@@ -223,7 +223,7 @@ fn stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     int(
         r,
         "keys.bytes-per-key",
-        if o.keys == 0 { 0 } else { net / o.keys },
+        net.checked_div(o.keys).unwrap_or(0),
     );
     int(r, "dataset.bytes", o.dataset);
     let dbl = |r: &mut crate::net::reply::ReplyBuf<'_>, k: &str, v: f64| {
