@@ -17,6 +17,7 @@ mod coll;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod expire;
 pub mod function;
 pub mod geo;
@@ -86,6 +87,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     repl::COMMANDS,
     clock::COMMANDS,
     acl::COMMANDS,
+    debug::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,
     monitor::COMMANDS,

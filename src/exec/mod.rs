@@ -188,7 +188,7 @@ impl Executor {
         self.store.log_expired = self.server.stream_on();
         // A replica leaves expiry to its master's DELs (Redis runs the
         // active cycle on masters only).
-        if self.server.repl.master.is_none() {
+        if self.server.repl.master.is_none() && self.server.active_expire {
             let started = Instant::now();
             self.store.active_expire_cycle(period / 4);
             let ms = started.elapsed().as_millis() as u64;

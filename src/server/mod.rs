@@ -147,6 +147,8 @@ pub struct ServerState {
     pub latency: latency::Monitor,
     /// The data set is being loaded at start-up (Redis's `server.loading`).
     pub loading: bool,
+    /// The active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: bool,
 }
 
 impl ServerState {
@@ -210,6 +212,7 @@ impl ServerState {
             slowlog: slowlog::SlowLog::default(),
             latency: latency::Monitor::default(),
             loading: false,
+            active_expire: true,
         }
     }
 

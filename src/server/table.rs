@@ -101,6 +101,7 @@ pub mod flag {
 pub fn protected_by(name: &str) -> Option<&'static str> {
     match name {
         "clock" => Some("enable-clock-command"),
+        "debug" => Some("enable-debug-command"),
         _ => None,
     }
 }

@@ -378,13 +378,14 @@ fn latency_replies_match_redis() {
     p.same(&["EVAL", busy, "0"]);
     let (mut a, mut b) = p.connect_again();
     for r in [&mut a, &mut b] {
+        // Under load other commands may pass 1 ms too: look for this one.
         let latest = text(&r.cmd_str(&["LATENCY", "LATEST"]));
-        assert!(
-            latest.starts_with("*1\r\n*4\r\n$7\r\ncommand\r\n"),
-            "{latest}"
-        );
+        assert!(latest.contains("*4\r\n$7\r\ncommand\r\n:"), "{latest}");
         let history = text(&r.cmd_str(&["LATENCY", "HISTORY", "command"]));
-        assert!(history.starts_with("*1\r\n*2\r\n:"), "{history}");
+        assert!(
+            history.starts_with('*') && history.contains("*2\r\n:"),
+            "{history}"
+        );
         let graph = text(&r.cmd_str(&["LATENCY", "GRAPH", "command"]));
         assert!(
             graph.contains("command - high ") && graph.contains(&"-".repeat(80)),
@@ -392,7 +393,7 @@ fn latency_replies_match_redis() {
         );
         let doctor = text(&r.cmd_str(&["LATENCY", "DOCTOR"]));
         assert!(
-            doctor.contains("1. command: 1 latency spikes (average "),
+            doctor.contains(". command: ") && doctor.contains(" latency spikes (average "),
             "{doctor}"
         );
         assert!(
@@ -413,4 +414,132 @@ fn latency_replies_match_redis() {
         );
         assert_eq!(r.cmd_str(&["LATENCY", "RESET", "COMMAND"]), b":1\r\n");
     }
+}
+
+/// A pair of servers with DEBUG enabled.
+fn debug_pair() -> Pair {
+    Pair::new_with(
+        |c| {
+            let (param, _) =
+                ferrokv::config::params::lookup(b"enable-debug-command").expect("a parameter");
+            c.set_value(param, b"yes").expect("a valid value");
+        },
+        &["--enable-debug-command", "yes"],
+    )
+}
+
+#[test]
+fn debug_digest_equals_redis_for_the_same_data() {
+    let mut p = debug_pair();
+    p.script(&[
+        "DEBUG DIGEST",
+        "SET s hello",
+        "SET n 12345",
+        "SET big:str aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "APPEND s world",
+        "RPUSH l a b c 1 2 3",
+        "SADD si 1 2 3 100",
+        "SADD ss x y z",
+        "ZADD zs 1 a 2.5 b -3 c 10 7",
+        "HSET h f1 v1 f2 v2 3 4",
+        "XADD x 1-1 f v g w",
+        "XADD x 2-5 a 1",
+        "SET t v EX 1000",
+        "SELECT 2",
+        "SET other 1",
+        "SELECT 0",
+        "DEBUG DIGEST",
+        "DEBUG DIGEST-VALUE s n l si ss zs h x t nokey",
+        "DEBUG DIGEST-VALUE",
+    ]);
+    // Large encodings too: a hash table set, a skiplist, a big hash, a
+    // long list.
+    for i in 0..300 {
+        let i = i.to_string();
+        p.same(&["SADD", "bigset", &format!("m{i}")]);
+        p.same(&["ZADD", "bigz", &i, &format!("m{i}")]);
+        p.same(&["HSET", "bigh", &format!("f{i}"), &i]);
+        p.same(&["RPUSH", "bigl", &format!("e{i}")]);
+    }
+    p.script(&[
+        "DEBUG DIGEST",
+        "DEBUG DIGEST-VALUE bigset bigz bigh bigl",
+        "DEBUG POPULATE 100",
+        "DEBUG POPULATE 10 pre 20",
+        "DEBUG POPULATE 5 pre",
+        "DEBUG POPULATE -1",
+        "DEBUG POPULATE x",
+        "DEBUG DIGEST",
+        "DBSIZE",
+        "GET pre:3",
+    ]);
+}
+
+#[test]
+fn debug_replies_match_redis() {
+    let mut p = debug_pair();
+    p.script(&[
+        "DEBUG",
+        "DEBUG foo",
+        "DEBUG OBJECT nokey",
+        "DEBUG RELOAD FOO",
+        "DEBUG SET-ACTIVE-EXPIRE x",
+        "DEBUG SET-ACTIVE-EXPIRE 0",
+        "DEBUG SET-ACTIVE-EXPIRE 1",
+        "DEBUG SLEEP 0",
+        "DEBUG LOG hello",
+        "DEBUG PROTOCOL nope",
+    ]);
+    for t in [
+        "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "push",
+        "verbatim", "true", "false",
+    ] {
+        p.same(&["DEBUG", "PROTOCOL", t]);
+    }
+    p.both(&["HELLO", "3"]);
+    for t in [
+        "string", "integer", "double", "bignum", "null", "array", "set", "map", "verbatim", "true",
+        "false",
+    ] {
+        p.same(&["DEBUG", "PROTOCOL", t]);
+    }
+    p.both(&["HELLO", "2"]);
+    // A push or an attribute and the reply after it, in RESP3.
+    let (mut a, mut b) = p.connect_again();
+    let mut two = Vec::new();
+    for r in [&mut a, &mut b] {
+        r.cmd_str(&["HELLO", "3"]);
+        let mut got = Vec::new();
+        for t in ["push", "attrib"] {
+            got.extend(r.cmd_str(&["DEBUG", "PROTOCOL", t]));
+            got.extend(r.read_reply());
+        }
+        two.push(got);
+    }
+    assert_eq!(text(&two[0]), text(&two[1]));
+    // OBJECT's encoding field is Redis's.
+    p.script(&["SET a 1", "SET b hello", "RPUSH l x", "SADD s 1"]);
+    let (mut a, mut b) = p.connect_again();
+    for k in ["a", "b", "l", "s"] {
+        let enc = |r: &mut Raw| {
+            let t = text(&r.cmd_str(&["DEBUG", "OBJECT", k]));
+            t.split(' ')
+                .find(|w| w.starts_with("encoding:"))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(enc(&mut a), enc(&mut b), "{k}");
+    }
+    // RELOAD keeps the data set (saved into the server's directory).
+    let dir = text(&a.cmd_str(&["CONFIG", "GET", "dir"]));
+    let dir = dir.split("\r\n").nth(4).unwrap_or_default().to_string();
+    std::fs::create_dir_all(&dir).expect("the server's directory");
+    let before = a.cmd_str(&["DEBUG", "DIGEST"]);
+    assert_eq!(a.cmd_str(&["DEBUG", "RELOAD"]), b"+OK\r\n");
+    assert_eq!(a.cmd_str(&["DEBUG", "DIGEST"]), before);
+    assert_eq!(b.cmd_str(&["DEBUG", "RELOAD"]), b"+OK\r\n");
+    assert_eq!(b.cmd_str(&["DEBUG", "DIGEST"]), before);
+    // Off by default, with Redis's words.
+    let mut p = Pair::new();
+    p.script(&["DEBUG DIGEST", "DEBUG HELP"]);
 }
