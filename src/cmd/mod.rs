@@ -29,6 +29,7 @@ pub mod latency;
 pub mod list;
 pub mod list_blocking;
 pub mod memory;
+pub mod module;
 pub mod monitor;
 pub mod persist;
 pub mod pubsub;
@@ -90,6 +91,7 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     debug::COMMANDS,
     latency::COMMANDS,
     memory::COMMANDS,
+    module::COMMANDS,
     monitor::COMMANDS,
     slowlog::COMMANDS,
 ];

@@ -524,7 +524,8 @@ fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Resul
         "{} command not allowed. If the {param} option is set to \"local\", you can run it from a \
          local connection, otherwise you need to set this option in the configuration file, and \
          then restart the server.",
-        name.to_uppercase()
+        // A subcommand is named by its container, as Redis names it.
+        name.split('|').next().unwrap_or(name).to_uppercase()
     )))
 }
 

@@ -102,6 +102,7 @@ pub fn protected_by(name: &str) -> Option<&'static str> {
     match name {
         "clock" => Some("enable-clock-command"),
         "debug" => Some("enable-debug-command"),
+        "module|load" | "module|loadex" | "module|unload" => Some("enable-module-command"),
         _ => None,
     }
 }

@@ -543,3 +543,31 @@ fn debug_replies_match_redis() {
     let mut p = Pair::new();
     p.script(&["DEBUG DIGEST", "DEBUG HELP"]);
 }
+
+#[test]
+fn module_replies_match_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "MODULE",
+        "MODULE LIST",
+        "MODULE LIST x",
+        "MODULE HELP",
+        "MODULE foo",
+        "MODULE LOAD /nonexistent.so",
+        "MODULE LOADEX /nonexistent.so",
+        "MODULE UNLOAD foo",
+    ]);
+    let mut p = Pair::new_with(
+        |c| {
+            let (param, _) =
+                ferrokv::config::params::lookup(b"enable-module-command").expect("a parameter");
+            c.set_value(param, b"yes").expect("a valid value");
+        },
+        &["--enable-module-command", "yes"],
+    );
+    p.script(&[
+        "MODULE LOAD /nonexistent.so",
+        "MODULE UNLOAD foo",
+        "MODULE LIST",
+    ]);
+}
