@@ -248,15 +248,7 @@ fn ioredis_acl_users() {
 /// Starts the ferrokv binary on `port` with `args`, waiting until it
 /// listens; killed on drop.
 fn ferrokv_on(port: u16, args: &[&str]) -> crate::support::FerrokvProcess {
-    let child = Command::new(env!("CARGO_BIN_EXE_ferrokv"))
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+    let child = crate::support::server_command(env!("CARGO_BIN_EXE_ferrokv"), port)
         .args(["--repl-diskless-sync-delay", "0"])
         .args(args)
         .stdout(Stdio::null())

@@ -648,15 +648,7 @@ fn a_master_killed_during_the_transfer_leaves_the_replica_consistent() {
     assert!(size == ":0\r\n" || size == ":20000\r\n", "{size}");
     let dir = unique_temp_path("redis-back");
     std::fs::create_dir_all(&dir).expect("a directory");
-    let back = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
+    let back = server_command("redis-server", port)
         .args([
             "--repl-diskless-sync-delay",
             "0",
@@ -949,7 +941,7 @@ fn redis_cli_rdb_and_replica_against_ferrokv() {
     let (_child, rx) =
         spawn_lines(std::process::Command::new("redis-cli").args(["-p", &port, "--replica"]));
     let mut lines = Vec::new();
-    let mut until = |want: &str, lines: &mut Vec<String>| loop {
+    let until = |want: &str, lines: &mut Vec<String>| loop {
         let line = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("redis-cli prints");

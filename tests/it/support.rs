@@ -161,19 +161,10 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
     let dir = unique_temp_path("redis-it");
     std::fs::create_dir_all(&dir).expect("create a directory for redis-server");
     let (child, port) = spawn_on_free_port(|port| {
-        let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--dir", dir.to_str().unwrap_or("/tmp")])
-        .args(extra);
+        let mut cmd = server_command("redis-server", port);
+        cmd.args(["--appendonly", "no"])
+            .args(["--dir", dir.to_str().unwrap_or("/tmp")])
+            .args(extra);
         cmd
     });
     RedisServer { port, child, dir }
@@ -232,6 +223,21 @@ pub fn spawn_lines(cmd: &mut Command) -> (ChildGuard, std::sync::mpsc::Receiver<
         }
     });
     (child, rx)
+}
+
+/// `program` (redis-server or the ferrokv binary) on loopback port `port`
+/// with no save rules.
+pub fn server_command(program: &str, port: u16) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args([
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+    ]);
+    cmd
 }
 
 /// A child process killed and reaped on drop.
