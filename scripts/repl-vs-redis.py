@@ -20,8 +20,12 @@ CPU comes out of the client's. The script also reports each master's CPU
 time per request (user + system, from /proc) alone and with the replica:
 what the replica costs the master itself.
 
+With --replica-nice 19 the replica of the SET phase only gets the CPU the
+benchmark leaves on its core: a stand-in for a core of its own on a 2-core
+machine (it may fall behind and catch up after the run).
+
 Usage: scripts/repl-vs-redis.py [--ferrokv PATH] [--keys 1000000]
-       [--rounds 3] [--requests 500000]
+       [--rounds 3] [--requests 500000] [--replica-nice 19]
 """
 import argparse
 import os
@@ -45,9 +49,9 @@ def cli(port, *args):
     return out.stdout.strip()
 
 
-def start(binary, core, extra, workdir):
+def start(binary, core, extra, workdir, nice=0):
     port = free_port()
-    cmd = ["taskset", "-c", str(core), binary, "--port", str(port), "--bind", "127.0.0.1",
+    cmd = ["nice", "-n", str(nice), "taskset", "-c", str(core), binary, "--port", str(port), "--bind", "127.0.0.1",
            "--save", "", "--appendonly", "no", "--dir", workdir,
            "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -125,6 +129,9 @@ def main():
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=500_000)
+    ap.add_argument("--replica-nice", type=int, default=0,
+                    help="run the SET-phase replica at this nice level, so it takes only "
+                         "the CPU the benchmark leaves (a stand-in for a core of its own)")
     args = ap.parse_args()
     servers = {"ferrokv": args.ferrokv, "redis": "redis-server"}
     sync = {name: [] for name in servers}
@@ -148,7 +155,8 @@ def main():
                     rps, cpu = set_rps(mport, args.requests, master.pid)
                     alone[name].append(rps)
                     cpu_alone[name].append(cpu)
-                    replica, rport = start(binary, 1, ["--replicaof", "127.0.0.1", str(mport)], d)
+                    replica, rport = start(binary, 1, ["--replicaof", "127.0.0.1", str(mport)], d,
+                                           args.replica_nice)
                     try:
                         deadline = time.time() + 300
                         while "master_link_status:up" not in cli(rport, "INFO", "replication"):
