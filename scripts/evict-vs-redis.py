@@ -28,21 +28,21 @@ import sys
 import tempfile
 import time
 
+import sidebyside
+from sidebyside import cli, stop
+
 POLICIES = ["allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru",
             "volatile-lfu", "volatile-random", "volatile-ttl"]
 LIMIT = 50 * 1024 * 1024
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def cli(port, *args):
-    out = subprocess.run(["redis-cli", "-p", str(port), *args],
-                         capture_output=True, text=True, check=False)
-    return out.stdout.strip()
+
+
+def start(binary, policy, workdir):
+    return sidebyside.start(binary, 0, workdir,
+                            ["--maxmemory", str(LIMIT), "--maxmemory-policy", policy])
 
 
 def info(port, field):
@@ -52,24 +52,8 @@ def info(port, field):
     return ""
 
 
-def start(binary, policy, workdir):
-    port = free_port()
-    cmd = ["taskset", "-c", "0", binary, "--port", str(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--dir", workdir,
-           "--maxmemory", str(LIMIT), "--maxmemory-policy", policy]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"{binary} did not start")
 
 
-def stop(proc):
-    proc.kill()
-    proc.wait()
 
 
 def rss(pid):

@@ -29,44 +29,27 @@ Usage: scripts/repl-vs-redis.py [--ferrokv PATH] [--keys 1000000]
 """
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+import sidebyside
+from sidebyside import cli, stop
 
 
-def cli(port, *args):
-    out = subprocess.run(["redis-cli", "-p", str(port), *args],
-                         capture_output=True, text=True, check=False)
-    return out.stdout.strip()
+
+
+
+
+
+
 
 
 def start(binary, core, extra, workdir, nice=0):
-    port = free_port()
-    cmd = ["nice", "-n", str(nice), "taskset", "-c", str(core), binary, "--port", str(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--dir", workdir,
-           "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"{binary} did not start")
-
-
-def stop(proc):
-    proc.kill()
-    proc.wait()
+    return sidebyside.start(binary, core, workdir, ["--repl-diskless-sync", "yes",
+                            "--repl-diskless-sync-delay", "0", *extra], nice)
 
 
 def load_keys(port, n):

@@ -525,39 +525,45 @@ impl Net {
             let _ = sock.shutdown(std::net::Shutdown::Write);
             return;
         }
-        self.last_id += 1;
-        let id = self.last_id;
-        if let Err(e) =
-            self.poll
-                .registry()
-                .register(&mut sock, Token(id as usize), Interest::READABLE)
-        {
-            tracing::warn!("cannot register a client socket: {e}");
-            return;
-        }
-        self.stats.connected_clients += 1;
         let _ = sock.set_nodelay(true);
+        // The executor reports AUTH/HELLO AUTH/RESET with its replies.
+        let authenticated = !self.limits.auth_required;
+        match self.register(sock, addr, authenticated) {
+            Ok(nc) => self.requests.push_back(Request::Connect(nc)),
+            Err(e) => tracing::warn!("cannot register a client socket: {e}"),
+        }
+    }
+
+    /// Registers a connection with the poller and the connection table;
+    /// returns what the executor needs to know of it.
+    fn register(
+        &mut self,
+        mut sock: TcpStream,
+        addr: SocketAddr,
+        authenticated: bool,
+    ) -> std::io::Result<NewClient> {
+        let id = self.last_id + 1;
+        self.poll
+            .registry()
+            .register(&mut sock, Token(id as usize), Interest::READABLE)?;
+        self.last_id = id;
+        self.stats.connected_clients += 1;
         let laddr = sock.local_addr().unwrap_or(addr);
         #[cfg(unix)]
         let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
         #[cfg(not(unix))]
         let fd = -1;
-        // The executor reports AUTH/HELLO AUTH/RESET with its replies.
-        let conn = Conn::new(
-            sock,
-            addr,
-            !self.limits.auth_required,
-            self.clients_mem.clone(),
-        );
-        self.requests.push_back(Request::Connect(NewClient {
+        let conn = Conn::new(sock, addr, authenticated, self.clients_mem.clone());
+        let nc = NewClient {
             id,
             addr,
             laddr,
             tx: ConnTx::new(id, self.outbox.clone()),
             fd,
             bufs: conn.bufs.clone(),
-        }));
+        };
         self.conns.insert(id, conn);
+        Ok(nc)
     }
 
     /// Takes a connection this server opened (the link to its master,
@@ -571,31 +577,14 @@ impl Net {
     ) -> std::io::Result<NewClient> {
         sock.set_nonblocking(true)?;
         let addr = sock.peer_addr()?;
-        let laddr = sock.local_addr()?;
-        let mut sock = TcpStream::from_std(sock);
-        self.last_id += 1;
-        let id = self.last_id;
-        self.poll
-            .registry()
-            .register(&mut sock, Token(id as usize), Interest::READABLE)?;
-        self.stats.connected_clients += 1;
-        #[cfg(unix)]
-        let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
-        #[cfg(not(unix))]
-        let fd = -1;
-        let mut conn = Conn::new(sock, addr, true, self.clients_mem.clone());
-        conn.inbuf.extend_from_slice(leftover);
-        conn.readable = true;
-        let nc = NewClient {
-            id,
-            addr,
-            laddr,
-            tx: ConnTx::new(id, self.outbox.clone()),
-            fd,
-            bufs: conn.bufs.clone(),
-        };
-        self.conns.insert(id, conn);
-        self.unread.push(id);
+        let nc = self.register(TcpStream::from_std(sock), addr, true)?;
+        // The stream bytes read with the handshake come first, and the
+        // socket may hold more already.
+        if let Some(c) = self.conns.get_mut(&nc.id) {
+            c.inbuf.extend_from_slice(leftover);
+            c.readable = true;
+        }
+        self.unread.push(nc.id);
         Ok(nc)
     }
 

@@ -49,6 +49,18 @@ fn wait_link_up(replica: &mut Raw) {
     );
 }
 
+/// A ferrokv replica of the server on `port` (snapshotting at once for its
+/// own replicas), once its link is up.
+fn ferrokv_replica_of(port: u16) -> (Ferrokv, Raw) {
+    let replica = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {port}"));
+        conf(c, "repl-diskless-sync-delay", "0");
+    });
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    (replica, r)
+}
+
 /// The keys of database `db` on a server, sorted.
 fn keys_of(raw: &mut Raw, db: usize) -> Vec<Vec<u8>> {
     raw.cmd_str(&["SELECT", &db.to_string()]);
@@ -272,9 +284,7 @@ fn ferrokv_replicates_from_redis() {
     let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
     let mut m = Raw::connect(redis.port);
     write_load(&mut m, 300);
-    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
-    let mut r = replica.raw();
-    wait_link_up(&mut r);
+    let (_replica, mut r) = ferrokv_replica_of(redis.port);
     write_load(&mut m, 1500);
     wait_replicas(&mut m, 1);
     assert!(wait_until(Duration::from_secs(10), || {
@@ -351,9 +361,7 @@ fn partial_resync_after_the_master_link_is_killed() {
     let redis = spawn_redis_with(&["--repl-diskless-sync", "no"]);
     let mut m = Raw::connect(redis.port);
     write_load(&mut m, 200);
-    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
-    let mut r = replica.raw();
-    wait_link_up(&mut r);
+    let (_replica, mut r) = ferrokv_replica_of(redis.port);
     wait_replicas(&mut m, 1);
     continue_after_a_killed_link(&mut m, &mut r);
 }
@@ -365,12 +373,7 @@ fn a_ferrokv_replica_feeds_its_own_replicas() {
     let top = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
     let mut t = Raw::connect(top.port);
     write_load(&mut t, 200);
-    let middle = start_with(|c| {
-        conf(c, "replicaof", &format!("127.0.0.1 {}", top.port));
-        conf(c, "repl-diskless-sync-delay", "0");
-    });
-    let mut mid = middle.raw();
-    wait_link_up(&mut mid);
+    let (middle, _mid) = ferrokv_replica_of(top.port);
     let port = middle.port.to_string();
     let bottom = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
     let mut b = Raw::connect(bottom.port);
@@ -552,12 +555,7 @@ fn replicas_continue_partially_with_a_promoted_replica() {
     let master = ferrokv_master();
     let mut m = master.raw();
     write_load(&mut m, 200);
-    let promoted = start_with(|c| {
-        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
-        conf(c, "repl-diskless-sync-delay", "0");
-    });
-    let mut a = promoted.raw();
-    wait_link_up(&mut a);
+    let (promoted, mut a) = ferrokv_replica_of(master.port);
     let port = master.port.to_string();
     let redis = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
     let mut b = Raw::connect(redis.port);
@@ -753,12 +751,7 @@ fn failover_from_ferrokv_to_ferrokv_and_to_redis() {
     let master = ferrokv_master();
     let mut m = master.raw();
     write_load(&mut m, 300);
-    let replica = start_with(|c| {
-        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
-        conf(c, "repl-diskless-sync-delay", "0");
-    });
-    let mut r = replica.raw();
-    wait_link_up(&mut r);
+    let (replica, mut r) = ferrokv_replica_of(master.port);
     wait_replicas(&mut m, 1);
     let port = replica.port.to_string();
     assert_eq!(
@@ -811,9 +804,7 @@ fn failover_from_redis_to_a_ferrokv_replica() {
     let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
     let mut m = Raw::connect(redis.port);
     write_load(&mut m, 300);
-    let replica = start_with(|c| conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port)));
-    let mut r = replica.raw();
-    wait_link_up(&mut r);
+    let (_replica, mut r) = ferrokv_replica_of(redis.port);
     wait_replicas(&mut m, 1);
     assert_eq!(m.cmd_str(&["FAILOVER"]), b"+OK\r\n");
     wait_role(&mut r, "master");
