@@ -571,3 +571,29 @@ fn module_replies_match_redis() {
         "MODULE LIST",
     ]);
 }
+
+/// The introspection commands inside MULTI and from scripts, as Redis
+/// rules them (SLOWLOG and LATENCY are not for scripts; MEMORY USAGE is).
+#[test]
+fn introspection_in_multi_and_scripts_matches_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SET k v",
+        "MULTI",
+        "SLOWLOG LEN",
+        "MEMORY USAGE nokey",
+        "LATENCY RESET",
+        "MODULE LIST",
+        "EXEC",
+    ]);
+    for script in [
+        "return redis.call('slowlog','len')",
+        "return redis.call('latency','latest')",
+        "return redis.call('memory','usage','nokey')",
+        "return redis.call('monitor')",
+        "return redis.call('debug','digest')",
+        "return redis.call('module','list')",
+    ] {
+        p.same(&["EVAL", script, "0"]);
+    }
+}
