@@ -20,7 +20,11 @@ stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
 first. SET_MONITOR runs SET with a `redis-cli monitor` attached to the
 server. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
 +@write` and also print ferrokv's per-round rps ratio and its CPU time per
-request against the same command run as the default user.
+request against the same command run as the default user. SET_TRACKING and
+GET_TRACKING run over 1,000 keys while a RESP3 client with CLIENT TRACKING
+on (on the benchmark's core) keeps all 1,000 tracked, reading again each
+key the server invalidates; they also print ferrokv's per-round ratio
+against the same command with no tracking client.
 
 With --baseline PATH a second ferrokv build (say, the one before a change)
 runs in the same interleaved rounds, and each test also prints the median
@@ -91,7 +95,66 @@ TESTS = {
     # SET while a `redis-cli monitor` (on the benchmark's core) reads every
     # command the server runs.
     "SET_MONITOR": ["-t", "set"],
+    # SET/GET over 1,000 keys, all of them tracked by a client-side
+    # caching client (see Tracker).
+    "SET_TRACKING": ["-r", "1000", "SET", "key:__rand_int__", "xxx"],
+    "GET_TRACKING": ["-r", "1000", "GET", "key:__rand_int__"],
 }
+
+# redis-benchmark's names for keys below 1,000 (`key:` and 12 digits).
+TRACKED_KEYS = [f"key:{i:012d}" for i in range(1000)]
+
+
+def read_frame(f):
+    """One RESP3 value from file `f`: (is_push, value)."""
+    line = f.readline()
+    if not line:
+        raise EOFError
+    t, rest = line[:1], line[1:-2]
+    if t == b"$":
+        n = int(rest)
+        return False, None if n < 0 else f.read(n + 2)[:-2]
+    if t in b"*>~%":
+        n = int(rest)
+        items = [read_frame(f)[1] for _ in range(2 * n if t == b"%" else max(n, 0))]
+        return t == b">", items
+    return False, rest
+
+
+def run_tracker(port):
+    """The client of the *_TRACKING rows: RESP3, CLIENT TRACKING on, every
+    key of TRACKED_KEYS read, and each key read again once invalidated,
+    until killed."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(resp("HELLO", "3") + resp("CLIENT", "TRACKING", "on") +
+              resp("MGET", *TRACKED_KEYS))
+    f = s.makefile("rb")
+    while True:
+        push, value = read_frame(f)
+        if push and value and value[0] == b"invalidate" and value[1]:
+            s.sendall(b"".join(resp("GET", k) for k in value[1]))
+
+
+class Tracker:
+    """run_tracker in a process of its own on the benchmark's core, ready
+    once the server tracks all its keys."""
+
+    def __init__(self, port):
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", "1", sys.executable, os.path.abspath(__file__), "--tracker",
+             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        end = time.time() + 10
+        while time.time() < end:
+            stats = subprocess.run(["redis-cli", "-p", str(port), "INFO", "stats"],
+                                   capture_output=True, text=True).stdout
+            if f"tracking_total_keys:{len(TRACKED_KEYS)}" in stats:
+                return
+            time.sleep(0.02)
+        raise RuntimeError("the tracking client did not track its keys")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
 
 
 def test_args(test, kind):
@@ -267,7 +330,11 @@ def main():
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--pipelines", default="1,16")
     ap.add_argument("--tests", default=",".join(TESTS))
+    ap.add_argument("--tracker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.tracker:
+        run_tracker(args.tracker)
+        return
     tests = [t.strip().upper() for t in args.tests.split(",") if t.strip()]
     pipelines = [int(p) for p in args.pipelines.split(",")]
 
@@ -288,10 +355,13 @@ def main():
                 plain_rps = []
 
                 def run_plain():
-                    """The ACL row's command as the default user."""
+                    """The ACL row's command as the default user; the
+                    tracking row's with no tracking client."""
                     nonlocal plain_cpu
                     proc, port = servers["ferrokv"]
-                    plain = test_args(test, "ferrokv")[len(ACL_LOGIN):]
+                    plain = test_args(test, "ferrokv")
+                    if test.endswith("_ACL"):
+                        plain = plain[len(ACL_LOGIN):]
                     before = cpu_seconds(proc.pid)
                     r, _ = run_bench(port, plain, args.requests, args.clients, pipeline)
                     plain_cpu += cpu_seconds(proc.pid) - before
@@ -300,7 +370,7 @@ def main():
                 for round_no in range(args.rounds):
                     # ACL rows run the default user's pass first in odd
                     # rounds and last in even ones, so drift hits both.
-                    acl_row = test.endswith("_ACL")
+                    acl_row = test.endswith(("_ACL", "_TRACKING"))
                     if acl_row and round_no % 2:
                         run_plain()
                     for kind in kinds:
@@ -319,6 +389,7 @@ def main():
                                     ["redis-cli", "-p", str(port), "CLIENT", "LIST"],
                                     capture_output=True, text=True).stdout and time.time() < end:
                                 time.sleep(0.02)
+                        tracker = Tracker(port) if test.endswith("_TRACKING") else None
                         before = cpu_seconds(proc.pid)
                         r, lat = run_bench(port, test_args(test, kind), args.requests, args.clients,
                                            pipeline)
@@ -326,6 +397,8 @@ def main():
                         if monitor:
                             monitor.kill()
                             monitor.wait()
+                        if tracker:
+                            tracker.stop()
                         rps[kind].append(r)
                         p99[kind].append(lat)
                     ratios.append(rps["ferrokv"][-1] / rps["redis"][-1])
@@ -356,7 +429,8 @@ def main():
                     line += (f"  vs baseline: rps {row['base']:.2f} [{min(base_ratios):.2f}-{max(base_ratios):.2f}]"
                              f" cpu/req {row['cpu_f']:.2f}/{row['cpu_b']:.2f} us")
                 if acl_ratios:
-                    line += (f"  ferrokv restricted/default user: rps {statistics.median(acl_ratios):.2f} "
+                    what = "tracking/none" if test.endswith("_TRACKING") else "restricted/default user"
+                    line += (f"  ferrokv {what}: rps {statistics.median(acl_ratios):.2f} "
                              f"[{min(acl_ratios):.2f}-{max(acl_ratios):.2f}], cpu/req "
                              f"{row['cpu_f']:.2f}/{plain_cpu / total * 1e6:.2f} us")
                 results.append(row)

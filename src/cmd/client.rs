@@ -1,6 +1,6 @@
 //! CLIENT and its subcommands (Redis's `clientCommand` in networking.c):
-//! ID, SETNAME, GETNAME, INFO, LIST, KILL, REPLY, NO-EVICT, PAUSE, UNPAUSE,
-//! GETREDIR, TRACKINGINFO and HELP.
+//! ID, SETNAME, GETNAME, INFO, LIST, KILL, REPLY, NO-EVICT, PAUSE, UNPAUSE
+//! and HELP (the tracking subcommands are in `tracking.rs`).
 
 use super::args;
 use super::connection::{valid_client_name, BAD_CLIENT_NAME};
@@ -19,17 +19,16 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("client|kill", kill),
     ("client|reply", reply),
     ("client|no-evict", no_evict),
-    ("client|getredir", getredir),
-    ("client|trackinginfo", trackinginfo),
     ("client|help", help),
     ("client|pause", pause),
     ("client|unpause", unpause),
 ];
 
-/// CLIENT HELP: Redis 7.0's lines for the subcommands ferrokv implements
-/// (CACHING and TRACKING are left out until client-side caching exists).
+/// CLIENT HELP: Redis 7.0's lines.
 const HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
     "GETREDIR",
     "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
@@ -66,6 +65,9 @@ const HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
     "TRACKINGINFO",
     "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
@@ -109,25 +111,6 @@ fn getname(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     } else {
         ctx.reply.bulk(&ctx.client.name);
     }
-    Ok(())
-}
-
-fn getredir(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    // Client-side caching is not implemented, so tracking is always off.
-    ctx.reply.int(-1);
-    Ok(())
-}
-
-fn trackinginfo(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    let r = &mut ctx.reply;
-    r.map(3);
-    r.bulk(b"flags");
-    r.set(1);
-    r.bulk(b"off");
-    r.bulk(b"redirect");
-    r.int(-1);
-    r.bulk(b"prefixes");
-    r.array(0);
     Ok(())
 }
 

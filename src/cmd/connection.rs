@@ -72,7 +72,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     crate::server::multi::discard_transaction(ctx.client, ctx.store);
     // Redis leaves every channel silently and the client is no longer a
     // subscriber.
-    ctx.server.pubsub.forget(ctx.client.id);
+    ctx.server.forget_subscriptions(ctx.client.id);
     // A monitor stops monitoring.
     let id = ctx.client.id;
     ctx.server.monitors.retain(|&m| m != id);

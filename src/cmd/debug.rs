@@ -278,9 +278,7 @@ fn reload(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::raw("ERR"));
     }
     if flush {
-        for db in 0..ctx.store.dbs.len() {
-            drop(ctx.store.flush_db(db));
-        }
+        drop(ctx.store.flush_all());
     }
     let path = crate::persist::rdb_path(&ctx.server.config);
     let loaded = std::fs::read(&path)

@@ -202,7 +202,7 @@ fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("client_recent_max_input_buffer", max_in.unwrap_or(0));
     f.kv("client_recent_max_output_buffer", max_out.unwrap_or(0));
     f.kv("blocked_clients", s.blocked_clients());
-    f.kv("tracking_clients", 0);
+    f.kv("tracking_clients", s.tracking.num_clients());
     f.kv(
         "clients_in_timeout_table",
         s.blocking.clients_with_timeout(),
@@ -428,13 +428,14 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         "active_defrag_key_misses",
         "total_active_defrag_time",
         "current_active_defrag_time",
-        "tracking_total_keys",
-        "tracking_total_items",
-        "tracking_total_prefixes",
-        "unexpected_error_replies",
     ] {
         f.kv(k, 0);
     }
+    let tr = &ctx.server.tracking;
+    f.kv("tracking_total_keys", tr.total_keys());
+    f.kv("tracking_total_items", tr.total_items());
+    f.kv("tracking_total_prefixes", tr.total_prefixes());
+    f.kv("unexpected_error_replies", 0);
     let errors: u64 = st.errors.values().sum();
     f.kv("total_error_replies", errors);
     for k in [

@@ -46,6 +46,7 @@ pub mod stream_info;
 pub mod stream_read;
 pub mod string;
 pub mod throttle;
+pub mod tracking;
 pub mod tx;
 pub mod zset;
 pub mod zset_blocking;
@@ -94,4 +95,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     module::COMMANDS,
     monitor::COMMANDS,
     slowlog::COMMANDS,
+    tracking::COMMANDS,
 ];

@@ -179,6 +179,16 @@ pub fn notify_db(ctx: &mut Ctx<'_>, class: u8, event: &str, db: usize, key: &[u8
     if ctx.server.config.notify_keyspace_events.is_empty() {
         return;
     }
+    // Invalidations go first, as Redis's signalModifiedKey precedes the
+    // event.
+    if ctx
+        .store
+        .invalidated
+        .as_ref()
+        .is_some_and(|k| !k.is_empty())
+    {
+        crate::server::tracking::drain(ctx.server, ctx.store, ctx.client.id);
+    }
     // Keys this command created are announced first, as Redis's dbAdd does.
     if ctx.store.new_events.as_ref().is_some_and(|l| !l.is_empty()) {
         let log = ctx

@@ -65,9 +65,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let lazy = flush_async(ctx, &argv)?;
-    let old: Vec<_> = (0..ctx.store.dbs.len())
-        .map(|db| ctx.store.flush_db(db))
-        .collect();
+    let old = ctx.store.flush_all();
     dispose(old, lazy);
     ctx.reply.ok();
     Ok(())

@@ -86,6 +86,9 @@ pub struct Config {
     pub latency_tracking: bool,
     /// `latency-monitor-threshold` in milliseconds (0: off).
     pub latency_monitor_threshold: u64,
+    /// `tracking-table-max-keys`: keys client-side caching remembers at
+    /// most (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// Keyspace notification classes, normalized (`AKE`...).
     pub notify_keyspace_events: String,
     /// Run as a daemon (accepted; ferrokv stays in the foreground).
@@ -160,6 +163,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_tracking: true,
             latency_monitor_threshold: 0,
+            tracking_table_max_keys: 1_000_000,
             notify_keyspace_events: String::new(),
             daemonize: false,
             pidfile: String::new(),
@@ -234,6 +238,7 @@ impl Config {
             "slowlog-max-len" => self.slowlog_max_len.to_string(),
             "latency-tracking" => yn(self.latency_tracking),
             "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
+            "tracking-table-max-keys" => self.tracking_table_max_keys.to_string(),
             "notify-keyspace-events" => value::notify_for_display(&self.notify_keyspace_events),
             "daemonize" => yn(self.daemonize),
             "pidfile" => self.pidfile.clone(),
@@ -287,6 +292,7 @@ impl Config {
             "slowlog-max-len" => self.slowlog_max_len = num(&v),
             "latency-tracking" => self.latency_tracking = v == "yes",
             "latency-monitor-threshold" => self.latency_monitor_threshold = num(&v),
+            "tracking-table-max-keys" => self.tracking_table_max_keys = num(&v),
             "notify-keyspace-events" => self.notify_keyspace_events = v,
             "daemonize" => self.daemonize = v == "yes",
             "pidfile" => self.pidfile = v,

@@ -23,7 +23,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ),
     ("supervised", "supervision protocols"),
     ("syslog-enabled", "syslog"),
-    ("tracking-table-max-keys", "client tracking"),
     ("activedefrag", "active defragmentation"),
     ("aof-timestamp-enabled", "AOF timestamp annotations"),
     ("aof-disable-auto-gc", "keeping AOF history files"),

@@ -127,6 +127,9 @@ impl Executor {
                 self.serve(&net);
             }
             self.repl_before_sleep();
+            if crate::server::tracking::before_sleep(&mut self.server, &mut self.store) {
+                net.borrow_mut().deliver();
+            }
             // Redis's beforeSleep: clients whose buffers grew in this
             // round (a large argument arriving) are evicted now.
             if self.server.clients_over_limit() {
@@ -273,7 +276,7 @@ impl Executor {
                 {
                     self.master_link_lost();
                 }
-                self.server.pubsub.forget(id);
+                self.server.forget_subscriptions(id);
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);
             }

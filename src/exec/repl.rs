@@ -331,9 +331,7 @@ impl Executor {
             } => {
                 // Our replicas must resynchronize with the new data set.
                 self.server.repl.disconnect_replicas();
-                for db in 0..self.store.dbs.len() {
-                    drop(self.store.flush_db(db));
-                }
+                drop(self.store.flush_all());
                 tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
                 let loaded = crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
                 if let Err(e) = loaded {

@@ -76,6 +76,12 @@ pub fn call(
             };
         }
     }
+    // Busy-script and AOF commands are not a client's own: the running
+    // command stays the script's.
+    let tracking = caller == Caller::Client && server.tracking.in_use();
+    if tracking {
+        super::tracking::before_command(server, store, client);
+    }
     let mark = out.len();
     // CLIENT REPLY concerns a client's own commands, not those run for it
     // by EXEC or a script.
@@ -97,6 +103,9 @@ pub fn call(
             Outcome::Failed
         }
     };
+    if caller == Caller::Client && (tracking || server.tracking.in_use()) {
+        super::tracking::after_command(server, store, client, out, mark);
+    }
     match client.reply_mode {
         _ if !top => {}
         ReplyMode::On | ReplyMode::Skip => {}
@@ -595,6 +604,9 @@ fn invoke(
     if !server.monitors.is_empty() && flags & flag::SKIP_MONITOR != 0 {
         super::monitor::feed(server, client, id, argv, out);
     }
+    if server.tracking.in_use() {
+        super::tracking::before_handler(server, client, id, argv);
+    }
     server.propagation.depth += 1;
     let result = {
         let mut ctx = Ctx {
@@ -606,6 +618,9 @@ fn invoke(
         handler(&mut ctx, argv)
     };
     server.propagation.depth -= 1;
+    if store.invalidated.is_some() || server.tracking.in_use() {
+        super::tracking::after_handler(server, store, client, id, argv);
+    }
     if propagating {
         // Keys found expired reach the AOF as DEL before what ran into them.
         server.feed_expired(store);

@@ -230,6 +230,16 @@ pub fn info_line(
     if state.blocked {
         flags.push('b');
     }
+    let tracking = server.tracking.of(c.id);
+    if let Some(t) = tracking {
+        flags.push('t');
+        if t.broken_redirect {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
+    }
     if state.dirty_cas {
         flags.push('d');
     }
@@ -266,7 +276,7 @@ pub fn info_line(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl={} oll={} omem={} \
-         tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+         tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -293,6 +303,7 @@ pub fn info_line(
             .as_ref()
             // The master client runs as no user, as Redis's.
             .map_or_else(|| "(superuser)".into(), |u| String::from_utf8_lossy(&u.borrow().name).into_owned()),
+        tracking.map_or(-1, |t| t.redirect as i64),
         if c.resp3 { 3 } else { 2 },
     );
 }

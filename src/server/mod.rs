@@ -24,6 +24,7 @@ pub mod script_host;
 pub mod slowlog;
 pub mod spec;
 pub mod table;
+pub mod tracking;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -141,6 +142,8 @@ pub struct ServerState {
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
     /// The clients in MONITOR mode.
     pub monitors: Vec<u64>,
+    /// Client-side caching: tracked keys and invalidations.
+    pub tracking: tracking::Tracking,
     /// The slow log.
     pub slowlog: slowlog::SlowLog,
     /// Latency events (LATENCY).
@@ -209,6 +212,7 @@ impl ServerState {
             script_client: None,
             serve_while_busy: |_, _| {},
             monitors: Vec::new(),
+            tracking: Default::default(),
             slowlog: slowlog::SlowLog::default(),
             latency: latency::Monitor::default(),
             loading: false,
@@ -360,6 +364,13 @@ impl ServerState {
             current.set_authenticated(false);
             current.close_after_reply = true;
         }
+    }
+
+    /// Drops what client `id` listens to: its channels and its key
+    /// tracking (a disconnection, RESET).
+    pub fn forget_subscriptions(&mut self, id: u64) {
+        self.pubsub.forget(id);
+        self.tracking.forget(id);
     }
 
     /// Closes another client's connection and forgets it.

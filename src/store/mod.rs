@@ -118,6 +118,9 @@ pub struct Store {
     pub expired_log: Vec<(usize, Vec<u8>)>,
     /// WATCHed keys and the clients whose watched keys changed.
     pub watches: Watches,
+    /// Keys written since the executor last took them, for client-side
+    /// caching (a flush as None); recorded only while some client tracks.
+    pub invalidated: Option<Vec<Option<Vec<u8>>>>,
     /// LFU parameters while an LFU policy is in force: access stamps are
     /// then frequency counters (see `evict.rs`).
     lfu: Option<evict::Lfu>,
@@ -172,6 +175,7 @@ impl Store {
             log_expired: false,
             expired_log: Vec::new(),
             watches: Watches::default(),
+            invalidated: None,
             lfu: None,
             expiry: Expiry::Delete,
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -492,11 +496,30 @@ impl Store {
         if self.watches.active() {
             self.touch_watched(db, key, present);
         }
+        if let Some(keys) = &mut self.invalidated {
+            keys.push(Some(key.to_vec()));
+        }
     }
 
     /// Empties database `db` and returns its old contents so the caller may
     /// free them on another thread (FLUSHDB ASYNC).
     pub fn flush_db(&mut self, db: usize) -> Dict {
+        if let Some(keys) = &mut self.invalidated {
+            keys.push(None);
+        }
+        self.empty_db(db)
+    }
+
+    /// Empties every database (FLUSHALL, a full resync, DEBUG RELOAD), a
+    /// single flush for client-side caching, as Redis's signalFlushedDb(-1).
+    pub fn flush_all(&mut self) -> Vec<Dict> {
+        if let Some(keys) = &mut self.invalidated {
+            keys.push(None);
+        }
+        (0..self.dbs.len()).map(|db| self.empty_db(db)).collect()
+    }
+
+    fn empty_db(&mut self, db: usize) -> Dict {
         // While the keys are still there, as Redis's signalFlushedDb.
         if self.watches.active() {
             self.touch_all_watched(db, None);

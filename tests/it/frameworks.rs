@@ -228,6 +228,23 @@ fn redis_py_acl_users() {
     );
 }
 
+/// redis-py's client-side cache (RESP3, CLIENT TRACKING) serves reads
+/// locally and drops them on ferrokv's invalidations.
+#[test]
+fn redis_py_client_side_cache() {
+    let python = python_env();
+    let server = start();
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts_dir().join("tracking_redis_py.py"))
+        .arg(server.port.to_string());
+    let out = run(cmd, "tracking-redis-py", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("TRACKING PY OK"),
+        "the redis-py client-side cache script failed against ferrokv\n{}",
+        out.describe()
+    );
+}
+
 #[test]
 fn ioredis_acl_users() {
     let dir = node_env();

@@ -47,6 +47,7 @@ mod stream_group;
 mod string;
 mod string_random;
 mod throttle;
+mod tracking;
 mod types_random;
 mod unordered;
 mod watch;

@@ -1,0 +1,480 @@
+//! Client-side caching (Redis's unit/tracking.tcl): CLIENT TRACKING in
+//! every mode, run side by side with redis-server. Each step sends a
+//! command on one connection, then PING, and compares everything that
+//! connection received up to the PONG — replies and invalidation messages
+//! in the order they arrived — with redis-server's.
+
+use std::time::Duration;
+
+use crate::support::{encode, start_with, wait_until, Pair, Raw};
+
+/// A connection on each server, kept in step.
+struct Conn {
+    ours: Raw,
+    theirs: Raw,
+    /// (ours, theirs) CLIENT ID, for commands and replies that name it.
+    ids: Ids,
+    /// Between MULTI and EXEC/DISCARD.
+    in_multi: bool,
+}
+
+/// A connection's CLIENT ID on (ferrokv, redis-server).
+type Ids = (String, String);
+
+/// Everything `raw` received up to the reply of a `PING sync` sent after
+/// `args`: the command's reply and any pushes around it; with `single`,
+/// the one reply.
+fn exchange(raw: &mut Raw, args: &[&[u8]], single: bool) -> Vec<u8> {
+    if single {
+        return raw.cmd(args);
+    }
+    let mut wire = encode(args);
+    wire.extend_from_slice(&encode(&[b"PING", b"sync"]));
+    raw.send(&wire);
+    let mut got = Vec::new();
+    loop {
+        let frame = raw.read_reply();
+        // PING's reply, or a RESP2 subscriber's [pong, sync].
+        if frame == b"$4\r\nsync\r\n" || frame == b"*2\r\n$4\r\npong\r\n$4\r\nsync\r\n" {
+            return got;
+        }
+        got.extend_from_slice(&frame);
+    }
+}
+
+impl Conn {
+    fn open(p: &Pair) -> Conn {
+        let (mut ours, mut theirs) = p.connect_again();
+        let id = |r: &mut Raw| {
+            let reply = String::from_utf8_lossy(&r.cmd_str(&["CLIENT", "ID"])).into_owned();
+            reply.trim_start_matches(':').trim_end().to_string()
+        };
+        let ids = (id(&mut ours), id(&mut theirs));
+        Conn {
+            ours,
+            theirs,
+            ids,
+            in_multi: false,
+        }
+    }
+
+    /// Runs `line` (split on spaces; `$ID` stands for the client id of
+    /// the connection whose `other` ids are given) on both and asserts
+    /// both received the same bytes, ids aside; returns ferrokv's.
+    fn same(&mut self, line: &str, other: Option<&Ids>) -> String {
+        let args = |id: Option<&String>| -> Vec<Vec<u8>> {
+            line.split(' ')
+                .map(|a| match (a, id) {
+                    ("$ID", Some(id)) => id.as_bytes().to_vec(),
+                    _ => a.as_bytes().to_vec(),
+                })
+                .collect()
+        };
+        let a = args(other.map(|o| &o.0));
+        let b = args(other.map(|o| &o.1));
+        let first = line.split(' ').next().unwrap_or("").to_ascii_uppercase();
+        let queued = self.in_multi && first != "EXEC" && first != "DISCARD";
+        // MULTI would queue the PING, and CLIENT CACHING would apply to it.
+        let single =
+            queued || first == "MULTI" || line.to_ascii_uppercase().starts_with("CLIENT CACHING");
+        let a: Vec<&[u8]> = a.iter().map(Vec::as_slice).collect();
+        let b: Vec<&[u8]> = b.iter().map(Vec::as_slice).collect();
+        let ours = exchange(&mut self.ours, &a, single);
+        let theirs = exchange(&mut self.theirs, &b, single);
+        if first == "MULTI" {
+            self.in_multi = true;
+        } else if !queued {
+            self.in_multi = false;
+        }
+        // Integer replies carrying the other client's id (at the start of
+        // a frame).
+        let norm = |bytes: &[u8], own: &str, id: Option<&String>| {
+            let s = format!("\n{}", String::from_utf8_lossy(bytes));
+            // HELLO's own id.
+            let s = s.replace(&format!("$2\r\nid\r\n:{own}\r\n"), "$2\r\nid\r\n:<own>\r\n");
+            match id {
+                Some(id) => s.replace(&format!("\n:{id}\r\n"), "\n:<id>\r\n"),
+                None => s,
+            }
+        };
+        let ours = norm(&ours, &self.ids.0, other.map(|o| &o.0));
+        let theirs = norm(&theirs, &self.ids.1, other.map(|o| &o.1));
+        assert_eq!(ours, theirs, "after {line:?}");
+        ours
+    }
+
+    /// [`Conn::same`] for each line; returns what ferrokv sent for all.
+    fn run(&mut self, lines: &[&str]) -> String {
+        lines.iter().map(|l| self.same(l, None)).collect()
+    }
+}
+
+#[test]
+fn resp3_invalidations_of_reads() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    a.run(&["HELLO 3", "CLIENT TRACKING on", "GET k1", "MGET k2 k3 k1"]);
+    a.run(&[
+        "HGETALL h",
+        "STRLEN k4",
+        "EXISTS k5 k6",
+        "SMEMBERS s",
+        "ZRANGE z 0 -1",
+    ]);
+    b.run(&[
+        "SET k1 x",
+        "MSET k2 1 k3 2",
+        "HSET h f v",
+        "APPEND k4 a",
+        "SADD s m",
+    ]);
+    b.run(&["SET k5 1", "DEL k6", "ZADD z 1 m", "SET k1 again"]);
+    let got = a.same("PING", None);
+    for k in ["k1", "k2", "k3", "h", "k4", "s", "k5", "z"] {
+        assert!(
+            got.contains(&format!("${}\r\n{k}\r\n", k.len())),
+            "{k} in {got}"
+        );
+    }
+    // A key is invalidated once, then forgotten until read again.
+    assert_eq!(got.matches("$2\r\nk1\r\n").count(), 1, "{got}");
+    // Writes by the tracking client itself: the message follows the reply.
+    a.run(&[
+        "GET k1",
+        "SET k1 mine",
+        "GET k1",
+        "INCR k1",
+        "GET k2",
+        "DEL k2",
+    ]);
+    a.run(&["CLIENT TRACKING off", "GET k3", "CLIENT TRACKINGINFO"]);
+    b.run(&["SET k3 after"]);
+    a.run(&["PING"]);
+}
+
+#[test]
+fn options_and_errors() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let b = Conn::open(&p);
+    a.run(&[
+        "CLIENT TRACKING",
+        "CLIENT TRACKING maybe",
+        "CLIENT TRACKING on foo",
+        "CLIENT TRACKING on redirect",
+        "CLIENT TRACKING on redirect x",
+        "CLIENT TRACKING on redirect 999999",
+        "CLIENT TRACKING on redirect 0",
+        "CLIENT TRACKING on prefix a",
+        "CLIENT TRACKING on bcast optin",
+        "CLIENT TRACKING on bcast optout",
+        "CLIENT TRACKING on optin optout",
+        "CLIENT TRACKING on bcast prefix a prefix ab",
+        "CLIENT TRACKING on bcast prefix ab prefix a",
+        "CLIENT TRACKING off redirect x",
+        "CLIENT TRACKING off",
+        "CLIENT CACHING yes",
+        "CLIENT CACHING",
+        "CLIENT GETREDIR",
+        "CLIENT GETREDIR x",
+        "CLIENT TRACKINGINFO",
+        "CLIENT TRACKINGINFO x",
+        "CLIENT TRACKING on optin",
+        "CLIENT CACHING no",
+        "CLIENT CACHING maybe",
+        "CLIENT CACHING yes",
+        "CLIENT TRACKINGINFO",
+        "CLIENT TRACKING on optout",
+        "CLIENT TRACKING on bcast",
+        "CLIENT TRACKING off",
+        "CLIENT TRACKING on optout noloop",
+        "CLIENT CACHING yes",
+        "CLIENT CACHING no",
+        "CLIENT TRACKINGINFO",
+        "CLIENT GETREDIR",
+        "CLIENT TRACKING off",
+        "CLIENT TRACKING on bcast prefix a prefix b noloop",
+        "CLIENT TRACKING on bcast prefix ab",
+        "CLIENT TRACKING on bcast prefix c",
+        "CLIENT TRACKINGINFO",
+        "CLIENT TRACKING on",
+        "CLIENT TRACKING off",
+        "CLIENT TRACKINGINFO",
+        "CLIENT TRACKING on bcast",
+        "CLIENT TRACKINGINFO",
+        "CLIENT TRACKING off",
+        "HELLO 3",
+        "CLIENT TRACKINGINFO",
+        "CLIENT HELP",
+    ]);
+    a.same("CLIENT TRACKING on redirect $ID", Some(&b.ids));
+    a.same("CLIENT GETREDIR", Some(&b.ids));
+    a.same("CLIENT TRACKINGINFO", Some(&b.ids));
+    a.same("CLIENT TRACKING on redirect $ID redirect $ID", Some(&b.ids));
+}
+
+#[test]
+fn optin_optout_and_noloop() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    a.run(&["HELLO 3", "CLIENT TRACKING on optin", "GET k1"]);
+    a.run(&["CLIENT CACHING yes", "GET k2", "GET k3"]);
+    b.run(&["MSET k1 1 k2 2 k3 3"]);
+    a.run(&["PING"]);
+    // CACHING holds through a transaction.
+    a.run(&["CLIENT CACHING yes", "MULTI", "GET k1", "GET k3", "EXEC"]);
+    b.run(&["MSET k1 1 k2 2 k3 3"]);
+    a.run(&["PING", "CLIENT TRACKING off"]);
+    a.run(&[
+        "CLIENT TRACKING on optout",
+        "CLIENT CACHING no",
+        "GET k1",
+        "GET k2",
+    ]);
+    b.run(&["MSET k1 1 k2 2"]);
+    a.run(&["PING", "CLIENT TRACKING off"]);
+    a.run(&[
+        "CLIENT TRACKING on noloop",
+        "GET k1",
+        "GET k2",
+        "SET k1 own",
+    ]);
+    b.run(&["SET k2 other"]);
+    a.run(&["PING"]);
+}
+
+#[test]
+fn redirect_to_a_resp2_subscriber_and_broken_redirect() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    let mut r = Conn::open(&p);
+    r.run(&["SUBSCRIBE __redis__:invalidate"]);
+    a.same("CLIENT TRACKING on redirect $ID", Some(&r.ids));
+    a.run(&["GET k1", "MGET k2 k3"]);
+    b.run(&["SET k1 1", "DEL k2", "FLUSHDB"]);
+    r.run(&["PING"]);
+    // A RESP2 redirect target that is not subscribed gets nothing.
+    let mut q = Conn::open(&p);
+    a.same("CLIENT TRACKING on redirect $ID", Some(&q.ids));
+    a.run(&["GET k1"]);
+    b.run(&["SET k1 2"]);
+    q.run(&["PING"]);
+    // The redirect target goes away: a RESP3 client hears of it.
+    a.run(&["HELLO 3", "GET k1"]);
+    let gone = q.ids.clone();
+    drop(q);
+    let mut x = Conn::open(&p);
+    x.run(&["PING"]);
+    b.run(&["SET k1 3"]);
+    a.same("PING", Some(&gone));
+    a.same("CLIENT TRACKINGINFO", Some(&gone));
+    let (ours, theirs) = (
+        String::from_utf8_lossy(&a.ours.cmd_str(&["CLIENT", "INFO"])).into_owned(),
+        String::from_utf8_lossy(&a.theirs.cmd_str(&["CLIENT", "INFO"])).into_owned(),
+    );
+    for info in [ours, theirs] {
+        assert!(info.contains("flags=tR "), "{info}");
+    }
+}
+
+#[test]
+fn bcast_prefixes_and_noloop() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    let mut c = Conn::open(&p);
+    a.run(&[
+        "HELLO 3",
+        "CLIENT TRACKING on bcast prefix user: prefix obj:",
+    ]);
+    c.run(&["HELLO 3", "CLIENT TRACKING on bcast noloop"]);
+    b.run(&["MSET user:1 a user:2 b other c obj:9 d", "SET user:1 again"]);
+    a.run(&["PING"]);
+    c.run(&["PING", "SET mine 1", "SET user:3 x"]);
+    b.run(&["SET user:3 y"]);
+    c.run(&["PING"]);
+    a.run(&["PING", "CLIENT TRACKINGINFO", "SET obj:1 own"]);
+    a.run(&["PING"]);
+    let (ours, theirs) = (
+        String::from_utf8_lossy(&a.ours.cmd_str(&["CLIENT", "INFO"])).into_owned(),
+        String::from_utf8_lossy(&a.theirs.cmd_str(&["CLIENT", "INFO"])).into_owned(),
+    );
+    for info in [ours, theirs] {
+        assert!(
+            info.contains("flags=tB ") && info.contains(" redir=0 "),
+            "{info}"
+        );
+    }
+}
+
+#[test]
+fn flush_multi_and_scripts() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    let mut c = Conn::open(&p);
+    a.run(&["HELLO 3", "CLIENT TRACKING on", "GET k1"]);
+    c.run(&["CLIENT TRACKING on"]);
+    b.run(&["FLUSHALL"]);
+    // A flush is a null to every tracking client; RESP2 without a redirect
+    // gets nothing.
+    assert!(a
+        .run(&["PING"])
+        .contains(">2\r\n$10\r\ninvalidate\r\n_\r\n"));
+    assert!(!c.run(&["PING"]).contains("invalidate"));
+    let own = a.run(&["GET k1", "FLUSHDB"]);
+    assert!(
+        own.ends_with("+OK\r\n>2\r\n$10\r\ninvalidate\r\n_\r\n"),
+        "{own}"
+    );
+    // Writes inside MULTI, by others and by the client itself.
+    a.run(&["GET k1", "GET k2"]);
+    b.run(&["MULTI", "SET k1 1", "SET k2 2", "EXEC"]);
+    a.run(&[
+        "PING",
+        "MGET k1 k2",
+        "MULTI",
+        "SET k1 3",
+        "GET k2",
+        "DEL k2",
+        "EXEC",
+    ]);
+    // A script's reads remember its declared keys; its writes invalidate.
+    a.run(&[
+        "EVAL return(1) 1 k3",
+        "EVAL return(redis.call('get',KEYS[1])) 2 k3 k4",
+    ]);
+    b.run(&["MSET k3 1 k4 2"]);
+    let got = a.run(&["PING"]);
+    assert!(got.contains("k3") && got.contains("k4"), "{got}");
+    a.run(&[
+        "EVAL redis.call('get',KEYS[1]);redis.call('set',KEYS[1],'x') 1 k5",
+        "EVAL_RO return(redis.call('get',KEYS[1])) 1 k6",
+    ]);
+    b.run(&["MSET k5 1 k6 2"]);
+    a.run(&["PING"]);
+    b.run(&["EVAL redis.call('set',KEYS[1],'y') 1 k6", "FUNCTION FLUSH"]);
+    a.run(&["PING"]);
+}
+
+/// Invalidations for keys that expire, lazily and in the active cycle,
+/// and for keys dropped to keep tracking-table-max-keys.
+#[test]
+fn expiry_and_table_limit() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    a.run(&["HELLO 3", "CLIENT TRACKING on"]);
+    b.run(&["SET lazy 1 PX 30", "SET active 1 PX 30"]);
+    a.run(&["GET lazy", "GET active"]);
+    // Each side expires `lazy` on access and `active` in its cycle.
+    for raw in [&mut b.ours, &mut b.theirs] {
+        assert!(wait_until(Duration::from_secs(5), || {
+            raw.cmd_str(&["EXISTS", "lazy"]) == b":0\r\n"
+        }));
+        assert!(wait_until(Duration::from_secs(5), || {
+            raw.cmd_str(&["DBSIZE"]) == b":0\r\n"
+        }));
+    }
+    let got = a.same("PING", None);
+    assert!(got.contains("lazy") && got.contains("active"), "{got}");
+    a.run(&["CONFIG SET tracking-table-max-keys 2"]);
+    // The next command (the PING after MGET) trims the table to 2 keys,
+    // telling the client of the keys dropped (chosen at random: only the
+    // count is compared).
+    let count = |raw: &mut Raw| {
+        let got = exchange(raw, &[b"MGET", b"t1", b"t2", b"t3", b"t4"], false);
+        String::from_utf8_lossy(&got).matches("invalidate").count()
+    };
+    assert_eq!(count(&mut a.ours), 2);
+    assert_eq!(count(&mut a.theirs), 2);
+    for raw in [&mut a.ours, &mut a.theirs] {
+        let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "stats"])).into_owned();
+        assert!(info.contains("tracking_total_keys:2\r\n"), "{info}");
+    }
+}
+
+/// A tracked key evicted under maxmemory is invalidated.
+#[test]
+fn eviction_invalidates() {
+    let server = start_with(|c| {
+        c.maxmemory_policy = "allkeys-random".into();
+    });
+    let mut a = server.raw();
+    let mut b = server.raw();
+    a.cmd_str(&["HELLO", "3"]);
+    a.cmd_str(&["CLIENT", "TRACKING", "on"]);
+    b.cmd_str(&["SET", "k", "v"]);
+    a.cmd_str(&["GET", "k"]);
+    b.cmd_str(&["CONFIG", "SET", "maxmemory", "1"]);
+    // Any write now evicts every key.
+    b.cmd_str(&["SET", "other", "v"]);
+    let got = String::from_utf8_lossy(&exchange(&mut a, &[b"PING"], false)).into_owned();
+    assert_eq!(got, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n+PONG\r\n");
+}
+
+/// Random reads and writes from a tracking client and another client, in
+/// a mode drawn at random: everything each connection receives is the
+/// same as redis-server's, step by step.
+#[test]
+fn random_sequences_against_redis() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    a.run(&["HELLO 3"]);
+    let keys = prop::sample::select(vec!["k1", "k2", "p:1", "p:2", "h"]);
+    let step = (any::<bool>(), 0..9u8, keys.clone(), keys).prop_map(|(own, op, k, j)| {
+        let line = match op {
+            0 => format!("GET {k}"),
+            1 => format!("MGET {k} {j}"),
+            2 => format!("SET {k} v"),
+            3 => format!("DEL {k} {j}"),
+            4 => format!("EXISTS {k}"),
+            5 => format!("MSET {k} 1 {j} 2"),
+            6 => format!("RENAME {k} {j}"),
+            7 => "FLUSHDB".to_string(),
+            _ => format!("EVAL return(redis.call('get',KEYS[1])) 1 {k}"),
+        };
+        (own, line)
+    });
+    let mode = prop::sample::select(vec![
+        "CLIENT TRACKING on",
+        "CLIENT TRACKING on noloop",
+        "CLIENT TRACKING on bcast",
+        "CLIENT TRACKING on bcast prefix p: noloop",
+        "CLIENT TRACKING on optin",
+        "CLIENT TRACKING on optout",
+    ]);
+    let config = Config {
+        cases: 60,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let conns = std::cell::RefCell::new((&mut a, &mut b));
+    let result = runner.run(
+        &(mode, prop::collection::vec(step, 1..25)),
+        |(mode, steps)| {
+            let (a, b) = &mut *conns.borrow_mut();
+            a.run(&["CLIENT TRACKING off", "FLUSHALL", mode]);
+            for (own, line) in &steps {
+                if *own {
+                    a.same(line, None);
+                } else {
+                    b.same(line, None);
+                }
+            }
+            a.run(&["PING"]);
+            Ok(())
+        },
+    );
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
