@@ -5,8 +5,10 @@
 //! integer below N, without padding (`15.{rand:1000000}` spreads a
 //! coordinate over a whole degree).
 //!
-//! `loadgen PORT CLIENTS PIPELINE REQUESTS TEMPLATE...`, e.g.
-//! `loadgen 6379 50 16 100000 SETBIT bits '{rand:8000000}' 1`. Every
+//! `loadgen [--setup 'COMMAND ARGS'] PORT CLIENTS PIPELINE REQUESTS
+//! TEMPLATE...`, e.g. `loadgen 6379 50 16 100000 SETBIT bits
+//! '{rand:8000000}' 1`; each connection first runs the `--setup` command
+//! (split on spaces), if any, such as `CLIENT TRACKING on`. Every
 //! connection sends PIPELINE commands, then each reads its replies, in
 //! lockstep; it prints one CSV line shaped as redis-benchmark's
 //! (`"test","rps","avg","min","p50","p95","p99","max"`, latencies of whole
@@ -130,9 +132,15 @@ impl Conn {
 }
 
 fn main() -> std::io::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut setup = Vec::new();
+    if args.first().map(String::as_str) == Some("--setup") && args.len() > 1 {
+        let words: Vec<String> = args[1].split(' ').map(str::to_string).collect();
+        encode(&parse_template(&words), &mut 1, &mut setup);
+        args.drain(..2);
+    }
     if args.len() < 5 {
-        eprintln!("usage: loadgen PORT CLIENTS PIPELINE REQUESTS TEMPLATE...");
+        eprintln!("usage: loadgen [--setup COMMAND] PORT CLIENTS PIPELINE REQUESTS TEMPLATE...");
         std::process::exit(2);
     }
     let num = |i: usize| args[i].parse::<usize>().unwrap_or(1).max(1);
@@ -142,10 +150,15 @@ fn main() -> std::io::Result<()> {
     for _ in 0..clients {
         let sock = TcpStream::connect(format!("127.0.0.1:{port}"))?;
         sock.set_nodelay(true)?;
-        conns.push(Conn {
+        let mut c = Conn {
             sock,
             inbuf: Vec::new(),
-        });
+        };
+        if !setup.is_empty() {
+            c.sock.write_all(&setup)?;
+            c.read_replies(1)?;
+        }
+        conns.push(c);
     }
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut batch = Vec::new();

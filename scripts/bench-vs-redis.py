@@ -20,11 +20,12 @@ stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
 first. SET_MONITOR runs SET with a `redis-cli monitor` attached to the
 server. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
 +@write` and also print ferrokv's per-round rps ratio and its CPU time per
-request against the same command run as the default user. SET_TRACKING and
-GET_TRACKING run over 1,000 keys while a RESP3 client with CLIENT TRACKING
-on (on the benchmark's core) keeps all 1,000 tracked, reading again each
-key the server invalidates; they also print ferrokv's per-round ratio
-against the same command with no tracking client.
+request against the same command run as the default user. SET_TRACKING
+writes 100,000 keys while a RESP3 client with CLIENT TRACKING on (on the
+benchmark's core) keeps 1,000 of them tracked, reading again each key the
+server invalidates; GET_TRACKING reads 1,000 keys from connections that
+all have CLIENT TRACKING on. Both also print each server's per-round ratio
+against the same command with no tracking.
 
 With --baseline PATH a second ferrokv build (say, the one before a change)
 runs in the same interleaved rounds, and each test also prints the median
@@ -95,10 +96,11 @@ TESTS = {
     # SET while a `redis-cli monitor` (on the benchmark's core) reads every
     # command the server runs.
     "SET_MONITOR": ["-t", "set"],
-    # SET/GET over 1,000 keys, all of them tracked by a client-side
-    # caching client (see Tracker).
-    "SET_TRACKING": ["-r", "1000", "SET", "key:__rand_int__", "xxx"],
-    "GET_TRACKING": ["-r", "1000", "GET", "key:__rand_int__"],
+    # Client-side caching: SET over 100,000 keys, 1,000 of which a
+    # tracking client holds (see Tracker); GET over 1,000 keys from
+    # connections that all track what they read.
+    "SET_TRACKING": ["-r", "100000", "SET", "key:__rand_int__", "xxx"],
+    "GET_TRACKING": {"loadgen": ["GET", "key:{rand:1000}"], "setup": "CLIENT TRACKING on"},
 }
 
 # redis-benchmark's names for keys below 1,000 (`key:` and 12 digits).
@@ -157,12 +159,14 @@ class Tracker:
         self.proc.wait()
 
 
-def test_args(test, kind):
+def test_args(test, kind, plain=False):
     """The arguments of `test` for a server of `kind`: for redis-benchmark,
-    or ("loadgen", template) for examples/loadgen.rs."""
+    or ("loadgen", arguments) for examples/loadgen.rs (without its setup
+    command when `plain`)."""
     args = TESTS[test]
     if isinstance(args, dict) and "loadgen" in args:
-        return ("loadgen", args["loadgen"])
+        setup = [] if plain or "setup" not in args else ["--setup", args["setup"]]
+        return ("loadgen", setup, args["loadgen"])
     if isinstance(args, dict):
         return args["redis" if kind == "redis" else "ferrokv"]
     return args
@@ -226,8 +230,8 @@ LOADGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target
 
 def run_bench(port, test_args, requests, clients, pipeline):
     if isinstance(test_args, tuple):
-        cmd = ["taskset", "-c", "1", LOADGEN, str(port), str(clients), str(pipeline),
-               str(requests)] + test_args[1]
+        cmd = ["taskset", "-c", "1", LOADGEN] + test_args[1] + [
+            str(port), str(clients), str(pipeline), str(requests)] + test_args[2]
     else:
         cmd = ["taskset", "-c", "1", "redis-benchmark", "-h", "127.0.0.1", "-p", str(port),
                "-n", str(requests), "-c", str(clients), "-P", str(pipeline), "--csv",
@@ -350,22 +354,25 @@ def main():
                 cpu = {k: 0.0 for k in kinds}
                 ratios = []
                 base_ratios = []
-                acl_ratios = []
-                plain_cpu = 0.0
-                plain_rps = []
+                # Per server: the row's command run plain (the ACL rows' as
+                # the default user, the tracking rows' with no tracking).
+                plain_ratios = {k: [] for k in kinds}
+                plain_cpu = {k: 0.0 for k in kinds}
+                plain_rps = {k: [] for k in kinds}
 
                 def run_plain():
                     """The ACL row's command as the default user; the
-                    tracking row's with no tracking client."""
-                    nonlocal plain_cpu
-                    proc, port = servers["ferrokv"]
-                    plain = test_args(test, "ferrokv")
-                    if test.endswith("_ACL"):
-                        plain = plain[len(ACL_LOGIN):]
-                    before = cpu_seconds(proc.pid)
-                    r, _ = run_bench(port, plain, args.requests, args.clients, pipeline)
-                    plain_cpu += cpu_seconds(proc.pid) - before
-                    plain_rps.append(r)
+                    tracking row's with no tracking client, on each server
+                    (ferrokv only for the ACL rows)."""
+                    for kind in ("ferrokv", "redis") if test.endswith("_TRACKING") else ("ferrokv",):
+                        proc, port = servers[kind]
+                        plain = test_args(test, kind, plain=True)
+                        if test.endswith("_ACL"):
+                            plain = plain[len(ACL_LOGIN):]
+                        before = cpu_seconds(proc.pid)
+                        r, _ = run_bench(port, plain, args.requests, args.clients, pipeline)
+                        plain_cpu[kind] += cpu_seconds(proc.pid) - before
+                        plain_rps[kind].append(r)
 
                 for round_no in range(args.rounds):
                     # ACL rows run the default user's pass first in odd
@@ -389,7 +396,7 @@ def main():
                                     ["redis-cli", "-p", str(port), "CLIENT", "LIST"],
                                     capture_output=True, text=True).stdout and time.time() < end:
                                 time.sleep(0.02)
-                        tracker = Tracker(port) if test.endswith("_TRACKING") else None
+                        tracker = Tracker(port) if test == "SET_TRACKING" else None
                         before = cpu_seconds(proc.pid)
                         r, lat = run_bench(port, test_args(test, kind), args.requests, args.clients,
                                            pipeline)
@@ -405,7 +412,9 @@ def main():
                     if acl_row and not round_no % 2:
                         run_plain()
                     if acl_row:
-                        acl_ratios.append(rps["ferrokv"][-1] / plain_rps[-1])
+                        for kind, measured in plain_rps.items():
+                            if measured:
+                                plain_ratios[kind].append(rps[kind][-1] / measured[-1])
                     if args.baseline and rps["baseline"]:
                         base_ratios.append(rps["ferrokv"][-1] / rps["baseline"][-1])
                 total = args.requests * args.rounds
@@ -428,11 +437,12 @@ def main():
                     row["cpu_b"] = cpu["baseline"] / total * 1e6
                     line += (f"  vs baseline: rps {row['base']:.2f} [{min(base_ratios):.2f}-{max(base_ratios):.2f}]"
                              f" cpu/req {row['cpu_f']:.2f}/{row['cpu_b']:.2f} us")
-                if acl_ratios:
-                    what = "tracking/none" if test.endswith("_TRACKING") else "restricted/default user"
-                    line += (f"  ferrokv {what}: rps {statistics.median(acl_ratios):.2f} "
-                             f"[{min(acl_ratios):.2f}-{max(acl_ratios):.2f}], cpu/req "
-                             f"{row['cpu_f']:.2f}/{plain_cpu / total * 1e6:.2f} us")
+                what = "tracking/none" if test.endswith("_TRACKING") else "restricted/default user"
+                for kind, rs in plain_ratios.items():
+                    if rs:
+                        line += (f"  {kind} {what}: rps {statistics.median(rs):.2f} "
+                                 f"[{min(rs):.2f}-{max(rs):.2f}], cpu/req "
+                                 f"{cpu[kind] / total * 1e6:.2f}/{plain_cpu[kind] / total * 1e6:.2f} us")
                 results.append(row)
                 print(line, flush=True)
     finally:

@@ -25,6 +25,7 @@ use super::keyspec::{self, KeyRef};
 use super::table::{flag, CommandId};
 use super::ServerState;
 use crate::net::request::Argv;
+use crate::store::keylog::KeyLog;
 use crate::store::Store;
 
 /// One client's tracking mode (Redis's CLIENT_TRACKING_* flags).
@@ -72,7 +73,8 @@ enum Payload<'a> {
 pub struct Tracking {
     /// Clients with tracking on, by id.
     clients: HashMap<u64, ClientTracking>,
-    /// Key → ids of the clients that may cache it (Redis's TrackingTable).
+    /// Key → ids (sorted) of the clients that may cache it (Redis's
+    /// TrackingTable).
     table: HashMap<Vec<u8>, Vec<u64>>,
     /// Ids in the table, over all keys (tracking_total_items).
     items: usize,
@@ -94,6 +96,9 @@ pub struct Tracking {
     /// The keys the running script declared, when its caller tracks them
     /// (a read inside the script remembers them, as in Redis 7.0).
     script_keys: Option<Vec<Vec<u8>>>,
+    /// Some client has CLIENT CACHING pending (so commands need not look
+    /// for one).
+    caching_given: bool,
     /// Rounds in a row the table stayed over tracking-table-max-keys.
     over_limit_rounds: u32,
     /// Reused for key positions.
@@ -206,6 +211,7 @@ impl Tracking {
     pub fn set_caching(&mut self, id: u64) {
         if let Some(t) = self.clients.get_mut(&id) {
             t.caching = true;
+            self.caching_given = true;
         }
     }
 
@@ -216,8 +222,10 @@ impl Tracking {
                 Some(ids) => ids,
                 None => self.table.entry(k.to_vec()).or_default(),
             };
-            if !ids.contains(&id) {
-                ids.push(id);
+            // Kept sorted: with many tracking clients per key, a binary
+            // search is what each read pays.
+            if let Err(at) = ids.binary_search(&id) {
+                ids.insert(at, id);
                 self.items += 1;
             }
         }
@@ -226,9 +234,10 @@ impl Tracking {
     /// Whether client `id`'s reads are remembered now (OPTIN/OPTOUT with
     /// CLIENT CACHING); never in BCAST mode.
     fn remembers(&self, id: u64) -> bool {
-        self.clients
-            .get(&id)
-            .is_some_and(|t| !t.bcast && !((t.optin && !t.caching) || (t.optout && t.caching)))
+        self.clients.get(&id).is_some_and(|t| {
+            let opted_out = (t.optin && !t.caching) || (t.optout && t.caching);
+            !t.bcast && !opted_out
+        })
     }
 }
 
@@ -380,10 +389,18 @@ fn invalidate_all(server: &mut ServerState) {
 /// Hands the keys the store wrote since the last call to tracking; `by`
 /// is the client that wrote them (0: the server itself).
 /// The store records written keys exactly while tracking is in use.
+#[inline]
 pub fn drain(server: &mut ServerState, store: &mut Store, by: u64) {
+    if store.invalidated.as_ref().is_some_and(KeyLog::is_empty) && server.tracking.in_use() {
+        return;
+    }
+    drain_log(server, store, by);
+}
+
+fn drain_log(server: &mut ServerState, store: &mut Store, by: u64) {
     let Some(list) = store.invalidated.as_mut() else {
         if server.tracking.in_use() {
-            store.invalidated = Some(Vec::new());
+            store.invalidated = Some(KeyLog::default());
         }
         return;
     };
@@ -394,7 +411,7 @@ pub fn drain(server: &mut ServerState, store: &mut Store, by: u64) {
         return;
     }
     let mut list = std::mem::take(list);
-    for k in &list {
+    for k in list.iter() {
         match k {
             Some(key) => invalidate_key(server, key, by, true),
             None => invalidate_all(server),
@@ -464,6 +481,12 @@ pub fn after_handler(
         return;
     }
     let cmd = &server.table.commands[id];
+    if let Some((pos, _)) = cmd.single_key {
+        server
+            .tracking
+            .remember(client.id, std::iter::once(argv.get(pos)));
+        return;
+    }
     let refs = &mut server.tracking.key_refs;
     keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &argv, refs);
     let refs = std::mem::take(refs);
@@ -501,10 +524,11 @@ pub fn after_command(
     out.append(&mut server.tracking.ahead);
     let tr = &mut server.tracking;
     tr.current = 0;
-    if client.multi.is_none() && !client.last_cmd.starts_with("client|") {
+    if tr.caching_given && client.multi.is_none() && !client.last_cmd.starts_with("client|") {
         if let Some(t) = tr.clients.get_mut(&client.id) {
             t.caching = false;
         }
+        tr.caching_given = tr.clients.values().any(|t| t.caching);
     }
 }
 

@@ -14,6 +14,7 @@ pub mod hash;
 pub mod hashed;
 pub mod hll;
 pub mod intset;
+pub mod keylog;
 pub mod list;
 pub mod listpack;
 pub mod packed;
@@ -120,7 +121,7 @@ pub struct Store {
     pub watches: Watches,
     /// Keys written since the executor last took them, for client-side
     /// caching (a flush as None); recorded only while some client tracks.
-    pub invalidated: Option<Vec<Option<Vec<u8>>>>,
+    pub invalidated: Option<keylog::KeyLog>,
     /// LFU parameters while an LFU policy is in force: access stamps are
     /// then frequency counters (see `evict.rs`).
     lfu: Option<evict::Lfu>,
@@ -497,7 +498,7 @@ impl Store {
             self.touch_watched(db, key, present);
         }
         if let Some(keys) = &mut self.invalidated {
-            keys.push(Some(key.to_vec()));
+            keys.push_key(key);
         }
     }
 
@@ -505,7 +506,7 @@ impl Store {
     /// free them on another thread (FLUSHDB ASYNC).
     pub fn flush_db(&mut self, db: usize) -> Dict {
         if let Some(keys) = &mut self.invalidated {
-            keys.push(None);
+            keys.push_flush();
         }
         self.empty_db(db)
     }
@@ -514,7 +515,7 @@ impl Store {
     /// single flush for client-side caching, as Redis's signalFlushedDb(-1).
     pub fn flush_all(&mut self) -> Vec<Dict> {
         if let Some(keys) = &mut self.invalidated {
-            keys.push(None);
+            keys.push_flush();
         }
         (0..self.dbs.len()).map(|db| self.empty_db(db)).collect()
     }
