@@ -28,6 +28,7 @@ pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod list_blocking;
+pub mod lolwut;
 pub mod memory;
 pub mod module;
 pub mod monitor;
@@ -96,4 +97,5 @@ pub const FAMILIES: &[&[(&str, Handler)]] = &[
     monitor::COMMANDS,
     slowlog::COMMANDS,
     tracking::COMMANDS,
+    lolwut::COMMANDS,
 ];

@@ -376,3 +376,44 @@ fn memory_returns_after_unlink_and_flushall_async_like_redis() {
         }
     }
 }
+
+/// LOLWUT: the version line, and the drawings of versions 5 and 6. Their
+/// random parts differ from run to run in Redis too, so the deterministic
+/// ones (Schotter's first two rows, errors, the version line) are compared
+/// byte for byte, and the random ones by shape.
+#[test]
+fn lolwut_as_redis() {
+    let mut p = Pair::new();
+    for line in [
+        "LOLWUT",
+        "LOLWUT 10 20",
+        "LOLWUT VERSION",
+        "LOLWUT VERSION 7",
+        "LOLWUT VERSION 4",
+        "LOLWUT VERSION -1",
+        "LOLWUT VERSION x",
+        "LOLWUT VERSION 5 x",
+        "LOLWUT VERSION 6 10 x",
+        "LOLWUT VERSION 5 66 8 2",
+        "LOLWUT VERSION 5 20 3 1",
+        "LOLWUT VERSION 5 0 0 0",
+    ] {
+        p.same(&line.split(' ').collect::<Vec<_>>());
+    }
+    // RESP3: verbatim text.
+    p.both(&["HELLO", "3"]);
+    p.same(&["LOLWUT", "VERSION", "5", "30", "4", "2"]);
+    for line in ["LOLWUT VERSION 5 40 5 9", "LOLWUT VERSION 6 30 12"] {
+        let (ours, theirs) = p.both(&line.split(' ').collect::<Vec<_>>());
+        // Characters per line; for version 6, cells (one reset each).
+        let shape = |r: &[u8]| {
+            let text = String::from_utf8_lossy(r).into_owned();
+            let cells = |l: &str| match l.matches("\x1b[0m").count() {
+                0 => l.chars().count(),
+                n => n,
+            };
+            text.lines().map(cells).collect::<Vec<usize>>()
+        };
+        assert_eq!(shape(&ours), shape(&theirs), "{line}");
+    }
+}
