@@ -134,7 +134,9 @@ impl Canvas {
     /// Redis's float arithmetic.
     fn square(&mut self, x: i64, y: i64, size: f32, angle: f32) {
         use std::f64::consts::{FRAC_PI_2, FRAC_PI_4};
-        // C's float variables with double arithmetic in between.
+        // C's float variables with double arithmetic in between, and
+        // Redis's literal rather than SQRT_2, so squares round as Redis's.
+        #[allow(clippy::approx_constant)]
         let size = ((f64::from(size) / 1.4142135623) as f32 as f64).round();
         let mut k = (FRAC_PI_4 + f64::from(angle)) as f32;
         let mut px = [0i64; 4];

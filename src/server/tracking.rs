@@ -24,6 +24,7 @@ use super::client::{Client, ClientKind};
 use super::keyspec::{self, KeyRef};
 use super::table::{flag, CommandId};
 use super::ServerState;
+use crate::net::reply::ReplyBuf;
 use crate::net::request::Argv;
 use crate::store::keylog::KeyLog;
 use crate::store::Store;
@@ -267,14 +268,6 @@ fn emit(server: &mut ServerState, id: u64, bytes: &[u8]) {
     }
 }
 
-fn bulk(out: &mut Vec<u8>, b: &[u8]) {
-    out.push(b'$');
-    out.extend_from_slice(b.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(b);
-    out.extend_from_slice(b"\r\n");
-}
-
 /// Sends one invalidation message on behalf of tracking client `id`
 /// (sendTrackingMessage): to it in RESP3, to its redirect client in RESP3
 /// or, for a RESP2 subscriber, on `__redis__:invalidate`. A redirect
@@ -295,9 +288,10 @@ fn send(server: &mut ServerState, id: u64, payload: Payload<'_>, current: Option
                 t.broken_redirect = true;
             }
             if own_resp3 {
-                msg.extend_from_slice(b">2\r\n$21\r\ntracking-redir-broken\r\n:");
-                msg.extend_from_slice(redirect.to_string().as_bytes());
-                msg.extend_from_slice(b"\r\n");
+                let mut r = ReplyBuf::new(&mut msg, true);
+                r.push(2);
+                r.bulk(b"tracking-redir-broken");
+                r.int(redirect as i64);
                 emit(server, id, &msg);
             }
             return;
@@ -309,24 +303,27 @@ fn send(server: &mut ServerState, id: u64, payload: Payload<'_>, current: Option
     let Some((resp3, subscriber)) = protocol_of(server, target, current) else {
         return;
     };
+    let mut r = ReplyBuf::new(&mut msg, resp3);
     if resp3 {
-        msg.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
+        r.push(2);
+        r.bulk(b"invalidate");
     } else if redirect != 0 && subscriber {
-        msg.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+        r.array(3);
+        r.bulk(b"message");
+        r.bulk(b"__redis__:invalidate");
     } else {
         // RESP2 has no pushes on the connection itself.
         return;
     }
     match payload {
         Payload::Key(k) => {
-            msg.extend_from_slice(b"*1\r\n");
-            bulk(&mut msg, k);
+            r.array(1);
+            r.bulk(k);
         }
-        Payload::Proto(p) => msg.extend_from_slice(p),
+        Payload::Proto(p) => r.raw().extend_from_slice(p),
         // The tracking client's own null, whoever receives it (Redis
         // writes shared.null[c->resp] of the tracking client).
-        Payload::Null if own_resp3 => msg.extend_from_slice(b"_\r\n"),
-        Payload::Null => msg.extend_from_slice(b"$-1\r\n"),
+        Payload::Null => ReplyBuf::new(r.raw(), own_resp3).null(),
     }
     emit(server, target, &msg);
 }
@@ -563,10 +560,12 @@ fn broadcast_proto(keys: &BTreeMap<Vec<u8>, u64>, skip: Option<u64>) -> Option<V
     if n == 0 {
         return None;
     }
-    let mut out = format!("*{n}\r\n").into_bytes();
+    let mut out = Vec::new();
+    let mut r = ReplyBuf::new(&mut out, false);
+    r.array(n);
     for (k, &by) in keys {
         if Some(by) != skip {
-            bulk(&mut out, k);
+            r.bulk(k);
         }
     }
     Some(out)
