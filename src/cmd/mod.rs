@@ -26,6 +26,7 @@ pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod latency;
+mod ldb;
 pub mod list;
 pub mod list_blocking;
 pub mod lolwut;

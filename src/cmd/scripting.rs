@@ -24,19 +24,38 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 pub(super) const NOTBUSY: Error = Error::raw("NOTBUSY No scripts in execution right now.");
 
 fn eval(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    eval_generic(ctx, argv, false, false)
+    match ctx.client.lua_debug {
+        None => eval_generic(ctx, argv, false, false),
+        Some(mode) => super::ldb::eval_debugging(ctx, argv, mode, false),
+    }
 }
 
 fn evalsha(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    eval_generic(ctx, argv, true, false)
+    evalsha_generic(ctx, argv, false)
 }
 
 fn eval_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    eval_generic(ctx, argv, false, true)
+    match ctx.client.lua_debug {
+        None => eval_generic(ctx, argv, false, true),
+        Some(mode) => super::ldb::eval_debugging(ctx, argv, mode, true),
+    }
 }
 
 fn evalsha_ro(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    eval_generic(ctx, argv, true, true)
+    evalsha_generic(ctx, argv, true)
+}
+
+/// EVALSHA: a script is not debugged by its sha.
+fn evalsha_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
+    if argv.get(1).len() != 40 {
+        return Err(Error::NoScript);
+    }
+    if ctx.client.lua_debug.is_some() {
+        return Err(Error::err(
+            "Please use EVAL instead of EVALSHA for debugging",
+        ));
+    }
+    eval_generic(ctx, argv, true, ro)
 }
 
 /// Takes the engine out of the server state, creating it on first use.
@@ -130,7 +149,7 @@ pub(super) fn numkeys(argv: &Argv<'_>, at: usize) -> Result<usize, Error> {
     Ok(n as usize)
 }
 
-fn eval_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, by_sha: bool, ro: bool) -> CmdResult {
+pub(super) fn eval_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, by_sha: bool, ro: bool) -> CmdResult {
     let nk = numkeys(&argv, 2)?;
     let mut engine = take_engine(ctx)?;
     let result = (|| {
@@ -219,17 +238,25 @@ pub(super) fn kill_running(ctx: &mut Ctx<'_>, function: bool) -> CmdResult {
 /// -UNKILLABLE once the running script wrote.
 const UNKILLABLE: Error = Error::raw("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
 
+/// SCRIPT DEBUG YES|SYNC|NO: how the client's next EVAL is debugged.
 fn script_debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    // The debugger talks on the socket directly: nothing may be queued.
+    if !ctx.reply.raw().is_empty() || ctx.client.bufs.pending.get() != 0 {
+        return Err(Error::err("SCRIPT DEBUG must be called outside a pipeline"));
+    }
+    use crate::server::client::LuaDebug;
     let mode = argv.get(2);
-    if is(mode, "no") {
-        ctx.reply.ok();
-        return Ok(());
-    }
-    if is(mode, "yes") || is(mode, "sync") {
-        // The Lua debugger (LDB) is not implemented.
-        return Err(Error::err("SCRIPT DEBUG is not supported by this server"));
-    }
-    Err(Error::err("Use SCRIPT DEBUG YES/SYNC/NO"))
+    ctx.client.lua_debug = if is(mode, "no") {
+        None
+    } else if is(mode, "yes") {
+        Some(LuaDebug::Forked)
+    } else if is(mode, "sync") {
+        Some(LuaDebug::Sync)
+    } else {
+        return Err(Error::err("Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    ctx.reply.ok();
+    Ok(())
 }
 
 const SCRIPT_HELP: &[&str] = &[

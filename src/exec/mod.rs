@@ -142,6 +142,11 @@ impl Executor {
             }
         }
         self.stop();
+        for pid in std::mem::take(&mut self.server.ldb_children) {
+            tracing::warn!("Killing debugging session {pid}");
+            // SAFETY: signals a child this process forked.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
         net.borrow_mut().close_all();
         self.server.net = None;
     }
@@ -179,6 +184,15 @@ impl Executor {
         }
     }
 
+    /// Collects forked Lua debugging sessions that ended.
+    fn reap_ldb_children(&mut self) {
+        self.server.ldb_children.retain(|&pid| {
+            let mut status = 0;
+            // SAFETY: a non-blocking wait for a child this process forked.
+            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 }
+        });
+    }
+
     /// Periodic work (Redis's serverCron): the active expiry cycle.
     fn timers(&mut self) {
         let period = self.period();
@@ -212,6 +226,7 @@ impl Executor {
             }
         }
         self.close_idle_clients();
+        self.reap_ldb_children();
         self.resume_postponed();
         // Group readers blocked on a stream that expired learn it now.
         self.handle_ready();

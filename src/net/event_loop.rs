@@ -480,7 +480,9 @@ impl Net {
             return;
         };
         let _ = self.poll.registry().deregister(&mut c.sock);
-        let _ = c.sock.shutdown(std::net::Shutdown::Write);
+        if !c.bufs.handed_over.get() {
+            let _ = c.sock.shutdown(std::net::Shutdown::Write);
+        }
         c.bufs.kill();
         self.stats.connected_clients -= 1;
         if tell {

@@ -123,6 +123,9 @@ pub struct ConnBuffers {
     pub soft_since: Cell<u64>,
     /// Set when the client is being closed (output limits, eviction).
     pub killed: Cell<bool>,
+    /// Another process serves the socket now (a forked Lua debugging
+    /// session): closing it here must not shut it down for that process.
+    pub handed_over: Cell<bool>,
     /// Bytes in the query buffer (a large argument's own buffer included).
     pub query: Cell<usize>,
     /// Bytes allocated for the query buffer.

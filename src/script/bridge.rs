@@ -42,6 +42,7 @@ fn push_arg(v: &Value, argv: &mut OwnedArgv) -> bool {
 /// `raise` is set (redis.call) and returned as `{err=...}` otherwise.
 pub fn call(lua: &Lua, st: &RunState, args: Variadic<Value>, raise: bool) -> CallResult {
     let err_table = |lua: &Lua, msg: &[u8]| -> CallResult {
+        super::ldb::log_error_if_enabled(st, msg);
         if raise {
             return super::lua::raise(msg);
         }
@@ -93,6 +94,7 @@ fn run_command(
     let mut out = std::mem::take(&mut *st.scratch.borrow_mut());
     out.clear();
     let (read_only, resp3) = (st.read_only.get(), st.resp3.get());
+    super::ldb::log_command(st, argv);
     let Some(counted) = st.with_host(|h| h.call(argv, &mut out, read_only, resp3)) else {
         *st.scratch.borrow_mut() = out;
         return err_table(
@@ -100,6 +102,8 @@ fn run_command(
             b"ERR redis.call can only be called from a running script",
         );
     };
+    let refused = out.first() == Some(&b'-') && !counted;
+    super::ldb::log_reply(st, &out, refused);
     let converted = if out.first() == Some(&b'-') {
         let end = out.len().saturating_sub(2).max(1);
         let msg = &out[1..end];

@@ -82,6 +82,8 @@ pub struct Parts {
     pub run_load: Function,
     /// Functions registered by the library being loaded.
     pub pending: super::function::Pending,
+    /// The debug library's `getlocal`, for the debugger's `print`.
+    pub getlocal: Function,
 }
 
 /// Builds a Lua state with Redis's environment.
@@ -97,6 +99,7 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<Parts> {
     };
     let g = lua.globals();
     let debug: Table = g.raw_get("debug")?;
+    let getlocal: Function = debug.raw_get("getlocal")?;
     g.raw_set("cjson", lib::cjson::open(&lua)?)?;
     g.raw_set("bit", lib::bit::open(&lua)?)?;
     g.raw_set("struct", lib::structlib::open(&lua)?)?;
@@ -181,6 +184,7 @@ pub fn create_state(run: Rc<RunState>) -> mlua::Result<Parts> {
         run_fn,
         run_load,
         pending,
+        getlocal,
     })
 }
 
@@ -196,6 +200,19 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
     r.raw_set(
         "pcall",
         lua.create_function(move |lua, args: Variadic<Value>| bridge::call(lua, &st, args, false))?,
+    )?;
+    let st = run.clone();
+    r.raw_set(
+        "breakpoint",
+        lua.create_function(move |_, ()| Ok(super::ldb::breakpoint(&st)))?,
+    )?;
+    let st = run.clone();
+    r.raw_set(
+        "debug",
+        lua.create_function(move |_, args: Variadic<Value>| {
+            super::ldb::debug(&st, &args);
+            Ok(())
+        })?,
     )?;
     r.raw_set(
         "error_reply",
@@ -401,6 +418,16 @@ pub fn error_text(e: &mlua::Error) -> String {
         mlua::Error::WithContext { cause, .. } => error_text(cause),
         other => other.to_string(),
     }
+}
+
+/// Installs the debugger's hook for a debugging session: on every line,
+/// and every [`ldb::COUNT_EVERY`](super::ldb::COUNT_EVERY) instructions to
+/// notice a script that never stops.
+pub fn arm_ldb_hook(lua: &Lua, run: Rc<RunState>, tools: super::ldb::Tools) {
+    let triggers = HookTriggers::EVERY_LINE.every_nth_instruction(super::ldb::COUNT_EVERY);
+    let _ = lua.set_global_hook(triggers, move |lua, dbg| {
+        super::ldb::hook(lua, dbg, &run, &tools)
+    });
 }
 
 /// Installs the hook: every `HOOK_EVERY` instructions normally, on every

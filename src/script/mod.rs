@@ -13,6 +13,7 @@
 
 pub mod bridge;
 pub mod function;
+pub mod ldb;
 pub mod lib;
 pub mod lua;
 pub mod sandbox;
@@ -136,6 +137,8 @@ pub struct RunState {
     pub mem_limit: Cell<usize>,
     /// While FUNCTION LOAD runs library code: when it must give up.
     pub load_deadline: Cell<Option<Instant>>,
+    /// The Lua debugger's session, when a client debugs its EVAL.
+    pub ldb: RefCell<ldb::Ldb>,
 }
 
 impl RunState {
@@ -163,6 +166,7 @@ impl RunState {
             hook_every_line: Cell::new(false),
             mem_limit: Cell::new(0),
             load_deadline: Cell::new(None),
+            ldb: RefCell::new(ldb::Ldb::default()),
         }
     }
 
@@ -380,13 +384,23 @@ impl Engine {
         run.libraries.set(self.libraries.libs.len());
         run.functions.set(self.libraries.function_count());
         run.active.set(true);
-        if run.hook_every_line.get() {
+        let debugging = run.ldb.borrow().active;
+        if debugging {
+            let tools = ldb::Tools {
+                env: self.parts.env.clone(),
+                getlocal: self.parts.getlocal.clone(),
+            };
+            lua::arm_ldb_hook(&self.lua, self.run.clone(), tools);
+        } else if run.hook_every_line.get() {
             lua::arm_hook(&self.lua, self.run.clone(), false);
         }
         let limit = run.mem_limit.get();
         let _ = self.lua.set_memory_limit(limit);
         let result = invoke();
         let _ = self.lua.set_memory_limit(0);
+        if debugging {
+            lua::arm_hook(&self.lua, self.run.clone(), false);
+        }
         run.active.set(false);
         run.host.set(None);
         let reply = match result {

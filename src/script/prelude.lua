@@ -42,10 +42,8 @@ redis.acl_check_cmd = R.acl_check_cmd
 redis.replicate_commands = function()
   return true
 end
-redis.breakpoint = function()
-  return false
-end
-redis.debug = function() end
+redis.breakpoint = R.breakpoint
+redis.debug = R.debug
 redis.LOG_DEBUG = 0
 redis.LOG_VERBOSE = 1
 redis.LOG_NOTICE = 2

@@ -104,6 +104,17 @@ pub struct Client {
     pub replica_conf: Option<Box<super::repl::ReplicaConf>>,
     /// The replication offset right after its last write (WAIT).
     pub woff: u64,
+    /// SCRIPT DEBUG YES|SYNC: its next EVAL runs under the Lua debugger.
+    pub lua_debug: Option<LuaDebug>,
+}
+
+/// How a client's EVAL is debugged (SCRIPT DEBUG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LuaDebug {
+    /// YES: in a forked child, whose writes are thrown away with it.
+    Forked,
+    /// SYNC: in the server itself, blocking it; writes are kept.
+    Sync,
 }
 
 impl Client {
@@ -138,6 +149,7 @@ impl Client {
             bufs: Rc::new(ConnBuffers::default()),
             user: None,
             script_caller_info: None,
+            lua_debug: None,
             replica_conf: None,
             woff: 0,
         }

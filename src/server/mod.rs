@@ -120,6 +120,9 @@ pub struct ServerState {
     /// The script or function running now, while it runs (SCRIPT KILL,
     /// FUNCTION STATS and the busy loop look at it).
     pub running_script: Option<Rc<crate::script::RunState>>,
+    /// Children running forked Lua debugging sessions (SCRIPT DEBUG YES),
+    /// reaped by the cron and killed at shutdown.
+    pub ldb_children: Vec<i32>,
     /// The scripts' client (Redis's lua_client), taken out while a script
     /// runs; made on first use.
     pub script_client: Option<Box<Client>>,
@@ -203,6 +206,7 @@ impl ServerState {
             call_started_us: 0,
             call_started_real_us: 0,
             running_script: None,
+            ldb_children: Vec::new(),
             repl,
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),

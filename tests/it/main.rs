@@ -25,6 +25,7 @@ mod hll;
 mod incr;
 mod keys;
 mod layers;
+mod ldb;
 mod list;
 mod list_blocking;
 mod maxmemory;
