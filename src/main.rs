@@ -80,6 +80,7 @@ fn main() {
             tracing::warn!("Failed to write PID file: {e}");
         }
     }
+    ferrokv::exec::crash::install();
     // Handlers go in before the port opens, so a SIGTERM sent as soon as
     // clients can connect is already a graceful shutdown.
     let signals = match Signals::new([SIGTERM, SIGINT]) {

@@ -25,10 +25,17 @@ const HELP: &[&str] = &[
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
     "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate Redis errors.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
+    "PANIC",
+    "    Crash the server simulating a panic.",
     "POPULATE <count> [<prefix>] [<size>]",
     "    Create <count> string keys named key:<num>. If <prefix> is specified then",
     "    it is used instead of the 'key' prefix. These are not propagated to",
@@ -51,11 +58,29 @@ const HELP: &[&str] = &[
     "      existing RDB file.",
     "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
     "      file to the database.",
+    "SEGFAULT",
+    "    Crash the server with sigsegv.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the server does it). It's also useful for testing.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
+    "STRINGMATCH-TEST",
+    "    Run a fuzz tester against the stringmatchlen() function.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
+    "QUICKLIST <key> [<0|1>]",
+    "    Show low level info about the quicklist encoding of <key>.",
+    "    The optional argument (0 by default) sets the level of detail",
+    "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+    "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+    "    In case NEVER is provided the last observed peak will never be reset",
+    "    In case RESET is provided the peak reset time will be restored to the default value",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Enable or disable the reply buffer resize cron job",
     "HELP",
     "    Prints this help.",
 ];
@@ -113,6 +138,59 @@ fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         object(ctx, argv.get(2))?;
     } else if is(sub, "reload") {
         reload(ctx, argv)?;
+    } else if is(sub, "loadaof") {
+        loadaof(ctx)?;
+    } else if is(sub, "listpack") && n == 3 {
+        listpack(ctx, argv.get(2))?;
+    } else if is(sub, "quicklist") && (n == 3 || n == 4) {
+        let full = argv
+            .try_get(3)
+            .is_some_and(|a| args::int(a).unwrap_or(0) != 0);
+        quicklist(ctx, argv.get(2), full)?;
+    } else if is(sub, "quicklist-packed-threshold") && n == 3 {
+        let ok = crate::util::num::parse_memory(argv.get(2))
+            .is_some_and(crate::store::list::set_plain_threshold);
+        if !ok {
+            return Err(Error::err(
+                "argument must be a memory value bigger than 1 and smaller than 4gb",
+            ));
+        }
+        ctx.reply.ok();
+    } else if is(sub, "stringmatch-test") && n == 2 {
+        stringmatch_test();
+        ctx.reply
+            .simple("Apparently Redis did not crash: test passed");
+    } else if is(sub, "replybuffer") && n == 4 {
+        replybuffer(ctx, argv)?;
+    } else if is(sub, "error") && n == 3 {
+        // The message as an error reply, newlines made spaces.
+        let msg: Vec<u8> = argv
+            .get(2)
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .collect();
+        let out = ctx.reply.raw();
+        out.push(b'-');
+        out.extend_from_slice(&msg);
+        out.extend_from_slice(b"\r\n");
+    } else if is(sub, "segfault") && n == 2 {
+        // SAFETY: none; this is the crash DEBUG SEGFAULT asks for. A
+        // read-only page is written, as Redis does, so the fatal-signal
+        // handler reports it.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            std::ptr::write_volatile(p.cast::<u8>(), b'x');
+        }
+    } else if is(sub, "panic") && n == 2 {
+        let now = crate::util::clock::real_now_ms() / 1000;
+        panic!("DEBUG PANIC called at Unix time {now}");
     } else if is(sub, "change-repl-id") && n == 2 {
         let repl = &mut ctx.server.repl;
         repl.replid2 = std::mem::replace(&mut repl.replid, crate::server::repl::new_replid());
@@ -121,11 +199,159 @@ fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
         ctx.reply.ok();
     } else {
-        return Err(Error::err_owned(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            args::lossy(sub)
-        )));
+        return Err(unknown_subcommand(sub));
     }
+    Ok(())
+}
+
+fn unknown_subcommand(sub: &[u8]) -> Error {
+    Error::err_owned(format!(
+        "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+        args::lossy(sub)
+    ))
+}
+
+/// LOADAOF: the AOF written out, the data set emptied and loaded again
+/// from the AOF files. A load that fails ends the server, as in Redis.
+fn loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.server.config.appendonly {
+        ctx.server.flush_stream();
+    }
+    drop(ctx.store.flush_all());
+    if let Err(e) = crate::server::aof_replay::load(ctx.server, ctx.store, false) {
+        tracing::warn!("{e}");
+        std::process::exit(1);
+    }
+    ctx.store.stats.dirty = 0;
+    tracing::warn!("Append Only File loaded by DEBUG LOADAOF");
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// LISTPACK key: prints a small hash or sorted set's entries on stdout.
+fn listpack(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    let db = ctx.client.db;
+    let dict = &ctx.store.dbs[db].dict;
+    let Some(e) = dict.get(dict.hash(key), key) else {
+        return Err(Error::NoSuchKey);
+    };
+    if e.value.encoding() != "listpack" {
+        return Err(Error::err("Not a listpack encoded object."));
+    }
+    let mut entries: Vec<Vec<u8>> = Vec::new();
+    match &e.value {
+        Value::Hash(h) => {
+            for (f, v) in h.iter() {
+                entries.push(f.to_vec());
+                entries.push(v.to_vec());
+            }
+        }
+        Value::ZSet(z) => {
+            for (m, score) in z.iter_from(0) {
+                entries.push(m.to_vec());
+                let mut b = Vec::new();
+                crate::util::num::write_g17(score, &mut b);
+                entries.push(b);
+            }
+        }
+        _ => {}
+    }
+    let mut text = format!("{{num entries {}}}\n", entries.len());
+    for (index, v) in entries.iter().enumerate() {
+        let shown = &v[..v.len().min(40)];
+        let more = if v.len() > 40 { "..." } else { "" };
+        text.push_str(&format!(
+            "{{\n\tindex: {index:2},\n\t[str]{}{more}\n}}\n",
+            String::from_utf8_lossy(shown)
+        ));
+    }
+    text.push_str("{end}\n\n");
+    print_stdout(&text);
+    ctx.reply.simple("Listpack structure printed on stdout");
+    Ok(())
+}
+
+/// QUICKLIST key [0|1]: prints a list's chunks on stdout.
+fn quicklist(ctx: &mut Ctx<'_>, key: &[u8], full: bool) -> CmdResult {
+    let db = ctx.client.db;
+    let dict = &ctx.store.dbs[db].dict;
+    let Some(e) = dict.get(dict.hash(key), key) else {
+        return Err(Error::NoSuchKey);
+    };
+    let Value::List(l) = &e.value else {
+        return Err(Error::err("Not a quicklist encoded object."));
+    };
+    let chunks: Vec<_> = l.chunks().collect();
+    let mut text = format!("{{count : {}}}\n{{len : {}}}\n", l.len(), chunks.len());
+    let mut items = l.iter();
+    for (i, (bytes, count, plain)) in chunks.into_iter().enumerate() {
+        text.push_str(&format!(
+            "{{quicklist node({i})\n{{container : {}, encoding: RAW, size: {bytes}, count: {count}}}\n",
+            if plain { "PLAIN" } else { "PACKED" }
+        ));
+        if full {
+            for item in items.by_ref().take(count) {
+                text.push_str(&format!("\t[str]{}\n", String::from_utf8_lossy(&item)));
+            }
+            text.push_str("}\n");
+        }
+    }
+    print_stdout(&text);
+    ctx.reply.simple("Quicklist structure printed on stdout");
+    Ok(())
+}
+
+fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+/// STRINGMATCH-TEST: random patterns against random strings through the
+/// glob matcher, which must neither crash nor hang.
+fn stringmatch_test() {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let alphabet = b"ab*?[]^-\\";
+    let random = |rng: &mut rand::rngs::ThreadRng| -> Vec<u8> {
+        let len = rng.random_range(0..32);
+        (0..len)
+            .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+            .collect()
+    };
+    for _ in 0..100_000 {
+        let pattern = random(&mut rng);
+        let s = random(&mut rng);
+        std::hint::black_box(crate::util::glob::glob_match(&pattern, &s, false));
+    }
+}
+
+/// REPLYBUFFER PEAK-RESET-TIME never|reset|ms, or RESIZING 0|1. Idle
+/// output buffers are released right after each batch unless resizing is
+/// off or the peak is never reset (then they keep their size).
+fn replybuffer(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let (what, value) = (argv.get(2), argv.get(3));
+    let rb = &mut ctx.server.reply_buffers;
+    if is(what, "peak-reset-time") {
+        rb.never_reset_peak = if is(value, "never") {
+            true
+        } else if is(value, "reset") {
+            false
+        } else {
+            args::int(value)?;
+            false
+        };
+    } else if is(what, "resizing") {
+        rb.resizing = args::int(value).unwrap_or(0) != 0;
+    } else {
+        return Err(unknown_subcommand(argv.get(1)));
+    }
+    let keep = !rb.resizing || rb.never_reset_peak;
+    if let Some(net) = &ctx.server.net {
+        net.borrow_mut().keep_reply_buffers(keep);
+    }
+    ctx.reply.ok();
     Ok(())
 }
 

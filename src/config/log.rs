@@ -54,6 +54,21 @@ fn timestamp(out: &mut String) {
     );
 }
 
+/// One log line as the formatter writes it, for text written outside
+/// `tracing` (the crash report).
+pub fn line(level: char, msg: &str) -> String {
+    let mut out = String::with_capacity(40 + msg.len());
+    let _ = write!(
+        out,
+        "{}:{} ",
+        std::process::id(),
+        ROLE.load(Ordering::Relaxed) as char
+    );
+    timestamp(&mut out);
+    let _ = writeln!(out, " {level} {msg}");
+    out
+}
+
 impl<S, N> FormatEvent<S, N> for RedisFormat
 where
     S: Subscriber + for<'a> LookupSpan<'a>,

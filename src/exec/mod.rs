@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod blocking;
 pub mod busy;
+pub mod crash;
 pub mod pause;
 pub mod repl;
 
@@ -25,9 +26,6 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::net::link::{Request, Shared, ToConn};
-use crate::net::request::Argv;
-use crate::server::call::{call, Caller};
-use crate::server::client::Client;
 use crate::server::client::ClientKind;
 use crate::server::{pubsub, ServerState};
 use crate::store::Store;
@@ -79,34 +77,13 @@ impl Executor {
         if !server.config.appendonly {
             return crate::persist::load_on_start(&mut self.store, &mut server.persistence());
         }
-        // The loader works on its own copy of what persistence owns while
-        // the commands it reads run on the rest of the server.
-        let config = server.config.clone();
-        let mut state = std::mem::take(&mut server.persist);
-        let mut aof = std::mem::take(&mut server.aof);
-        let mut client = Client::internal();
-        let mut out = Vec::new();
-        let mut replay = |store: &mut Store, argv: Argv<'_>| {
-            call(server, store, &mut client, argv, &mut out, Caller::Aof);
-            // A blocking command found nothing: it does not block here.
-            server.blocking.pending = None;
-            out.clear();
-        };
-        let mut p = crate::persist::Persistence {
-            config: &config,
-            state: &mut state,
-            aof: &mut aof,
-            repl: None,
-        };
-        let result = crate::persist::aof_load::load_on_start(&mut self.store, &mut p, &mut replay);
-        self.server.persist = state;
-        self.server.aof = aof;
-        result
+        crate::server::aof_replay::load(server, &mut self.store, true)
     }
 
     /// Runs the event loop until SHUTDOWN or a signal: poll the sockets,
     /// serve what arrived, run the timers, write the replies.
     pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
+        crash::watch(Some(&mut self));
         self.server.net = Some(net.clone());
         self.server.clients_mem = net.borrow().clients_mem();
         self.server.acl_changed();
@@ -141,6 +118,7 @@ impl Executor {
                 break;
             }
         }
+        crash::watch(None);
         self.stop();
         for pid in std::mem::take(&mut self.server.ldb_children) {
             tracing::warn!("Killing debugging session {pid}");

@@ -239,12 +239,13 @@ impl Conn {
     /// empty, as Redis shrinks idle query buffers: memory freed by UNLINK
     /// or FLUSHALL then shows in used_memory instead of staying with the
     /// connection that carried the data.
-    pub fn release_idle_buffers(&mut self) {
+    /// `keep_output` leaves the output buffer as it is.
+    pub fn release_idle_buffers(&mut self, keep_output: bool) {
         if self.inbuf.is_empty() && (self.inbuf_grew || self.inbuf.capacity() > KEEP_BUFFER) {
             self.inbuf = BytesMut::with_capacity(READ_CHUNK);
             self.inbuf_grew = false;
         }
-        if self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
+        if !keep_output && self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
             self.out = Vec::with_capacity(READ_CHUNK);
         }
     }

@@ -57,6 +57,9 @@ pub struct NetLimits {
     pub protected_mode: bool,
     /// The default user has `nopass` (protected mode's condition).
     pub default_nopass: bool,
+    /// Output buffers are kept at their size rather than released when
+    /// idle (DEBUG REPLYBUFFER RESIZING 0 or PEAK-RESET-TIME NEVER).
+    pub keep_reply_buffers: bool,
 }
 
 /// Connection counters for INFO (stats and clients).
@@ -151,7 +154,13 @@ impl Net {
             auth_required: self.limits.auth_required,
             protected_mode: c.protected_mode,
             default_nopass: self.limits.default_nopass,
+            keep_reply_buffers: self.limits.keep_reply_buffers,
         };
+    }
+
+    /// DEBUG REPLYBUFFER: whether idle output buffers are released.
+    pub fn keep_reply_buffers(&mut self, keep: bool) {
+        self.limits.keep_reply_buffers = keep;
     }
 
     /// Whether connections must authenticate and whether the default user
@@ -420,7 +429,7 @@ impl Net {
             c.out = out;
         }
         c.closing |= close;
-        c.release_idle_buffers();
+        c.release_idle_buffers(self.limits.keep_reply_buffers);
         c.account();
         let more = c.readable && !close;
         if wrote || close {

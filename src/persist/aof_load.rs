@@ -148,6 +148,33 @@ pub fn load_on_start(
         p.aof.rewrites = 0;
         return Ok(());
     };
+    load_files(store, p, replay, &m)?;
+    p.aof.open_on_start(p.config, m)?;
+    Ok(())
+}
+
+/// DEBUG LOADAOF: the files the manifest names loaded again (the caller
+/// emptied the data set); no manifest is an error.
+pub fn reload(
+    store: &mut Store,
+    p: &mut Persistence<'_>,
+    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+) -> std::io::Result<()> {
+    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
+    match read_manifest(p.config).map_err(bad)? {
+        Some(m) => load_files(store, p, replay, &m),
+        None => Err(bad("The AOF directory has no manifest".into())),
+    }
+}
+
+/// Loads the base and incremental files of manifest `m`.
+fn load_files(
+    store: &mut Store,
+    p: &mut Persistence<'_>,
+    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+    m: &Manifest,
+) -> std::io::Result<()> {
+    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let started = std::time::Instant::now();
     let dir = aof_dir(p.config);
     let truncated_ok = p.config.get_bool("aof-load-truncated");
@@ -184,7 +211,6 @@ pub fn load_on_start(
         .as_ref()
         .and_then(|b| std::fs::metadata(dir.join(&b.name)).ok())
         .map_or(0, |md| md.len());
-    p.aof.open_on_start(p.config, m)?;
     Ok(())
 }
 

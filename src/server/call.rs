@@ -13,6 +13,24 @@ use crate::net::reply::ReplyBuf;
 use crate::net::request::Argv;
 use crate::store::Store;
 use crate::util::clock;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The client and command of the top-level call under way (Redis's
+/// `server.current_client`), for the crash report only.
+static RUNNING_CLIENT: AtomicPtr<Client> = AtomicPtr::new(std::ptr::null_mut());
+static RUNNING_ARGV: AtomicPtr<Argv<'static>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The client and command being run, if a call is under way. The pointers
+/// are valid only while that call's frame is on the stack: the crash
+/// report reads them from a signal handler on that stack.
+pub fn running() -> (Option<*mut Client>, Option<*const Argv<'static>>) {
+    let c = RUNNING_CLIENT.load(Ordering::Relaxed);
+    let a = RUNNING_ARGV.load(Ordering::Relaxed);
+    (
+        (!c.is_null()).then_some(c),
+        (!a.is_null()).then_some(a as *const _),
+    )
+}
 
 /// Who runs a command; it decides what [`call`] checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +77,11 @@ pub fn call(
 ) -> Outcome {
     let top = matches!(caller, Caller::Client | Caller::Busy | Caller::Aof);
     if top {
+        RUNNING_CLIENT.store(client as *mut Client, Ordering::Relaxed);
+        RUNNING_ARGV.store(
+            (&argv as *const Argv<'_>).cast_mut().cast(),
+            Ordering::Relaxed,
+        );
         // One clock read serves the command's time and the start of its
         // duration (Redis's call() does the same with ustime()). AOF
         // loading keeps the keyspace's time as the loader set it.
@@ -114,6 +137,10 @@ pub fn call(
             drop_replies(out, mark, client.resp3);
             client.reply_mode = ReplyMode::On;
         }
+    }
+    if top {
+        RUNNING_CLIENT.store(std::ptr::null_mut(), Ordering::Relaxed);
+        RUNNING_ARGV.store(std::ptr::null_mut(), Ordering::Relaxed);
     }
     outcome
 }

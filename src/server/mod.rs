@@ -6,6 +6,7 @@
 //! runs.
 
 pub mod acl;
+pub mod aof_replay;
 pub mod blocking;
 pub mod call;
 pub mod client;
@@ -55,6 +56,15 @@ pub struct ServerStats {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Clients closed by client eviction (INFO evicted_clients).
     pub evicted_clients: u64,
+}
+
+/// How output buffers are resized (DEBUG REPLYBUFFER).
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyBuffers {
+    /// RESIZING: idle buffers may shrink.
+    pub resizing: bool,
+    /// PEAK-RESET-TIME NEVER: a buffer keeps the size it once needed.
+    pub never_reset_peak: bool,
 }
 
 /// Everything the executor owns besides the store and the client running a
@@ -123,6 +133,8 @@ pub struct ServerState {
     /// Children running forked Lua debugging sessions (SCRIPT DEBUG YES),
     /// reaped by the cron and killed at shutdown.
     pub ldb_children: Vec<i32>,
+    /// DEBUG REPLYBUFFER's settings.
+    pub reply_buffers: ReplyBuffers,
     /// The scripts' client (Redis's lua_client), taken out while a script
     /// runs; made on first use.
     pub script_client: Option<Box<Client>>,
@@ -207,6 +219,10 @@ impl ServerState {
             call_started_real_us: 0,
             running_script: None,
             ldb_children: Vec::new(),
+            reply_buffers: ReplyBuffers {
+                resizing: true,
+                never_reset_peak: false,
+            },
             repl,
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),

@@ -597,3 +597,136 @@ fn introspection_in_multi_and_scripts_matches_redis() {
         p.same(&["EVAL", script, "0"]);
     }
 }
+
+/// DEBUG SEGFAULT and DEBUG PANIC end the process of the matching signal
+/// after writing the crash report to the log, with the sections Redis's
+/// has, on both servers.
+#[test]
+fn debug_segfault_and_panic_write_the_crash_report() {
+    use std::os::unix::process::ExitStatusExt;
+    for (sub, signal, head) in [
+        ("segfault", 11, "crashed by signal: 11"),
+        (
+            "panic",
+            6,
+            "Guru Meditation: DEBUG PANIC called at Unix time",
+        ),
+    ] {
+        for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
+            let log = unique_temp_path("crash");
+            let log_arg = log.to_str().expect("path").to_string();
+            let (child, port) = spawn_on_free_port(|port| {
+                let mut cmd = server_command(program, port);
+                cmd.args(["--enable-debug-command", "yes", "--logfile", &log_arg]);
+                cmd
+            });
+            let mut child = ChildGuard(child);
+            let mut r = Raw::connect(port);
+            assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+            r.send(&encode(&[b"DEBUG", sub.as_bytes()]));
+            assert!(
+                r.is_closed(),
+                "{program}: DEBUG {sub} left the connection open"
+            );
+            let mut status = None;
+            assert!(
+                wait_until(Duration::from_secs(10), || {
+                    status = child.0.try_wait().ok().flatten();
+                    status.is_some()
+                }),
+                "{program} did not exit"
+            );
+            assert_eq!(
+                status.and_then(|s| s.signal()),
+                Some(signal),
+                "{program} {sub}"
+            );
+            let text = std::fs::read_to_string(&log).expect("the log");
+            for want in [
+                "=== REDIS BUG REPORT START: Cut & paste starting from here ===",
+                head,
+                "------ STACK TRACE ------",
+                "------ INFO OUTPUT ------",
+                "redis_version:7.0.15",
+                "keys=1,expires=0",
+                "------ CLIENT LIST OUTPUT ------",
+                "------ CURRENT CLIENT INFO ------",
+                "cmd=debug",
+                "argv[0]: '\"DEBUG\"'",
+                &format!("argv[1]: '\"{sub}\"'"),
+                "=== REDIS BUG REPORT END. Make sure to include from START to END. ===",
+            ] {
+                assert!(
+                    text.contains(want),
+                    "{program} {sub}: no {want:?} in\n{text}"
+                );
+            }
+            if program != "redis-server" {
+                assert!(text.contains("ferrokv::cmd::debug::debug"), "{text}");
+            }
+            let _ = std::fs::remove_file(&log);
+        }
+    }
+}
+
+/// The DEBUG subcommands of the encodings, the AOF and the reply buffers,
+/// as redis-server answers them.
+#[test]
+fn debug_encoding_and_buffer_subcommands_match_redis() {
+    let mut p = Pair::new_with(
+        |c| {
+            for (name, value) in [
+                (&b"enable-debug-command"[..], &b"yes"[..]),
+                (b"appendonly", b"yes"),
+            ] {
+                let (param, _) = ferrokv::config::params::lookup(name).expect("a parameter");
+                c.set_value(param, value).expect("a valid value");
+            }
+        },
+        &["--enable-debug-command", "yes", "--appendonly", "yes"],
+    );
+    p.script(&[
+        "HSET h a 1 b 2",
+        "ZADD z 1 a 2 b",
+        "RPUSH l a b c",
+        "SET s v",
+        "DEBUG LISTPACK h",
+        "DEBUG LISTPACK z",
+        "DEBUG LISTPACK l",
+        "DEBUG LISTPACK s",
+        "DEBUG LISTPACK nokey",
+        "DEBUG LISTPACK",
+        "DEBUG QUICKLIST l",
+        "DEBUG QUICKLIST l 1",
+        "DEBUG QUICKLIST h",
+        "DEBUG QUICKLIST nokey",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 0",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 1b",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 5gb",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD x",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD -1",
+        "RPUSH big aaaa bbbb cccc",
+        "LPUSH big zzzz",
+        "LRANGE big 0 -1",
+        "LINSERT big BEFORE bbbb mmmm",
+        "LRANGE big 0 -1",
+        "LPOP big 2",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 1gb",
+        "DEBUG STRINGMATCH-TEST",
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME never",
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME reset",
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME 100",
+        "DEBUG REPLYBUFFER PEAK-RESET-TIME x",
+        "DEBUG REPLYBUFFER RESIZING 0",
+        "DEBUG REPLYBUFFER RESIZING 1",
+        "DEBUG REPLYBUFFER FOO 1",
+        "DEBUG REPLYBUFFER RESIZING",
+        "DEBUG ERROR oops",
+        "DEBUG ERROR WRONGTYPE custom",
+        "DEBUG DIGEST",
+        "DEBUG LOADAOF",
+        "DEBUG DIGEST",
+        "DBSIZE",
+        "LRANGE l 0 -1",
+    ]);
+}

@@ -20,9 +20,34 @@ mod chunk;
 mod tests;
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use self::chunk::CHUNK_MAX;
 use self::chunk::{entry_size, Chunk, CHUNK_MIN};
+
+/// Elements at least this long get a chunk of their own (Redis's
+/// quicklist packed threshold, 1 GB unless DEBUG QUICKLIST-PACKED-THRESHOLD
+/// changes it), at either end of a list.
+static PLAIN_THRESHOLD: AtomicUsize = AtomicUsize::new(1 << 30);
+
+/// Sets the size from which elements pushed at a list's ends get a chunk
+/// of their own; 0 restores 1 GB. False (and unchanged) from just under
+/// 4 GB up, as Redis refuses.
+pub fn set_plain_threshold(size: u64) -> bool {
+    if size > (1 << 32) - (1 << 20) {
+        return false;
+    }
+    let size = if size == 0 { 1 << 30 } else { size as usize };
+    PLAIN_THRESHOLD.store(size, Ordering::Relaxed);
+    true
+}
+
+/// An element of `len` bytes (`count` 1), or a chunk of `count` elements
+/// in `len` bytes, stands alone.
+#[inline]
+fn plain(len: usize, count: usize) -> bool {
+    count <= 1 && len >= PLAIN_THRESHOLD.load(Ordering::Relaxed)
+}
 
 /// A list of byte strings.
 #[derive(Clone, Debug, Default)]
@@ -64,6 +89,14 @@ impl List {
         "quicklist"
     }
 
+    /// Each chunk's bytes, its element count, and whether it holds one
+    /// element alone for its size (DEBUG QUICKLIST).
+    pub fn chunks(&self) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+        self.chunks
+            .iter()
+            .map(|c| (c.used(), c.count, plain(c.used(), c.count)))
+    }
+
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
         self.chunks.iter().map(|c| c.buf.capacity() + 40).sum()
@@ -73,6 +106,8 @@ impl List {
     pub fn push_back(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
         let fits = match self.chunks.back_mut() {
+            _ if plain(s.len(), 1) => false,
+            Some(c) if plain(c.used(), c.count) => false,
             Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), false),
             None => false,
         };
@@ -97,6 +132,8 @@ impl List {
     pub fn push_front(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
         let fits = match self.chunks.front_mut() {
+            _ if plain(s.len(), 1) => false,
+            Some(c) if plain(c.used(), c.count) => false,
             Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), true),
             None => false,
         };
