@@ -32,7 +32,12 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(1);
     }
-    if let Err(e) = cli::init_logging(&config.loglevel, &config.logfile) {
+    let syslog_ident = config.get("syslog-ident");
+    let syslog_facility = config.get("syslog-facility");
+    let syslog = config
+        .get_bool("syslog-enabled")
+        .then_some((syslog_ident.as_str(), syslog_facility.as_str()));
+    if let Err(e) = cli::init_logging(&config.loglevel, &config.logfile, syslog) {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }

@@ -175,10 +175,15 @@ fn level_filter(loglevel: &str) -> LevelFilter {
 /// (`config/log.rs`): `loglevel` names map to tracing levels (debug →
 /// trace, verbose → debug, notice → info, warning → warn); an empty
 /// `logfile` logs to standard output, otherwise lines are appended to the
-/// file.
-pub fn init_logging(loglevel: &str, logfile: &str) -> std::io::Result<()> {
+/// file; `syslog` (ident, facility) also sends each message to syslog.
+pub fn init_logging(
+    loglevel: &str,
+    logfile: &str,
+    syslog: Option<(&str, &str)>,
+) -> std::io::Result<()> {
     let (filter, handle) = reload::Layer::new(level_filter(loglevel));
-    let registry = tracing_subscriber::registry().with(filter);
+    let syslog = syslog.map(|(ident, facility)| super::log::Syslog::open(ident, facility));
+    let registry = tracing_subscriber::registry().with(filter).with(syslog);
     if logfile.is_empty() {
         let layer = tracing_subscriber::fmt::layer()
             .event_format(super::log::RedisFormat)

@@ -3,14 +3,18 @@
 //! `M` for a master, `S` for a replica, `C` for a forked child, the level
 //! `.` debug, `-` verbose, `*` notice, `#` warning. Tools that wait for
 //! `Ready to accept connections` or grep Redis's log read ferrokv's the
-//! same way. `tracing` stays the mechanism: this is its line format.
+//! same way. `tracing` stays the mechanism: this is its line format, and
+//! [`Syslog`] the layer that sends the same messages to syslog
+//! (`syslog-enabled`, `syslog-ident`, `syslog-facility`).
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The role letter of the lines written from now on.
@@ -97,5 +101,78 @@ where
         write!(writer, "{head} {level} ")?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
+    }
+}
+
+/// Sends every message to syslog as Redis's serverLogRaw does: the bare
+/// message, at LOG_DEBUG, LOG_INFO, LOG_NOTICE or LOG_WARNING.
+pub struct Syslog;
+
+impl Syslog {
+    /// Opens the connection to syslog with `ident` and `facility` (`user`,
+    /// `local0`..`local7`), as Redis's openlog: the pid in each message,
+    /// connected at once.
+    pub fn open(ident: &str, facility: &str) -> Syslog {
+        let facility = match facility {
+            "user" => libc::LOG_USER,
+            "local1" => libc::LOG_LOCAL1,
+            "local2" => libc::LOG_LOCAL2,
+            "local3" => libc::LOG_LOCAL3,
+            "local4" => libc::LOG_LOCAL4,
+            "local5" => libc::LOG_LOCAL5,
+            "local6" => libc::LOG_LOCAL6,
+            "local7" => libc::LOG_LOCAL7,
+            _ => libc::LOG_LOCAL0,
+        };
+        // openlog keeps the pointer: the ident lives as long as the process.
+        let ident: &'static std::ffi::CStr = Box::leak(
+            std::ffi::CString::new(ident.replace('\0', ""))
+                .unwrap_or_default()
+                .into_boxed_c_str(),
+        );
+        // SAFETY: a NUL-terminated ident that is never freed.
+        unsafe {
+            libc::openlog(
+                ident.as_ptr(),
+                libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
+                facility,
+            )
+        };
+        Syslog
+    }
+}
+
+/// Collects an event's message.
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Syslog {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let priority = match *event.metadata().level() {
+            Level::ERROR | Level::WARN => libc::LOG_WARNING,
+            Level::INFO => libc::LOG_NOTICE,
+            Level::DEBUG => libc::LOG_INFO,
+            Level::TRACE => libc::LOG_DEBUG,
+        };
+        let mut msg = Message(String::new());
+        event.record(&mut msg);
+        let Ok(text) = std::ffi::CString::new(msg.0.replace('\0', "")) else {
+            return;
+        };
+        // SAFETY: a constant "%s" format with one NUL-terminated string.
+        unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
     }
 }

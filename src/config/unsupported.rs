@@ -22,7 +22,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "daemonizing: the server stays in the foreground",
     ),
     ("supervised", "supervision protocols"),
-    ("syslog-enabled", "syslog"),
     ("activedefrag", "active defragmentation"),
     ("aof-timestamp-enabled", "AOF timestamp annotations"),
     ("aof-disable-auto-gc", "keeping AOF history files"),

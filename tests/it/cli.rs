@@ -525,3 +525,91 @@ fn the_log_reads_like_redis() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `syslog-enabled`: each message also goes to syslog with the ident,
+/// facility, pid and priority redis-server uses. The test stands in for
+/// the system logger on /dev/log when the machine has none (CI's and
+/// these machines'); with a logger running there it cannot listen in, and
+/// checks only that the server runs and logs with syslog on.
+#[test]
+fn syslog_gets_the_messages_redis_sends() {
+    use std::os::unix::net::UnixDatagram;
+    let args = [
+        "--syslog-enabled",
+        "yes",
+        "--syslog-ident",
+        "kvtest",
+        "--syslog-facility",
+        "local3",
+        "--save",
+        "",
+    ];
+    let Ok(sock) = UnixDatagram::bind("/dev/log") else {
+        let (mut p, port) = spawn_bin(&args);
+        assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+        let _ = p.0.kill();
+        return;
+    };
+    // Both servers' messages arrive while they run: read them as they come
+    // (a datagram socket's queue is short and senders wait on it).
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = {
+        let sock = sock.try_clone().expect("clone");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = sock.recv(&mut buf) {
+                if n == 0
+                    || tx
+                        .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        })
+    };
+    let mut got = Vec::new();
+    for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
+        let (child, port) = spawn_on_free_port(|port| {
+            let mut c = Command::new(program);
+            c.current_dir(temp_dir("syslog"));
+            c.args(args)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+            c
+        });
+        let mut p = Proc(child);
+        assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+        let pid = p.0.id();
+        let mut lines = Vec::new();
+        let ready = wait_until(Duration::from_secs(10), || {
+            while let Ok(l) = rx.try_recv() {
+                lines.push(l);
+            }
+            lines
+                .iter()
+                .any(|l| l.contains("Ready to accept connections"))
+        });
+        assert!(ready, "{program}: {lines:?}");
+        // local3 (19) * 8 + notice (5); the pid in brackets; the bare
+        // message.
+        let want = format!("kvtest[{pid}]: Ready to accept connections");
+        let line = lines
+            .iter()
+            .find(|l| l.ends_with(&want))
+            .unwrap_or_else(|| panic!("{program}: no {want:?} in {lines:?}"));
+        assert!(line.starts_with("<157>"), "{line}");
+        got.push(lines.iter().any(|l| l.starts_with("<156>")));
+        terminate(&mut p);
+    }
+    // Warnings at LOG_WARNING on both.
+    assert_eq!(got, [true, true]);
+    let _ = std::fs::remove_file("/dev/log");
+    // Wakes the reader from its recv.
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    let _ = reader.join();
+}
+
+fn terminate(p: &mut Proc) {
+    let _ = Command::new("kill").arg(p.0.id().to_string()).status();
+    assert_eq!(wait_exit(p), Some(0));
+}
