@@ -223,9 +223,16 @@ impl Tracking {
                 Some(ids) => ids,
                 None => self.table.entry(k.to_vec()).or_default(),
             };
-            // Kept sorted: with many tracking clients per key, a binary
-            // search is what each read pays.
-            if let Err(at) = ids.binary_search(&id) {
+            // Kept sorted. Each read pays this lookup: a short list is
+            // scanned (its cache lines load in parallel, where a binary
+            // search waits for each probe's), a long one searched.
+            let found = if ids.len() <= 64 {
+                ids.iter().any(|&x| x == id)
+            } else {
+                ids.binary_search(&id).is_ok()
+            };
+            if !found {
+                let at = ids.partition_point(|&x| x < id);
                 ids.insert(at, id);
                 self.items += 1;
             }
