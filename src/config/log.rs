@@ -62,15 +62,20 @@ fn timestamp(out: &mut String) {
 /// `tracing` (the crash report).
 pub fn line(level: char, msg: &str) -> String {
     let mut out = String::with_capacity(40 + msg.len());
+    head(&mut out);
+    let _ = writeln!(out, " {level} {msg}");
+    out
+}
+
+/// `<pid>:<role> <timestamp>`, the start of every line.
+fn head(out: &mut String) {
     let _ = write!(
         out,
         "{}:{} ",
         std::process::id(),
         ROLE.load(Ordering::Relaxed) as char
     );
-    timestamp(&mut out);
-    let _ = writeln!(out, " {level} {msg}");
-    out
+    timestamp(out);
 }
 
 impl<S, N> FormatEvent<S, N> for RedisFormat
@@ -90,15 +95,9 @@ where
             Level::DEBUG => '-',
             Level::TRACE => '.',
         };
-        let mut head = String::with_capacity(40);
-        let _ = write!(
-            head,
-            "{}:{} ",
-            std::process::id(),
-            ROLE.load(Ordering::Relaxed) as char
-        );
-        timestamp(&mut head);
-        write!(writer, "{head} {level} ")?;
+        let mut start = String::with_capacity(40);
+        head(&mut start);
+        write!(writer, "{start} {level} ")?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }

@@ -413,23 +413,13 @@ pub fn cat_reply(out: &mut Vec<u8>, buf: &[u8], pos: &mut usize) {
                 return;
             }
             out.push(b'[');
-            for j in 0..n {
-                cat_reply(out, buf, pos);
-                if j != n - 1 {
-                    out.push(b',');
-                }
-            }
+            cat_items(out, buf, pos, n);
             out.push(b']');
         }
         b'~' => {
             let n = count();
             out.extend_from_slice(b"~(");
-            for j in 0..n {
-                cat_reply(out, buf, pos);
-                if j != n - 1 {
-                    out.push(b',');
-                }
-            }
+            cat_items(out, buf, pos, n);
             out.push(b')');
         }
         b'%' => {
@@ -452,6 +442,16 @@ pub fn cat_reply(out: &mut Vec<u8>, buf: &[u8], pos: &mut usize) {
             out.extend_from_slice(head);
         }
         _ => {}
+    }
+}
+
+/// Appends `n` replies from `buf[*pos..]`, comma-separated.
+fn cat_items(out: &mut Vec<u8>, buf: &[u8], pos: &mut usize, n: i64) {
+    for j in 0..n {
+        cat_reply(out, buf, pos);
+        if j != n - 1 {
+            out.push(b',');
+        }
     }
 }
 

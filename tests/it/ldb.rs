@@ -2,10 +2,9 @@
 //! every byte of whole debugging sessions compared, forked and
 //! synchronous, and redis-cli's transcript of the same session.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::support::{encode, Pair, Raw};
+use crate::support::{encode, output_with_input, Pair, Raw};
 
 const SCRIPT: &str = "local key = KEYS[1]
 local n = tonumber(ARGV[1])
@@ -35,7 +34,7 @@ fn session(port: u16, mode: &str, script: &str, keys_args: &[&str], cmds: &[&str
         &eval.iter().map(|s| s.as_bytes()).collect::<Vec<_>>(),
     ));
     let mut ended = false;
-    let mut read = |raw: &mut Raw, seen: &mut Vec<Vec<u8>>| {
+    let read = |raw: &mut Raw, seen: &mut Vec<Vec<u8>>| {
         let r = raw.read_reply();
         let end = String::from_utf8_lossy(&r).contains("+<endsession>\r\n");
         seen.push(r);
@@ -245,20 +244,7 @@ fn redis_cli_ldb_transcript_matches_redis() {
         cmd.args(["-p", &port.to_string()]);
         cmd.arg(if sync { "--ldb-sync-mode" } else { "--ldb" });
         cmd.args(["--eval", file.to_str().expect("path"), "rate:1", ",", "10"]);
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("redis-cli");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write");
-        let out = child.wait_with_output().expect("redis-cli output");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = output_with_input(&mut cmd, input.as_bytes());
         // Strip the ANSI colours.
         let mut plain = String::new();
         let mut chars = text.chars().peekable();

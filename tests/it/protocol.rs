@@ -291,20 +291,11 @@ fn redis_cli_inline_and_pipe() {
         .output()
         .expect("redis-cli");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "PONG");
-    let mut child = Command::new("redis-cli")
-        .args(["-p", &port])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("redis-cli");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"set a b\nget a\n")
-        .expect("write");
-    let out = child.wait_with_output().expect("redis-cli output");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "OK\nb\n");
+    let out = output_with_input(
+        Command::new("redis-cli").args(["-p", &port]),
+        b"set a b\nget a\n",
+    );
+    assert_eq!(out, "OK\nb\n");
     // Mass insertion.
     let mut data = Vec::new();
     for i in 0..10_000 {
@@ -314,20 +305,10 @@ fn redis_cli_inline_and_pipe() {
             format!("v{i}").as_bytes(),
         ]));
     }
-    let mut child = Command::new("redis-cli")
-        .args(["-p", &port, "--pipe"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("redis-cli --pipe");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(&data)
-        .expect("write");
-    let out = child.wait_with_output().expect("redis-cli output");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = output_with_input(
+        Command::new("redis-cli").args(["-p", &port, "--pipe"]),
+        &data,
+    );
     assert!(text.contains("errors: 0, replies: 10000"), "{text}");
     let mut r = server.raw();
     assert_eq!(r.cmd_str(&["DBSIZE"]), b":10001\r\n");

@@ -611,3 +611,23 @@ impl Pair {
         a
     }
 }
+
+/// Runs `cmd` with `input` on its standard input (closed after) and
+/// returns its standard output.
+pub fn output_with_input(cmd: &mut Command, input: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the command runs");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input)
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("its output");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
