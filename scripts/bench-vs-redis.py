@@ -38,6 +38,7 @@ import argparse
 import math
 import os
 import random
+import select
 import socket
 import statistics
 import subprocess
@@ -131,28 +132,30 @@ def run_tracker(port):
     s.sendall(resp("HELLO", "3") + resp("CLIENT", "TRACKING", "on") +
               resp("MGET", *TRACKED_KEYS))
     f = s.makefile("rb")
+    replies = 0
     while True:
         push, value = read_frame(f)
+        if not push:
+            replies += 1
+            if replies == 3:
+                # MGET answered: the server has remembered its keys.
+                print("ready", flush=True)
         if push and value and value[0] == b"invalidate" and value[1]:
             s.sendall(b"".join(resp("GET", k) for k in value[1]))
 
 
 class Tracker:
     """run_tracker in a process of its own on the benchmark's core, ready
-    once the server tracks all its keys."""
+    once the server answered its MGET (and so tracks all its keys)."""
 
     def __init__(self, port):
         self.proc = subprocess.Popen(
             ["taskset", "-c", "1", sys.executable, os.path.abspath(__file__), "--tracker",
-             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        end = time.time() + 10
-        while time.time() < end:
-            stats = subprocess.run(["redis-cli", "-p", str(port), "INFO", "stats"],
-                                   capture_output=True, text=True).stdout
-            if f"tracking_total_keys:{len(TRACKED_KEYS)}" in stats:
-                return
-            time.sleep(0.02)
-        raise RuntimeError("the tracking client did not track its keys")
+             str(port)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        ready = select.select([self.proc.stdout], [], [], 10)[0]
+        if not ready or self.proc.stdout.readline() != b"ready\n":
+            self.stop()
+            raise RuntimeError("the tracking client did not track its keys")
 
     def stop(self):
         self.proc.kill()

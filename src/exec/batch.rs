@@ -100,7 +100,7 @@ impl Executor {
         self.server.send_replies(&client, batch, out);
         if close {
             self.store.watches.unwatch_all(id);
-            self.server.forget_subscriptions(id);
+            self.server.forget_disconnected(id);
         } else {
             self.server.clients.insert(id, client);
         }

@@ -33,7 +33,7 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
             }
             Request::Disconnect { id } => {
                 server.blocking.forget(id);
-                server.forget_subscriptions(id);
+                server.forget_disconnected(id);
                 if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
                     // The script's caller went away: close it once the
                     // script returns.

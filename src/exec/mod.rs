@@ -269,7 +269,7 @@ impl Executor {
                 {
                     self.master_link_lost();
                 }
-                self.server.forget_subscriptions(id);
+                self.server.forget_disconnected(id);
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);
             }

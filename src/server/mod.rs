@@ -387,10 +387,17 @@ impl ServerState {
     }
 
     /// Drops what client `id` listens to: its channels and its key
-    /// tracking (a disconnection, RESET).
+    /// tracking (RESET, and a disconnection).
     pub fn forget_subscriptions(&mut self, id: u64) {
         self.pubsub.forget(id);
         self.tracking.forget(id);
+    }
+
+    /// Client `id` disconnected: what it listens to and its tracking slot
+    /// are dropped.
+    pub fn forget_disconnected(&mut self, id: u64) {
+        self.forget_subscriptions(id);
+        self.tracking.disconnected(id);
     }
 
     /// Closes another client's connection and forgets it.

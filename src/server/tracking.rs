@@ -15,6 +15,14 @@
 //! is kept by client id, as pub/sub's, so a client that goes away is
 //! forgotten with its id alone. A server where nobody tracks pays a check
 //! of two lengths per command.
+//!
+//! Where Redis keeps a set of client ids per key, ferrokv gives each
+//! connected client that ever tracked a slot number and keeps a bitset of
+//! slots per key: a read that is remembered tests one bit. A slot outlives
+//! CLIENT TRACKING OFF and RESET (the keys read before still invalidate
+//! once tracking is back on, as in Redis) and is freed at disconnection;
+//! its bits are cleared in a sweep before the slot serves another client,
+//! counted on as the dead ids Redis keeps until the key changes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,6 +56,8 @@ pub struct ClientTracking {
     pub broken_redirect: bool,
     /// BCAST prefixes, in Redis's (byte) order.
     pub prefixes: BTreeSet<Vec<u8>>,
+    /// The client's slot in the tracking table.
+    slot: u32,
 }
 
 /// Keys written under one BCAST prefix in this round, and who listens.
@@ -69,14 +79,84 @@ enum Payload<'a> {
     Null,
 }
 
+/// The clients that may cache one key: a bit per client slot.
+#[derive(Default)]
+struct Readers {
+    /// Slots 0..64.
+    low: u64,
+    /// Slots from 64 on, 64 per word.
+    high: Box<[u64]>,
+    /// Bits of disconnected clients swept away: still items until the key
+    /// changes, as Redis's dead ids are.
+    dead: u32,
+}
+
+impl Readers {
+    /// Sets `slot`'s bit; true when it was clear.
+    #[inline]
+    fn insert(&mut self, slot: u32) -> bool {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        let w = if word == 0 {
+            &mut self.low
+        } else {
+            if self.high.len() < word {
+                let mut grown = vec![0; word];
+                grown[..self.high.len()].copy_from_slice(&self.high);
+                self.high = grown.into_boxed_slice();
+            }
+            &mut self.high[word - 1]
+        };
+        let was_clear = *w & bit == 0;
+        *w |= bit;
+        was_clear
+    }
+
+    /// Ids in the set, counting the dead.
+    fn len(&self) -> usize {
+        let bits: u32 = self.high.iter().map(|w| w.count_ones()).sum();
+        (self.low.count_ones() + bits + self.dead) as usize
+    }
+
+    /// The slots whose bits are set.
+    fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::once(self.low)
+            .chain(self.high.iter().copied())
+            .enumerate()
+            .flat_map(|(i, mut w)| {
+                std::iter::from_fn(move || {
+                    if w == 0 {
+                        return None;
+                    }
+                    let b = w.trailing_zeros();
+                    w &= w - 1;
+                    Some(i as u32 * 64 + b)
+                })
+            })
+    }
+}
+
+/// Slot numbers of the clients that tracked, by id and by number.
+#[derive(Default)]
+struct Slots {
+    /// Client id → slot.
+    of: HashMap<u64, u32>,
+    /// Slot → client id (0: free).
+    ids: Vec<u64>,
+    /// Free slots with no bits left in the table.
+    clean: Vec<u32>,
+    /// Free slots whose bits may still be in the table.
+    dirty: Vec<u32>,
+}
+
 /// The server's tracking state.
 #[derive(Default)]
 pub struct Tracking {
     /// Clients with tracking on, by id.
     clients: HashMap<u64, ClientTracking>,
-    /// Key → ids (sorted) of the clients that may cache it (Redis's
-    /// TrackingTable).
-    table: HashMap<Vec<u8>, Vec<u64>>,
+    /// Key → the clients that may cache it (Redis's TrackingTable).
+    table: HashMap<Vec<u8>, Readers>,
+    /// Slot numbers of the clients in the table.
+    slots: Slots,
     /// Ids in the table, over all keys (tracking_total_items).
     items: usize,
     /// BCAST prefixes (Redis's PrefixTable).
@@ -104,6 +184,8 @@ pub struct Tracking {
     over_limit_rounds: u32,
     /// Reused for key positions.
     key_refs: Vec<KeyRef>,
+    /// Reused for the ids a key's invalidation goes to.
+    targets: Vec<u64>,
 }
 
 impl Tracking {
@@ -173,7 +255,14 @@ impl Tracking {
     /// CLIENT TRACKING ON (enableTracking): the mode's flags are replaced,
     /// BCAST prefixes added to those the client has.
     pub fn enable(&mut self, id: u64, redirect: u64, mode: ClientTracking, prefixes: &[&[u8]]) {
+        // A BCAST client remembers nothing: it gets a slot once it may.
+        let slot = match self.slots.of.get(&id) {
+            Some(&slot) => slot,
+            None if mode.bcast => u32::MAX,
+            None => self.new_slot(id),
+        };
         let t = self.clients.entry(id).or_default();
+        t.slot = slot;
         t.redirect = redirect;
         t.bcast = mode.bcast;
         t.optin = mode.optin;
@@ -208,6 +297,62 @@ impl Tracking {
         }
     }
 
+    /// Client `id` disconnected: after [`Tracking::forget`], its slot is
+    /// freed, to serve another client once its bits are swept.
+    pub fn disconnected(&mut self, id: u64) {
+        if let Some(slot) = self.slots.of.remove(&id) {
+            self.slots.ids[slot as usize] = 0;
+            self.slots.dirty.push(slot);
+        }
+    }
+
+    /// A slot for client `id`: a clean free one, else a new one while
+    /// there are at most twice as many slots as clients holding one (and
+    /// 64), else the dirty ones swept clean first. Sweeps so come once per
+    /// as many disconnections as there are slots in use.
+    fn new_slot(&mut self, id: u64) -> u32 {
+        let sl = &mut self.slots;
+        if sl.clean.is_empty() && sl.ids.len() >= (2 * sl.of.len()).max(64) {
+            self.sweep();
+        }
+        let sl = &mut self.slots;
+        let slot = match sl.clean.pop() {
+            Some(slot) => slot,
+            None => {
+                sl.ids.push(0);
+                sl.ids.len() as u32 - 1
+            }
+        };
+        sl.ids[slot as usize] = id;
+        sl.of.insert(id, slot);
+        slot
+    }
+
+    /// Clears the dirty slots' bits from every key, counting them as dead
+    /// ids, and makes the slots clean.
+    fn sweep(&mut self) {
+        let sl = &mut self.slots;
+        if sl.dirty.is_empty() {
+            return;
+        }
+        let mut mask = vec![0u64; sl.ids.len().div_ceil(64)];
+        for &slot in &sl.dirty {
+            mask[slot as usize / 64] |= 1 << (slot % 64);
+        }
+        for r in self.table.values_mut() {
+            let mut gone = (r.low & mask[0]).count_ones();
+            r.low &= !mask[0];
+            for (w, m) in r.high.iter_mut().zip(&mask[1..]) {
+                gone += (*w & m).count_ones();
+                *w &= !m;
+            }
+            r.dead += gone;
+        }
+        sl.clean.append(&mut sl.dirty);
+        // The lowest slots are handed out first, keeping bitsets short.
+        sl.clean.sort_unstable_by(|a, b| b.cmp(a));
+    }
+
     /// CLIENT CACHING YES|NO for the next command.
     pub fn set_caching(&mut self, id: u64) {
         if let Some(t) = self.clients.get_mut(&id) {
@@ -216,36 +361,25 @@ impl Tracking {
         }
     }
 
-    /// Remembers `keys` for client `id` (trackingRememberKeys).
-    fn remember<'k>(&mut self, id: u64, keys: impl Iterator<Item = &'k [u8]>) {
+    /// Remembers `keys` for the client in `slot` (trackingRememberKeys).
+    fn remember<'k>(&mut self, slot: u32, keys: impl Iterator<Item = &'k [u8]>) {
         for k in keys {
-            let ids = match self.table.get_mut(k) {
-                Some(ids) => ids,
+            let readers = match self.table.get_mut(k) {
+                Some(r) => r,
                 None => self.table.entry(k.to_vec()).or_default(),
             };
-            // Kept sorted. Each read pays this lookup: a short list is
-            // scanned (its cache lines load in parallel, where a binary
-            // search waits for each probe's), a long one searched.
-            let found = if ids.len() <= 64 {
-                ids.iter().any(|&x| x == id)
-            } else {
-                ids.binary_search(&id).is_ok()
-            };
-            if !found {
-                let at = ids.partition_point(|&x| x < id);
-                ids.insert(at, id);
+            if readers.insert(slot) {
                 self.items += 1;
             }
         }
     }
 
-    /// Whether client `id`'s reads are remembered now (OPTIN/OPTOUT with
-    /// CLIENT CACHING); never in BCAST mode.
-    fn remembers(&self, id: u64) -> bool {
-        self.clients.get(&id).is_some_and(|t| {
-            let opted_out = (t.optin && !t.caching) || (t.optout && t.caching);
-            !t.bcast && !opted_out
-        })
+    /// The slot of client `id` when its reads are remembered now
+    /// (OPTIN/OPTOUT with CLIENT CACHING); never in BCAST mode.
+    fn remembers(&self, id: u64) -> Option<u32> {
+        let t = self.clients.get(&id)?;
+        let opted_out = (t.optin && !t.caching) || (t.optout && t.caching);
+        (!t.bcast && !opted_out).then_some(t.slot)
     }
 }
 
@@ -352,11 +486,17 @@ fn invalidate_key(server: &mut ServerState, key: &[u8], by: u64, bcast: bool) {
             }
         }
     }
-    let Some(ids) = tr.table.remove(key) else {
+    let Some(readers) = tr.table.remove(key) else {
         return;
     };
-    tr.items -= ids.len();
-    for id in ids {
+    tr.items -= readers.len();
+    // In Redis's order: its id sets are radix trees keyed by the ids'
+    // bytes in memory (little-endian).
+    let mut ids = std::mem::take(&mut tr.targets);
+    ids.extend(readers.slots().map(|s| tr.slots.ids[s as usize]));
+    ids.retain(|&id| id != 0);
+    ids.sort_unstable_by_key(|id| id.swap_bytes());
+    for &id in &ids {
         let tr = &mut server.tracking;
         let Some(t) = tr.clients.get(&id) else {
             continue;
@@ -372,6 +512,8 @@ fn invalidate_key(server: &mut ServerState, key: &[u8], by: u64, bcast: bool) {
             send(server, id, Payload::Key(key), None);
         }
     }
+    ids.clear();
+    server.tracking.targets = ids;
 }
 
 /// A flush (trackingInvalidateKeysOnFlush): every tracking client gets a
@@ -386,8 +528,11 @@ fn invalidate_all(server: &mut ServerState) {
             send(server, id, Payload::Null, None);
         }
     }
-    server.tracking.table = HashMap::new();
-    server.tracking.items = 0;
+    let tr = &mut server.tracking;
+    tr.table = HashMap::new();
+    tr.items = 0;
+    // No bits are left anywhere.
+    tr.slots.clean.append(&mut tr.slots.dirty);
 }
 
 /// Hands the keys the store wrote since the last call to tracking; `by`
@@ -440,7 +585,7 @@ pub fn before_command(server: &mut ServerState, store: &mut Store, client: &Clie
 pub fn before_handler(server: &mut ServerState, client: &Client, id: CommandId, argv: Argv<'_>) {
     server.tracking.in_call = true;
     if server.table.commands[id].flags & flag::SKIP_MONITOR != 0
-        && server.tracking.remembers(client.id)
+        && server.tracking.remembers(client.id).is_some()
     {
         let keys = keys_of(server, id, argv);
         server.tracking.script_keys = Some(keys);
@@ -475,20 +620,21 @@ pub fn after_handler(
     if client.script {
         let tr = &mut server.tracking;
         if let Some(keys) = tr.script_keys.take() {
-            let current = tr.current;
-            tr.remember(current, keys.iter().map(Vec::as_slice));
+            if let Some(slot) = tr.remembers(tr.current) {
+                tr.remember(slot, keys.iter().map(Vec::as_slice));
+            }
             tr.script_keys = Some(keys);
         }
         return;
     }
-    if !server.tracking.remembers(client.id) {
+    let Some(slot) = server.tracking.remembers(client.id) else {
         return;
-    }
+    };
     let cmd = &server.table.commands[id];
     if let Some((pos, _)) = cmd.single_key {
         server
             .tracking
-            .remember(client.id, std::iter::once(argv.get(pos)));
+            .remember(slot, std::iter::once(argv.get(pos)));
         return;
     }
     let refs = &mut server.tracking.key_refs;
@@ -496,7 +642,7 @@ pub fn after_handler(
     let refs = std::mem::take(refs);
     server
         .tracking
-        .remember(client.id, refs.iter().map(|k| argv.get(k.pos)));
+        .remember(slot, refs.iter().map(|k| argv.get(k.pos)));
     server.tracking.key_refs = refs;
 }
 

@@ -491,3 +491,69 @@ fn random_sequences_against_redis() {
         panic!("{e}");
     }
 }
+
+/// INFO's tracking counts on (ferrokv, redis-server).
+fn tracking_counts(c: &mut Conn) -> [String; 2] {
+    [&mut c.ours, &mut c.theirs].map(|r| {
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "everything"])).into_owned();
+        info.split("\r\n")
+            .filter(|l| l.starts_with("tracking_"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// Clients come and go in numbers (past 64, and reusing the places of
+/// those gone): the keys they read are counted as Redis counts its ids,
+/// the clients still there are told of writes, those gone and those new
+/// are not; tracking switched off and on again, or after RESET, still
+/// invalidates what was read before.
+#[test]
+fn clients_that_come_and_go() {
+    let p = Pair::new();
+    let mut w = Conn::open(&p);
+    let connected = |w: &mut Conn, n: usize| {
+        wait_until(Duration::from_secs(10), || {
+            let info = String::from_utf8_lossy(&w.ours.cmd_str(&["INFO", "clients"])).into_owned();
+            info.contains(&format!("\r\nconnected_clients:{n}\r\n"))
+        })
+    };
+    let mut kept: Vec<Conn> = Vec::new();
+    for round in 0..3 {
+        let mut open: Vec<Conn> = (0..70).map(|_| Conn::open(&p)).collect();
+        for (i, c) in open.iter_mut().enumerate() {
+            c.run(&["HELLO 3", "CLIENT TRACKING on"]);
+            c.same(&format!("MGET k{} k{} r{round}", i % 10, i % 7), None);
+        }
+        // Every other one goes away, the rest stay to the end.
+        for (i, c) in open.into_iter().enumerate() {
+            if i % 2 == 0 {
+                kept.push(c);
+            }
+        }
+        // The pair's own connection, `w` and the kept ones.
+        assert!(connected(&mut w, 2 + kept.len()), "disconnections seen");
+        let [ours, theirs] = tracking_counts(&mut w);
+        assert_eq!(ours, theirs, "round {round}");
+        w.run(&[&format!("SET k{round} x"), &format!("DEL r{round}")]);
+        for c in &mut kept {
+            c.same("PING", None);
+        }
+        let [ours, theirs] = tracking_counts(&mut w);
+        assert_eq!(ours, theirs, "round {round} after writes");
+    }
+    let c = &mut kept[0];
+    c.run(&[
+        "GET k8",
+        "CLIENT TRACKING off",
+        "CLIENT TRACKING on",
+        "GET k9",
+    ]);
+    c.run(&["RESET", "HELLO 3", "CLIENT TRACKING on"]);
+    w.run(&["MSET k8 1 k9 2", "FLUSHALL"]);
+    for c in &mut kept {
+        c.same("PING", None);
+    }
+    let [ours, theirs] = tracking_counts(&mut w);
+    assert_eq!(ours, theirs, "at the end");
+}
