@@ -190,8 +190,9 @@ fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     } else if is(sub, "panic") && n == 2 {
         let now = crate::util::clock::real_now_ms() / 1000;
-        // invariant: none; DEBUG PANIC asks for this panic (the crash
-        // report path), and only where enable-debug-command allows it.
+        // DEBUG PANIC asks for this panic (the crash report path), and
+        // only where enable-debug-command allows it.
+        // invariant: a deliberate panic.
         panic!("DEBUG PANIC called at Unix time {now}");
     } else if is(sub, "change-repl-id") && n == 2 {
         let repl = &mut ctx.server.repl;
