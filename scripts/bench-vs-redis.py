@@ -17,7 +17,10 @@ coordinates: its __rand_int__ is zero-padded) run examples/loadgen.rs
 instead, with the same clients, pipeline and request count; their p99 is
 per pipelined batch. The data-type rows (SETBIT ... GEOSEARCH) and the
 stream group rows (XREADGROUP_10, XACK) read data that prepare() loads
-first. SET_MONITOR runs SET with a `redis-cli monitor` attached to the
+first. SET_GROW (only when named in --tests) runs 10,000,000 SETs of
+random names into an emptied server, for the p99 of requests that meet the
+keyspace's growth, and prints the per-round ratio of the p99s. SET_MONITOR
+runs SET with a `redis-cli monitor` attached to the
 server. SET_ACL and GET_ACL run as a user restricted to `~app:* +@read
 +@write` and also print ferrokv's per-round rps ratio and its CPU time per
 request against the same command run as the default user. SET_TRACKING
@@ -102,7 +105,20 @@ TESTS = {
     # connections that all track what they read.
     "SET_TRACKING": ["-r", "100000", "SET", "key:__rand_int__", "xxx"],
     "GET_TRACKING": {"loadgen": ["GET", "key:{rand:1000}"], "setup": "CLIENT TRACKING on"},
+    # SET into an emptied server until it holds about 10,000,000 keys
+    # (GROW_REQUESTS draws from a billion names): its p99 shows what the
+    # keyspace's growth costs the requests that meet it. Not in the
+    # default set (a few minutes a round); run it with `--tests SET_GROW
+    # --pipelines 1`.
+    "SET_GROW": ["-r", "1000000000", "SET", "key:__rand_int__", "xxx"],
 }
+
+# SET_GROW's requests, whatever --requests says.
+GROW_REQUESTS = 10_000_000
+
+
+def requests_of(test, requests):
+    return GROW_REQUESTS if test == "SET_GROW" else requests
 
 # redis-benchmark's names for keys below 1,000 (`key:` and 12 digits).
 TRACKED_KEYS = [f"key:{i:012d}" for i in range(1000)]
@@ -311,6 +327,8 @@ def prepare(port, test, requests):
                          f"p{rng.getrandbits(40)}"]
             cmds.append(resp("GEOADD", "points", *args))
         send_all(port, b"".join(cmds), len(cmds))
+    elif test == "SET_GROW":
+        send_all(port, resp("FLUSHALL"), 1)
     elif test == "XREADGROUP_10":
         fill_stream(port, "xg", requests * 10 + 1000)
     elif test == "XACK":
@@ -336,7 +354,7 @@ def main():
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--pipelines", default="1,16")
-    ap.add_argument("--tests", default=",".join(TESTS))
+    ap.add_argument("--tests", default=",".join(t for t in TESTS if t != "SET_GROW"))
     ap.add_argument("--tracker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.tracker:
@@ -401,7 +419,8 @@ def main():
                                 time.sleep(0.02)
                         tracker = Tracker(port) if test == "SET_TRACKING" else None
                         before = cpu_seconds(proc.pid)
-                        r, lat = run_bench(port, test_args(test, kind), args.requests, args.clients,
+                        r, lat = run_bench(port, test_args(test, kind),
+                                           requests_of(test, args.requests), args.clients,
                                            pipeline)
                         cpu[kind] += cpu_seconds(proc.pid) - before
                         if monitor:
@@ -420,7 +439,7 @@ def main():
                                 plain_ratios[kind].append(rps[kind][-1] / measured[-1])
                     if args.baseline and rps["baseline"]:
                         base_ratios.append(rps["ferrokv"][-1] / rps["baseline"][-1])
-                total = args.requests * args.rounds
+                total = requests_of(test, args.requests) * args.rounds
                 row = {
                     "test": test, "pipeline": pipeline,
                     "ferrokv": statistics.median(rps["ferrokv"]),
@@ -446,6 +465,11 @@ def main():
                         line += (f"  {kind} {what}: rps {statistics.median(rs):.2f} "
                                  f"[{min(rs):.2f}-{max(rs):.2f}], cpu/req "
                                  f"{cpu[kind] / total * 1e6:.2f}/{plain_cpu[kind] / total * 1e6:.2f} us")
+                if test == "SET_GROW":
+                    grow = [f / r for f, r in zip(p99["ferrokv"], p99["redis"]) if r > 0]
+                    if grow:
+                        line += (f"  p99 ferrokv/redis {statistics.median(grow):.2f} "
+                                 f"[{min(grow):.2f}-{max(grow):.2f}]")
                 results.append(row)
                 print(line, flush=True)
     finally:

@@ -195,6 +195,10 @@ impl Executor {
         if self.server.stream_on() {
             self.server.feed_expired(&mut self.store);
         }
+        // Redis's activerehashing: a millisecond per period.
+        if self.server.config.get_bool("activerehashing") {
+            self.store.rehash(Duration::from_millis(1));
+        }
         if self.server.config.maxmemory != 0 {
             // Memory other threads freed or took counts from here on; an
             // eviction that ran out of time goes on (evictionTimeProc).

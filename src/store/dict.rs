@@ -39,9 +39,22 @@ impl Entry {
     }
 }
 
-/// A chained hash table keyed by byte strings.
+/// One power-of-two array of bucket chains.
+type Buckets = Vec<Option<Box<Entry>>>;
+
+/// A chained hash table keyed by byte strings, resized incrementally as
+/// Redis's: while it grows or shrinks, entries live in two arrays, and
+/// each insertion and removal (and the server's cron, for a millisecond)
+/// moves a bucket or more from the old one to the new one, so no single
+/// command pays for rehashing millions of keys.
 pub struct Dict {
-    buckets: Vec<Option<Box<Entry>>>,
+    /// The table (the old one while rehashing).
+    buckets: Buckets,
+    /// The new table while rehashing; empty otherwise.
+    next: Buckets,
+    /// While rehashing, the buckets of `buckets` before this one have
+    /// been moved to `next`.
+    rehash_at: usize,
     len: usize,
     hasher: std::collections::hash_map::RandomState,
 }
@@ -64,10 +77,91 @@ fn prefetch_read<T>(p: *const T) {
     let _ = p;
 }
 
+/// The entry for `key` in one chain.
+#[inline]
+fn chain_get<'a>(mut cur: Option<&'a Entry>, key: &[u8]) -> Option<&'a Entry> {
+    while let Some(e) = cur {
+        if e.key.as_slice() == key {
+            return Some(e);
+        }
+        cur = e.next.as_deref();
+    }
+    None
+}
+
+/// [`chain_get`], mutably.
+#[inline]
+fn chain_get_mut<'a>(mut cur: Option<&'a mut Entry>, key: &[u8]) -> Option<&'a mut Entry> {
+    while let Some(e) = cur {
+        if e.key.as_slice() == key {
+            return Some(e);
+        }
+        cur = e.next.as_deref_mut();
+    }
+    None
+}
+
+/// Calls `f` on each entry of a chain.
+#[inline]
+fn chain_each(mut cur: Option<&Entry>, f: &mut impl FnMut(&Entry)) {
+    while let Some(e) = cur {
+        f(e);
+        cur = e.next.as_deref();
+    }
+}
+
+/// Unlinks the entries `pred` selects from a chain into `removed`.
+fn chain_remove_if(
+    mut link: &mut Option<Box<Entry>>,
+    pred: &mut impl FnMut(&Entry) -> bool,
+    removed: &mut Vec<Box<Entry>>,
+) {
+    loop {
+        match link {
+            None => return,
+            Some(e) if pred(e) => {
+                let mut e = link.take().expect("non-empty link"); // invariant: matched `Some` just above.
+                *link = e.next.take();
+                removed.push(e);
+            }
+            Some(e) => link = &mut e.next,
+        }
+    }
+}
+
+/// Unlinks the entry for `key` from a chain.
+fn chain_unlink(mut link: &mut Option<Box<Entry>>, key: &[u8]) -> Option<Box<Entry>> {
+    loop {
+        match link {
+            None => return None,
+            Some(e) if e.key.as_slice() == key => {
+                let mut e = link.take()?;
+                *link = e.next.take();
+                return Some(e);
+            }
+            Some(e) => link = &mut e.next,
+        }
+    }
+}
+
+/// Redis's reverse-binary cursor increment under `mask`.
+#[inline]
+fn next_cursor(cursor: u64, mask: u64) -> u64 {
+    let v = (cursor | !mask).reverse_bits().wrapping_add(1);
+    v.reverse_bits()
+}
+
+/// `n` empty buckets.
+fn empty_buckets(n: usize) -> Buckets {
+    (0..n).map(|_| None).collect()
+}
+
 impl Default for Dict {
     fn default() -> Self {
         Dict {
             buckets: Vec::new(),
+            next: Vec::new(),
+            rehash_at: 0,
             len: 0,
             hasher: Default::default(),
         }
@@ -85,9 +179,20 @@ impl Dict {
         self.len == 0
     }
 
-    /// Number of buckets (for INFO-style stats and tests).
+    /// The size of the larger bucket array, a power of two: indexes below
+    /// it name every bucket to [`Dict::bucket_each`].
     pub fn buckets(&self) -> usize {
-        self.buckets.len()
+        self.buckets.len().max(self.next.len())
+    }
+
+    /// Bucket slots allocated, over both arrays while rehashing.
+    pub fn allocated_buckets(&self) -> usize {
+        self.buckets.len() + self.next.len()
+    }
+
+    /// True while entries are being moved to a resized array.
+    pub fn is_rehashing(&self) -> bool {
+        !self.next.is_empty()
     }
 
     /// The keyed SipHash of `key`.
@@ -108,14 +213,12 @@ impl Dict {
         if self.buckets.is_empty() {
             return None;
         }
-        let mut cur = self.buckets[hash as usize & self.mask()].as_deref();
-        while let Some(e) = cur {
-            if e.key.as_slice() == key {
-                return Some(e);
-            }
-            cur = e.next.as_deref();
+        let found = chain_get(self.buckets[hash as usize & self.mask()].as_deref(), key);
+        if found.is_some() || self.next.is_empty() {
+            return found;
         }
-        None
+        let i = hash as usize & (self.next.len() - 1);
+        chain_get(self.next[i].as_deref(), key)
     }
 
     /// Starts loading the buckets, then the entries, of `keys` into the CPU
@@ -126,19 +229,33 @@ impl Dict {
         if self.buckets.is_empty() {
             return;
         }
-        let mask = self.mask();
-        let mut idx = [0usize; PREFETCH_MAX];
+        let mut at = [(false, 0usize); PREFETCH_MAX];
         let mut n = 0;
         for k in keys.take(PREFETCH_MAX) {
-            let i = self.hash(k) as usize & mask;
-            prefetch_read(self.buckets.as_ptr().wrapping_add(i));
-            idx[n] = i;
+            let (in_next, i) = self.bucket_of(self.hash(k));
+            let table = if in_next { &self.next } else { &self.buckets };
+            prefetch_read(table.as_ptr().wrapping_add(i));
+            at[n] = (in_next, i);
             n += 1;
         }
-        for &i in &idx[..n] {
-            if let Some(e) = self.buckets.get(i).and_then(|b| b.as_deref()) {
+        for &(in_next, i) in &at[..n] {
+            let table = if in_next { &self.next } else { &self.buckets };
+            if let Some(e) = table.get(i).and_then(|b| b.as_deref()) {
                 prefetch_read(e as *const Entry);
             }
+        }
+    }
+
+    /// Where a key of `hash` is most likely: (in the new array, index).
+    /// While rehashing, a bucket already moved is in the new array; a key
+    /// added since may be there too.
+    #[inline]
+    fn bucket_of(&self, hash: u64) -> (bool, usize) {
+        let i = hash as usize & self.mask();
+        if i < self.rehash_at && !self.next.is_empty() {
+            (true, hash as usize & (self.next.len() - 1))
+        } else {
+            (false, i)
         }
     }
 
@@ -147,15 +264,18 @@ impl Dict {
         if self.buckets.is_empty() {
             return None;
         }
-        let mask = self.mask();
-        let mut cur = self.buckets[hash as usize & mask].as_deref_mut();
-        while let Some(e) = cur {
-            if e.key.as_slice() == key {
-                return Some(e);
-            }
-            cur = e.next.as_deref_mut();
+        let i = hash as usize & self.mask();
+        if self.next.is_empty() {
+            return chain_get_mut(self.buckets[i].as_deref_mut(), key);
         }
-        None
+        // Rehashing: the old bucket, unless moved, then the new one (a
+        // second walk of the old chain keeps the borrow checker content;
+        // chains are about one entry long).
+        if i >= self.rehash_at && chain_get(self.buckets[i].as_deref(), key).is_some() {
+            return chain_get_mut(self.buckets[i].as_deref_mut(), key);
+        }
+        let j = hash as usize & (self.next.len() - 1);
+        chain_get_mut(self.next[j].as_deref_mut(), key)
     }
 
     /// Inserts a new entry; the caller has checked the key is absent.
@@ -167,13 +287,20 @@ impl Dict {
         expire_at: u64,
         lru: u32,
     ) -> &mut Entry {
-        if self.len >= self.buckets.len() {
-            self.resize((self.len + 1).next_power_of_two().max(INITIAL_SIZE));
+        if self.next.is_empty() && self.len >= self.buckets.len() {
+            self.start_rehash((self.len + 1).next_power_of_two().max(INITIAL_SIZE));
         }
-        let idx = hash as usize & self.mask();
-        let next = self.buckets[idx].take();
+        self.rehash_step(1);
         self.len += 1;
-        let slot = &mut self.buckets[idx];
+        // While rehashing, new entries go to the new array.
+        let table = if self.next.is_empty() {
+            &mut self.buckets
+        } else {
+            &mut self.next
+        };
+        let idx = hash as usize & (table.len() - 1);
+        let next = table[idx].take();
+        let slot = &mut table[idx];
         *slot = Some(Box::new(Entry {
             next,
             key,
@@ -189,45 +316,86 @@ impl Dict {
         if self.buckets.is_empty() {
             return None;
         }
-        let idx = hash as usize & self.mask();
-        let removed = Self::unlink(&mut self.buckets[idx], key)?;
+        self.rehash_step(1);
+        let i = hash as usize & self.mask();
+        let mut removed = chain_unlink(&mut self.buckets[i], key);
+        if removed.is_none() && !self.next.is_empty() {
+            let j = hash as usize & (self.next.len() - 1);
+            removed = chain_unlink(&mut self.next[j], key);
+        }
+        let removed = removed?;
         self.len -= 1;
         self.maybe_shrink();
         Some(removed)
     }
 
-    fn unlink(mut link: &mut Option<Box<Entry>>, key: &[u8]) -> Option<Box<Entry>> {
-        loop {
-            match link {
-                None => return None,
-                Some(e) if e.key.as_slice() == key => {
-                    let mut e = link.take()?;
-                    *link = e.next.take();
-                    return Some(e);
-                }
-                Some(e) => link = &mut e.next,
-            }
-        }
-    }
-
-    /// Shrinks when fewer than a tenth of the buckets are used, as Redis
-    /// does (HASHTABLE_MIN_FILL).
+    /// Starts shrinking when fewer than a tenth of the buckets are used,
+    /// as Redis does (HASHTABLE_MIN_FILL).
     fn maybe_shrink(&mut self) {
         let size = self.buckets.len();
-        if size > INITIAL_SIZE && self.len * 10 < size {
-            self.resize(self.len.next_power_of_two().max(INITIAL_SIZE));
+        if self.next.is_empty() && size > INITIAL_SIZE && self.len * 10 < size {
+            self.start_rehash(self.len.next_power_of_two().max(INITIAL_SIZE));
         }
     }
 
-    fn resize(&mut self, new_size: usize) {
-        let old = std::mem::replace(&mut self.buckets, (0..new_size).map(|_| None).collect());
-        let mask = new_size - 1;
-        for mut head in old {
+    /// Begins moving the entries into an array of `size` buckets. An empty
+    /// table gets its array at once.
+    fn start_rehash(&mut self, size: usize) {
+        if self.len == 0 {
+            self.buckets = empty_buckets(size);
+            return;
+        }
+        self.next = empty_buckets(size);
+        self.rehash_at = 0;
+    }
+
+    /// Moves up to `n` non-empty buckets to the new array, visiting at most
+    /// ten times as many empty ones (Redis's dictRehash). True while there
+    /// is more to move.
+    pub fn rehash_step(&mut self, n: usize) -> bool {
+        if self.next.is_empty() {
+            return false;
+        }
+        let mask = self.next.len() - 1;
+        let mut empty_visits = n * 10;
+        let mut moved = 0;
+        while moved < n && self.rehash_at < self.buckets.len() {
+            let mut head = self.buckets[self.rehash_at].take();
+            self.rehash_at += 1;
+            if head.is_none() {
+                empty_visits -= 1;
+                if empty_visits == 0 {
+                    break;
+                }
+                continue;
+            }
             while let Some(mut e) = head {
                 head = e.next.take();
-                let idx = self.hash(e.key.as_slice()) as usize & mask;
-                e.next = self.buckets[idx].take();
-                self.buckets[idx] = Some(e);
+                let mut h = self.hasher.build_hasher();
+                h.write(e.key.as_slice());
+                let idx = h.finish() as usize & mask;
+                e.next = self.next[idx].take();
+                self.next[idx] = Some(e);
+            }
+            moved += 1;
+        }
+        if self.rehash_at < self.buckets.len() {
+            return true;
+        }
+        self.buckets = std::mem::take(&mut self.next);
+        self.rehash_at = 0;
+        // Removals while it shrank may call for a smaller array still.
+        self.maybe_shrink();
+        self.is_rehashing()
+    }
+
+    /// Rehashes for about `budget` (Redis's incrementallyRehash from the
+    /// cron): 100 buckets at a time between clock checks.
+    pub fn rehash_for(&mut self, budget: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while self.rehash_step(100) {
+            if start.elapsed() >= budget {
+                return;
             }
         }
     }
@@ -240,6 +408,8 @@ impl Dict {
             self,
             Dict {
                 buckets: Vec::new(),
+                next: Vec::new(),
+                rehash_at: 0,
                 len: 0,
                 hasher,
             },
@@ -248,85 +418,97 @@ impl Dict {
 
     /// Visits every entry.
     pub fn for_each(&self, mut f: impl FnMut(&Entry)) {
-        for b in &self.buckets {
-            let mut cur = b.as_deref();
-            while let Some(e) = cur {
-                f(e);
-                cur = e.next.as_deref();
-            }
+        for b in self.buckets.iter().chain(&self.next) {
+            chain_each(b.as_deref(), &mut f);
+        }
+    }
+
+    /// The arrays as (smaller, larger) and whether there are two.
+    fn by_size(&self) -> (&Buckets, &Buckets) {
+        if self.next.is_empty() || self.buckets.len() <= self.next.len() {
+            (&self.buckets, &self.next)
+        } else {
+            (&self.next, &self.buckets)
         }
     }
 
     /// One SCAN step: visits the bucket(s) the cursor names and returns the
     /// next cursor (0 when the iteration is complete). Uses Redis's
     /// reverse-binary increment, so resizes between calls never make it
-    /// miss an entry that stayed in the table.
+    /// miss an entry that stayed in the table; while rehashing, the
+    /// smaller array's bucket and every bucket of the larger one it
+    /// expands to are visited, as Redis's dictScan does.
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&Entry)) -> u64 {
         if self.buckets.is_empty() {
             return 0;
         }
-        let mask = self.mask() as u64;
-        let mut cur = self.buckets[(cursor & mask) as usize].as_deref();
-        while let Some(e) = cur {
-            f(e);
-            cur = e.next.as_deref();
+        let (small, large) = self.by_size();
+        let m0 = small.len() as u64 - 1;
+        chain_each(small[(cursor & m0) as usize].as_deref(), &mut f);
+        if large.is_empty() {
+            return next_cursor(cursor, m0);
         }
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        v.reverse_bits()
+        let m1 = large.len() as u64 - 1;
+        let mut v = cursor;
+        loop {
+            chain_each(large[(v & m1) as usize].as_deref(), &mut f);
+            v = next_cursor(v, m1);
+            if v & (m0 ^ m1) == 0 {
+                return v;
+            }
+        }
     }
 
-    /// Removes the entries `pred` selects in the bucket named by `cursor`,
-    /// returning the next cursor (as [`Dict::scan`]) and what was removed.
-    /// `pred` sees every entry of the bucket. The active expiry cycle walks
-    /// the table with it.
+    /// Removes the entries `pred` selects in the bucket(s) named by
+    /// `cursor`, returning the next cursor (as [`Dict::scan`]) and what was
+    /// removed. `pred` sees every entry of those buckets. The active
+    /// expiry cycle walks the table with it.
     pub fn sweep_bucket(
         &mut self,
         cursor: u64,
         mut pred: impl FnMut(&Entry) -> bool,
     ) -> (u64, Vec<Box<Entry>>) {
-        if self.buckets.is_empty() {
-            return (0, Vec::new());
-        }
-        let mask = self.mask() as u64;
         let mut removed = Vec::new();
-        let mut link = &mut self.buckets[(cursor & mask) as usize];
-        loop {
-            match link {
-                None => break,
-                Some(e) => {
-                    if pred(e) {
-                        let mut e = link.take().expect("non-empty link"); // invariant: matched `Some` just above.
-                        *link = e.next.take();
-                        removed.push(e);
-                    } else {
-                        let next = link.as_mut().expect("non-empty link"); // invariant: matched `Some` above.
-                        link = &mut next.next;
-                    }
+        if self.buckets.is_empty() {
+            return (0, removed);
+        }
+        let swap = !self.next.is_empty() && self.buckets.len() > self.next.len();
+        let (small, large) = if swap {
+            (&mut self.next, &mut self.buckets)
+        } else {
+            (&mut self.buckets, &mut self.next)
+        };
+        let m0 = small.len() as u64 - 1;
+        chain_remove_if(&mut small[(cursor & m0) as usize], &mut pred, &mut removed);
+        let next = if large.is_empty() {
+            next_cursor(cursor, m0)
+        } else {
+            let m1 = large.len() as u64 - 1;
+            let mut v = cursor;
+            loop {
+                chain_remove_if(&mut large[(v & m1) as usize], &mut pred, &mut removed);
+                v = next_cursor(v, m1);
+                if v & (m0 ^ m1) == 0 {
+                    break v;
                 }
             }
-        }
+        };
         self.len -= removed.len();
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        (v.reverse_bits(), removed)
+        (next, removed)
+    }
+
+    /// Calls `f` on each entry of bucket `index` (masked to each array;
+    /// indexes range below [`Dict::buckets`]).
+    pub fn bucket_each(&self, index: u64, mut f: impl FnMut(&Entry)) {
+        for table in [&self.buckets, &self.next] {
+            if !table.is_empty() {
+                let i = index as usize & (table.len() - 1);
+                chain_each(table[i].as_deref(), &mut f);
+            }
+        }
     }
 
     /// Shrinks the table if removals left it sparse (after a sweep).
-    /// Calls `f` on each entry of bucket `index` (masked to the table).
-    pub fn bucket_each(&self, index: u64, mut f: impl FnMut(&Entry)) {
-        if self.buckets.is_empty() {
-            return;
-        }
-        let mut cur = self.buckets[(index as usize) & self.mask()].as_deref();
-        while let Some(e) = cur {
-            f(e);
-            cur = e.next.as_deref();
-        }
-    }
-
     pub fn compact(&mut self) {
         self.maybe_shrink();
     }
@@ -334,17 +516,26 @@ impl Dict {
     /// A random entry, or None when empty, every entry equally likely.
     /// Redis's dictGetRandomKey (a random non-empty bucket, then a random
     /// entry of its chain) favours entries in short chains; here a random
-    /// (bucket, depth) pair is drawn until it names an entry, which gives
-    /// each entry the same chance, with the chain-walking pick kept only as
-    /// the fallback when chains run deeper than the draw reaches.
+    /// (bucket, depth) pair over both arrays is drawn until it names an
+    /// entry, which gives each entry the same chance, with the
+    /// chain-walking pick kept only as the fallback when chains run deeper
+    /// than the draw reaches.
     pub fn random(&self, mut rng: impl FnMut(usize) -> usize) -> Option<&Entry> {
         if self.len == 0 {
             return None;
         }
-        let tries = 64 * self.buckets.len().div_ceil(self.len).max(1);
+        let total = self.allocated_buckets();
+        let bucket = |i: usize| {
+            if i < self.buckets.len() {
+                self.buckets[i].as_deref()
+            } else {
+                self.next[i - self.buckets.len()].as_deref()
+            }
+        };
+        let tries = 64 * total.div_ceil(self.len).max(1);
         for _ in 0..tries.min(1 << 16) {
             let depth = rng(RANDOM_DEPTH);
-            let mut cur = self.buckets[rng(self.buckets.len())].as_deref();
+            let mut cur = bucket(rng(total));
             for _ in 0..depth {
                 cur = cur.and_then(|e| e.next.as_deref());
             }
@@ -353,14 +544,9 @@ impl Dict {
             }
         }
         loop {
-            let b = &self.buckets[rng(self.buckets.len())];
-            if let Some(head) = b.as_deref() {
+            if let Some(head) = bucket(rng(total)) {
                 let mut n = 0;
-                let mut cur = Some(head);
-                while let Some(e) = cur {
-                    n += 1;
-                    cur = e.next.as_deref();
-                }
+                chain_each(Some(head), &mut |_| n += 1);
                 let mut pick = rng(n);
                 let mut cur = head;
                 while pick > 0 {
@@ -380,7 +566,7 @@ const RANDOM_DEPTH: usize = 8;
 impl Drop for Dict {
     fn drop(&mut self) {
         // Unlink chains iteratively so a long chain cannot overflow the stack.
-        for b in &mut self.buckets {
+        for b in self.buckets.iter_mut().chain(self.next.iter_mut()) {
             let mut cur = b.take();
             while let Some(mut e) = cur {
                 cur = e.next.take();
@@ -414,6 +600,7 @@ mod tests {
             assert!(d.remove(d.hash(k.as_bytes()), k.as_bytes()).is_some());
         }
         assert_eq!(d.len(), 10);
+        d.rehash_for(std::time::Duration::from_secs(1));
         assert!(d.buckets() <= 16);
     }
 
@@ -443,5 +630,141 @@ mod tests {
         for i in 0..100 {
             assert!(seen.contains(format!("old{i}").as_bytes()), "old{i} missed");
         }
+    }
+
+    /// Keys `k0..kn`.
+    fn keys(n: usize) -> Vec<Vec<u8>> {
+        (0..n).map(|i| format!("k{i}").into_bytes()).collect()
+    }
+
+    #[test]
+    fn lookups_during_a_rehash() {
+        let mut d = Dict::default();
+        let ks = keys(1000);
+        for k in &ks[..512] {
+            insert(&mut d, k);
+        }
+        // The 513th insertion starts a growth that the next ones advance.
+        insert(&mut d, &ks[512]);
+        assert!(d.is_rehashing());
+        for k in &ks[513..600] {
+            insert(&mut d, k);
+        }
+        assert!(d.is_rehashing(), "one bucket per insertion");
+        for k in &ks[..600] {
+            let h = d.hash(k);
+            assert!(d.get(h, k).is_some());
+            assert!(d.get_mut(h, k).is_some());
+        }
+        for k in &ks[..300] {
+            assert!(d.remove(d.hash(k), k).is_some());
+            assert!(d.get(d.hash(k), k).is_none());
+        }
+        assert_eq!(d.len(), 300);
+        let mut n = 0;
+        d.for_each(|_| n += 1);
+        assert_eq!(n, 300);
+        d.rehash_for(std::time::Duration::from_secs(1));
+        assert!(!d.is_rehashing());
+        assert_eq!(d.allocated_buckets(), 1024);
+        for k in &ks[300..600] {
+            assert!(d.get(d.hash(k), k).is_some());
+        }
+    }
+
+    /// SCAN and the expiry sweep see every key that stays, whatever
+    /// growth, shrinking and rehash steps happen between their calls.
+    #[test]
+    fn scan_and_sweep_through_rehashes() {
+        let ks = keys(5000);
+        for phase in 0..3 {
+            let mut d = Dict::default();
+            let stay = &ks[..200];
+            for k in stay {
+                insert(&mut d, k);
+            }
+            if phase == 2 {
+                for k in &ks[200..5000] {
+                    insert(&mut d, k);
+                }
+                d.rehash_for(std::time::Duration::from_secs(1));
+            }
+            let (mut seen, mut swept) = (std::collections::HashSet::new(), 0);
+            let (mut cursor, mut sweep_cursor, mut steps) = (0, 0, 0);
+            let (mut scanning, mut sweeping) = (true, true);
+            while scanning || sweeping {
+                if scanning {
+                    cursor = d.scan(cursor, |e| {
+                        seen.insert(e.key.as_slice().to_vec());
+                    });
+                    scanning = cursor != 0;
+                }
+                if sweeping {
+                    let (next, removed) =
+                        d.sweep_bucket(sweep_cursor, |e| e.key.as_slice() == b"k7");
+                    swept += removed.len();
+                    sweep_cursor = next;
+                    sweeping = next != 0;
+                }
+                steps += 1;
+                match phase {
+                    // Growth in steps while scanning.
+                    0 if steps < 40 => {
+                        for k in &ks[200 + steps * 50..250 + steps * 50] {
+                            insert(&mut d, k);
+                        }
+                    }
+                    // A big growth, then its rehash advanced by removals.
+                    1 if steps == 5 => {
+                        for k in &ks[200..5000] {
+                            insert(&mut d, k);
+                        }
+                    }
+                    1 if steps > 5 && steps < 60 => {
+                        for k in &ks[200 + steps * 80..280 + steps * 80] {
+                            d.remove(d.hash(k), k);
+                        }
+                    }
+                    // Shrinking.
+                    2 if steps < 60 => {
+                        for k in &ks[200 + steps * 80..280 + steps * 80] {
+                            d.remove(d.hash(k), k);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for k in stay {
+                assert!(
+                    seen.contains(k) || k == b"k7",
+                    "phase {phase}: {} missed",
+                    String::from_utf8_lossy(k)
+                );
+            }
+            assert_eq!(swept, 1, "phase {phase}: k7 swept once");
+        }
+    }
+
+    #[test]
+    fn random_reaches_both_arrays() {
+        let mut d = Dict::default();
+        let ks = keys(600);
+        for k in &ks {
+            insert(&mut d, k);
+        }
+        assert!(d.is_rehashing());
+        let mut seed = 1u64;
+        let mut rng = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % n
+        };
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..20000 {
+            let e = d.random(&mut rng).expect("non-empty");
+            seen.insert(e.key.as_slice().to_vec());
+        }
+        assert_eq!(seen.len(), 600, "every key drawn");
     }
 }

@@ -257,7 +257,16 @@ impl Store {
         let per_entry = std::mem::size_of::<dict::Entry>();
         let per_bucket = std::mem::size_of::<Option<Box<dict::Entry>>>();
         let d = &self.dbs[db].dict;
-        (d.buckets() * per_bucket + d.len() * per_entry) as u64
+        (d.allocated_buckets() * per_bucket + d.len() * per_entry) as u64
+    }
+
+    /// Moves entries of a resizing keyspace table to its new array for
+    /// about `budget` (Redis's incrementallyRehash from databasesCron):
+    /// the first database that is rehashing, one per call.
+    pub fn rehash(&mut self, budget: std::time::Duration) {
+        if let Some(d) = self.dbs.iter_mut().find(|d| d.dict.is_rehashing()) {
+            d.dict.rehash_for(budget);
+        }
     }
 
     /// The bytes `key` takes, expired or not (MEMORY USAGE): its entry, its
