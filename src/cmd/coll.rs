@@ -71,7 +71,7 @@ pub(super) fn zset_write<'a>(
         let Some((size, len)) = create else {
             return Ok(None);
         };
-        store.insert_new(db, key, Value::ZSet(Box::new(ZSet::with_hint(size, len))));
+        store.insert_new(db, key, Value::ZSet(ZSet::with_hint(size, len)));
     }
     match store.get(db, key) {
         Some(e) => match &mut e.value {
@@ -109,7 +109,7 @@ pub(super) fn hash_write<'a>(
         if !create {
             return Ok(None);
         }
-        store.insert_new(db, key, Value::Hash(Box::default()));
+        store.insert_new(db, key, Value::Hash(Default::default()));
     }
     match store.get(db, key) {
         Some(e) => match &mut e.value {

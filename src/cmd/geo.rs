@@ -484,7 +484,7 @@ fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how:
             z.insert(m, *s);
         }
         z.shrink_encoding();
-        ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
+        ctx.store.set(db, dst, Value::ZSet(z), Ttl::None);
         let event = if matches!(how, Form::Search | Form::SearchStore) {
             "geosearchstore"
         } else {

@@ -19,7 +19,7 @@ pub enum Hash {
     /// Small: field, value, field, value... in insertion order.
     Listpack(Packed),
     /// Large.
-    Table(HashedMap<CompactBytes>),
+    Table(Box<HashedMap<CompactBytes>>),
 }
 
 impl Default for Hash {
@@ -83,7 +83,7 @@ impl Hash {
             for (f, v) in pairs(p) {
                 m.insert(f, CompactBytes::new(v));
             }
-            *self = Hash::Table(m);
+            *self = Hash::Table(Box::new(m));
         }
     }
 

@@ -1,13 +1,18 @@
 //! `Packed`: byte strings stored back to back in one buffer, each prefixed
 //! by its length as a LEB128 varint — the role of Redis's listpack for
 //! small hashes: one allocation, a byte or so of overhead per string,
-//! linear search (the collection is small by construction).
+//! linear search (the collection is small by construction). The count
+//! of strings heads the buffer as a varint (a listpack's header holds its
+//! count too; one byte up to 127 strings), so a `Packed` is one `Vec`: 24
+//! bytes, and the hash or sorted set that holds it fits in a
+//! [`super::value::Value`] without a box of its own.
 
-/// A sequence of byte strings in one buffer.
+/// A sequence of byte strings in one buffer: the count of strings (a
+/// varint; nothing when there are none), then each string. Offsets taken
+/// and given by its methods count from the first string.
 #[derive(Clone, Debug, Default)]
 pub struct Packed {
     buf: Vec<u8>,
-    count: usize,
 }
 
 /// Reads the varint at `pos`: (value, bytes used).
@@ -46,19 +51,49 @@ fn varint_len(mut v: usize) -> usize {
 impl Packed {
     /// Number of strings.
     pub fn count(&self) -> usize {
-        self.count
+        if self.buf.is_empty() {
+            return 0;
+        }
+        read_varint(&self.buf, 0).0
     }
 
-    /// Appends a string.
-    pub fn push(&mut self, s: &[u8]) {
-        let need = varint_len(s.len()) + s.len();
+    /// Bytes of the count heading the buffer.
+    fn head(&self) -> usize {
+        if self.buf.is_empty() {
+            return 0;
+        }
+        read_varint(&self.buf, 0).1
+    }
+
+    /// Adds `n` to the count, making room for `more` bytes of strings
+    /// too; the head is rewritten, longer or shorter as the count needs.
+    fn add_count(&mut self, n: isize, more: usize) {
+        let count = (self.count() as isize + n) as usize;
+        let mut head = Vec::with_capacity(4);
+        write_varint(count, &mut head);
+        let need = more + head.len().saturating_sub(self.head());
         if self.buf.capacity() - self.buf.len() < need {
             // Grow to fit exactly, as a listpack reallocates per insert.
             self.buf.reserve_exact(need);
         }
+        let old = self.head();
+        if old == head.len() {
+            self.buf[..old].copy_from_slice(&head);
+        } else {
+            self.buf.splice(..old, head);
+        }
+    }
+
+    /// The strings' bytes, after the head.
+    fn data(&self) -> &[u8] {
+        self.buf.get(self.head()..).unwrap_or(&[])
+    }
+
+    /// Appends a string.
+    pub fn push(&mut self, s: &[u8]) {
+        self.add_count(1, varint_len(s.len()) + s.len());
         write_varint(s.len(), &mut self.buf);
         self.buf.extend_from_slice(s);
-        self.count += 1;
     }
 
     /// Inserts `strings` before the byte offset `pos` (a span start, or the
@@ -69,31 +104,29 @@ impl Packed {
             write_varint(s.len(), &mut enc);
             enc.extend_from_slice(s);
         }
-        if self.buf.capacity() - self.buf.len() < enc.len() {
-            self.buf.reserve_exact(enc.len());
-        }
-        let pos = pos.min(self.buf.len());
+        self.add_count(strings.len() as isize, enc.len());
+        let pos = self.head() + pos.min(self.byte_len());
         self.buf.splice(pos..pos, enc);
-        self.count += strings.len();
     }
 
-    /// Byte length of the buffer (the offset just past the last string).
+    /// Byte length of the strings (the offset just past the last one).
     pub fn byte_len(&self) -> usize {
-        self.buf.len()
+        self.data().len()
     }
 
-    /// Every string with its byte span `(start, end)` in the buffer.
+    /// Every string with its byte span `(start, end)`.
     pub fn spans(&self) -> Spans<'_> {
         Spans {
-            buf: &self.buf,
+            buf: self.data(),
             pos: 0,
         }
     }
 
     /// The string whose span starts at `start`.
     pub fn at(&self, start: usize) -> &[u8] {
-        let (len, h) = read_varint(&self.buf, start);
-        self.buf.get(start + h..start + h + len).unwrap_or(&[])
+        let data = self.data();
+        let (len, h) = read_varint(data, start);
+        data.get(start + h..start + h + len).unwrap_or(&[])
     }
 
     /// Replaces the string spanning `start..end` with `s`.
@@ -101,15 +134,21 @@ impl Packed {
         let mut enc = Vec::with_capacity(varint_len(s.len()) + s.len());
         write_varint(s.len(), &mut enc);
         enc.extend_from_slice(s);
-        self.buf.splice(start..end, enc);
+        let head = self.head();
+        self.buf.splice(head + start..head + end, enc);
         self.buf.shrink_to_fit();
     }
 
     /// Removes the bytes `start..end` holding `n` whole strings.
     pub fn remove(&mut self, start: usize, end: usize, n: usize) {
-        self.buf.drain(start..end);
-        self.buf.shrink_to_fit();
-        self.count -= n;
+        let head = self.head();
+        self.buf.drain(head + start..head + end);
+        self.add_count(-(n as isize), 0);
+        if self.count() == 0 {
+            self.buf = Vec::new();
+        } else {
+            self.buf.shrink_to_fit();
+        }
     }
 
     /// Heap bytes owned.
@@ -165,5 +204,38 @@ mod tests {
         assert_eq!(p.count(), 2);
         let all: Vec<Vec<u8>> = p.spans().map(|(s, _, _)| s.to_vec()).collect();
         assert_eq!(all, vec![b"a".to_vec(), b"xyz".to_vec()]);
+    }
+
+    #[test]
+    fn count_head_grows_and_shrinks() {
+        let mut p = Packed::default();
+        for i in 0..200u32 {
+            p.push(&i.to_le_bytes());
+        }
+        assert_eq!(p.count(), 200);
+        let got: Vec<u32> = p
+            .spans()
+            .map(|(s, _, _)| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+            .collect();
+        assert_eq!(got, (0..200).collect::<Vec<_>>());
+        // Down across 128 strings: the head shrinks to one byte.
+        let (_, start, _) = p.spans().nth(10).expect("11th");
+        let (_, _, end) = p.spans().nth(109).expect("110th");
+        p.remove(start, end, 100);
+        assert_eq!(p.count(), 100);
+        assert_eq!(p.heap_size(), 1 + 100 * 5);
+        let (s, _, _) = p.spans().nth(10).expect("11th");
+        assert_eq!(s, 110u32.to_le_bytes());
+        // Up again by inserting in the middle.
+        let (_, at, _) = p.spans().nth(5).expect("6th");
+        let many: Vec<[u8; 4]> = (1000..1050u32).map(u32::to_le_bytes).collect();
+        let refs: Vec<&[u8]> = many.iter().map(|b| b.as_slice()).collect();
+        p.insert_at(at, &refs);
+        assert_eq!(p.count(), 150);
+        let (s, _, _) = p.spans().nth(5).expect("6th");
+        assert_eq!(s, 1000u32.to_le_bytes());
+        let (s, _, _) = p.spans().nth(55).expect("56th");
+        assert_eq!(s, 5u32.to_le_bytes());
+        assert_eq!(p.spans().count(), 150);
     }
 }

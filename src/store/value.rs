@@ -20,11 +20,11 @@ pub enum Value {
     /// A list.
     List(Box<super::list::List>),
     /// A hash.
-    Hash(Box<super::hash::Hash>),
+    Hash(super::hash::Hash),
     /// A set, held inline: an intset then costs one allocation, as in Redis.
     Set(super::set::Set),
     /// A sorted set.
-    ZSet(Box<super::zset::ZSet>),
+    ZSet(super::zset::ZSet),
     /// A stream.
     Stream(Box<super::stream::Stream>),
 }

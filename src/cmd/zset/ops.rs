@@ -391,7 +391,7 @@ fn combine(
             }
             z.shrink_encoding();
             let n = z.len();
-            ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
+            ctx.store.set(db, dst, Value::ZSet(z), Ttl::None);
             ctx.reply.int(n as i64);
             let event = match op {
                 Op::Union => "zunionstore",

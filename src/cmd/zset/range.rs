@@ -293,7 +293,7 @@ fn store_range(ctx: &mut Ctx<'_>, dst: &[u8], z: Option<ZSet>) {
     match z.filter(|z| !z.is_empty()) {
         Some(z) => {
             let n = z.len();
-            ctx.store.set(db, dst, Value::ZSet(Box::new(z)), Ttl::None);
+            ctx.store.set(db, dst, Value::ZSet(z), Ttl::None);
             ctx.reply.int(n as i64);
             crate::cmd::pubsub::notify(ctx, b'z', "zrangestore", dst);
         }

@@ -567,7 +567,7 @@ mod tests {
         let mut z = crate::store::zset::ZSet::default();
         z.insert(b"m", 1.5);
         z.insert(b"inf", f64::INFINITY);
-        s.set(2, b"z", Value::ZSet(Box::new(z)), Ttl::None);
+        s.set(2, b"z", Value::ZSet(z), Ttl::None);
         let mut out = Vec::new();
         let n = write_commands(&mut out, &s).expect("writes to memory");
         assert_eq!(n, out.len() as u64);

@@ -117,7 +117,7 @@ pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static s
         for (f, v) in pairs {
             m.insert(f, CompactBytes::new(v));
         }
-        Hash::Table(m)
+        Hash::Table(Box::new(m))
     } else {
         // Kept compact whatever the element sizes, as Redis keeps a loaded
         // listpack; the order is the file's, which HGETALL shows.
@@ -128,7 +128,7 @@ pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static s
         }
         Hash::Listpack(p)
     };
-    Ok(Some(Value::Hash(Box::new(h))))
+    Ok(Some(Value::Hash(h)))
 }
 
 /// A sorted set from member/score elements (types 12 and 17); None when
@@ -162,7 +162,7 @@ pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
         }
         ZSet::Listpack(p)
     };
-    Ok(Some(Value::ZSet(Box::new(z))))
+    Ok(Some(Value::ZSet(z)))
 }
 
 /// The field/value elements of a zipmap (Redis 2.x small hashes):

@@ -52,19 +52,9 @@ fn sample_store() -> Store {
             h.set(b"long", &[b'x'; 80]);
             set.add(b"word");
         }
-        s.set(
-            0,
-            format!("h{n}").as_bytes(),
-            Value::Hash(Box::new(h)),
-            Ttl::None,
-        );
+        s.set(0, format!("h{n}").as_bytes(), Value::Hash(h), Ttl::None);
         s.set(1, format!("s{n}").as_bytes(), Value::Set(set), Ttl::None);
-        s.set(
-            2,
-            format!("z{n}").as_bytes(),
-            Value::ZSet(Box::new(z)),
-            Ttl::None,
-        );
+        s.set(2, format!("z{n}").as_bytes(), Value::ZSet(z), Ttl::None);
     }
     s
 }

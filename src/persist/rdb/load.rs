@@ -230,7 +230,7 @@ impl<'a> Dec<'a> {
                         return self.fail("duplicate hash field");
                     }
                 }
-                return Ok((!hash.is_empty()).then(|| Value::Hash(Box::new(hash))));
+                return Ok((!hash.is_empty()).then(|| Value::Hash(hash)));
             }
             ty::ZSET | ty::ZSET_2 => {
                 let n = self.length()?;
@@ -253,7 +253,7 @@ impl<'a> Dec<'a> {
                 }
                 // Redis converts small loaded sorted sets to a listpack.
                 z.shrink_encoding();
-                return Ok((!z.is_empty()).then(|| Value::ZSet(Box::new(z))));
+                return Ok((!z.is_empty()).then(|| Value::ZSet(z)));
             }
             ty::SET_INTSET => {
                 let blob = self.string()?;
