@@ -71,7 +71,7 @@ fn string_for_bits<'a>(
             Grown::Created
         }
         Some(e) => {
-            let bytes = super::string::make_raw(&mut e.value)?;
+            let bytes = super::string::make_raw(e.into_value_mut())?;
             if bytes.len() < need {
                 bytes.resize(need, 0);
                 Grown::Padded
@@ -80,7 +80,7 @@ fn string_for_bits<'a>(
             }
         }
     };
-    match store.get(db, key).map(|e| &mut e.value) {
+    match store.get(db, key).map(|e| e.into_value_mut()) {
         Some(Value::Raw(v)) => Ok((v, grown)),
         _ => Err(Error::WrongType),
     }
@@ -119,7 +119,6 @@ fn getbit(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let bit = match ctx.store.get_read(db, argv.get(1)) {
         None => 0,
         Some(e) => e
-            .value
             .as_str()
             .ok_or(Error::WrongType)?
             .with(|s| bit_at(s, offset)),
@@ -199,7 +198,7 @@ fn bitcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.int(0);
         return Ok(());
     };
-    let s = e.value.as_str().ok_or(Error::WrongType)?;
+    let s = e.as_str().ok_or(Error::WrongType)?;
     let count = s.with(|p| -> Result<u64, Error> {
         let r = match argv.len() {
             2 => ByteRange {
@@ -258,7 +257,7 @@ fn bitpos(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.int(if bit == 1 { -1 } else { 0 });
         return Ok(());
     };
-    let s = e.value.as_str().ok_or(Error::WrongType)?;
+    let s = e.as_str().ok_or(Error::WrongType)?;
     let pos = s.with(|p| bitpos_in(p, &argv, bit))?;
     ctx.reply.int(pos);
     Ok(())
@@ -364,7 +363,7 @@ fn bitop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // hits) and checks its type; the second borrows the bytes.
     for key in argv.iter_from(3) {
         if let Some(e) = ctx.store.get_read(db, key) {
-            if !e.value.is_string() {
+            if !e.is_string() {
                 return Err(Error::WrongType);
             }
         }
@@ -374,7 +373,7 @@ fn bitop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let srcs: Vec<Cow<'_, [u8]>> = argv
             .iter_from(3)
             .map(
-                |key| match store.peek(db, key).and_then(|e| e.value.as_str()) {
+                |key| match store.peek(db, key).and_then(|e| e.as_str()) {
                     None => Cow::Borrowed(&[][..]),
                     Some(crate::store::value::StrRef::Bytes(b)) => Cow::Borrowed(b),
                     Some(s) => Cow::Owned(s.to_vec()),

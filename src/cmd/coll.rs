@@ -21,8 +21,8 @@ pub(super) fn hash_read<'a>(
 ) -> Result<Option<&'a Hash>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Hash(h) => Ok(Some(h)),
+        Some(e) => match e.into_ref().object() {
+            Some(Value::Hash(h)) => Ok(Some(h)),
             _ => Err(Error::WrongType),
         },
     }
@@ -36,8 +36,8 @@ pub(super) fn set_read<'a>(
 ) -> Result<Option<&'a Set>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Set(s) => Ok(Some(s)),
+        Some(e) => match e.into_ref().object() {
+            Some(Value::Set(s)) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
     }
@@ -51,8 +51,8 @@ pub(super) fn zset_read<'a>(
 ) -> Result<Option<&'a ZSet>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.into_ref().object() {
+            Some(Value::ZSet(z)) => Ok(Some(z)),
             _ => Err(Error::WrongType),
         },
     }
@@ -74,7 +74,7 @@ pub(super) fn zset_write<'a>(
         store.insert_new(db, key, Value::ZSet(ZSet::with_hint(size, len)));
     }
     match store.get(db, key) {
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::ZSet(z) => Ok(Some(z)),
             _ => Err(Error::WrongType),
         },
@@ -92,7 +92,7 @@ fn check(
 ) -> Result<bool, Error> {
     match store.get(db, key) {
         None => Ok(false),
-        Some(e) if is_type(&e.value) => Ok(true),
+        Some(e) if is_type(&e.value()) => Ok(true),
         Some(_) => Err(Error::WrongType),
     }
 }
@@ -112,7 +112,7 @@ pub(super) fn hash_write<'a>(
         store.insert_new(db, key, Value::Hash(Default::default()));
     }
     match store.get(db, key) {
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::Hash(h) => Ok(Some(h)),
             _ => Err(Error::WrongType),
         },
@@ -135,7 +135,7 @@ pub(super) fn set_write<'a>(
         store.insert_new(db, key, Value::Set(Default::default()));
     }
     match store.get(db, key) {
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::Set(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
@@ -147,7 +147,7 @@ pub(super) fn set_write<'a>(
 /// `changed`, and deletes the key if the collection is now empty (Redis
 /// never keeps empty collections).
 pub(super) fn finish_write(store: &mut Store, db: usize, key: &[u8], changed: bool) {
-    let empty = store.peek(db, key).is_some_and(|e| match &e.value {
+    let empty = store.peek(db, key).is_some_and(|e| match &*e.value() {
         Value::Hash(h) => h.is_empty(),
         Value::Set(s) => s.is_empty(),
         Value::ZSet(z) => z.is_empty(),

@@ -10,7 +10,7 @@ use sha1::{Digest, Sha1};
 use super::args::{self, is};
 use super::{Argv, Ctx};
 use crate::error::{CmdResult, Error};
-use crate::store::value::Value;
+use crate::store::value::{StrRef, Value};
 use crate::store::Ttl;
 
 /// Handlers of this family.
@@ -114,8 +114,8 @@ fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             mix(&mut total, &(db as u32).to_be_bytes());
             ctx.store.dbs[db].dict.for_each(|e| {
                 let mut d = [0u8; 20];
-                mix(&mut d, e.key.as_slice());
-                value_digest(&mut d, &e.value, e.expire_at() != 0);
+                mix(&mut d, e.key());
+                value_digest(&mut d, &e.value(), e.expire_at() != 0);
                 xor(&mut total, &d);
             });
         }
@@ -128,7 +128,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             // A logically expired key still counts, as in Redis.
             let dict = &ctx.store.dbs[db].dict;
             if let Some(e) = dict.get(dict.hash(key), key) {
-                value_digest(&mut d, &e.value, e.expire_at() != 0);
+                value_digest(&mut d, &e.value(), e.expire_at() != 0);
             }
             ctx.reply.simple(&hex(&d));
         }
@@ -238,11 +238,11 @@ fn listpack(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let Some(e) = dict.get(dict.hash(key), key) else {
         return Err(Error::NoSuchKey);
     };
-    if e.value.encoding() != "listpack" {
+    if e.encoding() != "listpack" {
         return Err(Error::err("Not a listpack encoded object."));
     }
     let mut entries: Vec<Vec<u8>> = Vec::new();
-    match &e.value {
+    match &*e.value() {
         Value::Hash(h) => {
             for (f, v) in h.iter() {
                 entries.push(f.to_vec());
@@ -281,7 +281,7 @@ fn quicklist(ctx: &mut Ctx<'_>, key: &[u8], full: bool) -> CmdResult {
     let Some(e) = dict.get(dict.hash(key), key) else {
         return Err(Error::NoSuchKey);
     };
-    let Value::List(l) = &e.value else {
+    let Some(Value::List(l)) = e.object() else {
         return Err(Error::err("Not a quicklist encoded object."));
     };
     let chunks: Vec<_> = l.chunks().collect();
@@ -467,20 +467,20 @@ fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         return Err(Error::NoSuchKey);
     };
     // The RDB body alone: a DUMP payload less its type byte and footer.
-    let serialized = crate::persist::rdb::save::dump_payload(&e.value, false)
+    let serialized = crate::persist::rdb::save::dump_payload(&e.value(), false)
         .len()
         .saturating_sub(11);
     let now_s = ctx.store.now() / 1000;
-    let idle = now_s.saturating_sub(u64::from(e.lru));
-    let refcount = match e.value {
-        Value::Int(n) if (0..10_000).contains(&n) => i32::MAX,
+    let idle = now_s.saturating_sub(u64::from(e.lru()));
+    let refcount = match e.as_str() {
+        Some(StrRef::Int(n)) if (0..10_000).contains(&n) => i32::MAX,
         _ => 1,
     };
     let line = format!(
         "Value at:{:p} refcount:{refcount} encoding:{} serializedlength:{serialized} lru:{} lru_seconds_idle:{idle}",
-        &e.value,
-        e.value.encoding(),
-        e.lru & 0xff_ffff,
+        e as *const crate::store::dict::Entry,
+        e.encoding(),
+        e.lru() & 0xff_ffff,
     );
     ctx.reply.simple(&line);
     Ok(())

@@ -59,7 +59,7 @@ fn hll_for_write<'a>(
 ) -> Result<Option<&'a mut Vec<u8>>, Error> {
     match store.get(db, key) {
         None => Ok(None),
-        Some(e) => writable(&mut e.value).map(Some),
+        Some(e) => writable(e.into_value_mut()).map(Some),
     }
 }
 
@@ -72,7 +72,7 @@ fn hll_or_new<'a>(
 ) -> Result<(&'a mut Vec<u8>, bool), Error> {
     if store.get(db, key).is_none() {
         let e = store.insert_new(db, key, Value::Raw(Box::new(hll::new_sparse())));
-        return writable(&mut e.value).map(|v| (v, true));
+        return writable(e.into_value_mut()).map(|v| (v, true));
     }
     let v = hll_for_write(store, db, key)?.ok_or(Error::WrongType)?;
     Ok((v, false))
@@ -108,7 +108,8 @@ fn merge_keys<'k>(
     let mut dense = false;
     for key in keys {
         if let Some(e) = store.get_read(db, key) {
-            let bytes = hll_bytes(&e.value)?;
+            let value = e.value();
+            let bytes = hll_bytes(&value)?;
             dense |= hll::encoding(bytes) == hll::Encoding::Dense;
             hll::merge_into(&mut max, bytes)?;
         }
@@ -128,7 +129,7 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.int(0);
         return Ok(());
     };
-    let v = writable(&mut e.value)?;
+    let v = writable(e.into_value_mut())?;
     if let Some(card) = hll::cached_card(v) {
         ctx.reply.int(card as i64);
         return Ok(());

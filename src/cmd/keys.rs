@@ -7,7 +7,7 @@ use rand::Rng;
 use super::args::{self, is};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
-use crate::store::value::Value;
+use crate::store::value::{StrRef, Value};
 use crate::store::Ttl;
 
 /// The handlers this family registers.
@@ -61,7 +61,7 @@ fn type_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let name = ctx
         .store
         .get_read_notouch(db, argv.get(1))
-        .map_or("none", |e| e.value.type_name());
+        .map_or("none", |e| e.type_name());
     ctx.reply.simple(name);
     Ok(())
 }
@@ -90,8 +90,8 @@ fn ttl_of(expire_at: u64) -> Ttl {
 /// (a moved object keeps its LRU stamp in Redis).
 fn put(ctx: &mut Ctx<'_>, db: usize, key: &[u8], value: Value, expire_at: u64, lru: u32) {
     ctx.store.set(db, key, value, ttl_of(expire_at));
-    if let Some(e) = ctx.store.get(db, key) {
-        e.lru = lru;
+    if let Some(mut e) = ctx.store.get(db, key) {
+        e.set_lru(lru);
     }
 }
 
@@ -118,8 +118,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     let Some(entry) = ctx.store.remove(db, src) else {
         return Err(Error::NoSuchKey);
     };
-    let (expire_at, lru) = (entry.expire_at(), entry.lru);
-    put(ctx, db, dst, entry.value, expire_at, lru);
+    let (expire_at, lru) = (entry.expire_at(), entry.lru());
+    put(ctx, db, dst, entry.into_value(), expire_at, lru);
     super::pubsub::notify(ctx, b'g', "rename_from", src);
     super::pubsub::notify(ctx, b'g', "rename_to", dst);
     if nx {
@@ -174,7 +174,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.int(0);
         return Ok(());
     };
-    let (value, expire_at) = (e.value.clone(), e.expire_at());
+    let (value, expire_at) = (e.to_value(), e.expire_at());
     if ctx.store.exists(dst_db, newkey) && !replace {
         ctx.reply.int(0);
         return Ok(());
@@ -202,8 +202,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.int(0);
         return Ok(());
     };
-    let (expire_at, lru) = (entry.expire_at(), entry.lru);
-    put(ctx, dst_db, key, entry.value, expire_at, lru);
+    let (expire_at, lru) = (entry.expire_at(), entry.lru());
+    put(ctx, dst_db, key, entry.into_value(), expire_at, lru);
     super::pubsub::notify_db(ctx, b'g', "move_from", src_db, key);
     super::pubsub::notify_db(ctx, b'g', "move_to", dst_db, key);
     ctx.reply.int(1);
@@ -242,7 +242,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         let picked = ctx.store.dbs[db]
             .dict
             .random(|n| rng.random_range(0..n))
-            .map(|e| (e.key.clone(), e.is_expired(now)));
+            .map(|e| (e.key().to_vec(), e.is_expired(now)));
         match picked {
             None => {
                 ctx.reply.null();
@@ -270,7 +270,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 fn object_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c crate::store::dict::Entry> {
     let db = ctx.db();
     match ctx.store.get_read_notouch(db, key) {
-        Some(e) => Some(e),
+        Some(e) => Some(e.into_ref()),
         None => {
             ctx.reply.null();
             None
@@ -280,7 +280,7 @@ fn object_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c crate::stor
 
 fn object_encoding(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if let Some(e) = object_lookup(ctx, argv.get(2)) {
-        let enc = e.value.encoding();
+        let enc = e.encoding();
         ctx.reply.bulk(enc.as_bytes());
     }
     Ok(())
@@ -290,7 +290,7 @@ fn object_encoding(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// their reference count; every other value is referenced once.
 fn object_refcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if let Some(e) = object_lookup(ctx, argv.get(2)) {
-        let shared = matches!(e.value, Value::Int(n) if (0..10_000).contains(&n));
+        let shared = matches!(e.as_str(), Some(StrRef::Int(n)) if (0..10_000).contains(&n));
         let n = if shared { i64::from(i32::MAX) } else { 1 };
         ctx.reply.int(n);
     }
@@ -305,7 +305,7 @@ fn lfu_policy(ctx: &Ctx<'_>) -> bool {
 
 fn object_idletime(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let now_s = (ctx.store.now() / 1000) as u32;
-    let Some(lru) = object_lookup(ctx, argv.get(2)).map(|e| e.lru) else {
+    let Some(lru) = object_lookup(ctx, argv.get(2)).map(|e| e.lru()) else {
         return Ok(());
     };
     if lfu_policy(ctx) {
@@ -318,7 +318,7 @@ fn object_idletime(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let Some(stamp) = object_lookup(ctx, argv.get(2)).map(|e| e.lru) else {
+    let Some(stamp) = object_lookup(ctx, argv.get(2)).map(|e| e.lru()) else {
         return Ok(());
     };
     let Some(lfu) = ctx.store.lfu() else {

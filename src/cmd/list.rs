@@ -41,7 +41,7 @@ pub(super) fn list_mut<'a>(
 ) -> Result<Option<&'a mut List>, Error> {
     match store.get(db, key) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::List(l) => Ok(Some(l)),
             _ => Err(Error::WrongType),
         },
@@ -52,8 +52,8 @@ pub(super) fn list_mut<'a>(
 fn list_read<'a>(store: &'a mut Store, db: usize, key: &[u8]) -> Result<Option<&'a List>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::List(l) => Ok(Some(l)),
+        Some(e) => match e.into_ref().object() {
+            Some(Value::List(l)) => Ok(Some(l)),
             _ => Err(Error::WrongType),
         },
     }
@@ -63,7 +63,7 @@ fn list_read<'a>(store: &'a mut Store, db: usize, key: &[u8]) -> Result<Option<&
 /// signals the change (Redis's listElementsRemoved).
 pub(super) fn after_removal(store: &mut Store, db: usize, key: &[u8]) {
     let empty =
-        matches!(store.get(db, key).map(|e| &e.value), Some(Value::List(l)) if l.is_empty());
+        matches!(store.get(db, key).and_then(|e| e.into_ref().object()), Some(Value::List(l)) if l.is_empty());
     if empty {
         store.remove(db, key);
     } else {

@@ -94,7 +94,7 @@ fn dump(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     match ctx.store.get_read(ctx.db(), argv.get(1)) {
         None => ctx.reply.null(),
         Some(e) => {
-            let payload = rdb::save::dump_payload(&e.value, compress);
+            let payload = rdb::save::dump_payload(&e.value(), compress);
             ctx.reply.bulk(&payload);
         }
     }
@@ -179,8 +179,8 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     if let Some(idle) = idle {
         let lru = (now / 1000).saturating_sub(idle as u64);
-        if let Some(e) = ctx.store.get(db, key) {
-            e.lru = lru as u32;
+        if let Some(mut e) = ctx.store.get(db, key) {
+            e.set_lru(lru as u32);
         }
     }
     super::pubsub::notify(ctx, b'g', "restore", key);

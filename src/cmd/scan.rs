@@ -22,7 +22,7 @@ fn keys(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mark = ctx.reply.defer();
     let mut n = 0;
     d.dict.for_each(|e| {
-        let key = e.key.as_slice();
+        let key = e.key();
         if (all || glob_match(pattern, key, false)) && !e.is_expired(now) {
             ctx.reply.bulk(key);
             n += 1;
@@ -92,7 +92,7 @@ fn scan(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut budget = count.saturating_mul(10);
     let dict = &ctx.store.dbs[db].dict;
     loop {
-        cursor = dict.scan(cursor, |e| found.push(e.key.clone()));
+        cursor = dict.scan(cursor, |e| found.push(CompactBytes::new(e.key())));
         if cursor == 0 || budget == 0 || found.len() as u64 >= count as u64 {
             break;
         }
@@ -112,7 +112,7 @@ fn scan(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             let actual = ctx
                 .store
                 .get_read_notouch(db, key)
-                .map_or("none", |e| e.value.type_name());
+                .map_or("none", |e| e.type_name());
             if !t.eq_ignore_ascii_case(actual.as_bytes()) {
                 return false;
             }

@@ -238,11 +238,11 @@ fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let src_type = ctx
         .store
         .get(db, src)
-        .map(|e| matches!(e.value, Value::Set(_)));
+        .map(|e| matches!(e.object(), Some(Value::Set(_))));
     let dst_type = ctx
         .store
         .get(db, dst)
-        .map(|e| matches!(e.value, Value::Set(_)));
+        .map(|e| matches!(e.object(), Some(Value::Set(_))));
     match (src_type, dst_type) {
         (None, _) => {
             ctx.reply.int(0);

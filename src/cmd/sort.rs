@@ -67,7 +67,7 @@ fn lookup(store: &mut Store, db: usize, pattern: &[u8], subst: &[u8]) -> Option<
     key.extend_from_slice(subst);
     key.extend_from_slice(tail);
     let e = store.get_read(db, &key)?;
-    match (field, &e.value) {
+    match (field, &*e.value()) {
         (Some(f), Value::Hash(h)) => h.get(f).map(|v| Found::Bytes(v.to_vec())),
         (Some(_), _) => None,
         (None, Value::Int(n)) => Some(Found::Int(*n)),
@@ -127,7 +127,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
     let key = argv.get(1);
     // The elements in their natural order.
     let mut is_set = false;
-    let elems: Vec<Vec<u8>> = match ctx.store.get_read(db, key).map(|e| &e.value) {
+    let elems: Vec<Vec<u8>> = match ctx.store.get_read(db, key).map(|e| e.into_ref().value()).as_deref() {
         None => Vec::new(),
         Some(Value::List(l)) => l.iter().map(<[u8]>::to_vec).collect(),
         Some(Value::Set(s)) => {

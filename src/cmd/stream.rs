@@ -135,8 +135,8 @@ pub(super) fn stream_read<'a>(
 ) -> Result<Option<&'a Stream>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Stream(s) => Ok(Some(s)),
+        Some(e) => match e.into_ref().object() {
+            Some(Value::Stream(s)) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
     }
@@ -151,7 +151,7 @@ pub(super) fn stream_read_mut<'a>(
 ) -> Result<Option<&'a mut Stream>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
@@ -167,7 +167,7 @@ pub(super) fn stream_write<'a>(
 ) -> Result<Option<&'a mut Stream>, Error> {
     let exists = match store.get(db, key) {
         None => false,
-        Some(e) if matches!(e.value, Value::Stream(_)) => true,
+        Some(e) if matches!(e.object(), Some(Value::Stream(_))) => true,
         Some(_) => return Err(Error::WrongType),
     };
     if !exists {
@@ -177,7 +177,7 @@ pub(super) fn stream_write<'a>(
         store.insert_new(db, key, Value::Stream(Box::default()));
     }
     match store.get(db, key) {
-        Some(e) => match &mut e.value {
+        Some(e) => match e.into_value_mut() {
             Value::Stream(s) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
@@ -420,7 +420,7 @@ fn propagate_stream_write(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &TrimArgs, id: O
         args[a.id_at] = id.fmt(&mut buf).to_vec();
     }
     if a.approx {
-        let exact = match ctx.store.peek(ctx.db(), argv.get(1)).map(|e| &e.value) {
+        let exact = match ctx.store.peek(ctx.db(), argv.get(1)).and_then(|e| e.object()) {
             Some(Value::Stream(s)) => match a.trim {
                 Some(Trim::MaxLen(_)) => s.len().to_string().into_bytes(),
                 _ => {

@@ -675,7 +675,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     ctx.reply.array(3);
     ctx.reply.bulk(cursor.fmt(&mut buf));
     ctx.reply.array(claimed.len());
-    let s = match ctx.store.peek(db, key).map(|e| &e.value) {
+    let s = match ctx.store.peek(db, key).and_then(|e| e.object()) {
         Some(Value::Stream(s)) => Some(&**s),
         _ => None,
     };

@@ -75,7 +75,7 @@ fn reply_string_found(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, Error> {
             ctx.reply.null();
             Ok(false)
         }
-        Some(e) => write_string(&mut ctx.reply, &e.value).map(|()| true),
+        Some(e) => write_string(&mut ctx.reply, &e.value()).map(|()| true),
     }
 }
 
@@ -325,11 +325,11 @@ fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.null();
         return Ok(());
     };
-    if !e.value.is_string() {
+    if !e.is_string() {
         return Err(Error::WrongType);
     }
     let at = opts.expire_at(now, "getex")?;
-    write_string(&mut ctx.reply, &e.value)?;
+    write_string(&mut ctx.reply, &e.value())?;
     let had_ttl = e.expire_at() != 0;
     let absolute = matches!(opts.expire, Some((ExpireUnit::ExAt | ExpireUnit::PxAt, _)));
     match at {
@@ -361,7 +361,7 @@ fn mget(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     ctx.reply.array(argv.len() - 1);
     for key in argv.iter_from(1) {
         match ctx.store.get_read(db, key) {
-            Some(e) if e.value.is_string() => write_string(&mut ctx.reply, &e.value)?,
+            Some(e) if e.is_string() => write_string(&mut ctx.reply, &e.value())?,
             _ => ctx.reply.null(),
         }
     }

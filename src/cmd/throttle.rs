@@ -65,7 +65,7 @@ fn throttle(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // Looked up as a write (redis-cell opens the key for writing): no
     // keyspace hit or miss is counted.
     let tat = match ctx.store.get(db, key) {
-        Some(e) => Some(i128::from(super::string::int_of(&e.value)?)),
+        Some(e) => Some(i128::from(super::string::int_of(&e.value())?)),
         None => None,
     };
     let now_ns = i128::from(ctx.server.call_started_us) * 1000;

@@ -126,7 +126,7 @@ impl Executor {
     /// a stream, every reader (reading consumes nothing). Group readers of
     /// a stream that was deleted or replaced are woken to learn it.
     fn serve_key(&mut self, db: usize, key: &[u8]) {
-        let kind = match self.store.peek(db, key).map(|e| &e.value) {
+        let kind = match self.store.peek(db, key).and_then(|e| e.object()) {
             Some(Value::List(_)) => Some(WaitKind::List),
             Some(Value::ZSet(_)) => Some(WaitKind::ZSet),
             Some(Value::Stream(_)) => Some(WaitKind::Stream),
@@ -150,7 +150,7 @@ impl Executor {
             return;
         };
         loop {
-            let ready = match self.store.peek(db, key).map(|e| &e.value) {
+            let ready = match self.store.peek(db, key).and_then(|e| e.object()) {
                 Some(Value::List(l)) => kind == WaitKind::List && !l.is_empty(),
                 Some(Value::ZSet(z)) => kind == WaitKind::ZSet && !z.is_empty(),
                 _ => false,

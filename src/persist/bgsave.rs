@@ -50,7 +50,7 @@ impl Snapshot {
             .map(|d| {
                 let mut v = Vec::with_capacity(d.len());
                 d.dict
-                    .for_each(|e| v.push((e.key.clone(), e.value.clone(), e.expire_at())));
+                    .for_each(|e| v.push((CompactBytes::new(e.key()), e.to_value(), e.expire_at())));
                 v
             })
             .collect();

@@ -160,7 +160,7 @@ impl DbSource for Store {
         let mut err = None;
         self.dbs[db].dict.for_each(|e| {
             if err.is_none() {
-                if let Err(x) = f(e.key.as_slice(), &e.value, e.expire_at()) {
+                if let Err(x) = f(e.key(), &e.value(), e.expire_at()) {
                     err = Some(x);
                 }
             }

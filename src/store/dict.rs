@@ -8,39 +8,13 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use super::bytes::CompactBytes;
+pub use super::entry::{Entry, EntryBox, EntryMut};
+use super::entry::{FLAGS, drop_entry, entry_mut, entry_ref, new_entry, untag};
 use super::value::Value;
 
-/// A key with its value and metadata.
-pub struct Entry {
-    next: Option<Box<Entry>>,
-    /// The key.
-    pub key: CompactBytes,
-    /// The value.
-    pub value: Value,
-    /// Absolute expiry in Unix milliseconds; 0 means none.
-    pub(super) expire_at: u64,
-    /// Last access, in seconds of the server's LRU clock.
-    pub lru: u32,
-}
-
-impl Entry {
-    /// Absolute expiry in Unix milliseconds; 0 means none. Changed only
-    /// through the store, which keeps the volatile-key count.
-    #[inline]
-    pub fn expire_at(&self) -> u64 {
-        self.expire_at
-    }
-
-    /// True when the entry has a TTL that has passed at `now_ms`.
-    #[inline]
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && self.expire_at <= now_ms
-    }
-}
-
-/// One power-of-two array of bucket chains.
-type Buckets = Vec<Option<Box<Entry>>>;
+/// One power-of-two array of bucket chains: each word is the first
+/// entry's address, or null.
+type Buckets = Vec<*mut u8>;
 
 /// A chained hash table keyed by byte strings, resized incrementally as
 /// Redis's: while it grows or shrinks, entries live in two arrays, and
@@ -77,71 +51,97 @@ fn prefetch_read<T>(p: *const T) {
     let _ = p;
 }
 
-/// The entry for `key` in one chain.
+/// The entry for `key` in the chain starting at `cur`.
 #[inline]
-fn chain_get<'a>(mut cur: Option<&'a Entry>, key: &[u8]) -> Option<&'a Entry> {
-    while let Some(e) = cur {
-        if e.key.as_slice() == key {
+fn chain_get<'a>(mut cur: *mut u8, key: &[u8]) -> Option<&'a Entry> {
+    while !cur.is_null() {
+        // SAFETY: chain words link live entries the table owns; the table
+        // is borrowed for 'a by the caller.
+        let e = unsafe { entry_ref(cur) };
+        if e.key() == key {
             return Some(e);
         }
-        cur = e.next.as_deref();
+        cur = e.next();
     }
     None
 }
 
-/// [`chain_get`], mutably.
+/// The link word pointing at the entry for `key` in the chain hanging
+/// from `link`.
 #[inline]
-fn chain_get_mut<'a>(mut cur: Option<&'a mut Entry>, key: &[u8]) -> Option<&'a mut Entry> {
-    while let Some(e) = cur {
-        if e.key.as_slice() == key {
-            return Some(e);
+fn chain_find(mut link: *mut *mut u8, key: &[u8]) -> Option<*mut *mut u8> {
+    loop {
+        // SAFETY: `link` is a bucket or an entry's link word of a table
+        // the caller borrows mutably.
+        let cur = untag(unsafe { *link });
+        if cur.is_null() {
+            return None;
         }
-        cur = e.next.as_deref_mut();
+        // SAFETY: as above.
+        let e = unsafe { entry_mut(cur) };
+        if e.key() == key {
+            return Some(link);
+        }
+        link = e.link_word();
     }
-    None
 }
 
 /// Calls `f` on each entry of a chain.
 #[inline]
-fn chain_each(mut cur: Option<&Entry>, f: &mut impl FnMut(&Entry)) {
-    while let Some(e) = cur {
+fn chain_each(mut cur: *mut u8, f: &mut impl FnMut(&Entry)) {
+    while !cur.is_null() {
+        // SAFETY: as chain_get.
+        let e = unsafe { entry_ref(cur) };
         f(e);
-        cur = e.next.as_deref();
+        cur = e.next();
     }
 }
 
-/// Unlinks the entries `pred` selects from a chain into `removed`.
+/// Unlinks the entry the word at `link` points to, returning it.
+///
+/// # Safety
+/// `link` is a live link word pointing at a live entry.
+unsafe fn unlink(link: *mut *mut u8) -> EntryBox {
+    // SAFETY: per the caller; the owner's flag bits stay with the word.
+    unsafe {
+        let e = untag(*link);
+        let next = entry_ref(e).next();
+        let owner = (*link).addr() & FLAGS;
+        *link = next.map_addr(|a| a | owner);
+        EntryBox::from_raw(e)
+    }
+}
+
+/// Unlinks the entries `pred` selects from the chain in `bucket` into
+/// `removed`.
 fn chain_remove_if(
-    mut link: &mut Option<Box<Entry>>,
+    bucket: &mut *mut u8,
     pred: &mut impl FnMut(&Entry) -> bool,
-    removed: &mut Vec<Box<Entry>>,
+    removed: &mut Vec<EntryBox>,
 ) {
+    let mut link: *mut *mut u8 = bucket;
     loop {
-        match link {
-            None => return,
-            Some(e) if pred(e) => {
-                let mut e = link.take().expect("non-empty link"); // invariant: matched `Some` just above.
-                *link = e.next.take();
-                removed.push(e);
-            }
-            Some(e) => link = &mut e.next,
+        // SAFETY: `link` is the bucket or a link word of this chain.
+        let cur = untag(unsafe { *link });
+        if cur.is_null() {
+            return;
+        }
+        // SAFETY: a live entry of the chain.
+        let e = unsafe { entry_mut(cur) };
+        if pred(e) {
+            // SAFETY: `link` points at `cur`.
+            removed.push(unsafe { unlink(link) });
+        } else {
+            link = e.link_word();
         }
     }
 }
 
-/// Unlinks the entry for `key` from a chain.
-fn chain_unlink(mut link: &mut Option<Box<Entry>>, key: &[u8]) -> Option<Box<Entry>> {
-    loop {
-        match link {
-            None => return None,
-            Some(e) if e.key.as_slice() == key => {
-                let mut e = link.take()?;
-                *link = e.next.take();
-                return Some(e);
-            }
-            Some(e) => link = &mut e.next,
-        }
-    }
+/// Unlinks the entry for `key` from the chain in `bucket`.
+fn chain_unlink(bucket: &mut *mut u8, key: &[u8]) -> Option<EntryBox> {
+    let link = chain_find(bucket, key)?;
+    // SAFETY: chain_find returned the word pointing at the entry.
+    Some(unsafe { unlink(link) })
 }
 
 /// Redis's reverse-binary cursor increment under `mask`.
@@ -153,8 +153,12 @@ fn next_cursor(cursor: u64, mask: u64) -> u64 {
 
 /// `n` empty buckets.
 fn empty_buckets(n: usize) -> Buckets {
-    (0..n).map(|_| None).collect()
+    vec![std::ptr::null_mut(); n]
 }
+
+// SAFETY: the table owns its entries outright, as boxes would; nothing
+// is shared between tables.
+unsafe impl Send for Dict {}
 
 impl Default for Dict {
     fn default() -> Self {
@@ -213,12 +217,12 @@ impl Dict {
         if self.buckets.is_empty() {
             return None;
         }
-        let found = chain_get(self.buckets[hash as usize & self.mask()].as_deref(), key);
+        let found = chain_get(self.buckets[hash as usize & self.mask()], key);
         if found.is_some() || self.next.is_empty() {
             return found;
         }
         let i = hash as usize & (self.next.len() - 1);
-        chain_get(self.next[i].as_deref(), key)
+        chain_get(self.next[i], key)
     }
 
     /// Starts loading the buckets, then the entries, of `keys` into the CPU
@@ -240,8 +244,8 @@ impl Dict {
         }
         for &(in_next, i) in &at[..n] {
             let table = if in_next { &self.next } else { &self.buckets };
-            if let Some(e) = table.get(i).and_then(|b| b.as_deref()) {
-                prefetch_read(e as *const Entry);
+            if let Some(&e) = table.get(i) {
+                prefetch_read(e);
             }
         }
     }
@@ -260,33 +264,30 @@ impl Dict {
     }
 
     /// The entry for `key`, mutably.
-    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<EntryMut<'_>> {
         if self.buckets.is_empty() {
             return None;
         }
         let i = hash as usize & self.mask();
-        if self.next.is_empty() {
-            return chain_get_mut(self.buckets[i].as_deref_mut(), key);
+        let mut link = chain_find(&mut self.buckets[i], key);
+        if link.is_none() && !self.next.is_empty() {
+            let j = hash as usize & (self.next.len() - 1);
+            link = chain_find(&mut self.next[j], key);
         }
-        // Rehashing: the old bucket, unless moved, then the new one (a
-        // second walk of the old chain keeps the borrow checker content;
-        // chains are about one entry long).
-        if i >= self.rehash_at && chain_get(self.buckets[i].as_deref(), key).is_some() {
-            return chain_get_mut(self.buckets[i].as_deref_mut(), key);
-        }
-        let j = hash as usize & (self.next.len() - 1);
-        chain_get_mut(self.next[j].as_deref_mut(), key)
+        // SAFETY: the word links the live entry; `self` stays mutably
+        // borrowed as long as the EntryMut.
+        link.map(|l| unsafe { EntryMut::new(l) })
     }
 
     /// Inserts a new entry; the caller has checked the key is absent.
     pub fn insert_new(
         &mut self,
         hash: u64,
-        key: CompactBytes,
+        key: &[u8],
         value: Value,
         expire_at: u64,
         lru: u32,
-    ) -> &mut Entry {
+    ) -> EntryMut<'_> {
         if self.next.is_empty() && self.len >= self.buckets.len() {
             self.start_rehash((self.len + 1).next_power_of_two().max(INITIAL_SIZE));
         }
@@ -299,20 +300,14 @@ impl Dict {
             &mut self.next
         };
         let idx = hash as usize & (table.len() - 1);
-        let next = table[idx].take();
-        let slot = &mut table[idx];
-        *slot = Some(Box::new(Entry {
-            next,
-            key,
-            value,
-            expire_at,
-            lru,
-        }));
-        slot.as_deref_mut().expect("just inserted") // invariant: the slot was filled on the line above.
+        table[idx] = new_entry(key, value, expire_at, lru, table[idx]);
+        // SAFETY: the bucket now links the new entry; `self` stays
+        // mutably borrowed as long as the EntryMut.
+        unsafe { EntryMut::new(&mut table[idx]) }
     }
 
     /// Removes and returns the entry for `key`.
-    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Box<Entry>> {
+    pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<EntryBox> {
         if self.buckets.is_empty() {
             return None;
         }
@@ -360,22 +355,25 @@ impl Dict {
         let mut empty_visits = n * 10;
         let mut moved = 0;
         while moved < n && self.rehash_at < self.buckets.len() {
-            let mut head = self.buckets[self.rehash_at].take();
+            let mut head = std::mem::replace(&mut self.buckets[self.rehash_at], std::ptr::null_mut());
             self.rehash_at += 1;
-            if head.is_none() {
+            if head.is_null() {
                 empty_visits -= 1;
                 if empty_visits == 0 {
                     break;
                 }
                 continue;
             }
-            while let Some(mut e) = head {
-                head = e.next.take();
+            while !head.is_null() {
+                // SAFETY: an entry of the chain being moved, owned by the table.
+                let e = unsafe { entry_mut(head) };
+                let moving = head;
+                head = e.next();
                 let mut h = self.hasher.build_hasher();
-                h.write(e.key.as_slice());
+                h.write(e.key());
                 let idx = h.finish() as usize & mask;
-                e.next = self.next[idx].take();
-                self.next[idx] = Some(e);
+                e.set_next(self.next[idx]);
+                self.next[idx] = moving;
             }
             moved += 1;
         }
@@ -419,7 +417,7 @@ impl Dict {
     /// Visits every entry.
     pub fn for_each(&self, mut f: impl FnMut(&Entry)) {
         for b in self.buckets.iter().chain(&self.next) {
-            chain_each(b.as_deref(), &mut f);
+            chain_each(*b, &mut f);
         }
     }
 
@@ -444,14 +442,14 @@ impl Dict {
         }
         let (small, large) = self.by_size();
         let m0 = small.len() as u64 - 1;
-        chain_each(small[(cursor & m0) as usize].as_deref(), &mut f);
+        chain_each(small[(cursor & m0) as usize], &mut f);
         if large.is_empty() {
             return next_cursor(cursor, m0);
         }
         let m1 = large.len() as u64 - 1;
         let mut v = cursor;
         loop {
-            chain_each(large[(v & m1) as usize].as_deref(), &mut f);
+            chain_each(large[(v & m1) as usize], &mut f);
             v = next_cursor(v, m1);
             if v & (m0 ^ m1) == 0 {
                 return v;
@@ -467,7 +465,7 @@ impl Dict {
         &mut self,
         cursor: u64,
         mut pred: impl FnMut(&Entry) -> bool,
-    ) -> (u64, Vec<Box<Entry>>) {
+    ) -> (u64, Vec<EntryBox>) {
         let mut removed = Vec::new();
         if self.buckets.is_empty() {
             return (0, removed);
@@ -503,7 +501,7 @@ impl Dict {
         for table in [&self.buckets, &self.next] {
             if !table.is_empty() {
                 let i = index as usize & (table.len() - 1);
-                chain_each(table[i].as_deref(), &mut f);
+                chain_each(table[i], &mut f);
             }
         }
     }
@@ -525,19 +523,22 @@ impl Dict {
             return None;
         }
         let total = self.allocated_buckets();
+        // SAFETY (both closures): chain words link live entries the
+        // table owns, borrowed with `self`.
+        let at = |p: *mut u8| (!p.is_null()).then(|| unsafe { entry_ref(p) });
         let bucket = |i: usize| {
-            if i < self.buckets.len() {
-                self.buckets[i].as_deref()
+            at(if i < self.buckets.len() {
+                self.buckets[i]
             } else {
-                self.next[i - self.buckets.len()].as_deref()
-            }
+                self.next[i - self.buckets.len()]
+            })
         };
         let tries = 64 * total.div_ceil(self.len).max(1);
         for _ in 0..tries.min(1 << 16) {
             let depth = rng(RANDOM_DEPTH);
             let mut cur = bucket(rng(total));
             for _ in 0..depth {
-                cur = cur.and_then(|e| e.next.as_deref());
+                cur = cur.and_then(|e| at(e.next()));
             }
             if let Some(e) = cur {
                 return Some(e);
@@ -546,11 +547,18 @@ impl Dict {
         loop {
             if let Some(head) = bucket(rng(total)) {
                 let mut n = 0;
-                chain_each(Some(head), &mut |_| n += 1);
-                let mut pick = rng(n);
                 let mut cur = head;
+                loop {
+                    n += 1;
+                    match at(cur.next()) {
+                        Some(e) => cur = e,
+                        None => break,
+                    }
+                }
+                let mut pick = rng(n);
+                cur = head;
                 while pick > 0 {
-                    cur = cur.next.as_deref().expect("chain shorter than counted"); // invariant: pick < chain length counted above.
+                    cur = at(cur.next()).expect("chain shorter than counted"); // invariant: pick < chain length counted above.
                     pick -= 1;
                 }
                 return Some(cur);
@@ -567,9 +575,14 @@ impl Drop for Dict {
     fn drop(&mut self) {
         // Unlink chains iteratively so a long chain cannot overflow the stack.
         for b in self.buckets.iter_mut().chain(self.next.iter_mut()) {
-            let mut cur = b.take();
-            while let Some(mut e) = cur {
-                cur = e.next.take();
+            let mut cur = std::mem::replace(b, std::ptr::null_mut());
+            while !cur.is_null() {
+                // SAFETY: each entry is reached once, by the one link to it.
+                unsafe {
+                    let next = entry_ref(cur).next();
+                    drop_entry(cur);
+                    cur = next;
+                }
             }
         }
     }
@@ -581,7 +594,7 @@ mod tests {
 
     fn insert(d: &mut Dict, k: &[u8]) {
         let h = d.hash(k);
-        d.insert_new(h, CompactBytes::new(k), Value::Int(1), 0, 0);
+        d.insert_new(h, k, Value::Int(1), 0, 0);
     }
 
     #[test]
@@ -615,7 +628,7 @@ mod tests {
         let mut steps = 0;
         loop {
             cursor = d.scan(cursor, |e| {
-                seen.insert(e.key.as_slice().to_vec());
+                seen.insert(e.key().to_vec());
             });
             steps += 1;
             if steps == 10 {
@@ -695,13 +708,13 @@ mod tests {
             while scanning || sweeping {
                 if scanning {
                     cursor = d.scan(cursor, |e| {
-                        seen.insert(e.key.as_slice().to_vec());
+                        seen.insert(e.key().to_vec());
                     });
                     scanning = cursor != 0;
                 }
                 if sweeping {
                     let (next, removed) =
-                        d.sweep_bucket(sweep_cursor, |e| e.key.as_slice() == b"k7");
+                        d.sweep_bucket(sweep_cursor, |e| e.key() == b"k7");
                     swept += removed.len();
                     sweep_cursor = next;
                     sweeping = next != 0;
@@ -763,7 +776,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..20000 {
             let e = d.random(&mut rng).expect("non-empty");
-            seen.insert(e.key.as_slice().to_vec());
+            seen.insert(e.key().to_vec());
         }
         assert_eq!(seen.len(), 600, "every key drawn");
     }

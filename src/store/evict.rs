@@ -189,10 +189,10 @@ impl Store {
                     log_factor: 10,
                     decay_time: 1,
                 });
-                255 - u64::from(lfu_counter(e.lru, lfu, self.now_ms))
+                255 - u64::from(lfu_counter(e.lru(), lfu, self.now_ms))
             }
             // Idle milliseconds, at the clock's one-second resolution.
-            _ => (self.now_ms / 1000).saturating_sub(u64::from(e.lru)) * 1000,
+            _ => (self.now_ms / 1000).saturating_sub(u64::from(e.lru())) * 1000,
         }
     }
 
@@ -226,7 +226,7 @@ impl Store {
                 let d = &self.dbs[db].dict;
                 d.bucket_each((start.wrapping_add(i)) & mask, |e| {
                     if found.len() < samples && (all || e.expire_at() != 0) {
-                        found.push((self.eviction_score(policy, e), e.key.as_slice().to_vec()));
+                        found.push((self.eviction_score(policy, e), e.key().to_vec()));
                     }
                 });
                 if found.len() >= samples {

@@ -52,12 +52,12 @@ impl Store {
                 for e in removed {
                     self.stats.expired_keys += 1;
                     if let Some(log) = &mut self.expired_events {
-                        log.push((db, e.key.as_slice().to_vec()));
+                        log.push((db, e.key().to_vec()));
                     }
                     if self.log_expired {
-                        self.expired_log.push((db, e.key.as_slice().to_vec()));
+                        self.expired_log.push((db, e.key().to_vec()));
                     }
-                    self.signal_modified(db, e.key.as_slice());
+                    self.signal_modified(db, e.key());
                 }
                 if next == 0 || self.dbs[db].volatile == 0 {
                     break;

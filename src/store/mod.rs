@@ -8,6 +8,7 @@
 
 pub mod bytes;
 pub mod dict;
+pub mod entry;
 pub mod evict;
 pub mod expire;
 pub mod hash;
@@ -25,8 +26,7 @@ pub mod watch;
 pub mod zset;
 pub mod zset_tree;
 
-use self::bytes::CompactBytes;
-use self::dict::{Dict, Entry};
+use self::dict::{Dict, Entry, EntryBox, EntryMut};
 use self::value::Value;
 use self::watch::Watches;
 
@@ -254,10 +254,11 @@ impl Store {
 
     /// [`Store::overhead_bytes`] of database `db`.
     pub fn db_overhead_bytes(&self, db: usize) -> u64 {
-        let per_entry = std::mem::size_of::<dict::Entry>();
-        let per_bucket = std::mem::size_of::<Option<Box<dict::Entry>>>();
+        // An entry's header, its link, stamp and key length.
+        const PER_ENTRY: usize = 16;
+        let per_bucket = std::mem::size_of::<*mut u8>();
         let d = &self.dbs[db].dict;
-        (d.allocated_buckets() * per_bucket + d.len() * per_entry) as u64
+        (d.allocated_buckets() * per_bucket + d.len() * PER_ENTRY) as u64
     }
 
     /// Moves entries of a resizing keyspace table to its new array for
@@ -274,9 +275,8 @@ impl Store {
     pub fn key_footprint(&self, db: usize, key: &[u8]) -> Option<u64> {
         let d = &self.dbs[db].dict;
         let e = d.get(d.hash(key), key)?;
-        let entry =
-            std::mem::size_of::<dict::Entry>() + std::mem::size_of::<Option<Box<dict::Entry>>>();
-        Some((entry + e.key.heap_size() + e.value.heap_size()) as u64)
+        let bucket = std::mem::size_of::<*mut u8>();
+        Some((bucket + e.footprint() + e.value_heap_size()) as u64)
     }
 
     /// Cache hint for the keys a pipelined batch is about to use.
@@ -288,33 +288,33 @@ impl Store {
 
     /// The live entry for `key`, expiring it first if its TTL has passed.
     /// Does not count as a keyspace hit or miss (writes use this).
-    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
         let h = self.live_hash(db, key, false)?;
         self.dbs[db].dict.get_mut(h, key)
     }
 
     /// Like [`Store::get`], for reads: counts hits and misses and stamps the
     /// access time.
-    pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get_read(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
         if self.lfu.is_none() {
             let lru = (self.now_ms / 1000) as u32;
-            let e = self.get_read_notouch(db, key)?;
-            e.lru = lru;
+            let mut e = self.get_read_notouch(db, key)?;
+            e.set_lru(lru);
             return Some(e);
         }
         // LFU: the counter update needs the store's generator, so the
         // entry is looked up again once the new stamp is known.
-        let old = self.get_read_notouch(db, key)?.lru;
+        let old = self.get_read_notouch(db, key)?.lru();
         let stamp = self.accessed_stamp(old);
         let d = &mut self.dbs[db].dict;
-        let e = d.get_mut(d.hash(key), key)?;
-        e.lru = stamp;
+        let mut e = d.get_mut(d.hash(key), key)?;
+        e.set_lru(stamp);
         Some(e)
     }
 
     /// Like [`Store::get_read`] but leaves the access time alone (Redis's
     /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
-    pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+    pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
         let Some(h) = self.live_hash(db, key, true) else {
             self.stats.keyspace_misses += 1;
             return None;
@@ -339,7 +339,7 @@ impl Store {
 
     fn expire_now(&mut self, db: usize, hash: u64, key: &[u8]) {
         if let Some(e) = self.dbs[db].dict.remove(hash, key) {
-            if e.expire_at != 0 {
+            if e.expire_at() != 0 {
                 self.dbs[db].volatile -= 1;
             }
             self.stats.expired_keys += 1;
@@ -362,7 +362,7 @@ impl Store {
             // this access (Redis's dbSetValue after lookupKeyWrite).
             let d = &self.dbs[db];
             if let Some(e) = d.dict.get(d.dict.hash(key), key) {
-                let old = e.lru;
+                let old = e.lru();
                 lru = self.accessed_stamp(old);
             }
         }
@@ -370,19 +370,19 @@ impl Store {
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
         match d.dict.get_mut(h, key) {
-            Some(e) => {
-                let was_volatile = e.expire_at != 0;
+            Some(mut e) => {
+                let was = e.expire_at();
                 let expired = e.is_expired(now);
-                e.value = value;
-                e.lru = lru;
-                match ttl {
-                    Ttl::None => e.expire_at = 0,
-                    Ttl::At(at) => e.expire_at = at,
+                let at = match ttl {
+                    Ttl::None => 0,
+                    Ttl::At(at) => at,
                     // An expired key is a new key: its old TTL is gone.
-                    Ttl::Keep if expired => e.expire_at = 0,
-                    Ttl::Keep => {}
-                }
-                let is_volatile = e.expire_at != 0;
+                    Ttl::Keep if expired => 0,
+                    Ttl::Keep => was,
+                };
+                e.store(value, at);
+                e.set_lru(lru);
+                let (was_volatile, is_volatile) = (was != 0, at != 0);
                 d.volatile = d.volatile + usize::from(is_volatile) - usize::from(was_volatile);
                 if expired {
                     self.note_new(db, key);
@@ -393,7 +393,7 @@ impl Store {
                     Ttl::At(at) => at,
                     _ => 0,
                 };
-                d.dict.insert_new(h, CompactBytes::new(key), value, at, lru);
+                d.dict.insert_new(h, key, value, at, lru);
                 d.volatile += usize::from(at != 0);
                 self.note_new(db, key);
             }
@@ -410,14 +410,14 @@ impl Store {
     }
 
     /// Inserts `key` known to be absent (after a failed [`Store::get`]).
-    pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> &mut Entry {
+    pub fn insert_new(&mut self, db: usize, key: &[u8], value: Value) -> EntryMut<'_> {
         let lru = self.new_stamp();
         self.note_new(db, key);
         // Signalled before the insert, so tell WATCH the key will exist.
         self.note_write(db, key, Some(true));
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
-        d.dict.insert_new(h, CompactBytes::new(key), value, 0, lru)
+        d.dict.insert_new(h, key, value, 0, lru)
     }
 
     /// Adds a key read from a snapshot (RDB load) with its expiry (0 = none)
@@ -436,19 +436,18 @@ impl Store {
         if d.dict.get(h, key).is_some() {
             return false;
         }
-        d.dict
-            .insert_new(h, CompactBytes::new(key), value, expire_at, lru);
+        d.dict.insert_new(h, key, value, expire_at, lru);
         d.volatile += usize::from(expire_at != 0);
         true
     }
 
     /// Removes `key`; returns the entry if it existed and was live.
-    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Box<Entry>> {
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<EntryBox> {
         let now = self.now_ms;
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
         let e = d.dict.remove(h, key)?;
-        if e.expire_at != 0 {
+        if e.expire_at() != 0 {
             d.volatile -= 1;
         }
         if e.is_expired(now) && self.expiry != Expiry::Keep {
@@ -469,11 +468,11 @@ impl Store {
     /// Sets (`at` > 0) or clears (`at` = 0) the TTL of an existing key;
     /// false when the key does not exist.
     pub fn set_expire(&mut self, db: usize, key: &[u8], at: u64) -> bool {
-        let Some(e) = self.get(db, key) else {
+        let Some(mut e) = self.get(db, key) else {
             return false;
         };
-        let was = e.expire_at != 0;
-        e.expire_at = at;
+        let was = e.expire_at() != 0;
+        e.set_expire(at);
         let d = &mut self.dbs[db];
         d.volatile = d.volatile + usize::from(at != 0) - usize::from(was);
         self.signal_modified(db, key);

@@ -126,7 +126,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdRe
         let replies: Vec<Option<i64>> = match ctx.store.get_read(db, key) {
             None => ops.iter().map(|op| Some(get(&[], op))).collect(),
             Some(e) => {
-                let s = e.value.as_str().ok_or(Error::WrongType)?;
+                let s = e.as_str().ok_or(Error::WrongType)?;
                 s.with(|p| ops.iter().map(|op| Some(get(p, op))).collect())
             }
         };

@@ -24,9 +24,9 @@ pub(crate) fn int_of(value: &Value) -> Result<i64, Error> {
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
     let db = ctx.db();
     let new = match ctx.store.get(db, key) {
-        Some(e) => {
-            let new = int_of(&e.value)?.checked_add(by).ok_or(Error::Overflow)?;
-            e.value = Value::Int(new);
+        Some(mut e) => {
+            let new = int_of(&e.value())?.checked_add(by).ok_or(Error::Overflow)?;
+            e.set_value(Value::Int(new));
             ctx.store.signal_modified(db, key);
             new
         }
@@ -68,7 +68,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let (key, incr) = (argv.get(1), argv.get(2));
     let db = ctx.db();
     let result = match ctx.store.get(db, key) {
-        Some(e) => match e.value.as_str() {
+        Some(e) => match e.as_str() {
             Some(cur) => cur.with(|cur| num::incr_by_float(Some(cur), incr)),
             None => return Err(Error::WrongType),
         },
@@ -84,8 +84,8 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     ctx.propagate_as(&[b"SET", key, &text, b"KEEPTTL"]);
     crate::cmd::pubsub::notify(ctx, b'$', "incrbyfloat", key);
     match ctx.store.get(db, key) {
-        Some(e) => {
-            e.value = Value::plain_string(text);
+        Some(mut e) => {
+            e.set_value(Value::plain_string(text));
             ctx.store.signal_modified(db, key);
         }
         None => {

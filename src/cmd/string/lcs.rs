@@ -22,8 +22,8 @@ pub(super) fn lcs(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let (ka, kb) = (argv.get(1), argv.get(2));
     // Both lookups count as reads (hits/misses) before any option check.
-    let a_string = ctx.store.get_read(db, ka).map(|e| e.value.is_string());
-    let b_string = ctx.store.get_read(db, kb).map(|e| e.value.is_string());
+    let a_string = ctx.store.get_read(db, ka).map(|e| e.is_string());
+    let b_string = ctx.store.get_read(db, kb).map(|e| e.is_string());
     if a_string == Some(false) || b_string == Some(false) {
         return Err(Error::err("The specified keys must contain string values"));
     }
@@ -53,8 +53,8 @@ pub(super) fn lcs(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let max_table = ctx.server.config.proto_max_bulk_len as u64;
     let empty = StrRef::Bytes(b"");
     let store = &*ctx.store;
-    let a = store.peek(db, ka).and_then(|e| e.value.as_str());
-    let b = store.peek(db, kb).and_then(|e| e.value.as_str());
+    let a = store.peek(db, ka).and_then(|e| e.as_str());
+    let b = store.peek(db, kb).and_then(|e| e.as_str());
     let reply = &mut ctx.reply;
     a.as_ref().unwrap_or(&empty).with(|a| {
         b.as_ref()

@@ -40,11 +40,11 @@ pub(super) fn append(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             tail.len()
         }
         Some(e) => {
-            let len = e.value.as_str().ok_or(Error::WrongType)?.len();
+            let len = e.as_str().ok_or(Error::WrongType)?.len();
             if (len as u64).saturating_add(tail.len() as u64) > max {
                 return Err(Error::StringTooLong);
             }
-            let v = make_raw(&mut e.value)?;
+            let v = make_raw(e.into_value_mut())?;
             v.extend_from_slice(tail);
             let total = v.len();
             ctx.store.signal_modified(db, key);
@@ -60,7 +60,7 @@ pub(super) fn strlen(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let len = match ctx.store.get_read(db, argv.get(1)) {
         None => 0,
-        Some(e) => e.value.as_str().ok_or(Error::WrongType)?.len(),
+        Some(e) => e.as_str().ok_or(Error::WrongType)?.len(),
     };
     ctx.reply.int(len as i64);
     Ok(())
@@ -104,7 +104,7 @@ pub(super) fn getrange(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.bulk(b"");
         return Ok(());
     };
-    let s = e.value.as_str().ok_or(Error::WrongType)?;
+    let s = e.as_str().ok_or(Error::WrongType)?;
     let reply = &mut ctx.reply;
     s.with(|bytes| match clamp_range(start, end, bytes.len()) {
         Some((a, b)) => reply.bulk(bytes.get(a..=b).unwrap_or_default()),
@@ -124,7 +124,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let exists = match ctx.store.get(db, key) {
         None => false,
         Some(e) => {
-            let len = e.value.as_str().ok_or(Error::WrongType)?.len();
+            let len = e.as_str().ok_or(Error::WrongType)?.len();
             if value.is_empty() {
                 ctx.reply.int(len as i64);
                 return Ok(());
@@ -144,7 +144,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let Some(e) = ctx.store.get(db, key) else {
             return Err(Error::WrongType);
         };
-        let v = make_raw(&mut e.value)?;
+        let v = make_raw(e.into_value_mut())?;
         if v.len() < end {
             v.resize(end, 0);
         }

@@ -49,7 +49,7 @@ impl Harness {
     fn encoding(&self, key: &str) -> &'static str {
         self.store
             .peek(0, key.as_bytes())
-            .map_or("none", |e| e.value.encoding())
+            .map_or("none", |e| e.encoding())
     }
 
     fn expire_at(&self, key: &str) -> u64 {
@@ -189,7 +189,7 @@ fn wrong_type_replies() {
             crate::store::Ttl::None,
         );
         assert_eq!(h.run(cmd), want, "{cmd}");
-        let kind = h.store.peek(0, b"l").map(|e| e.value.type_name());
+        let kind = h.store.peek(0, b"l").map(|e| e.type_name());
         let want_kind = if survives { "list" } else { "string" };
         assert_eq!(kind, Some(want_kind), "{cmd}");
     }

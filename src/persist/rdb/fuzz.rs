@@ -123,7 +123,7 @@ fn random_flips_never_panic() {
     let s = sample_store();
     let d = &s.dbs[0].dict;
     let e = d.get(d.hash(b"k3"), b"k3").expect("present");
-    let p = dump_payload(&e.value, true);
+    let p = dump_payload(&e.value(), true);
     for _ in 0..3000 {
         let mut q = p.clone();
         let at = (next() % q.len() as u64) as usize;
@@ -185,7 +185,7 @@ fn legacy_records_and_duplicates() {
     let get = |k: &[u8]| {
         let d = &s.dbs[2].dict;
         d.get(d.hash(k), k)
-            .map(|e| (e.value.clone(), e.expire_at(), e.lru))
+            .map(|e| (e.to_value(), e.expire_at(), e.lru()))
     };
     let list = |k: &[u8]| match get(k) {
         Some((Value::List(l), _, _)) => l.iter().map(|e| e.to_vec()).collect::<Vec<_>>(),
@@ -246,7 +246,7 @@ fn compact_encodings_load_as_redis_has_them() {
     assert_eq!(r.keys_loaded, 4);
     let get = |k: &[u8]| {
         let d = &st.dbs[0].dict;
-        d.get(d.hash(k), k).map(|e| e.value.clone()).expect("key")
+        d.get(d.hash(k), k).map(|e| e.to_value()).expect("key")
     };
     match get(b"h") {
         Value::Hash(h) => {

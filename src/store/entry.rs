@@ -1,0 +1,674 @@
+//! One keyspace entry: the chain link, access stamp, TTL, value and key
+//! in a single allocation, as Redis's dictEntry, robj and embedded string
+//! would be if they were one (what Valkey 8.1 does with its embedded keys).
+//!
+//! Layout, 8-aligned, its size rounded up by jemalloc to a size class:
+//!
+//! | bytes | part |
+//! |-------|------|
+//! | 8     | link: the next entry of the chain; the address's three low bits are *this* entry's flags (value kind, has a TTL) |
+//! | 4     | access stamp: LRU seconds, or LFU minutes and counter |
+//! | 4     | key length (`u32::MAX`: the length is the 8 bytes before the key) |
+//! | 8     | expiry in Unix milliseconds — only when the key has a TTL |
+//! | 1 + n | a string of up to 44 bytes (Redis's embstr): its length, its bytes |
+//! | or 8  | an int-encoded string |
+//! | or 32 | any other [`Value`] |
+//! | k     | the key's bytes |
+//!
+//! So `key:0000001` (11 bytes) holding 16 bytes takes 16 + 17 + 11 = 44
+//! bytes (the 48 class); with a TTL 52 (the 64 class); a small hash or
+//! set is 16 + 32 + 11 = 59 (64) plus its listpack.
+//!
+//! Strings are rewritten in place when the new one has the same layout;
+//! otherwise the entry is rebuilt and relinked by [`EntryMut`], which knows
+//! the link that points at it.
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr;
+
+use super::bytes::CompactBytes;
+use super::value::{StrRef, Value};
+
+/// A keyspace entry, seen through a reference to its allocation.
+#[repr(C)]
+pub struct Entry {
+    link: *mut u8,
+    lru: u32,
+    klen: u32,
+    tail: [u8],
+}
+
+const HEAD: usize = 16;
+const VALUE_SIZE: usize = std::mem::size_of::<Value>();
+/// Longest string held in the entry itself (Redis's embstr limit).
+pub const EMB_MAX: usize = 44;
+
+const KIND: usize = 0b011;
+const OBJ: usize = 0;
+const INT: usize = 1;
+const EMB: usize = 2;
+const TTL: usize = 0b100;
+/// Low bits of a link word that belong to the word's owner.
+pub(super) const FLAGS: usize = 0b111;
+
+const _: () = assert!(VALUE_SIZE == 32 && std::mem::align_of::<Value>() <= 8);
+
+/// The kind a value is stored as.
+fn kind_of(v: &Value) -> usize {
+    match v {
+        Value::Int(_) => INT,
+        Value::Str(s) if s.len() <= EMB_MAX => EMB,
+        _ => OBJ,
+    }
+}
+
+/// Bytes of the value part for `kind`.
+fn value_part(kind: usize, v: &Value) -> usize {
+    match (kind, v) {
+        (INT, _) => 8,
+        (EMB, Value::Str(s)) => 1 + s.len(),
+        _ => VALUE_SIZE,
+    }
+}
+
+/// An entry's address without the flag bits of the word it was read from.
+#[inline(always)]
+pub(super) fn untag(p: *mut u8) -> *mut u8 {
+    p.map_addr(|a| a & !FLAGS)
+}
+
+/// Bytes after the header of the entry at `p`.
+///
+/// # Safety
+/// `p` is a live entry.
+#[inline(always)]
+unsafe fn tail_len(p: *const u8) -> usize {
+    // SAFETY: the caller's entry has its header and value part.
+    unsafe {
+        let f = (*p.cast::<*mut u8>()).addr() & FLAGS;
+        let klen = *p.add(12).cast::<u32>();
+        let ttl = if f & TTL != 0 { 8 } else { 0 };
+        let value = match f & KIND {
+            OBJ => VALUE_SIZE,
+            INT => 8,
+            _ => 1 + usize::from(*p.add(HEAD + ttl)),
+        };
+        if klen == u32::MAX {
+            let at = p.add(HEAD + ttl + value);
+            ttl + value + 8 + at.cast::<u64>().read_unaligned() as usize
+        } else {
+            ttl + value + klen as usize
+        }
+    }
+}
+
+/// The entry at `p`.
+///
+/// # Safety
+/// `p` is a live entry not mutably borrowed for `'a`.
+#[inline(always)]
+pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
+    // SAFETY: the fat pointer spans exactly the entry's allocation.
+    unsafe { &*(ptr::slice_from_raw_parts(p, tail_len(p)) as *const Entry) }
+}
+
+/// The entry at `p`, mutably.
+///
+/// # Safety
+/// `p` is a live entry not otherwise borrowed for `'a`.
+#[inline(always)]
+pub(super) unsafe fn entry_mut<'a>(p: *mut u8) -> &'a mut Entry {
+    // SAFETY: as entry_ref.
+    unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, tail_len(p)) as *mut Entry) }
+}
+
+/// Allocates an entry linked to `next`.
+pub(super) fn new_entry(key: &[u8], value: Value, expire_at: u64, lru: u32, next: *mut u8) -> *mut u8 {
+    let kind = kind_of(&value);
+    alloc_entry(key, value, kind, expire_at, lru, next)
+}
+
+/// [`new_entry`] holding the value as `kind`.
+fn alloc_entry(
+    key: &[u8],
+    value: Value,
+    kind: usize,
+    expire_at: u64,
+    lru: u32,
+    next: *mut u8,
+) -> *mut u8 {
+    let ttl = if expire_at != 0 { 8 } else { 0 };
+    let part = value_part(kind, &value);
+    let long_key = key.len() >= u32::MAX as usize;
+    let size = HEAD + ttl + part + usize::from(long_key) * 8 + key.len();
+    // invariant: the key is already in memory, so this size is far below isize::MAX.
+    let layout = Layout::from_size_align(size, 8).expect("entry size fits a layout");
+    // SAFETY: the layout is non-zero; every byte the header and parts
+    // name is written below before the entry is used.
+    unsafe {
+        let p = alloc(layout);
+        if p.is_null() {
+            handle_alloc_error(layout);
+        }
+        let flags = kind | if ttl != 0 { TTL } else { 0 };
+        p.cast::<*mut u8>().write(next.map_addr(|a| a | flags));
+        p.add(8).cast::<u32>().write(lru);
+        let klen = if long_key { u32::MAX } else { key.len() as u32 };
+        p.add(12).cast::<u32>().write(klen);
+        if ttl != 0 {
+            p.add(HEAD).cast::<u64>().write(expire_at);
+        }
+        let v = p.add(HEAD + ttl);
+        match value {
+            Value::Int(n) if kind == INT => v.cast::<i64>().write(n),
+            Value::Str(s) if kind == EMB => {
+                let b = s.as_slice();
+                *v = b.len() as u8;
+                ptr::copy_nonoverlapping(b.as_ptr(), v.add(1), b.len());
+            }
+            other => v.cast::<Value>().write(other),
+        }
+        let mut k = v.add(part);
+        if long_key {
+            k.cast::<u64>().write_unaligned(key.len() as u64);
+            k = k.add(8);
+        }
+        ptr::copy_nonoverlapping(key.as_ptr(), k, key.len());
+        p
+    }
+}
+
+/// Frees the entry at `p`, dropping its value unless `value_moved`.
+///
+/// # Safety
+/// `p` is a live entry nothing else refers to.
+unsafe fn free_entry(p: *mut u8, value_moved: bool) {
+    // SAFETY: per the caller; the layout is the one it was allocated with.
+    unsafe {
+        let e = entry_mut(p);
+        if !value_moved {
+            if let Some(v) = e.object_mut() {
+                ptr::drop_in_place(v as *mut Value);
+            }
+        }
+        let size = HEAD + e.tail.len();
+        dealloc(p, Layout::from_size_align_unchecked(size, 8));
+    }
+}
+
+/// Moves the value out of the entry at `p` (which must then be freed with
+/// `value_moved`).
+///
+/// # Safety
+/// `p` is a live entry nothing else refers to.
+unsafe fn move_value(p: *mut u8) -> Value {
+    // SAFETY: per the caller; an object is read out exactly once.
+    unsafe {
+        let e = entry_mut(p);
+        match e.object_mut() {
+            Some(v) => ptr::read(v as *const Value),
+            None => e.to_value(),
+        }
+    }
+}
+
+impl Entry {
+    #[inline(always)]
+    fn flags(&self) -> usize {
+        self.link.addr() & FLAGS
+    }
+
+    #[inline(always)]
+    fn ttl_part(&self) -> usize {
+        if self.flags() & TTL != 0 { 8 } else { 0 }
+    }
+
+    /// The next entry of the chain (null at its end).
+    #[inline(always)]
+    pub(super) fn next(&self) -> *mut u8 {
+        untag(self.link)
+    }
+
+    /// Links this entry to `next`, keeping its flags.
+    #[inline(always)]
+    pub(super) fn set_next(&mut self, next: *mut u8) {
+        let f = self.flags();
+        self.link = next.map_addr(|a| a | f);
+    }
+
+    /// The word holding this entry's link (where the next entry hangs).
+    #[inline(always)]
+    pub(super) fn link_word(&mut self) -> *mut *mut u8 {
+        &mut self.link
+    }
+
+    /// The key.
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        let start = if self.klen == u32::MAX {
+            self.ttl_part() + self.value_part_len() + 8
+        } else {
+            self.tail.len() - self.klen as usize
+        };
+        &self.tail[start..]
+    }
+
+    #[inline(always)]
+    fn value_part_len(&self) -> usize {
+        match self.flags() & KIND {
+            OBJ => VALUE_SIZE,
+            INT => 8,
+            _ => 1 + usize::from(self.tail[self.ttl_part()]),
+        }
+    }
+
+    /// The access stamp (LRU seconds or LFU minutes and counter).
+    #[inline]
+    pub fn lru(&self) -> u32 {
+        self.lru
+    }
+
+    /// Sets the access stamp.
+    #[inline]
+    pub fn set_lru(&mut self, lru: u32) {
+        self.lru = lru;
+    }
+
+    /// Absolute expiry in Unix milliseconds; 0 means none. Changed only
+    /// through the store, which keeps the volatile-key count.
+    #[inline]
+    pub fn expire_at(&self) -> u64 {
+        if self.flags() & TTL == 0 {
+            return 0;
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.tail[..8]);
+        u64::from_ne_bytes(b)
+    }
+
+    /// True when the entry has a TTL that has passed at `now_ms`.
+    #[inline]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        let at = self.expire_at();
+        at != 0 && at <= now_ms
+    }
+
+    /// The value when it is held as a [`Value`]: every type but strings
+    /// of up to 44 bytes and int-encoded ones (None for those).
+    #[inline]
+    pub fn object(&self) -> Option<&Value> {
+        if self.flags() & KIND != OBJ {
+            return None;
+        }
+        let at = self.ttl_part();
+        // SAFETY: an object entry holds an initialised, 8-aligned Value
+        // here (header and TTL are multiples of 8).
+        Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Value>() })
+    }
+
+    #[inline]
+    fn object_mut(&mut self) -> Option<&mut Value> {
+        if self.flags() & KIND != OBJ {
+            return None;
+        }
+        let at = self.ttl_part();
+        // SAFETY: as object().
+        Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Value>() })
+    }
+
+    /// The string form, or None when the value is not a string.
+    #[inline]
+    pub fn as_str(&self) -> Option<StrRef<'_>> {
+        let at = self.ttl_part();
+        match self.flags() & KIND {
+            INT => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.tail[at..at + 8]);
+                Some(StrRef::Int(i64::from_ne_bytes(b)))
+            }
+            EMB => {
+                let n = usize::from(self.tail[at]);
+                Some(StrRef::Bytes(&self.tail[at + 1..at + 1 + n]))
+            }
+            _ => self.object()?.as_str(),
+        }
+    }
+
+    /// The value, borrowed when held as a [`Value`], else rebuilt (a
+    /// string's bytes copied: no allocation up to 22 bytes).
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        match self.object() {
+            Some(v) => ValueRef::Borrowed(v),
+            None => ValueRef::Owned(self.to_value()),
+        }
+    }
+
+    /// An owned copy of the value.
+    pub fn to_value(&self) -> Value {
+        match (self.object(), self.as_str()) {
+            (Some(v), _) => v.clone(),
+            (None, Some(StrRef::Int(n))) => Value::Int(n),
+            (None, Some(StrRef::Bytes(b))) => Value::Str(CompactBytes::new(b)),
+            // invariant: a non-object entry always holds a string.
+            (None, None) => unreachable!("non-object entry holds a string"),
+        }
+    }
+
+    /// True for any string encoding.
+    #[inline]
+    pub fn is_string(&self) -> bool {
+        self.object().is_none_or(Value::is_string)
+    }
+
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        self.object().map_or("string", Value::type_name)
+    }
+
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        match self.flags() & KIND {
+            INT => "int",
+            EMB => "embstr",
+            _ => self.object().map_or("raw", Value::encoding),
+        }
+    }
+
+    /// Bytes of the entry's own allocation.
+    pub fn size(&self) -> usize {
+        HEAD + self.tail.len()
+    }
+
+    /// Bytes the allocator gives the entry: its size rounded up to
+    /// jemalloc's class (16-byte steps to 128, then four per doubling).
+    pub fn footprint(&self) -> usize {
+        let n = self.size();
+        if n <= 128 {
+            return (n + 15) & !15;
+        }
+        let step = 1usize << ((usize::BITS - 1 - (n - 1).leading_zeros()) - 2);
+        (n + step - 1) & !(step - 1)
+    }
+
+    /// Heap bytes the value owns beyond the entry (MEMORY USAGE, INFO).
+    pub fn value_heap_size(&self) -> usize {
+        self.object().map_or(0, Value::heap_size)
+    }
+}
+
+/// An entry's value: borrowed, or rebuilt from an embedded string.
+pub enum ValueRef<'a> {
+    /// Held as a [`Value`].
+    Borrowed(&'a Value),
+    /// Rebuilt from the entry's bytes.
+    Owned(Value),
+}
+
+impl Deref for ValueRef<'_> {
+    type Target = Value;
+    #[inline]
+    fn deref(&self) -> &Value {
+        match self {
+            ValueRef::Borrowed(v) => v,
+            ValueRef::Owned(v) => v,
+        }
+    }
+}
+
+/// An entry taken out of the table; freed when dropped.
+pub struct EntryBox(ptr::NonNull<u8>);
+
+// SAFETY: an EntryBox owns its allocation and value outright, as a Box would.
+unsafe impl Send for EntryBox {}
+
+impl EntryBox {
+    /// Takes ownership of the unlinked entry at `p`.
+    ///
+    /// # Safety
+    /// `p` is a live entry no table links to any more.
+    pub(super) unsafe fn from_raw(p: *mut u8) -> EntryBox {
+        // invariant: entries come from a successful allocation.
+        EntryBox(ptr::NonNull::new(p).expect("entry address is not null"))
+    }
+
+    /// The value, freeing the rest.
+    pub fn into_value(self) -> Value {
+        let p = self.0.as_ptr();
+        std::mem::forget(self);
+        // SAFETY: this box owned the entry; the value is moved out once.
+        unsafe {
+            let v = move_value(p);
+            free_entry(p, true);
+            v
+        }
+    }
+}
+
+impl Deref for EntryBox {
+    type Target = Entry;
+    fn deref(&self) -> &Entry {
+        // SAFETY: owned and live.
+        unsafe { entry_ref(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for EntryBox {
+    fn drop(&mut self) {
+        // SAFETY: owned and live; nothing else refers to it.
+        unsafe { free_entry(self.0.as_ptr(), false) }
+    }
+}
+
+/// Frees an entry still linked nowhere (a table being dropped).
+///
+/// # Safety
+/// As [`EntryBox::from_raw`].
+pub(super) unsafe fn drop_entry(p: *mut u8) {
+    // SAFETY: per the caller.
+    drop(unsafe { EntryBox::from_raw(p) });
+}
+
+/// A live entry borrowed for writing, with the link word that points at
+/// it, so that a value that no longer fits can move the entry.
+pub struct EntryMut<'a> {
+    slot: *mut *mut u8,
+    _table: PhantomData<&'a mut Entry>,
+}
+
+impl<'a> EntryMut<'a> {
+    /// The entry the word at `slot` links to.
+    ///
+    /// # Safety
+    /// `slot` is a table's bucket or an entry's link word, pointing at a
+    /// live entry, with the table mutably borrowed for `'a`.
+    pub(super) unsafe fn new(slot: *mut *mut u8) -> EntryMut<'a> {
+        EntryMut {
+            slot,
+            _table: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn ptr(&self) -> *mut u8 {
+        // SAFETY: the slot is live for 'a.
+        untag(unsafe { *self.slot })
+    }
+
+    /// Replaces the entry by one holding `value` (or its own value moved,
+    /// when None) with expiry `expire_at`, relinked where it was; the
+    /// value is held as a [`Value`] when `as_object`.
+    fn rebuild(&mut self, value: Option<Value>, expire_at: u64, as_object: bool) {
+        let old = self.ptr();
+        // SAFETY: `old` is the live entry this borrow covers; the new one
+        // is linked in its place before it is freed.
+        unsafe {
+            let moved = value.is_none();
+            let value = match value {
+                Some(v) => v,
+                None => move_value(old),
+            };
+            let e = entry_ref(old);
+            let kind = if as_object { OBJ } else { kind_of(&value) };
+            let new = alloc_entry(e.key(), value, kind, expire_at, e.lru, e.next());
+            let owner_flags = (*self.slot).addr() & FLAGS;
+            *self.slot = new.map_addr(|a| a | owner_flags);
+            free_entry(old, moved);
+        }
+    }
+
+    /// The value, mutably; an embedded or int-encoded string is first
+    /// turned into a [`Value`] held by the entry.
+    pub fn value_mut(&mut self) -> &mut Value {
+        if self.object().is_none() {
+            let at = self.expire_at();
+            self.rebuild(None, at, true);
+        }
+        // SAFETY: the slot links to the live entry for 'a.
+        let e = unsafe { entry_mut(self.ptr()) };
+        // invariant: rebuilt as an object just above when it was not one.
+        e.object_mut().expect("entry holds an object")
+    }
+
+    /// The entry, for the whole borrow.
+    pub fn into_ref(self) -> &'a Entry {
+        // SAFETY: the slot links the live entry; the table stays borrowed for 'a.
+        unsafe { entry_ref(self.ptr()) }
+    }
+
+    /// [`EntryMut::value_mut`] for the whole borrow.
+    pub fn into_value_mut(mut self) -> &'a mut Value {
+        self.value_mut();
+        // SAFETY: as value_mut; the borrow of the table lasts 'a.
+        let e = unsafe { entry_mut(self.ptr()) };
+        // invariant: value_mut made it an object.
+        e.object_mut().expect("entry holds an object")
+    }
+
+    /// Stores `value` with expiry `expire_at` (0: none), in place when the
+    /// layout allows.
+    pub(super) fn store(&mut self, value: Value, expire_at: u64) {
+        let kind = kind_of(&value);
+        let part = value_part(kind, &value);
+        let e = &mut **self;
+        let same = e.flags() & KIND == kind
+            && e.value_part_len() == part
+            && (e.flags() & TTL != 0) == (expire_at != 0);
+        if !same {
+            self.rebuild(Some(value), expire_at, false);
+            return;
+        }
+        if expire_at != 0 {
+            e.tail[..8].copy_from_slice(&expire_at.to_ne_bytes());
+        }
+        let at = e.ttl_part();
+        match value {
+            Value::Int(n) if kind == INT => e.tail[at..at + 8].copy_from_slice(&n.to_ne_bytes()),
+            Value::Str(s) if kind == EMB => {
+                e.tail[at + 1..at + 1 + s.len()].copy_from_slice(s.as_slice())
+            }
+            // invariant: same kind, so an object entry.
+            other => *e.object_mut().expect("entry holds an object") = other,
+        }
+    }
+
+    /// Replaces the value, keeping the expiry (in place when the layout
+    /// allows: an int stays an int, a string of the same length).
+    pub fn set_value(&mut self, value: Value) {
+        let at = self.expire_at();
+        self.store(value, at);
+    }
+
+    /// Sets (or clears, with 0) the expiry.
+    pub(super) fn set_expire(&mut self, at: u64) {
+        let e = &mut **self;
+        if e.flags() & TTL != 0 && at != 0 {
+            e.tail[..8].copy_from_slice(&at.to_ne_bytes());
+        } else if (e.flags() & TTL != 0) != (at != 0) {
+            self.rebuild(None, at, false);
+        }
+    }
+}
+
+impl Deref for EntryMut<'_> {
+    type Target = Entry;
+    #[inline]
+    fn deref(&self) -> &Entry {
+        // SAFETY: the slot links to the live entry, borrowed for 'a.
+        unsafe { entry_ref(self.ptr()) }
+    }
+}
+
+impl DerefMut for EntryMut<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Entry {
+        // SAFETY: as deref, exclusively.
+        unsafe { entry_mut(self.ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxed(key: &[u8], v: Value, at: u64) -> EntryBox {
+        // SAFETY: a fresh entry, linked nowhere.
+        unsafe { EntryBox::from_raw(new_entry(key, v, at, 7, ptr::null_mut())) }
+    }
+
+    #[test]
+    fn sizes_of_small_strings() {
+        let e = boxed(b"key:0000001", Value::string(b"abcdefghijklmnop"), 0);
+        assert_eq!(e.size(), 44);
+        assert_eq!(e.footprint(), 48);
+        assert_eq!(e.key(), b"key:0000001");
+        assert_eq!(e.encoding(), "embstr");
+        assert_eq!(e.lru(), 7);
+        assert!(e.next().is_null());
+        let e = boxed(b"key:0000001", Value::string(b"abcdefghijklmnop"), 99);
+        assert_eq!(e.size(), 52);
+        assert_eq!(e.expire_at(), 99);
+        let e = boxed(b"k", Value::string(b"-12"), 5);
+        assert_eq!(e.size(), 16 + 8 + 8 + 1);
+        assert_eq!(e.encoding(), "int");
+        assert!(matches!(e.as_str(), Some(StrRef::Int(-12))));
+        let e = boxed(b"h", Value::List(Box::default()), 0);
+        assert_eq!(e.size(), 16 + 32 + 1);
+        assert_eq!(e.type_name(), "list");
+        assert!(!e.is_string());
+        assert!(e.into_value().type_name() == "list");
+    }
+
+    #[test]
+    fn rewrites_in_place_or_relinks() {
+        let mut slot = new_entry(b"key", Value::string(b"aaaa"), 0, 1, ptr::null_mut());
+        let first = slot;
+        // SAFETY: `slot` is the only link to the entry.
+        let mut m = unsafe { EntryMut::new(&mut slot) };
+        m.store(Value::string(b"bbbb"), 0);
+        assert_eq!(m.ptr(), first, "same layout: in place");
+        m.store(Value::string(b"longer value"), 0);
+        m.set_expire(123);
+        assert_eq!(m.expire_at(), 123);
+        m.set_expire(456);
+        assert_eq!(m.expire_at(), 456);
+        assert_eq!(m.as_str().map(|s| s.to_vec()), Some(b"longer value".to_vec()));
+        match m.value_mut() {
+            Value::Str(s) => assert_eq!(s.as_slice(), b"longer value"),
+            _ => panic!("not a string"),
+        }
+        *m.value_mut() = Value::Raw(Box::new(b"raw".to_vec()));
+        assert_eq!(m.encoding(), "raw");
+        assert_eq!(m.expire_at(), 456);
+        m.set_expire(0);
+        assert_eq!(m.expire_at(), 0);
+        assert_eq!(m.key(), b"key");
+        assert_eq!(m.lru(), 1);
+        let v = m.to_value();
+        assert!(matches!(v, Value::Raw(_)));
+        // SAFETY: the entry is linked nowhere else.
+        drop(unsafe { EntryBox::from_raw(untag(slot)) });
+    }
+}
