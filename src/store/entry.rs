@@ -2,22 +2,24 @@
 //! in a single allocation, as Redis's dictEntry, robj and embedded string
 //! would be if they were one (what Valkey 8.1 does with its embedded keys).
 //!
-//! Layout, 8-aligned, its size rounded up by jemalloc to a size class:
+//! Layout, 8-aligned, its size rounded up to 8 and then by jemalloc to a
+//! size class:
 //!
-//! | bytes | part |
-//! |-------|------|
-//! | 8     | link: the next entry of the chain; the address's three low bits are *this* entry's flags (value kind, has a TTL) |
-//! | 4     | access stamp: LRU seconds, or LFU minutes and counter |
-//! | 4     | key length (`u32::MAX`: the length is the 8 bytes before the key) |
-//! | 8     | expiry in Unix milliseconds — only when the key has a TTL |
-//! | 1 + n | a string of up to 44 bytes (Redis's embstr): its length, its bytes |
-//! | or 8  | an int-encoded string |
-//! | or 32 | any other [`Value`] |
-//! | k     | the key's bytes |
+//! | bytes   | part |
+//! |---------|------|
+//! | 8       | link: the next entry of the chain; the address's three low bits are *this* entry's flags (value kind, has a TTL) |
+//! | 4       | access stamp: LRU seconds, or LFU minutes and counter |
+//! | 1       | key length up to 126 (127: an 8-byte length precedes the key); the top bit marks an 8-byte expiry |
+//! | 6 or 8  | expiry in Unix milliseconds — only when the key has a TTL (8 bytes past the year 10889) |
+//! | 1 + n   | a string of up to 44 bytes (Redis's embstr): its length, its bytes |
+//! | or 8    | an int-encoded string |
+//! | or 32   | any other [`Value`], at the next multiple of 8 |
+//! | k       | the key's bytes |
 //!
-//! So `key:0000001` (11 bytes) holding 16 bytes takes 16 + 17 + 11 = 44
-//! bytes (the 48 class); with a TTL 52 (the 64 class); a small hash or
-//! set is 16 + 32 + 11 = 59 (64) plus its listpack.
+//! So `key:0000001` (11 bytes) holding 16 bytes takes 13 + 17 + 11 = 41
+//! bytes (jemalloc's 48 class), and 47 with a TTL (still 48); an integer
+//! under it 32 (the 32 class); a small hash or set 16 + 32 + 11 = 59 (64)
+//! plus its listpack.
 //!
 //! Strings are rewritten in place when the new one has the same layout;
 //! otherwise the entry is rebuilt and relinked by [`EntryMut`], which knows
@@ -36,11 +38,11 @@ use super::value::{StrRef, Value};
 pub struct Entry {
     link: *mut u8,
     lru: u32,
-    klen: u32,
     tail: [u8],
 }
 
-const HEAD: usize = 16;
+/// Where the tail starts: the key-length byte.
+const HEAD: usize = 12;
 const VALUE_SIZE: usize = std::mem::size_of::<Value>();
 /// Longest string held in the entry itself (Redis's embstr limit).
 pub const EMB_MAX: usize = 44;
@@ -52,6 +54,13 @@ const EMB: usize = 2;
 const TTL: usize = 0b100;
 /// Low bits of a link word that belong to the word's owner.
 pub(super) const FLAGS: usize = 0b111;
+
+/// The key-length byte's escape for keys of 127 bytes or more.
+const LONG_KEY: u8 = 127;
+/// The key-length byte's mark of an 8-byte expiry.
+const WIDE_TTL: u8 = 0x80;
+/// Expiry times below this take 6 bytes.
+const NARROW_TTL_LIMIT: u64 = 1 << 48;
 
 const _: () = assert!(VALUE_SIZE == 32 && std::mem::align_of::<Value>() <= 8);
 
@@ -73,35 +82,83 @@ fn value_part(kind: usize, v: &Value) -> usize {
     }
 }
 
-/// An entry's address without the flag bits of the word it was read from.
-#[inline(always)]
-pub(super) fn untag(p: *mut u8) -> *mut u8 {
-    p.map_addr(|a| a & !FLAGS)
+/// Bytes of the expiry part for `expire_at` (0: none).
+fn ttl_part(expire_at: u64) -> usize {
+    match expire_at {
+        0 => 0,
+        at if at < NARROW_TTL_LIMIT => 6,
+        _ => 8,
+    }
 }
 
-/// Bytes after the header of the entry at `p`.
+/// Where the value part starts, after the expiry part of `ttl` bytes.
+fn value_at(kind: usize, ttl: usize) -> usize {
+    let at = HEAD + 1 + ttl;
+    if kind == OBJ { at.next_multiple_of(8) } else { at }
+}
+
+/// An entry's parts, as offsets from its start.
+#[derive(Clone, Copy)]
+struct Shape {
+    ttl: usize,
+    value_at: usize,
+    value_len: usize,
+    key_at: usize,
+    end: usize,
+}
+
+/// The shape of the entry at `p`.
 ///
 /// # Safety
 /// `p` is a live entry.
 #[inline(always)]
-unsafe fn tail_len(p: *const u8) -> usize {
-    // SAFETY: the caller's entry has its header and value part.
+unsafe fn shape_of(p: *const u8) -> Shape {
+    // SAFETY: the caller's entry has its header, expiry and value parts.
     unsafe {
         let f = (*p.cast::<*mut u8>()).addr() & FLAGS;
-        let klen = *p.add(12).cast::<u32>();
-        let ttl = if f & TTL != 0 { 8 } else { 0 };
-        let value = match f & KIND {
+        let kbyte = *p.add(HEAD);
+        let ttl = match (f & TTL != 0, kbyte & WIDE_TTL != 0) {
+            (false, _) => 0,
+            (true, false) => 6,
+            (true, true) => 8,
+        };
+        let kind = f & KIND;
+        let value_at = value_at(kind, ttl);
+        let value_len = match kind {
             OBJ => VALUE_SIZE,
             INT => 8,
-            _ => 1 + usize::from(*p.add(HEAD + ttl)),
+            _ => 1 + usize::from(*p.add(value_at)),
         };
-        if klen == u32::MAX {
-            let at = p.add(HEAD + ttl + value);
-            ttl + value + 8 + at.cast::<u64>().read_unaligned() as usize
-        } else {
-            ttl + value + klen as usize
+        let mut key_at = value_at + value_len;
+        let klen = match kbyte & !WIDE_TTL {
+            LONG_KEY => {
+                let n = p.add(key_at).cast::<u64>().read_unaligned() as usize;
+                key_at += 8;
+                n
+            }
+            n => usize::from(n),
+        };
+        Shape {
+            ttl,
+            value_at,
+            value_len,
+            key_at,
+            end: key_at + klen,
         }
     }
+}
+
+/// The allocation of an entry of `end` bytes.
+fn layout(end: usize) -> Layout {
+    // invariant: the entry's parts are already in memory, so its size is
+    // far below isize::MAX.
+    Layout::from_size_align(end.next_multiple_of(8), 8).expect("entry size fits a layout")
+}
+
+/// An entry's address without the flag bits of the word it was read from.
+#[inline(always)]
+pub(super) fn untag(p: *mut u8) -> *mut u8 {
+    p.map_addr(|a| a & !FLAGS)
 }
 
 /// The entry at `p`.
@@ -110,8 +167,9 @@ unsafe fn tail_len(p: *const u8) -> usize {
 /// `p` is a live entry not mutably borrowed for `'a`.
 #[inline(always)]
 pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
-    // SAFETY: the fat pointer spans exactly the entry's allocation.
-    unsafe { &*(ptr::slice_from_raw_parts(p, tail_len(p)) as *const Entry) }
+    // SAFETY: the fat pointer spans the entry's bytes, within its
+    // allocation (rounded up to 8, as the reference's size is).
+    unsafe { &*(ptr::slice_from_raw_parts(p, shape_of(p).end - HEAD) as *const Entry) }
 }
 
 /// The entry at `p`, mutably.
@@ -121,7 +179,7 @@ pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
 #[inline(always)]
 pub(super) unsafe fn entry_mut<'a>(p: *mut u8) -> &'a mut Entry {
     // SAFETY: as entry_ref.
-    unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, tail_len(p)) as *mut Entry) }
+    unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, shape_of(p).end - HEAD) as *mut Entry) }
 }
 
 /// Allocates an entry linked to `next`.
@@ -139,12 +197,12 @@ fn alloc_entry(
     lru: u32,
     next: *mut u8,
 ) -> *mut u8 {
-    let ttl = if expire_at != 0 { 8 } else { 0 };
+    let ttl = ttl_part(expire_at);
+    let at = value_at(kind, ttl);
     let part = value_part(kind, &value);
-    let long_key = key.len() >= u32::MAX as usize;
-    let size = HEAD + ttl + part + usize::from(long_key) * 8 + key.len();
-    // invariant: the key is already in memory, so this size is far below isize::MAX.
-    let layout = Layout::from_size_align(size, 8).expect("entry size fits a layout");
+    let long_key = key.len() >= usize::from(LONG_KEY);
+    let end = at + part + usize::from(long_key) * 8 + key.len();
+    let layout = layout(end);
     // SAFETY: the layout is non-zero; every byte the header and parts
     // name is written below before the entry is used.
     unsafe {
@@ -155,14 +213,13 @@ fn alloc_entry(
         let flags = kind | if ttl != 0 { TTL } else { 0 };
         p.cast::<*mut u8>().write(next.map_addr(|a| a | flags));
         p.add(8).cast::<u32>().write(lru);
-        let klen = if long_key { u32::MAX } else { key.len() as u32 };
-        p.add(12).cast::<u32>().write(klen);
-        if ttl != 0 {
-            p.add(HEAD).cast::<u64>().write(expire_at);
-        }
-        let v = p.add(HEAD + ttl);
+        let kbyte = if long_key { LONG_KEY } else { key.len() as u8 };
+        *p.add(HEAD) = kbyte | if ttl == 8 { WIDE_TTL } else { 0 };
+        let bytes = expire_at.to_le_bytes();
+        ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(HEAD + 1), ttl);
+        let v = p.add(at);
         match value {
-            Value::Int(n) if kind == INT => v.cast::<i64>().write(n),
+            Value::Int(n) if kind == INT => v.cast::<i64>().write_unaligned(n),
             Value::Str(s) if kind == EMB => {
                 let b = s.as_slice();
                 *v = b.len() as u8;
@@ -193,8 +250,7 @@ unsafe fn free_entry(p: *mut u8, value_moved: bool) {
                 ptr::drop_in_place(v as *mut Value);
             }
         }
-        let size = HEAD + e.tail.len();
-        dealloc(p, Layout::from_size_align_unchecked(size, 8));
+        dealloc(p, layout(shape_of(p).end));
     }
 }
 
@@ -221,8 +277,15 @@ impl Entry {
     }
 
     #[inline(always)]
-    fn ttl_part(&self) -> usize {
-        if self.flags() & TTL != 0 { 8 } else { 0 }
+    fn shape(&self) -> Shape {
+        // SAFETY: `self` is a live entry.
+        unsafe { shape_of((self as *const Entry).cast::<u8>()) }
+    }
+
+    /// The bytes of the entry from offset `at` (its start counting).
+    #[inline(always)]
+    fn bytes(&self, at: usize, len: usize) -> &[u8] {
+        &self.tail[at - HEAD..at - HEAD + len]
     }
 
     /// The next entry of the chain (null at its end).
@@ -247,21 +310,8 @@ impl Entry {
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        let start = if self.klen == u32::MAX {
-            self.ttl_part() + self.value_part_len() + 8
-        } else {
-            self.tail.len() - self.klen as usize
-        };
-        &self.tail[start..]
-    }
-
-    #[inline(always)]
-    fn value_part_len(&self) -> usize {
-        match self.flags() & KIND {
-            OBJ => VALUE_SIZE,
-            INT => 8,
-            _ => 1 + usize::from(self.tail[self.ttl_part()]),
-        }
+        let s = self.shape();
+        &self.tail[s.key_at - HEAD..]
     }
 
     /// The access stamp (LRU seconds or LFU minutes and counter).
@@ -283,9 +333,10 @@ impl Entry {
         if self.flags() & TTL == 0 {
             return 0;
         }
+        let ttl = self.shape().ttl;
         let mut b = [0u8; 8];
-        b.copy_from_slice(&self.tail[..8]);
-        u64::from_ne_bytes(b)
+        b[..ttl].copy_from_slice(self.bytes(HEAD + 1, ttl));
+        u64::from_le_bytes(b)
     }
 
     /// True when the entry has a TTL that has passed at `now_ms`.
@@ -302,9 +353,9 @@ impl Entry {
         if self.flags() & KIND != OBJ {
             return None;
         }
-        let at = self.ttl_part();
-        // SAFETY: an object entry holds an initialised, 8-aligned Value
-        // here (header and TTL are multiples of 8).
+        let at = self.shape().value_at - HEAD;
+        // SAFETY: an object entry holds an initialised Value here, at a
+        // multiple of 8 from the 8-aligned start.
         Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Value>() })
     }
 
@@ -313,7 +364,7 @@ impl Entry {
         if self.flags() & KIND != OBJ {
             return None;
         }
-        let at = self.ttl_part();
+        let at = self.shape().value_at - HEAD;
         // SAFETY: as object().
         Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Value>() })
     }
@@ -321,17 +372,14 @@ impl Entry {
     /// The string form, or None when the value is not a string.
     #[inline]
     pub fn as_str(&self) -> Option<StrRef<'_>> {
-        let at = self.ttl_part();
+        let s = self.shape();
         match self.flags() & KIND {
             INT => {
                 let mut b = [0u8; 8];
-                b.copy_from_slice(&self.tail[at..at + 8]);
+                b.copy_from_slice(self.bytes(s.value_at, 8));
                 Some(StrRef::Int(i64::from_ne_bytes(b)))
             }
-            EMB => {
-                let n = usize::from(self.tail[at]);
-                Some(StrRef::Bytes(&self.tail[at + 1..at + 1 + n]))
-            }
+            EMB => Some(StrRef::Bytes(self.bytes(s.value_at + 1, s.value_len - 1))),
             _ => self.object()?.as_str(),
         }
     }
@@ -379,18 +427,21 @@ impl Entry {
 
     /// Bytes of the entry's own allocation.
     pub fn size(&self) -> usize {
-        HEAD + self.tail.len()
+        self.shape().end.next_multiple_of(8)
     }
 
     /// Bytes the allocator gives the entry: its size rounded up to
     /// jemalloc's class (16-byte steps to 128, then four per doubling).
     pub fn footprint(&self) -> usize {
         let n = self.size();
+        if n <= 8 {
+            return 8;
+        }
         if n <= 128 {
-            return (n + 15) & !15;
+            return n.next_multiple_of(16);
         }
         let step = 1usize << ((usize::BITS - 1 - (n - 1).leading_zeros()) - 2);
-        (n + step - 1) & !(step - 1)
+        n.next_multiple_of(step)
     }
 
     /// Heap bytes the value owns beyond the entry (MEMORY USAGE, INFO).
@@ -553,21 +604,16 @@ impl<'a> EntryMut<'a> {
         let kind = kind_of(&value);
         let part = value_part(kind, &value);
         let e = &mut **self;
-        let same = e.flags() & KIND == kind
-            && e.value_part_len() == part
-            && (e.flags() & TTL != 0) == (expire_at != 0);
-        if !same {
+        let s = e.shape();
+        if e.flags() & KIND != kind || s.value_len != part || s.ttl != ttl_part(expire_at) {
             self.rebuild(Some(value), expire_at, false);
             return;
         }
-        if expire_at != 0 {
-            e.tail[..8].copy_from_slice(&expire_at.to_ne_bytes());
-        }
-        let at = e.ttl_part();
+        e.write_expire(s.ttl, expire_at);
         match value {
-            Value::Int(n) if kind == INT => e.tail[at..at + 8].copy_from_slice(&n.to_ne_bytes()),
-            Value::Str(s) if kind == EMB => {
-                e.tail[at + 1..at + 1 + s.len()].copy_from_slice(s.as_slice())
+            Value::Int(n) if kind == INT => e.bytes_mut(s.value_at, 8).copy_from_slice(&n.to_ne_bytes()),
+            Value::Str(b) if kind == EMB => {
+                e.bytes_mut(s.value_at + 1, b.len()).copy_from_slice(b.as_slice())
             }
             // invariant: same kind, so an object entry.
             other => *e.object_mut().expect("entry holds an object") = other,
@@ -584,11 +630,26 @@ impl<'a> EntryMut<'a> {
     /// Sets (or clears, with 0) the expiry.
     pub(super) fn set_expire(&mut self, at: u64) {
         let e = &mut **self;
-        if e.flags() & TTL != 0 && at != 0 {
-            e.tail[..8].copy_from_slice(&at.to_ne_bytes());
-        } else if (e.flags() & TTL != 0) != (at != 0) {
+        let ttl = e.shape().ttl;
+        if ttl == ttl_part(at) {
+            e.write_expire(ttl, at);
+        } else {
             self.rebuild(None, at, false);
         }
+    }
+}
+
+impl Entry {
+    /// The bytes of the entry from offset `at`, mutably.
+    #[inline(always)]
+    fn bytes_mut(&mut self, at: usize, len: usize) -> &mut [u8] {
+        &mut self.tail[at - HEAD..at - HEAD + len]
+    }
+
+    /// Writes the expiry into an expiry part of `ttl` bytes.
+    #[inline(always)]
+    fn write_expire(&mut self, ttl: usize, at: u64) {
+        self.bytes_mut(HEAD + 1, ttl).copy_from_slice(&at.to_le_bytes()[..ttl]);
     }
 }
 
@@ -621,21 +682,28 @@ mod tests {
     #[test]
     fn sizes_of_small_strings() {
         let e = boxed(b"key:0000001", Value::string(b"abcdefghijklmnop"), 0);
-        assert_eq!(e.size(), 44);
+        assert_eq!(e.size(), 48);
         assert_eq!(e.footprint(), 48);
         assert_eq!(e.key(), b"key:0000001");
         assert_eq!(e.encoding(), "embstr");
         assert_eq!(e.lru(), 7);
         assert!(e.next().is_null());
         let e = boxed(b"key:0000001", Value::string(b"abcdefghijklmnop"), 99);
-        assert_eq!(e.size(), 52);
+        assert_eq!(e.size(), 48);
         assert_eq!(e.expire_at(), 99);
+        let e = boxed(b"key:0000001", Value::string(b"abcdefghijklmnop"), u64::MAX);
+        assert_eq!(e.expire_at(), u64::MAX);
+        assert_eq!(e.key(), b"key:0000001");
+        let long = vec![b'k'; 300];
+        let e = boxed(&long, Value::string(b"v"), 1 << 47);
+        assert_eq!(e.key(), &long[..]);
+        assert_eq!(e.expire_at(), 1 << 47);
         let e = boxed(b"k", Value::string(b"-12"), 5);
-        assert_eq!(e.size(), 16 + 8 + 8 + 1);
+        assert_eq!(e.size(), 13 + 6 + 8 + 1 + 4);
         assert_eq!(e.encoding(), "int");
         assert!(matches!(e.as_str(), Some(StrRef::Int(-12))));
         let e = boxed(b"h", Value::List(Box::default()), 0);
-        assert_eq!(e.size(), 16 + 32 + 1);
+        assert_eq!(e.size(), 16 + 32 + 8);
         assert_eq!(e.type_name(), "list");
         assert!(!e.is_string());
         assert!(e.into_value().type_name() == "list");
