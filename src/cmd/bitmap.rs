@@ -372,13 +372,11 @@ fn bitop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let store: &Store = ctx.store;
         let srcs: Vec<Cow<'_, [u8]>> = argv
             .iter_from(3)
-            .map(
-                |key| match store.peek(db, key).and_then(|e| e.as_str()) {
-                    None => Cow::Borrowed(&[][..]),
-                    Some(crate::store::value::StrRef::Bytes(b)) => Cow::Borrowed(b),
-                    Some(s) => Cow::Owned(s.to_vec()),
-                },
-            )
+            .map(|key| match store.peek(db, key).and_then(|e| e.as_str()) {
+                None => Cow::Borrowed(&[][..]),
+                Some(crate::store::value::StrRef::Bytes(b)) => Cow::Borrowed(b),
+                Some(s) => Cow::Owned(s.to_vec()),
+            })
             .collect();
         combine(op, &srcs)
     };

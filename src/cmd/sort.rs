@@ -127,7 +127,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
     let key = argv.get(1);
     // The elements in their natural order.
     let mut is_set = false;
-    let elems: Vec<Vec<u8>> = match ctx.store.get_read(db, key).map(|e| e.into_ref().value()).as_deref() {
+    let elems: Vec<Vec<u8>> = match ctx
+        .store
+        .get_read(db, key)
+        .map(|e| e.into_ref().value())
+        .as_deref()
+    {
         None => Vec::new(),
         Some(Value::List(l)) => l.iter().map(<[u8]>::to_vec).collect(),
         Some(Value::Set(s)) => {

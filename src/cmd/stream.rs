@@ -420,7 +420,11 @@ fn propagate_stream_write(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &TrimArgs, id: O
         args[a.id_at] = id.fmt(&mut buf).to_vec();
     }
     if a.approx {
-        let exact = match ctx.store.peek(ctx.db(), argv.get(1)).and_then(|e| e.object()) {
+        let exact = match ctx
+            .store
+            .peek(ctx.db(), argv.get(1))
+            .and_then(|e| e.object())
+        {
             Some(Value::Stream(s)) => match a.trim {
                 Some(Trim::MaxLen(_)) => s.len().to_string().into_bytes(),
                 _ => {

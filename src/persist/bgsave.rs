@@ -49,8 +49,9 @@ impl Snapshot {
             .iter()
             .map(|d| {
                 let mut v = Vec::with_capacity(d.len());
-                d.dict
-                    .for_each(|e| v.push((CompactBytes::new(e.key()), e.to_value(), e.expire_at())));
+                d.dict.for_each(|e| {
+                    v.push((CompactBytes::new(e.key()), e.to_value(), e.expire_at()))
+                });
                 v
             })
             .collect();

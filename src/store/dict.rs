@@ -8,8 +8,8 @@
 
 use std::hash::{BuildHasher, Hasher};
 
+use super::entry::{drop_entry, entry_mut, entry_ref, key_of, new_entry, next_of, untag, FLAGS};
 pub use super::entry::{Entry, EntryBox, EntryMut};
-use super::entry::{FLAGS, drop_entry, entry_mut, entry_ref, new_entry, untag};
 use super::value::Value;
 
 /// One power-of-two array of bucket chains: each word is the first
@@ -57,11 +57,12 @@ fn chain_get<'a>(mut cur: *mut u8, key: &[u8]) -> Option<&'a Entry> {
     while !cur.is_null() {
         // SAFETY: chain words link live entries the table owns; the table
         // is borrowed for 'a by the caller.
-        let e = unsafe { entry_ref(cur) };
-        if e.key() == key {
-            return Some(e);
+        unsafe {
+            if key_of(cur) == key {
+                return Some(entry_ref(cur));
+            }
+            cur = next_of(cur);
         }
-        cur = e.next();
     }
     None
 }
@@ -77,12 +78,13 @@ fn chain_find(mut link: *mut *mut u8, key: &[u8]) -> Option<*mut *mut u8> {
         if cur.is_null() {
             return None;
         }
-        // SAFETY: as above.
-        let e = unsafe { entry_mut(cur) };
-        if e.key() == key {
-            return Some(link);
+        // SAFETY: as above; the link word heads the entry.
+        unsafe {
+            if key_of(cur) == key {
+                return Some(link);
+            }
+            link = cur.cast::<*mut u8>();
         }
-        link = e.link_word();
     }
 }
 
@@ -355,7 +357,8 @@ impl Dict {
         let mut empty_visits = n * 10;
         let mut moved = 0;
         while moved < n && self.rehash_at < self.buckets.len() {
-            let mut head = std::mem::replace(&mut self.buckets[self.rehash_at], std::ptr::null_mut());
+            let mut head =
+                std::mem::replace(&mut self.buckets[self.rehash_at], std::ptr::null_mut());
             self.rehash_at += 1;
             if head.is_null() {
                 empty_visits -= 1;
@@ -713,8 +716,7 @@ mod tests {
                     scanning = cursor != 0;
                 }
                 if sweeping {
-                    let (next, removed) =
-                        d.sweep_bucket(sweep_cursor, |e| e.key() == b"k7");
+                    let (next, removed) = d.sweep_bucket(sweep_cursor, |e| e.key() == b"k7");
                     swept += removed.len();
                     sweep_cursor = next;
                     sweeping = next != 0;

@@ -9,23 +9,23 @@
 //! |---------|------|
 //! | 8       | link: the next entry of the chain; the address's three low bits are *this* entry's flags (value kind, has a TTL) |
 //! | 4       | access stamp: LRU seconds, or LFU minutes and counter |
-//! | 1       | key length up to 126 (127: an 8-byte length precedes the key); the top bit marks an 8-byte expiry |
+//! | 1       | key length up to 126 (127: an 8-byte length follows); the top bit marks an 8-byte expiry |
+//! | k       | the key's bytes (first, so a lookup compares them without decoding the rest) |
 //! | 6 or 8  | expiry in Unix milliseconds — only when the key has a TTL (8 bytes past the year 10889) |
 //! | 1 + n   | a string of up to 44 bytes (Redis's embstr): its length, its bytes |
 //! | or 8    | an int-encoded string |
 //! | or 32   | any other [`Value`], at the next multiple of 8 |
-//! | k       | the key's bytes |
 //!
-//! So `key:0000001` (11 bytes) holding 16 bytes takes 13 + 17 + 11 = 41
+//! So `key:0000001` (11 bytes) holding 16 bytes takes 13 + 11 + 17 = 41
 //! bytes (jemalloc's 48 class), and 47 with a TTL (still 48); an integer
-//! under it 32 (the 32 class); a small hash or set 16 + 32 + 11 = 59 (64)
-//! plus its listpack.
+//! under it 32 (the 32 class); a small hash or set 13 + 11, rounded to
+//! 24, + 32 = 56 (64) plus its listpack.
 //!
 //! Strings are rewritten in place when the new one has the same layout;
 //! otherwise the entry is rebuilt and relinked by [`EntryMut`], which knows
 //! the link that points at it.
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
@@ -91,59 +91,67 @@ fn ttl_part(expire_at: u64) -> usize {
     }
 }
 
-/// Where the value part starts, after the expiry part of `ttl` bytes.
-fn value_at(kind: usize, ttl: usize) -> usize {
-    let at = HEAD + 1 + ttl;
-    if kind == OBJ { at.next_multiple_of(8) } else { at }
+/// Where the value part of `kind` starts when the key and expiry end at `at`.
+#[inline(always)]
+fn value_start(kind: usize, at: usize) -> usize {
+    if kind == OBJ {
+        at.next_multiple_of(8)
+    } else {
+        at
+    }
 }
 
-/// An entry's parts, as offsets from its start.
-#[derive(Clone, Copy)]
-struct Shape {
-    ttl: usize,
-    value_at: usize,
-    value_len: usize,
-    key_at: usize,
-    end: usize,
-}
-
-/// The shape of the entry at `p`.
+/// Where the key starts and its length, in the entry at `p`.
 ///
 /// # Safety
 /// `p` is a live entry.
 #[inline(always)]
-unsafe fn shape_of(p: *const u8) -> Shape {
-    // SAFETY: the caller's entry has its header, expiry and value parts.
+unsafe fn key_span(p: *const u8) -> (usize, usize) {
+    // SAFETY: the caller's entry has its header and key.
     unsafe {
-        let f = (*p.cast::<*mut u8>()).addr() & FLAGS;
-        let kbyte = *p.add(HEAD);
-        let ttl = match (f & TTL != 0, kbyte & WIDE_TTL != 0) {
-            (false, _) => 0,
-            (true, false) => 6,
-            (true, true) => 8,
-        };
-        let kind = f & KIND;
-        let value_at = value_at(kind, ttl);
-        let value_len = match kind {
+        match *p.add(HEAD) & !WIDE_TTL {
+            LONG_KEY => (
+                HEAD + 9,
+                p.add(HEAD + 1).cast::<u64>().read_unaligned() as usize,
+            ),
+            n => (HEAD + 1, usize::from(n)),
+        }
+    }
+}
+
+/// The expiry part's size in the entry at `p` (0, 6 or 8).
+///
+/// # Safety
+/// `p` is a live entry.
+#[inline(always)]
+unsafe fn ttl_len(p: *const u8) -> usize {
+    // SAFETY: the caller's entry has its header.
+    unsafe {
+        if (*p.cast::<*mut u8>()).addr() & TTL == 0 {
+            0
+        } else if *p.add(HEAD) & WIDE_TTL != 0 {
+            8
+        } else {
+            6
+        }
+    }
+}
+
+/// Bytes from the entry at `p`'s start to its end.
+///
+/// # Safety
+/// `p` is a live entry.
+#[inline(always)]
+unsafe fn end_of(p: *const u8) -> usize {
+    // SAFETY: the caller's entry has all its parts.
+    unsafe {
+        let (key_at, klen) = key_span(p);
+        let kind = (*p.cast::<*mut u8>()).addr() & KIND;
+        let at = value_start(kind, key_at + klen + ttl_len(p));
+        at + match kind {
             OBJ => VALUE_SIZE,
             INT => 8,
-            _ => 1 + usize::from(*p.add(value_at)),
-        };
-        let mut key_at = value_at + value_len;
-        let klen = match kbyte & !WIDE_TTL {
-            LONG_KEY => {
-                let n = p.add(key_at).cast::<u64>().read_unaligned() as usize;
-                key_at += 8;
-                n
-            }
-            n => usize::from(n),
-        };
-        Shape {
-            ttl,
-            value_at,
-            value_len,
-            key_at,
-            end: key_at + klen,
+            _ => 1 + usize::from(*p.add(at)),
         }
     }
 }
@@ -161,6 +169,30 @@ pub(super) fn untag(p: *mut u8) -> *mut u8 {
     p.map_addr(|a| a & !FLAGS)
 }
 
+/// The key of the entry at `p`, read without decoding the rest (chain
+/// walks compare it first).
+///
+/// # Safety
+/// `p` is a live entry not mutably borrowed for `'a`.
+#[inline(always)]
+pub(super) unsafe fn key_of<'a>(p: *const u8) -> &'a [u8] {
+    // SAFETY: the key lies within the entry.
+    unsafe {
+        let (at, len) = key_span(p);
+        &*ptr::slice_from_raw_parts(p.add(at), len)
+    }
+}
+
+/// The next entry after the one at `p` (null at the chain's end).
+///
+/// # Safety
+/// `p` is a live entry.
+#[inline(always)]
+pub(super) unsafe fn next_of(p: *const u8) -> *mut u8 {
+    // SAFETY: the link word heads the entry.
+    untag(unsafe { *p.cast::<*mut u8>() })
+}
+
 /// The entry at `p`.
 ///
 /// # Safety
@@ -169,7 +201,7 @@ pub(super) fn untag(p: *mut u8) -> *mut u8 {
 pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
     // SAFETY: the fat pointer spans the entry's bytes, within its
     // allocation (rounded up to 8, as the reference's size is).
-    unsafe { &*(ptr::slice_from_raw_parts(p, shape_of(p).end - HEAD) as *const Entry) }
+    unsafe { &*(ptr::slice_from_raw_parts(p, end_of(p) - HEAD) as *const Entry) }
 }
 
 /// The entry at `p`, mutably.
@@ -179,11 +211,17 @@ pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
 #[inline(always)]
 pub(super) unsafe fn entry_mut<'a>(p: *mut u8) -> &'a mut Entry {
     // SAFETY: as entry_ref.
-    unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, shape_of(p).end - HEAD) as *mut Entry) }
+    unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, end_of(p) - HEAD) as *mut Entry) }
 }
 
 /// Allocates an entry linked to `next`.
-pub(super) fn new_entry(key: &[u8], value: Value, expire_at: u64, lru: u32, next: *mut u8) -> *mut u8 {
+pub(super) fn new_entry(
+    key: &[u8],
+    value: Value,
+    expire_at: u64,
+    lru: u32,
+    next: *mut u8,
+) -> *mut u8 {
     let kind = kind_of(&value);
     alloc_entry(key, value, kind, expire_at, lru, next)
 }
@@ -198,10 +236,11 @@ fn alloc_entry(
     next: *mut u8,
 ) -> *mut u8 {
     let ttl = ttl_part(expire_at);
-    let at = value_at(kind, ttl);
-    let part = value_part(kind, &value);
     let long_key = key.len() >= usize::from(LONG_KEY);
-    let end = at + part + usize::from(long_key) * 8 + key.len();
+    let key_at = HEAD + 1 + usize::from(long_key) * 8;
+    let at = value_start(kind, key_at + key.len() + ttl);
+    let part = value_part(kind, &value);
+    let end = at + part;
     let layout = layout(end);
     // SAFETY: the layout is non-zero; every byte the header and parts
     // name is written below before the entry is used.
@@ -215,8 +254,14 @@ fn alloc_entry(
         p.add(8).cast::<u32>().write(lru);
         let kbyte = if long_key { LONG_KEY } else { key.len() as u8 };
         *p.add(HEAD) = kbyte | if ttl == 8 { WIDE_TTL } else { 0 };
+        if long_key {
+            p.add(HEAD + 1)
+                .cast::<u64>()
+                .write_unaligned(key.len() as u64);
+        }
+        ptr::copy_nonoverlapping(key.as_ptr(), p.add(key_at), key.len());
         let bytes = expire_at.to_le_bytes();
-        ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(HEAD + 1), ttl);
+        ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(key_at + key.len()), ttl);
         let v = p.add(at);
         match value {
             Value::Int(n) if kind == INT => v.cast::<i64>().write_unaligned(n),
@@ -227,12 +272,6 @@ fn alloc_entry(
             }
             other => v.cast::<Value>().write(other),
         }
-        let mut k = v.add(part);
-        if long_key {
-            k.cast::<u64>().write_unaligned(key.len() as u64);
-            k = k.add(8);
-        }
-        ptr::copy_nonoverlapping(key.as_ptr(), k, key.len());
         p
     }
 }
@@ -250,7 +289,7 @@ unsafe fn free_entry(p: *mut u8, value_moved: bool) {
                 ptr::drop_in_place(v as *mut Value);
             }
         }
-        dealloc(p, layout(shape_of(p).end));
+        dealloc(p, layout(end_of(p)));
     }
 }
 
@@ -277,9 +316,25 @@ impl Entry {
     }
 
     #[inline(always)]
-    fn shape(&self) -> Shape {
+    fn base(&self) -> *const u8 {
+        (self as *const Entry).cast::<u8>()
+    }
+
+    /// Where the expiry part starts and its size.
+    #[inline(always)]
+    fn ttl_span(&self) -> (usize, usize) {
         // SAFETY: `self` is a live entry.
-        unsafe { shape_of((self as *const Entry).cast::<u8>()) }
+        unsafe {
+            let (key_at, klen) = key_span(self.base());
+            (key_at + klen, ttl_len(self.base()))
+        }
+    }
+
+    /// Where the value part starts.
+    #[inline(always)]
+    fn value_at(&self) -> usize {
+        let (at, len) = self.ttl_span();
+        value_start(self.flags() & KIND, at + len)
     }
 
     /// The bytes of the entry from offset `at` (its start counting).
@@ -310,8 +365,9 @@ impl Entry {
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        let s = self.shape();
-        &self.tail[s.key_at - HEAD..]
+        // SAFETY: `self` is a live entry.
+        let (at, len) = unsafe { key_span(self.base()) };
+        self.bytes(at, len)
     }
 
     /// The access stamp (LRU seconds or LFU minutes and counter).
@@ -333,9 +389,9 @@ impl Entry {
         if self.flags() & TTL == 0 {
             return 0;
         }
-        let ttl = self.shape().ttl;
+        let (at, ttl) = self.ttl_span();
         let mut b = [0u8; 8];
-        b[..ttl].copy_from_slice(self.bytes(HEAD + 1, ttl));
+        b[..ttl].copy_from_slice(self.bytes(at, ttl));
         u64::from_le_bytes(b)
     }
 
@@ -353,7 +409,7 @@ impl Entry {
         if self.flags() & KIND != OBJ {
             return None;
         }
-        let at = self.shape().value_at - HEAD;
+        let at = self.value_at() - HEAD;
         // SAFETY: an object entry holds an initialised Value here, at a
         // multiple of 8 from the 8-aligned start.
         Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Value>() })
@@ -364,7 +420,7 @@ impl Entry {
         if self.flags() & KIND != OBJ {
             return None;
         }
-        let at = self.shape().value_at - HEAD;
+        let at = self.value_at() - HEAD;
         // SAFETY: as object().
         Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Value>() })
     }
@@ -372,14 +428,13 @@ impl Entry {
     /// The string form, or None when the value is not a string.
     #[inline]
     pub fn as_str(&self) -> Option<StrRef<'_>> {
-        let s = self.shape();
         match self.flags() & KIND {
             INT => {
                 let mut b = [0u8; 8];
-                b.copy_from_slice(self.bytes(s.value_at, 8));
+                b.copy_from_slice(self.bytes(self.value_at(), 8));
                 Some(StrRef::Int(i64::from_ne_bytes(b)))
             }
-            EMB => Some(StrRef::Bytes(self.bytes(s.value_at + 1, s.value_len - 1))),
+            EMB => Some(StrRef::Bytes(&self.tail[self.value_at() + 1 - HEAD..])),
             _ => self.object()?.as_str(),
         }
     }
@@ -427,7 +482,7 @@ impl Entry {
 
     /// Bytes of the entry's own allocation.
     pub fn size(&self) -> usize {
-        self.shape().end.next_multiple_of(8)
+        (HEAD + self.tail.len()).next_multiple_of(8)
     }
 
     /// Bytes the allocator gives the entry: its size rounded up to
@@ -526,6 +581,8 @@ pub(super) unsafe fn drop_entry(p: *mut u8) {
 /// it, so that a value that no longer fits can move the entry.
 pub struct EntryMut<'a> {
     slot: *mut *mut u8,
+    /// The entry the slot links to (decoded once).
+    entry: *mut Entry,
     _table: PhantomData<&'a mut Entry>,
 }
 
@@ -536,8 +593,11 @@ impl<'a> EntryMut<'a> {
     /// `slot` is a table's bucket or an entry's link word, pointing at a
     /// live entry, with the table mutably borrowed for `'a`.
     pub(super) unsafe fn new(slot: *mut *mut u8) -> EntryMut<'a> {
+        // SAFETY: per the caller.
+        let entry = unsafe { entry_mut(untag(*slot)) };
         EntryMut {
             slot,
+            entry,
             _table: PhantomData,
         }
     }
@@ -567,6 +627,7 @@ impl<'a> EntryMut<'a> {
             let owner_flags = (*self.slot).addr() & FLAGS;
             *self.slot = new.map_addr(|a| a | owner_flags);
             free_entry(old, moved);
+            self.entry = entry_mut(new);
         }
     }
 
@@ -578,7 +639,7 @@ impl<'a> EntryMut<'a> {
             self.rebuild(None, at, true);
         }
         // SAFETY: the slot links to the live entry for 'a.
-        let e = unsafe { entry_mut(self.ptr()) };
+        let e = unsafe { &mut *self.entry };
         // invariant: rebuilt as an object just above when it was not one.
         e.object_mut().expect("entry holds an object")
     }
@@ -586,14 +647,14 @@ impl<'a> EntryMut<'a> {
     /// The entry, for the whole borrow.
     pub fn into_ref(self) -> &'a Entry {
         // SAFETY: the slot links the live entry; the table stays borrowed for 'a.
-        unsafe { entry_ref(self.ptr()) }
+        unsafe { &*self.entry }
     }
 
     /// [`EntryMut::value_mut`] for the whole borrow.
     pub fn into_value_mut(mut self) -> &'a mut Value {
         self.value_mut();
         // SAFETY: as value_mut; the borrow of the table lasts 'a.
-        let e = unsafe { entry_mut(self.ptr()) };
+        let e = unsafe { &mut *self.entry };
         // invariant: value_mut made it an object.
         e.object_mut().expect("entry holds an object")
     }
@@ -604,16 +665,21 @@ impl<'a> EntryMut<'a> {
         let kind = kind_of(&value);
         let part = value_part(kind, &value);
         let e = &mut **self;
-        let s = e.shape();
-        if e.flags() & KIND != kind || s.value_len != part || s.ttl != ttl_part(expire_at) {
+        let (ttl_at, ttl) = e.ttl_span();
+        let at = value_start(kind, ttl_at + ttl);
+        let same = e.flags() & KIND == kind
+            && ttl == ttl_part(expire_at)
+            && HEAD + e.tail.len() == at + part;
+        if !same {
             self.rebuild(Some(value), expire_at, false);
             return;
         }
-        e.write_expire(s.ttl, expire_at);
+        e.bytes_mut(ttl_at, ttl)
+            .copy_from_slice(&expire_at.to_le_bytes()[..ttl]);
         match value {
-            Value::Int(n) if kind == INT => e.bytes_mut(s.value_at, 8).copy_from_slice(&n.to_ne_bytes()),
+            Value::Int(n) if kind == INT => e.bytes_mut(at, 8).copy_from_slice(&n.to_ne_bytes()),
             Value::Str(b) if kind == EMB => {
-                e.bytes_mut(s.value_at + 1, b.len()).copy_from_slice(b.as_slice())
+                e.bytes_mut(at + 1, b.len()).copy_from_slice(b.as_slice())
             }
             // invariant: same kind, so an object entry.
             other => *e.object_mut().expect("entry holds an object") = other,
@@ -630,9 +696,10 @@ impl<'a> EntryMut<'a> {
     /// Sets (or clears, with 0) the expiry.
     pub(super) fn set_expire(&mut self, at: u64) {
         let e = &mut **self;
-        let ttl = e.shape().ttl;
+        let (ttl_at, ttl) = e.ttl_span();
         if ttl == ttl_part(at) {
-            e.write_expire(ttl, at);
+            e.bytes_mut(ttl_at, ttl)
+                .copy_from_slice(&at.to_le_bytes()[..ttl]);
         } else {
             self.rebuild(None, at, false);
         }
@@ -645,12 +712,6 @@ impl Entry {
     fn bytes_mut(&mut self, at: usize, len: usize) -> &mut [u8] {
         &mut self.tail[at - HEAD..at - HEAD + len]
     }
-
-    /// Writes the expiry into an expiry part of `ttl` bytes.
-    #[inline(always)]
-    fn write_expire(&mut self, ttl: usize, at: u64) {
-        self.bytes_mut(HEAD + 1, ttl).copy_from_slice(&at.to_le_bytes()[..ttl]);
-    }
 }
 
 impl Deref for EntryMut<'_> {
@@ -658,7 +719,7 @@ impl Deref for EntryMut<'_> {
     #[inline]
     fn deref(&self) -> &Entry {
         // SAFETY: the slot links to the live entry, borrowed for 'a.
-        unsafe { entry_ref(self.ptr()) }
+        unsafe { &*self.entry }
     }
 }
 
@@ -666,7 +727,7 @@ impl DerefMut for EntryMut<'_> {
     #[inline]
     fn deref_mut(&mut self) -> &mut Entry {
         // SAFETY: as deref, exclusively.
-        unsafe { entry_mut(self.ptr()) }
+        unsafe { &mut *self.entry }
     }
 }
 
@@ -703,7 +764,7 @@ mod tests {
         assert_eq!(e.encoding(), "int");
         assert!(matches!(e.as_str(), Some(StrRef::Int(-12))));
         let e = boxed(b"h", Value::List(Box::default()), 0);
-        assert_eq!(e.size(), 16 + 32 + 8);
+        assert_eq!(e.size(), 16 + 32);
         assert_eq!(e.type_name(), "list");
         assert!(!e.is_string());
         assert!(e.into_value().type_name() == "list");
@@ -722,7 +783,14 @@ mod tests {
         assert_eq!(m.expire_at(), 123);
         m.set_expire(456);
         assert_eq!(m.expire_at(), 456);
-        assert_eq!(m.as_str().map(|s| s.to_vec()), Some(b"longer value".to_vec()));
+        m.set_expire(u64::MAX / 2);
+        assert_eq!(m.expire_at(), u64::MAX / 2);
+        m.set_expire(456);
+        assert_eq!(m.expire_at(), 456);
+        assert_eq!(
+            m.as_str().map(|s| s.to_vec()),
+            Some(b"longer value".to_vec())
+        );
         match m.value_mut() {
             Value::Str(s) => assert_eq!(s.as_slice(), b"longer value"),
             _ => panic!("not a string"),

@@ -209,15 +209,20 @@ impl Store {
         }
     }
 
-    /// The hash of `key` when it is live; an expired key is removed first
-    /// (Redis's expireIfNeeded), except as [`Store::expiry`] says: a
-    /// replica's reads (`read`) only hide it, its master's commands still
-    /// see it.
+    /// The hash of `key` for a lookup, or None when the key is known to be
+    /// missing or has expired; an expired key is removed first (Redis's
+    /// expireIfNeeded), except as [`Store::expiry`] says: a replica's
+    /// reads (`read`) only hide it, its master's commands still see it.
     #[inline]
     fn live_hash(&mut self, db: usize, key: &[u8], read: bool) -> Option<u64> {
         let now = self.now_ms;
         let d = &self.dbs[db];
         let h = d.dict.hash(key);
+        // With no TTL in the database nothing can have expired: the
+        // caller's own lookup finds the key or not.
+        if d.volatile == 0 {
+            return Some(h);
+        }
         if d.dict.get(h, key)?.is_expired(now) {
             match self.expiry {
                 Expiry::Keep => return Some(h),
@@ -315,12 +320,15 @@ impl Store {
     /// Like [`Store::get_read`] but leaves the access time alone (Redis's
     /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
     pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
-        let Some(h) = self.live_hash(db, key, true) else {
-            self.stats.keyspace_misses += 1;
-            return None;
+        let found = match self.live_hash(db, key, true) {
+            Some(h) => self.dbs[db].dict.get_mut(h, key),
+            None => None,
         };
-        self.stats.keyspace_hits += 1;
-        self.dbs[db].dict.get_mut(h, key)
+        match found {
+            Some(_) => self.stats.keyspace_hits += 1,
+            None => self.stats.keyspace_misses += 1,
+        }
+        found
     }
 
     /// The entry for `key` without expiring it or touching its stats
