@@ -3,8 +3,10 @@
 //! what the keyspace needs from it: SCAN's reverse-binary cursor, which
 //! returns every key present for a whole iteration even across resizes;
 //! fair random sampling for RANDOMKEY; and a bucket cursor for the active
-//! expiry cycle. Each entry holds key, value and expiry together, so a TTL
-//! costs no second copy of the key.
+//! expiry cycle. Each entry (`entry.rs`) is one allocation holding its
+//! chain link, key, expiry and value, so a TTL costs no second copy of the
+//! key. A bucket is one 8-byte word; the table doubles when it holds as
+//! many keys as buckets, so buckets cost 8 to 16 bytes per key.
 
 use std::hash::{BuildHasher, Hasher};
 
