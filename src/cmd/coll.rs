@@ -6,6 +6,7 @@
 use super::args::{self, is};
 use super::Argv;
 use crate::error::Error;
+use crate::store::dict::Entry;
 use crate::store::hash::Hash;
 use crate::store::set::Set;
 use crate::store::value::Value;
@@ -36,10 +37,7 @@ pub(super) fn set_read<'a>(
 ) -> Result<Option<&'a Set>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => match e.into_ref().object() {
-            Some(Value::Set(s)) => Ok(Some(s)),
-            _ => Err(Error::WrongType),
-        },
+        Some(e) => e.into_ref().set().map(Some).ok_or(Error::WrongType),
     }
 }
 
@@ -67,7 +65,9 @@ pub(super) fn zset_write<'a>(
     key: &[u8],
     create: Option<(usize, usize)>,
 ) -> Result<Option<&'a mut ZSet>, Error> {
-    if !check(store, db, key, |v| matches!(v, Value::ZSet(_)))? {
+    if !check(store, db, key, |e| {
+        matches!(e.object(), Some(Value::ZSet(_)))
+    })? {
         let Some((size, len)) = create else {
             return Ok(None);
         };
@@ -88,11 +88,11 @@ fn check(
     store: &mut Store,
     db: usize,
     key: &[u8],
-    is_type: fn(&Value) -> bool,
+    is_type: fn(&Entry) -> bool,
 ) -> Result<bool, Error> {
     match store.get(db, key) {
         None => Ok(false),
-        Some(e) if is_type(&e.value()) => Ok(true),
+        Some(e) if is_type(&e) => Ok(true),
         Some(_) => Err(Error::WrongType),
     }
 }
@@ -105,7 +105,9 @@ pub(super) fn hash_write<'a>(
     key: &[u8],
     create: bool,
 ) -> Result<Option<&'a mut Hash>, Error> {
-    if !check(store, db, key, |v| matches!(v, Value::Hash(_)))? {
+    if !check(store, db, key, |e| {
+        matches!(e.object(), Some(Value::Hash(_)))
+    })? {
         if !create {
             return Ok(None);
         }
@@ -128,17 +130,14 @@ pub(super) fn set_write<'a>(
     key: &[u8],
     create: bool,
 ) -> Result<Option<&'a mut Set>, Error> {
-    if !check(store, db, key, |v| matches!(v, Value::Set(_)))? {
+    if !check(store, db, key, |e| e.set().is_some())? {
         if !create {
             return Ok(None);
         }
         store.insert_new(db, key, Value::Set(Default::default()));
     }
     match store.get(db, key) {
-        Some(e) => match e.into_value_mut() {
-            Value::Set(s) => Ok(Some(s)),
-            _ => Err(Error::WrongType),
-        },
+        Some(e) => e.into_set_mut().map(Some).ok_or(Error::WrongType),
         None => Ok(None),
     }
 }
@@ -147,12 +146,18 @@ pub(super) fn set_write<'a>(
 /// `changed`, and deletes the key if the collection is now empty (Redis
 /// never keeps empty collections).
 pub(super) fn finish_write(store: &mut Store, db: usize, key: &[u8], changed: bool) {
-    let empty = store.peek(db, key).is_some_and(|e| match &*e.value() {
-        Value::Hash(h) => h.is_empty(),
-        Value::Set(s) => s.is_empty(),
-        Value::ZSet(z) => z.is_empty(),
-        _ => false,
-    });
+    let empty = match store.get(db, key) {
+        Some(mut e) => {
+            e.settle_set();
+            match (e.set(), e.object()) {
+                (Some(s), _) => s.is_empty(),
+                (_, Some(Value::Hash(h))) => h.is_empty(),
+                (_, Some(Value::ZSet(z))) => z.is_empty(),
+                _ => false,
+            }
+        }
+        None => false,
+    };
     if empty {
         store.remove(db, key);
     } else if changed {

@@ -11,7 +11,6 @@ use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::store::set::{Member, Set};
-use crate::store::value::Value;
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -235,14 +234,8 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let (src, dst, member) = (argv.get(1), argv.get(2), argv.get(3));
-    let src_type = ctx
-        .store
-        .get(db, src)
-        .map(|e| matches!(e.object(), Some(Value::Set(_))));
-    let dst_type = ctx
-        .store
-        .get(db, dst)
-        .map(|e| matches!(e.object(), Some(Value::Set(_))));
+    let src_type = ctx.store.get(db, src).map(|e| e.set().is_some());
+    let dst_type = ctx.store.get(db, dst).map(|e| e.set().is_some());
     match (src_type, dst_type) {
         (None, _) => {
             ctx.reply.int(0);

@@ -14,12 +14,14 @@
 //! | 6 or 8  | expiry in Unix milliseconds — only when the key has a TTL (8 bytes past the year 10889) |
 //! | 1 + n   | a string of up to 44 bytes (Redis's embstr): its length, its bytes |
 //! | or 8    | an int-encoded string |
+//! | or 16   | an intset-encoded set, at the next multiple of 8 |
 //! | or 32   | any other [`Value`], at the next multiple of 8 |
 //!
 //! So `key:0000001` (11 bytes) holding 16 bytes takes 13 + 11 + 17 = 41
 //! bytes (jemalloc's 48 class), and 47 with a TTL (still 48); an integer
-//! under it 32 (the 32 class); a small hash or set 13 + 11, rounded to
-//! 24, + 32 = 56 (64) plus its listpack.
+//! under it 32 (the 32 class); a small hash 13 + 11, rounded to 24, + 32
+//! = 56 (64) plus its listpack; an intset 24 + 16 = 40 (48) plus its
+//! integers.
 //!
 //! Strings are rewritten in place when the new one has the same layout;
 //! otherwise the entry is rebuilt and relinked by [`EntryMut`], which knows
@@ -31,6 +33,7 @@ use std::ops::{Deref, DerefMut};
 use std::ptr;
 
 use super::bytes::CompactBytes;
+use super::set::Set;
 use super::value::{StrRef, Value};
 
 /// A keyspace entry, seen through a reference to its allocation.
@@ -51,6 +54,8 @@ const KIND: usize = 0b011;
 const OBJ: usize = 0;
 const INT: usize = 1;
 const EMB: usize = 2;
+const SET: usize = 3;
+const SET_SIZE: usize = std::mem::size_of::<Set>();
 const TTL: usize = 0b100;
 /// Low bits of a link word that belong to the word's owner.
 pub(super) const FLAGS: usize = 0b111;
@@ -69,6 +74,7 @@ fn kind_of(v: &Value) -> usize {
     match v {
         Value::Int(_) => INT,
         Value::Str(s) if s.len() <= EMB_MAX => EMB,
+        Value::Set(s) if s.encoding() == "intset" => SET,
         _ => OBJ,
     }
 }
@@ -78,6 +84,7 @@ fn value_part(kind: usize, v: &Value) -> usize {
     match (kind, v) {
         (INT, _) => 8,
         (EMB, Value::Str(s)) => 1 + s.len(),
+        (SET, _) => SET_SIZE,
         _ => VALUE_SIZE,
     }
 }
@@ -94,7 +101,7 @@ fn ttl_part(expire_at: u64) -> usize {
 /// Where the value part of `kind` starts when the key and expiry end at `at`.
 #[inline(always)]
 fn value_start(kind: usize, at: usize) -> usize {
-    if kind == OBJ {
+    if kind == OBJ || kind == SET {
         at.next_multiple_of(8)
     } else {
         at
@@ -151,6 +158,7 @@ unsafe fn end_of(p: *const u8) -> usize {
         at + match kind {
             OBJ => VALUE_SIZE,
             INT => 8,
+            SET => SET_SIZE,
             _ => 1 + usize::from(*p.add(at)),
         }
     }
@@ -265,6 +273,7 @@ fn alloc_entry(
         let v = p.add(at);
         match value {
             Value::Int(n) if kind == INT => v.cast::<i64>().write_unaligned(n),
+            Value::Set(s) if kind == SET => v.cast::<Set>().write(s),
             Value::Str(s) if kind == EMB => {
                 let b = s.as_slice();
                 *v = b.len() as u8;
@@ -287,6 +296,8 @@ unsafe fn free_entry(p: *mut u8, value_moved: bool) {
         if !value_moved {
             if let Some(v) = e.object_mut() {
                 ptr::drop_in_place(v as *mut Value);
+            } else if let Some(s) = e.set_part_mut() {
+                ptr::drop_in_place(s as *mut Set);
             }
         }
         dealloc(p, layout(end_of(p)));
@@ -302,6 +313,9 @@ unsafe fn move_value(p: *mut u8) -> Value {
     // SAFETY: per the caller; an object is read out exactly once.
     unsafe {
         let e = entry_mut(p);
+        if let Some(s) = e.set_part_mut() {
+            return Value::Set(ptr::read(s as *const Set));
+        }
         match e.object_mut() {
             Some(v) => ptr::read(v as *const Value),
             None => e.to_value(),
@@ -425,6 +439,32 @@ impl Entry {
         Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Value>() })
     }
 
+    /// An intset-encoded set held in place of a [`Value`].
+    #[inline]
+    fn set_part_mut(&mut self) -> Option<&mut Set> {
+        if self.flags() & KIND != SET {
+            return None;
+        }
+        let at = self.value_at() - HEAD;
+        // SAFETY: a set entry holds an initialised Set here, at a multiple
+        // of 8 from the 8-aligned start.
+        Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Set>() })
+    }
+
+    /// The value when it is a set.
+    #[inline]
+    pub fn set(&self) -> Option<&Set> {
+        if self.flags() & KIND == SET {
+            let at = self.value_at() - HEAD;
+            // SAFETY: as set_part_mut.
+            return Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Set>() });
+        }
+        match self.object() {
+            Some(Value::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The string form, or None when the value is not a string.
     #[inline]
     pub fn as_str(&self) -> Option<StrRef<'_>> {
@@ -451,6 +491,9 @@ impl Entry {
 
     /// An owned copy of the value.
     pub fn to_value(&self) -> Value {
+        if self.flags() & KIND == SET {
+            return Value::Set(self.set().cloned().unwrap_or_default());
+        }
         match (self.object(), self.as_str()) {
             (Some(v), _) => v.clone(),
             (None, Some(StrRef::Int(n))) => Value::Int(n),
@@ -463,11 +506,18 @@ impl Entry {
     /// True for any string encoding.
     #[inline]
     pub fn is_string(&self) -> bool {
-        self.object().is_none_or(Value::is_string)
+        match self.flags() & KIND {
+            INT | EMB => true,
+            SET => false,
+            _ => self.object().is_some_and(Value::is_string),
+        }
     }
 
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
+        if self.flags() & KIND == SET {
+            return "set";
+        }
         self.object().map_or("string", Value::type_name)
     }
 
@@ -476,6 +526,7 @@ impl Entry {
         match self.flags() & KIND {
             INT => "int",
             EMB => "embstr",
+            SET => "intset",
             _ => self.object().map_or("raw", Value::encoding),
         }
     }
@@ -501,6 +552,9 @@ impl Entry {
 
     /// Heap bytes the value owns beyond the entry (MEMORY USAGE, INFO).
     pub fn value_heap_size(&self) -> usize {
+        if self.flags() & KIND == SET {
+            return self.set().map_or(0, Set::heap_size);
+        }
         self.object().map_or(0, Value::heap_size)
     }
 }
@@ -644,6 +698,28 @@ impl<'a> EntryMut<'a> {
         e.object_mut().expect("entry holds an object")
     }
 
+    /// The set, mutably, for the whole borrow; None for other types.
+    pub fn into_set_mut(self) -> Option<&'a mut Set> {
+        // SAFETY: the slot links the live entry; the table stays borrowed for 'a.
+        let e = unsafe { &mut *self.entry };
+        if e.flags() & KIND == SET {
+            return e.set_part_mut();
+        }
+        match e.object_mut() {
+            Some(Value::Set(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Holds a set that is no longer intset-encoded as an ordinary value
+    /// (after a write that converted it), so the entry's set part only
+    /// ever holds intsets.
+    pub fn settle_set(&mut self) {
+        if self.flags() & KIND == SET && self.set().is_some_and(|s| s.encoding() != "intset") {
+            self.value_mut();
+        }
+    }
+
     /// The entry, for the whole borrow.
     pub fn into_ref(self) -> &'a Entry {
         // SAFETY: the slot links the live entry; the table stays borrowed for 'a.
@@ -668,6 +744,7 @@ impl<'a> EntryMut<'a> {
         let (ttl_at, ttl) = e.ttl_span();
         let at = value_start(kind, ttl_at + ttl);
         let same = e.flags() & KIND == kind
+            && kind != SET
             && ttl == ttl_part(expire_at)
             && HEAD + e.tail.len() == at + part;
         if !same {
@@ -768,6 +845,38 @@ mod tests {
         assert_eq!(e.type_name(), "list");
         assert!(!e.is_string());
         assert!(e.into_value().type_name() == "list");
+    }
+
+    #[test]
+    fn intsets_in_place_of_a_value() {
+        let mut set = Set::default();
+        set.add(b"7");
+        let mut slot = new_entry(b"iset:0000001", Value::Set(set), 0, 1, ptr::null_mut());
+        // SAFETY: `slot` is the only link to the entry.
+        let mut m = unsafe { EntryMut::new(&mut slot) };
+        assert_eq!(m.size(), 13 + 12 + 7 + 16);
+        assert_eq!(
+            (m.type_name(), m.encoding(), m.is_string()),
+            ("set", "intset", false)
+        );
+        assert!(m.object().is_none() && m.as_str().is_none());
+        assert_eq!(m.set().map(Set::len), Some(1));
+        assert!(matches!(&*m.value(), Value::Set(s) if s.len() == 1));
+        m.set_expire(99);
+        assert_eq!((m.expire_at(), m.encoding()), (99, "intset"));
+        // SAFETY: `slot` still links the entry, which the test owns.
+        let s = unsafe { EntryMut::new(&mut slot) }
+            .into_set_mut()
+            .expect("a set");
+        s.add(b"not a number");
+        // SAFETY: as above.
+        let mut m = unsafe { EntryMut::new(&mut slot) };
+        m.settle_set();
+        assert!(matches!(m.object(), Some(Value::Set(s)) if s.len() == 2));
+        assert_eq!((m.encoding(), m.expire_at()), ("hashtable", 99));
+        // SAFETY: the entry is linked nowhere else.
+        let v = unsafe { EntryBox::from_raw(untag(slot)) }.into_value();
+        assert!(matches!(v, Value::Set(s) if s.len() == 2));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! narrowest width that holds every member, widened (never narrowed) as
 //! members arrive, like Redis's `intset.c`.
 
+use super::bytes::ThinBytes;
+
 /// Bytes per member. An enum (not a plain integer) leaves the compiler
 /// niches, so a [`super::set::Set`] holding an `IntSet` stays 24 bytes and
 /// fits inside a [`super::value::Value`] with no box of its own.
@@ -28,14 +30,14 @@ fn width_of(v: i64) -> Width {
 /// insert and removal as Redis's intset is (it holds at most 512 members).
 #[derive(Clone, Debug)]
 pub struct IntSet {
-    buf: Box<[u8]>,
+    buf: ThinBytes,
     width: Width,
 }
 
 impl Default for IntSet {
     fn default() -> Self {
         IntSet {
-            buf: Box::default(),
+            buf: ThinBytes::default(),
             width: Width::W2,
         }
     }
@@ -112,7 +114,7 @@ impl IntSet {
                 Self::encode(width, self.get(i), &mut buf);
             }
         }
-        self.buf = buf.into_boxed_slice();
+        self.buf = ThinBytes::new(&buf);
         self.width = width;
         true
     }
@@ -126,7 +128,7 @@ impl IntSet {
         let mut buf = Vec::with_capacity(self.buf.len() - self.width());
         buf.extend_from_slice(&self.buf[..at]);
         buf.extend_from_slice(&self.buf[at + self.width()..]);
-        self.buf = buf.into_boxed_slice();
+        self.buf = ThinBytes::new(&buf);
         true
     }
 
@@ -137,7 +139,7 @@ impl IntSet {
 
     /// Heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        self.buf.len()
+        4 + self.buf.len()
     }
 }
 

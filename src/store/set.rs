@@ -15,9 +15,12 @@ pub const MAX_INTSET_ENTRIES: usize = 512;
 pub enum Set {
     /// Integers, ascending.
     Intset(IntSet),
-    /// Anything else; boxed so a `Set` stays 24 bytes.
+    /// Anything else; boxed so a `Set` stays 16 bytes (a keyspace entry
+    /// holds it in place of a 32-byte value).
     Table(Box<HashedMap<()>>),
 }
+
+const _: () = assert!(std::mem::size_of::<Set>() == 16);
 
 impl Default for Set {
     fn default() -> Self {

@@ -21,7 +21,7 @@ fn load<'a>(
 ) -> Result<Vec<Option<&'a Set>>, Error> {
     for k in keys {
         if let Some(e) = store.get_read(db, k) {
-            if !matches!(e.object(), Some(Value::Set(_))) {
+            if e.set().is_none() {
                 return Err(Error::WrongType);
             }
         }
@@ -29,10 +29,7 @@ fn load<'a>(
     let store: &'a Store = store;
     Ok(keys
         .iter()
-        .map(|k| match store.peek(db, k).and_then(|e| e.object()) {
-            Some(Value::Set(s)) => Some(s),
-            _ => None,
-        })
+        .map(|k| store.peek(db, k).and_then(|e| e.set()))
         .collect())
 }
 

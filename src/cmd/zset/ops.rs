@@ -273,7 +273,7 @@ fn combine(
     let db = ctx.db();
     for k in &keys {
         if let Some(e) = ctx.store.get_read(db, k) {
-            if !matches!(e.object(), Some(Value::Set(_) | Value::ZSet(_))) {
+            if e.set().is_none() && !matches!(e.object(), Some(Value::ZSet(_))) {
                 return Err(Error::WrongType);
             }
         }
@@ -320,9 +320,9 @@ fn combine(
     let store: &crate::store::Store = ctx.store;
     let srcs: Vec<Src<'_>> = keys
         .iter()
-        .map(|k| match store.peek(db, k).and_then(|e| e.object()) {
-            Some(Value::Set(s)) => Src::Set(s),
-            Some(Value::ZSet(z)) => Src::ZSet(z),
+        .map(|k| match store.peek(db, k).map(|e| (e.set(), e.object())) {
+            Some((Some(s), _)) => Src::Set(s),
+            Some((_, Some(Value::ZSet(z)))) => Src::ZSet(z),
             _ => Src::Missing,
         })
         .collect();
