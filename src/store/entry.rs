@@ -166,8 +166,8 @@ unsafe fn end_of(p: *const u8) -> usize {
 
 /// The allocation of an entry of `end` bytes.
 fn layout(end: usize) -> Layout {
-    // invariant: the entry's parts are already in memory, so its size is
-    // far below isize::MAX.
+    // The entry's parts are already in memory, so its size is far below
+    // isize::MAX. invariant: the layout is valid.
     Layout::from_size_align(end.next_multiple_of(8), 8).expect("entry size fits a layout")
 }
 
@@ -417,7 +417,7 @@ impl Entry {
     }
 
     /// The value when it is held as a [`Value`]: every type but strings
-    /// of up to 44 bytes and int-encoded ones (None for those).
+    /// of up to 44 bytes, int-encoded strings and intsets (None for those).
     #[inline]
     pub fn object(&self) -> Option<&Value> {
         if self.flags() & KIND != OBJ {
@@ -480,7 +480,8 @@ impl Entry {
     }
 
     /// The value, borrowed when held as a [`Value`], else rebuilt (a
-    /// string's bytes copied: no allocation up to 22 bytes).
+    /// string's bytes copied, with no allocation up to 22 bytes; an
+    /// intset cloned). Set commands use [`Entry::set`] instead.
     #[inline]
     pub fn value(&self) -> ValueRef<'_> {
         match self.object() {
@@ -559,7 +560,7 @@ impl Entry {
     }
 }
 
-/// An entry's value: borrowed, or rebuilt from an embedded string.
+/// An entry's value: borrowed, or rebuilt from an embedded string or intset.
 pub enum ValueRef<'a> {
     /// Held as a [`Value`].
     Borrowed(&'a Value),
