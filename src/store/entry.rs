@@ -416,48 +416,62 @@ impl Entry {
         at != 0 && at <= now_ms
     }
 
+    /// The value part as a `T`, when the entry holds its value as `kind`.
+    ///
+    /// # Safety
+    /// `T` is the type held for `kind`: [`Value`] for OBJ, [`Set`] for SET.
+    #[inline(always)]
+    unsafe fn part<T>(&self, kind: usize) -> Option<&T> {
+        if self.flags() & KIND != kind {
+            return None;
+        }
+        let at = self.value_at() - HEAD;
+        // SAFETY: an entry of this kind holds an initialised `T` here, at a
+        // multiple of 8 from the 8-aligned start.
+        Some(unsafe { &*self.tail.as_ptr().add(at).cast::<T>() })
+    }
+
+    /// [`Entry::part`], mutably.
+    ///
+    /// # Safety
+    /// As [`Entry::part`].
+    #[inline(always)]
+    unsafe fn part_mut<T>(&mut self, kind: usize) -> Option<&mut T> {
+        if self.flags() & KIND != kind {
+            return None;
+        }
+        let at = self.value_at() - HEAD;
+        // SAFETY: as part().
+        Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<T>() })
+    }
+
     /// The value when it is held as a [`Value`]: every type but strings
     /// of up to 44 bytes, int-encoded strings and intsets (None for those).
     #[inline]
     pub fn object(&self) -> Option<&Value> {
-        if self.flags() & KIND != OBJ {
-            return None;
-        }
-        let at = self.value_at() - HEAD;
-        // SAFETY: an object entry holds an initialised Value here, at a
-        // multiple of 8 from the 8-aligned start.
-        Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Value>() })
+        // SAFETY: OBJ entries hold a Value.
+        unsafe { self.part(OBJ) }
     }
 
     #[inline]
     fn object_mut(&mut self) -> Option<&mut Value> {
-        if self.flags() & KIND != OBJ {
-            return None;
-        }
-        let at = self.value_at() - HEAD;
-        // SAFETY: as object().
-        Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Value>() })
+        // SAFETY: OBJ entries hold a Value.
+        unsafe { self.part_mut(OBJ) }
     }
 
     /// An intset-encoded set held in place of a [`Value`].
     #[inline]
     fn set_part_mut(&mut self) -> Option<&mut Set> {
-        if self.flags() & KIND != SET {
-            return None;
-        }
-        let at = self.value_at() - HEAD;
-        // SAFETY: a set entry holds an initialised Set here, at a multiple
-        // of 8 from the 8-aligned start.
-        Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<Set>() })
+        // SAFETY: SET entries hold a Set.
+        unsafe { self.part_mut(SET) }
     }
 
     /// The value when it is a set.
     #[inline]
     pub fn set(&self) -> Option<&Set> {
-        if self.flags() & KIND == SET {
-            let at = self.value_at() - HEAD;
-            // SAFETY: as set_part_mut.
-            return Some(unsafe { &*self.tail.as_ptr().add(at).cast::<Set>() });
+        // SAFETY: SET entries hold a Set.
+        if let Some(s) = unsafe { self.part::<Set>(SET) } {
+            return Some(s);
         }
         match self.object() {
             Some(Value::Set(s)) => Some(s),
