@@ -48,7 +48,7 @@ pub struct Entry {
 const HEAD: usize = 12;
 const VALUE_SIZE: usize = std::mem::size_of::<Value>();
 /// Longest string held in the entry itself (Redis's embstr limit).
-pub const EMB_MAX: usize = 44;
+const EMB_MAX: usize = super::value::EMBSTR_MAX;
 
 const KIND: usize = 0b011;
 const OBJ: usize = 0;

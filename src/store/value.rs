@@ -30,7 +30,7 @@ pub enum Value {
 }
 
 /// Redis stores strings of up to 44 bytes as embstr.
-const EMBSTR_MAX: usize = 44;
+pub(crate) const EMBSTR_MAX: usize = 44;
 
 impl Value {
     /// A string value encoded as Redis's `tryObjectEncoding` would: integers
