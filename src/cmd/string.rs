@@ -225,10 +225,16 @@ fn set_generic(
     if opts.get {
         reply_string(ctx, key)?;
     }
-    // Looked up even without NX/XX: as in Redis, an expired key is reaped
+    // Without NX/XX only reaped: as in Redis, an expired key is deleted
     // (and counted in expired_keys) before it is overwritten.
-    let found = ctx.store.exists(db, key);
-    if (opts.nx && found) || (opts.xx && !found) {
+    let refused = if opts.nx || opts.xx {
+        let found = ctx.store.exists(db, key);
+        (opts.nx && found) || (opts.xx && !found)
+    } else {
+        ctx.store.reap_expired(db, key);
+        false
+    };
+    if refused {
         if !opts.get {
             match replies {
                 Some((_, abort)) => ctx.reply.int(abort),

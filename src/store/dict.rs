@@ -8,7 +8,7 @@
 //! key. A bucket is one 8-byte word; the table doubles when it holds as
 //! many keys as buckets, so buckets cost 8 to 16 bytes per key.
 
-use std::hash::{BuildHasher, Hasher};
+use crate::util::siphash::SipKey;
 
 use super::entry::{drop_entry, entry_mut, entry_ref, key_of, new_entry, next_of, untag, FLAGS};
 pub use super::entry::{Entry, EntryBox, EntryMut};
@@ -32,7 +32,7 @@ pub struct Dict {
     /// been moved to `next`.
     rehash_at: usize,
     len: usize,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: SipKey,
 }
 
 const INITIAL_SIZE: usize = 4;
@@ -171,7 +171,7 @@ impl Default for Dict {
             next: Vec::new(),
             rehash_at: 0,
             len: 0,
-            hasher: Default::default(),
+            hasher: SipKey::random(),
         }
     }
 }
@@ -206,9 +206,7 @@ impl Dict {
     /// The keyed SipHash of `key`.
     #[inline]
     pub fn hash(&self, key: &[u8]) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        h.write(key);
-        h.finish()
+        self.hasher.hash(key)
     }
 
     #[inline]
@@ -227,6 +225,27 @@ impl Dict {
         }
         let i = hash as usize & (self.next.len() - 1);
         chain_get(self.next[i], key)
+    }
+
+    /// True when `key` has an entry (its key compared, nothing decoded).
+    pub fn contains(&self, hash: u64, key: &[u8]) -> bool {
+        if self.buckets.is_empty() {
+            return false;
+        }
+        let has = |mut cur: *mut u8| {
+            while !cur.is_null() {
+                // SAFETY: chain words link live entries the table owns.
+                unsafe {
+                    if key_of(cur) == key {
+                        return true;
+                    }
+                    cur = next_of(cur);
+                }
+            }
+            false
+        };
+        has(self.buckets[hash as usize & self.mask()])
+            || (!self.next.is_empty() && has(self.next[hash as usize & (self.next.len() - 1)]))
     }
 
     /// Starts loading the buckets, then the entries, of `keys` into the CPU
@@ -374,9 +393,7 @@ impl Dict {
                 let e = unsafe { entry_mut(head) };
                 let moving = head;
                 head = e.next();
-                let mut h = self.hasher.build_hasher();
-                h.write(e.key());
-                let idx = h.finish() as usize & mask;
+                let idx = self.hasher.hash(e.key()) as usize & mask;
                 e.set_next(self.next[idx]);
                 self.next[idx] = moving;
             }
@@ -406,7 +423,7 @@ impl Dict {
     /// Removes every entry, returning the old table so the caller can drop
     /// it elsewhere (FLUSHALL ASYNC).
     pub fn take(&mut self) -> Dict {
-        let hasher = self.hasher.clone();
+        let hasher = self.hasher;
         std::mem::replace(
             self,
             Dict {

@@ -144,24 +144,52 @@ unsafe fn ttl_len(p: *const u8) -> usize {
     }
 }
 
+/// Where the expiry part of the entry at `p` starts, its size (0, 6 or
+/// 8), and the entry's size: one decoding of its header.
+///
+/// # Safety
+/// `p` is a live entry.
+#[inline(always)]
+unsafe fn decode(p: *const u8) -> (usize, usize, usize) {
+    // SAFETY: the caller's entry has all its parts.
+    unsafe {
+        let (key_at, klen) = key_span(p);
+        let kind = (*p.cast::<*mut u8>()).addr() & KIND;
+        let (ttl_at, ttl) = (key_at + klen, ttl_len(p));
+        let at = value_start(kind, ttl_at + ttl);
+        let end = at
+            + match kind {
+                OBJ => VALUE_SIZE,
+                INT => 8,
+                SET => SET_SIZE,
+                _ => 1 + usize::from(*p.add(at)),
+            };
+        (ttl_at, ttl, end)
+    }
+}
+
 /// Bytes from the entry at `p`'s start to its end.
 ///
 /// # Safety
 /// `p` is a live entry.
 #[inline(always)]
 unsafe fn end_of(p: *const u8) -> usize {
-    // SAFETY: the caller's entry has all its parts.
-    unsafe {
-        let (key_at, klen) = key_span(p);
-        let kind = (*p.cast::<*mut u8>()).addr() & KIND;
-        let at = value_start(kind, key_at + klen + ttl_len(p));
-        at + match kind {
-            OBJ => VALUE_SIZE,
-            INT => 8,
-            SET => SET_SIZE,
-            _ => 1 + usize::from(*p.add(at)),
-        }
-    }
+    // SAFETY: per the caller.
+    unsafe { decode(p).2 }
+}
+
+/// The entry at `p` as [`entry_mut`] (a pointer), with where its expiry part starts
+/// and its size.
+///
+/// # Safety
+/// As [`entry_mut`].
+#[inline(always)]
+unsafe fn decoded(p: *mut u8) -> (*mut Entry, usize, usize) {
+    // SAFETY: per the caller.
+    let (ttl_at, ttl, end) = unsafe { decode(p) };
+    // The fat pointer spans the entry's bytes.
+    let e = ptr::slice_from_raw_parts_mut(p, end - HEAD) as *mut Entry;
+    (e, ttl_at, ttl)
 }
 
 /// The allocation of an entry of `end` bytes.
@@ -404,9 +432,31 @@ impl Entry {
             return 0;
         }
         let (at, ttl) = self.ttl_span();
+        self.read_ttl(at, ttl)
+    }
+
+    /// The expiry part of `ttl` bytes (0, 6 or 8) at `at`, read with
+    /// fixed-size loads.
+    #[inline(always)]
+    fn read_ttl(&self, at: usize, ttl: usize) -> u64 {
         let mut b = [0u8; 8];
-        b[..ttl].copy_from_slice(self.bytes(at, ttl));
+        match ttl {
+            0 => return 0,
+            6 => b[..6].copy_from_slice(self.bytes(at, 6)),
+            _ => b.copy_from_slice(self.bytes(at, 8)),
+        }
         u64::from_le_bytes(b)
+    }
+
+    /// Writes `expire_at` as the expiry part of `ttl` bytes at `at`.
+    #[inline(always)]
+    fn write_ttl(&mut self, at: usize, ttl: usize, expire_at: u64) {
+        let b = expire_at.to_le_bytes();
+        match ttl {
+            0 => {}
+            6 => self.bytes_mut(at, 6).copy_from_slice(&b[..6]),
+            _ => self.bytes_mut(at, 8).copy_from_slice(&b),
+        }
     }
 
     /// True when the entry has a TTL that has passed at `now_ms`.
@@ -425,7 +475,8 @@ impl Entry {
         if self.flags() & KIND != kind {
             return None;
         }
-        let at = self.value_at() - HEAD;
+        // Fixed-size parts end the entry.
+        let at = self.tail.len() - std::mem::size_of::<T>();
         // SAFETY: an entry of this kind holds an initialised `T` here, at a
         // multiple of 8 from the 8-aligned start.
         Some(unsafe { &*self.tail.as_ptr().add(at).cast::<T>() })
@@ -440,7 +491,7 @@ impl Entry {
         if self.flags() & KIND != kind {
             return None;
         }
-        let at = self.value_at() - HEAD;
+        let at = self.tail.len() - std::mem::size_of::<T>();
         // SAFETY: as part().
         Some(unsafe { &mut *self.tail.as_mut_ptr().add(at).cast::<T>() })
     }
@@ -485,7 +536,8 @@ impl Entry {
         match self.flags() & KIND {
             INT => {
                 let mut b = [0u8; 8];
-                b.copy_from_slice(self.bytes(self.value_at(), 8));
+                // The int ends the entry.
+                b.copy_from_slice(&self.tail[self.tail.len() - 8..]);
                 Some(StrRef::Int(i64::from_ne_bytes(b)))
             }
             EMB => Some(StrRef::Bytes(&self.tail[self.value_at() + 1 - HEAD..])),
@@ -652,6 +704,9 @@ pub struct EntryMut<'a> {
     slot: *mut *mut u8,
     /// The entry the slot links to (decoded once).
     entry: *mut Entry,
+    /// Where its expiry part starts and its size (decoded with it).
+    ttl_at: usize,
+    ttl: usize,
     _table: PhantomData<&'a mut Entry>,
 }
 
@@ -663,12 +718,20 @@ impl<'a> EntryMut<'a> {
     /// live entry, with the table mutably borrowed for `'a`.
     pub(super) unsafe fn new(slot: *mut *mut u8) -> EntryMut<'a> {
         // SAFETY: per the caller.
-        let entry = unsafe { entry_mut(untag(*slot)) };
+        let (entry, ttl_at, ttl) = unsafe { decoded(untag(*slot)) };
         EntryMut {
             slot,
             entry,
+            ttl_at,
+            ttl,
             _table: PhantomData,
         }
+    }
+
+    /// Absolute expiry in Unix milliseconds; 0 means none.
+    #[inline]
+    pub fn expire_at(&self) -> u64 {
+        self.read_ttl(self.ttl_at, self.ttl)
     }
 
     #[inline(always)]
@@ -696,7 +759,7 @@ impl<'a> EntryMut<'a> {
             let owner_flags = (*self.slot).addr() & FLAGS;
             *self.slot = new.map_addr(|a| a | owner_flags);
             free_entry(old, moved);
-            self.entry = entry_mut(new);
+            (self.entry, self.ttl_at, self.ttl) = decoded(new);
         }
     }
 
@@ -753,21 +816,36 @@ impl<'a> EntryMut<'a> {
     /// Stores `value` with expiry `expire_at` (0: none), in place when the
     /// layout allows.
     pub(super) fn store(&mut self, value: Value, expire_at: u64) {
+        self.store_with(value, Some(expire_at));
+    }
+
+    /// Replaces the value, keeping the expiry (in place when the layout
+    /// allows: an int stays an int, a string of the same length).
+    pub fn set_value(&mut self, value: Value) {
+        self.store_with(value, None);
+    }
+
+    /// Stores `value`, with expiry `expire_at` or (None) the one it has,
+    /// decoding the entry's parts once.
+    fn store_with(&mut self, value: Value, expire_at: Option<u64>) {
         let kind = kind_of(&value);
         let part = value_part(kind, &value);
+        let (ttl_at, ttl) = (self.ttl_at, self.ttl);
+        let was = self.expire_at();
         let e = &mut **self;
-        let (ttl_at, ttl) = e.ttl_span();
         let at = value_start(kind, ttl_at + ttl);
         let same = e.flags() & KIND == kind
             && kind != SET
-            && ttl == ttl_part(expire_at)
+            && expire_at.is_none_or(|x| ttl == ttl_part(x))
             && HEAD + e.tail.len() == at + part;
         if !same {
+            let expire_at = expire_at.unwrap_or(was);
             self.rebuild(Some(value), expire_at, false);
             return;
         }
-        e.bytes_mut(ttl_at, ttl)
-            .copy_from_slice(&expire_at.to_le_bytes()[..ttl]);
+        if let Some(x) = expire_at {
+            e.write_ttl(ttl_at, ttl, x);
+        }
         match value {
             Value::Int(n) if kind == INT => e.bytes_mut(at, 8).copy_from_slice(&n.to_ne_bytes()),
             Value::Str(b) if kind == EMB => {
@@ -778,20 +856,11 @@ impl<'a> EntryMut<'a> {
         }
     }
 
-    /// Replaces the value, keeping the expiry (in place when the layout
-    /// allows: an int stays an int, a string of the same length).
-    pub fn set_value(&mut self, value: Value) {
-        let at = self.expire_at();
-        self.store(value, at);
-    }
-
     /// Sets (or clears, with 0) the expiry.
     pub(super) fn set_expire(&mut self, at: u64) {
-        let e = &mut **self;
-        let (ttl_at, ttl) = e.ttl_span();
+        let (ttl_at, ttl) = (self.ttl_at, self.ttl);
         if ttl == ttl_part(at) {
-            e.bytes_mut(ttl_at, ttl)
-                .copy_from_slice(&at.to_le_bytes()[..ttl]);
+            self.write_ttl(ttl_at, ttl, at);
         } else {
             self.rebuild(None, at, false);
         }

@@ -7,8 +7,8 @@
 //! same order gives cheap random sampling: pick a random point in hash space
 //! and take the next entry.
 
+use crate::util::siphash::SipKey;
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
 use super::bytes::CompactBytes;
@@ -57,17 +57,15 @@ const EXACT_RANDOM_MAX: usize = 1024;
 const FAIR_RUN: usize = 16;
 
 /// The process-wide hash key, so clones of a map (COPY) stay valid.
-fn seed() -> &'static std::collections::hash_map::RandomState {
-    static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    SEED.get_or_init(Default::default)
+fn seed() -> &'static SipKey {
+    static SEED: OnceLock<SipKey> = OnceLock::new();
+    SEED.get_or_init(SipKey::random)
 }
 
 /// The member's position in hash space: never 0 (0 is the cursor that
 /// starts and ends a scan) and below 2^63 (cursors fit a signed integer).
 fn position(key: &[u8]) -> u64 {
-    let mut h = seed().build_hasher();
-    h.write(key);
-    (h.finish() >> 1) | 1
+    (seed().hash(key) >> 1) | 1
 }
 
 impl<V> HashedMap<V> {

@@ -342,7 +342,19 @@ impl Store {
 
     /// True when `key` exists (and is not expired).
     pub fn exists(&mut self, db: usize, key: &[u8]) -> bool {
-        self.get(db, key).is_some()
+        match self.live_hash(db, key, false) {
+            Some(h) => self.dbs[db].dict.contains(h, key),
+            None => false,
+        }
+    }
+
+    /// Deletes `key` if its TTL has passed (counted in `expired_keys`), as
+    /// Redis's lookupKeyWrite does before a write replaces it.
+    pub fn reap_expired(&mut self, db: usize, key: &[u8]) {
+        // Nothing can have expired in a database without TTLs.
+        if self.dbs[db].volatile != 0 {
+            self.live_hash(db, key, false);
+        }
     }
 
     fn expire_now(&mut self, db: usize, hash: u64, key: &[u8]) {
@@ -380,7 +392,7 @@ impl Store {
         match d.dict.get_mut(h, key) {
             Some(mut e) => {
                 let was = e.expire_at();
-                let expired = e.is_expired(now);
+                let expired = was != 0 && was <= now;
                 let at = match ttl {
                     Ttl::None => 0,
                     Ttl::At(at) => at,

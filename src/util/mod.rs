@@ -8,6 +8,7 @@ pub mod glob;
 pub mod num;
 pub mod pqsort;
 pub mod repr;
+pub mod siphash;
 pub mod sparkline;
 pub mod splitargs;
 
