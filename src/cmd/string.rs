@@ -14,7 +14,7 @@ use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::store::value::Value;
-use crate::store::Ttl;
+use crate::store::{Incoming, Ttl};
 use crate::util::num;
 
 /// The handlers this family registers.
@@ -47,10 +47,10 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 /// when it has one (a large bulk) instead of copied, as Redis keeps the
 /// query buffer of a big argument as the value.
 #[inline]
-fn value_arg(argv: Argv<'_>, i: usize) -> Value {
+fn value_arg<'a>(argv: Argv<'a>, i: usize) -> Incoming<'a> {
     match argv.shared(i) {
-        Some(b) => Value::Large(Box::new(b)),
-        None => Value::string(argv.get(i)),
+        Some(b) => Value::Large(Box::new(b)).into(),
+        None => Incoming::string(argv.get(i)),
     }
 }
 

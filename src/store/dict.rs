@@ -11,8 +11,7 @@
 use crate::util::siphash::SipKey;
 
 use super::entry::{drop_entry, entry_mut, entry_ref, key_of, new_entry, next_of, untag, FLAGS};
-pub use super::entry::{Entry, EntryBox, EntryMut};
-use super::value::Value;
+pub use super::entry::{Entry, EntryBox, EntryMut, Incoming};
 
 /// One power-of-two array of bucket chains: each word is the first
 /// entry's address, or null.
@@ -303,11 +302,11 @@ impl Dict {
     }
 
     /// Inserts a new entry; the caller has checked the key is absent.
-    pub fn insert_new(
+    pub fn insert_new<'v>(
         &mut self,
         hash: u64,
         key: &[u8],
-        value: Value,
+        value: impl Into<Incoming<'v>>,
         expire_at: u64,
         lru: u32,
     ) -> EntryMut<'_> {
@@ -323,7 +322,7 @@ impl Dict {
             &mut self.next
         };
         let idx = hash as usize & (table.len() - 1);
-        table[idx] = new_entry(key, value, expire_at, lru, table[idx]);
+        table[idx] = new_entry(key, value.into(), expire_at, lru, table[idx]);
         // SAFETY: the bucket now links the new entry; `self` stays
         // mutably borrowed as long as the EntryMut.
         unsafe { EntryMut::new(&mut table[idx]) }
@@ -613,6 +612,7 @@ impl Drop for Dict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::value::Value;
 
     fn insert(d: &mut Dict, k: &[u8]) {
         let h = d.hash(k);

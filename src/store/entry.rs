@@ -69,21 +69,58 @@ const NARROW_TTL_LIMIT: u64 = 1 << 48;
 
 const _: () = assert!(VALUE_SIZE == 32 && std::mem::align_of::<Value>() <= 8);
 
+/// A value on its way into an entry: owned, or the bytes of a string
+/// short enough to be embedded, still where the request holds them (so
+/// they are copied once, into the entry).
+pub enum Incoming<'a> {
+    Value(Value),
+    /// Up to 44 bytes that are not an integer's text.
+    Embedded(&'a [u8]),
+}
+
+impl<'a> Incoming<'a> {
+    /// A string argument, encoded as [`Value::string`] would.
+    #[inline]
+    pub fn string(s: &'a [u8]) -> Incoming<'a> {
+        let int = s.len() <= 20 && crate::util::num::parse_i64(s).is_some();
+        if s.len() <= EMB_MAX && !int {
+            Incoming::Embedded(s)
+        } else {
+            Incoming::Value(Value::string(s))
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Incoming::Value(v) => v,
+            Incoming::Embedded(s) => Value::Str(CompactBytes::new(s)),
+        }
+    }
+}
+
+impl From<Value> for Incoming<'_> {
+    fn from(v: Value) -> Self {
+        Incoming::Value(v)
+    }
+}
+
 /// The kind a value is stored as.
-fn kind_of(v: &Value) -> usize {
+fn kind_of(v: &Incoming<'_>) -> usize {
     match v {
-        Value::Int(_) => INT,
-        Value::Str(s) if s.len() <= EMB_MAX => EMB,
-        Value::Set(s) if s.encoding() == "intset" => SET,
+        Incoming::Embedded(_) => EMB,
+        Incoming::Value(Value::Int(_)) => INT,
+        Incoming::Value(Value::Str(s)) if s.len() <= EMB_MAX => EMB,
+        Incoming::Value(Value::Set(s)) if s.encoding() == "intset" => SET,
         _ => OBJ,
     }
 }
 
 /// Bytes of the value part for `kind`.
-fn value_part(kind: usize, v: &Value) -> usize {
+fn value_part(kind: usize, v: &Incoming<'_>) -> usize {
     match (kind, v) {
         (INT, _) => 8,
-        (EMB, Value::Str(s)) => 1 + s.len(),
+        (EMB, Incoming::Embedded(s)) => 1 + s.len(),
+        (EMB, Incoming::Value(Value::Str(s))) => 1 + s.len(),
         (SET, _) => SET_SIZE,
         _ => VALUE_SIZE,
     }
@@ -253,7 +290,7 @@ pub(super) unsafe fn entry_mut<'a>(p: *mut u8) -> &'a mut Entry {
 /// Allocates an entry linked to `next`.
 pub(super) fn new_entry(
     key: &[u8],
-    value: Value,
+    value: Incoming<'_>,
     expire_at: u64,
     lru: u32,
     next: *mut u8,
@@ -265,7 +302,7 @@ pub(super) fn new_entry(
 /// [`new_entry`] holding the value as `kind`.
 fn alloc_entry(
     key: &[u8],
-    value: Value,
+    value: Incoming<'_>,
     kind: usize,
     expire_at: u64,
     lru: u32,
@@ -297,17 +334,23 @@ fn alloc_entry(
         }
         ptr::copy_nonoverlapping(key.as_ptr(), p.add(key_at), key.len());
         let bytes = expire_at.to_le_bytes();
-        ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(key_at + key.len()), ttl);
+        let ttl_at = p.add(key_at + key.len());
+        match ttl {
+            0 => {}
+            6 => ptr::copy_nonoverlapping(bytes.as_ptr(), ttl_at, 6),
+            _ => ptr::copy_nonoverlapping(bytes.as_ptr(), ttl_at, 8),
+        }
         let v = p.add(at);
+        let embed = |b: &[u8]| {
+            *v = b.len() as u8;
+            ptr::copy_nonoverlapping(b.as_ptr(), v.add(1), b.len());
+        };
         match value {
-            Value::Int(n) if kind == INT => v.cast::<i64>().write_unaligned(n),
-            Value::Set(s) if kind == SET => v.cast::<Set>().write(s),
-            Value::Str(s) if kind == EMB => {
-                let b = s.as_slice();
-                *v = b.len() as u8;
-                ptr::copy_nonoverlapping(b.as_ptr(), v.add(1), b.len());
-            }
-            other => v.cast::<Value>().write(other),
+            Incoming::Embedded(b) if kind == EMB => embed(b),
+            Incoming::Value(Value::Int(n)) if kind == INT => v.cast::<i64>().write_unaligned(n),
+            Incoming::Value(Value::Set(s)) if kind == SET => v.cast::<Set>().write(s),
+            Incoming::Value(Value::Str(s)) if kind == EMB => embed(s.as_slice()),
+            other => v.cast::<Value>().write(other.into_value()),
         }
         p
     }
@@ -743,7 +786,7 @@ impl<'a> EntryMut<'a> {
     /// Replaces the entry by one holding `value` (or its own value moved,
     /// when None) with expiry `expire_at`, relinked where it was; the
     /// value is held as a [`Value`] when `as_object`.
-    fn rebuild(&mut self, value: Option<Value>, expire_at: u64, as_object: bool) {
+    fn rebuild(&mut self, value: Option<Incoming<'_>>, expire_at: u64, as_object: bool) {
         let old = self.ptr();
         // SAFETY: `old` is the live entry this borrow covers; the new one
         // is linked in its place before it is freed.
@@ -751,7 +794,7 @@ impl<'a> EntryMut<'a> {
             let moved = value.is_none();
             let value = match value {
                 Some(v) => v,
-                None => move_value(old),
+                None => Incoming::Value(move_value(old)),
             };
             let e = entry_ref(old);
             let kind = if as_object { OBJ } else { kind_of(&value) };
@@ -815,19 +858,20 @@ impl<'a> EntryMut<'a> {
 
     /// Stores `value` with expiry `expire_at` (0: none), in place when the
     /// layout allows.
-    pub(super) fn store(&mut self, value: Value, expire_at: u64) {
+    pub(super) fn store(&mut self, value: Incoming<'_>, expire_at: u64) {
         self.store_with(value, Some(expire_at));
     }
 
     /// Replaces the value, keeping the expiry (in place when the layout
     /// allows: an int stays an int, a string of the same length).
     pub fn set_value(&mut self, value: Value) {
-        self.store_with(value, None);
+        self.store_with(Incoming::Value(value), None);
     }
 
     /// Stores `value`, with expiry `expire_at` or (None) the one it has,
     /// decoding the entry's parts once.
-    fn store_with(&mut self, value: Value, expire_at: Option<u64>) {
+    #[inline]
+    fn store_with(&mut self, value: Incoming<'_>, expire_at: Option<u64>) {
         let kind = kind_of(&value);
         let part = value_part(kind, &value);
         let (ttl_at, ttl) = (self.ttl_at, self.ttl);
@@ -847,12 +891,15 @@ impl<'a> EntryMut<'a> {
             e.write_ttl(ttl_at, ttl, x);
         }
         match value {
-            Value::Int(n) if kind == INT => e.bytes_mut(at, 8).copy_from_slice(&n.to_ne_bytes()),
-            Value::Str(b) if kind == EMB => {
+            Incoming::Embedded(b) => e.bytes_mut(at + 1, b.len()).copy_from_slice(b),
+            Incoming::Value(Value::Int(n)) if kind == INT => {
+                e.bytes_mut(at, 8).copy_from_slice(&n.to_ne_bytes())
+            }
+            Incoming::Value(Value::Str(b)) if kind == EMB => {
                 e.bytes_mut(at + 1, b.len()).copy_from_slice(b.as_slice())
             }
             // invariant: same kind, so an object entry.
-            other => *e.object_mut().expect("entry holds an object") = other,
+            other => *e.object_mut().expect("entry holds an object") = other.into_value(),
         }
     }
 
@@ -898,7 +945,7 @@ mod tests {
 
     fn boxed(key: &[u8], v: Value, at: u64) -> EntryBox {
         // SAFETY: a fresh entry, linked nowhere.
-        unsafe { EntryBox::from_raw(new_entry(key, v, at, 7, ptr::null_mut())) }
+        unsafe { EntryBox::from_raw(new_entry(key, v.into(), at, 7, ptr::null_mut())) }
     }
 
     #[test]
@@ -935,7 +982,13 @@ mod tests {
     fn intsets_in_place_of_a_value() {
         let mut set = Set::default();
         set.add(b"7");
-        let mut slot = new_entry(b"iset:0000001", Value::Set(set), 0, 1, ptr::null_mut());
+        let mut slot = new_entry(
+            b"iset:0000001",
+            Value::Set(set).into(),
+            0,
+            1,
+            ptr::null_mut(),
+        );
         // SAFETY: `slot` is the only link to the entry.
         let mut m = unsafe { EntryMut::new(&mut slot) };
         assert_eq!(m.size(), 13 + 12 + 7 + 16);
@@ -965,13 +1018,13 @@ mod tests {
 
     #[test]
     fn rewrites_in_place_or_relinks() {
-        let mut slot = new_entry(b"key", Value::string(b"aaaa"), 0, 1, ptr::null_mut());
+        let mut slot = new_entry(b"key", Incoming::string(b"aaaa"), 0, 1, ptr::null_mut());
         let first = slot;
         // SAFETY: `slot` is the only link to the entry.
         let mut m = unsafe { EntryMut::new(&mut slot) };
-        m.store(Value::string(b"bbbb"), 0);
+        m.store(Incoming::string(b"bbbb"), 0);
         assert_eq!(m.ptr(), first, "same layout: in place");
-        m.store(Value::string(b"longer value"), 0);
+        m.store(Value::string(b"longer value").into(), 0);
         m.set_expire(123);
         assert_eq!(m.expire_at(), 123);
         m.set_expire(456);

@@ -26,6 +26,7 @@ pub mod watch;
 pub mod zset;
 pub mod zset_tree;
 
+pub use self::dict::Incoming;
 use self::dict::{Dict, Entry, EntryBox, EntryMut};
 use self::value::Value;
 use self::watch::Watches;
@@ -375,7 +376,8 @@ impl Store {
 
     /// Writes `value` under `key`, replacing any previous value, with the
     /// given TTL rule. Signals the modification.
-    pub fn set(&mut self, db: usize, key: &[u8], value: Value, ttl: Ttl) {
+    pub fn set<'v>(&mut self, db: usize, key: &[u8], value: impl Into<Incoming<'v>>, ttl: Ttl) {
+        let value = value.into();
         let mut lru = self.new_stamp();
         if self.lfu.is_some() {
             // An overwritten value keeps its key's frequency, counting

@@ -92,9 +92,10 @@ impl Value {
             Value::Raw(v) => v.capacity() + 24,
             Value::Large(b) => b.len() + 32,
             Value::List(l) => l.heap_size(),
-            Value::Hash(h) => 16 + h.heap_size(),
-            Value::Set(s) => 16 + s.heap_size(),
-            Value::ZSet(z) => 16 + z.heap_size(),
+            // Held inline: only what they point at counts.
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
             Value::Stream(s) => s.heap_size(),
         }
     }
