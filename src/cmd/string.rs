@@ -209,8 +209,8 @@ fn expire_ms(unit: ExpireUnit, arg: &[u8], now_ms: u64, cmd: &str) -> Result<u64
     Ok(ms as u64)
 }
 
-/// Redis's setGenericCommand: writes argument `vi` under the key (argument
-/// 1) unless NX/XX say otherwise. `replies` holds the integer replies for
+/// Redis's setGenericCommand: writes argument `vi` under the key (the
+/// first argument) unless NX/XX say otherwise. `replies` holds the integer replies for
 /// success and for an NX/XX refusal (SETNX); None means `+OK` and null.
 fn set_generic(
     ctx: &mut Ctx<'_>,
