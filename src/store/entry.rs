@@ -82,11 +82,10 @@ impl<'a> Incoming<'a> {
     /// A string argument, encoded as [`Value::string`] would.
     #[inline]
     pub fn string(s: &'a [u8]) -> Incoming<'a> {
-        let int = s.len() <= 20 && crate::util::num::parse_i64(s).is_some();
-        if s.len() <= EMB_MAX && !int {
-            Incoming::Embedded(s)
-        } else {
-            Incoming::Value(Value::string(s))
+        match Value::int_encoding(s) {
+            Some(n) => Incoming::Value(Value::Int(n)),
+            None if s.len() <= EMB_MAX => Incoming::Embedded(s),
+            None => Incoming::Value(Value::Str(CompactBytes::new(s))),
         }
     }
 

@@ -36,12 +36,21 @@ impl Value {
     /// A string value encoded as Redis's `tryObjectEncoding` would: integers
     /// of up to 20 characters become "int", others stay as given.
     pub fn string(s: &[u8]) -> Value {
-        if s.len() <= 20 {
-            if let Some(n) = crate::util::num::parse_i64(s) {
-                return Value::Int(n);
-            }
+        match Value::int_encoding(s) {
+            Some(n) => Value::Int(n),
+            None => Value::Str(CompactBytes::new(s)),
         }
-        Value::Str(CompactBytes::new(s))
+    }
+
+    /// The integer a string is stored as, when `tryObjectEncoding` would
+    /// int-encode it (up to 20 characters of a 64-bit integer's text).
+    #[inline]
+    pub fn int_encoding(s: &[u8]) -> Option<i64> {
+        if s.len() <= 20 {
+            crate::util::num::parse_i64(s)
+        } else {
+            None
+        }
     }
 
     /// A string value that keeps its text form (INCRBYFLOAT results are
