@@ -69,6 +69,10 @@ pub enum Error {
     /// the error of a command it called (Redis's
     /// `ignore_error_stats_update`).
     Counted(String),
+    /// A cluster redirection or refusal (`MOVED ...`, `ASK ...`,
+    /// `CROSSSLOT ...`, `CLUSTERDOWN ...`): it refuses EXEC as it is, not
+    /// wrapped in EXECABORT.
+    Redirect(String),
 }
 
 impl Error {
@@ -131,6 +135,7 @@ impl Error {
             Error::Err(msg) => format!("ERR {msg}").into(),
             Error::Raw(msg) => Cow::Borrowed(msg.as_ref()),
             Error::Counted(msg) => Cow::Borrowed(msg.as_str()),
+            Error::Redirect(msg) => Cow::Borrowed(msg.as_str()),
         }
     }
 

@@ -341,8 +341,27 @@ fn prepare(
         .server
         .load_acl_at_startup()
         .map_err(std::io::Error::other)?;
+    if executor.server.config.get_bool("cluster-enabled") {
+        if !executor.server.config.get("replicaof").is_empty() {
+            return Err(std::io::Error::other(
+                "replicaof directive not allowed in cluster mode",
+            ));
+        }
+        let cport =
+            server::cluster::cron::init(&mut executor.server).map_err(std::io::Error::other)?;
+        net.bus_listen(&executor.server.config.bind, cport)
+            .map_err(|_| {
+                std::io::Error::other(format!(
+                    "Failed listening on port {cport} (cluster), aborting."
+                ))
+            })?;
+    }
     tracing::warn!("Server initialized");
     executor.load_on_start()?;
+    if executor.server.cluster.is_some() {
+        server::cluster::cron::verify_with_data(&mut executor.server, &executor.store)
+            .map_err(std::io::Error::other)?;
+    }
     // `replicaof host port`: follow that master once the loop runs.
     let replicaof = executor.server.config.get("replicaof");
     if let Some((host, port)) = replicaof.split_once(' ') {

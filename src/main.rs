@@ -65,7 +65,12 @@ fn main() {
     if config.get_bool("always-show-logo") {
         tracing::info!("{}", cli::logo(config.port));
     }
-    tracing::info!("Running mode=standalone, port={}.", config.port);
+    let mode = if config.get_bool("cluster-enabled") {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    tracing::info!("Running mode={mode}, port={}.", config.port);
     for (name, why) in ferrokv::config::unsupported::set_in(&config) {
         tracing::warn!("{}", ferrokv::config::unsupported::warning(name, why));
     }

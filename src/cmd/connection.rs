@@ -59,6 +59,9 @@ fn quit(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.cluster.is_some() && args::int(argv.get(1))? != 0 {
+        return Err(Error::err("SELECT is not allowed in cluster mode"));
+    }
     let db = args::db_index(argv.get(1), ctx.store.dbs.len())?;
     ctx.client.db = db;
     ctx.reply.ok();
@@ -80,6 +83,8 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let c = &mut *ctx.client;
     c.db = 0;
     c.resp3 = false;
+    c.asking = false;
+    c.cluster_readonly = false;
     c.user = Some(ctx.server.acl.default.clone());
     c.set_authenticated(!ctx.server.acl.auth_required());
     c.name.clear();
@@ -207,7 +212,11 @@ fn hello(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     r.bulk(b"id");
     r.int(ctx.client.id as i64);
     r.bulk(b"mode");
-    r.bulk(b"standalone");
+    r.bulk(if ctx.server.cluster.is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
+    });
     r.bulk(b"role");
     r.bulk(b"master");
     r.bulk(b"modules");

@@ -92,7 +92,7 @@ pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
                     f.kv(&format!("errorstat_{prefix}"), format!("count={n}"));
                 }
             }
-            "cluster" => f.kv("cluster_enabled", 0),
+            "cluster" => f.kv("cluster_enabled", u8::from(ctx.server.cluster.is_some())),
             "keyspace" => {
                 for (i, db) in ctx.store.dbs.iter().enumerate() {
                     if !db.is_empty() {
@@ -166,7 +166,14 @@ fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("redis_git_sha1", "00000000");
     f.kv("redis_git_dirty", 0);
     f.kv("redis_build_id", "0000000000000000");
-    f.kv("redis_mode", "standalone");
+    f.kv(
+        "redis_mode",
+        if s.cluster.is_some() {
+            "cluster"
+        } else {
+            "standalone"
+        },
+    );
     f.kv("os", uname());
     f.kv("arch_bits", usize::BITS);
     f.kv("monotonic_clock", "POSIX clock_gettime");

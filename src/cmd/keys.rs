@@ -166,6 +166,11 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         j += 1;
     }
+    if ctx.server.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(Error::err(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
     let (key, newkey) = (argv.get(1), argv.get(2));
     if src_db == dst_db && key == newkey {
         return Err(Error::SameObject);
@@ -188,6 +193,9 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// MOVE key db (Redis's moveCommand).
 fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.cluster.is_some() {
+        return Err(Error::err("MOVE is not allowed in cluster mode"));
+    }
     let src_db = ctx.db();
     let dst_db = target_db(ctx, argv.get(2))?;
     if src_db == dst_db {
@@ -212,6 +220,9 @@ fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 
 /// SWAPDB index1 index2; swapping a database with itself is allowed.
 fn swapdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.cluster.is_some() {
+        return Err(Error::err("SWAPDB is not allowed in cluster mode"));
+    }
     let parse = |arg: &[u8], msg: &'static str| {
         args::int(arg)
             .ok()

@@ -91,6 +91,9 @@ fn do_publish(ctx: &mut Ctx<'_>, argv: Argv<'_>, shard: bool) -> CmdResult {
         argv.get(1),
         argv.get(2),
     );
+    if ctx.server.cluster.is_some() {
+        crate::server::cluster::bus::propagate_publish(ctx.server, argv.get(1), argv.get(2), shard);
+    }
     ctx.reply.int(n as i64);
     Ok(())
 }

@@ -10,9 +10,8 @@ use crate::error::{CmdResult, Error};
 use crate::net::link::ToConn;
 use crate::server::blocking::{BlockRequest, WaitKind};
 use crate::server::client::ClientKind;
-use crate::server::repl::{
-    Failover, FailoverState, LinkState, MasterLink, Replica, ReplicaConf, ReplicaState,
-};
+pub use crate::server::repl::{drop_master_link, set_master};
+use crate::server::repl::{Failover, FailoverState, LinkState, Replica, ReplicaConf, ReplicaState};
 use crate::util::clock;
 
 /// Handlers of this family.
@@ -253,6 +252,9 @@ fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: b
 
 /// REPLICAOF host port | NO ONE (replicaofCommand).
 fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    if ctx.server.cluster.is_some() {
+        return Err(Error::err("REPLICAOF not allowed in cluster mode."));
+    }
     if ctx.server.repl.failover.is_some() {
         return Err(Error::err("REPLICAOF not allowed while failing over."));
     }
@@ -297,43 +299,6 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     );
     ctx.reply.ok();
     Ok(())
-}
-
-/// Follows `host:port` from now on (replicationSetMaster): the link to any
-/// previous master is dropped, this server's replicas are disconnected so
-/// they resynchronize, and the cron connects.
-pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
-    crate::config::log::set_role(b'S');
-    let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
-    drop_master_link(server);
-    server.repl.disconnect_replicas();
-    // A master's history becomes the starting point of the new link, so
-    // the new master may continue it (replicationCacheMasterUsingMyself).
-    server.repl.backlog = None;
-    server.repl.log.buf.clear();
-    server.repl.master = Some(MasterLink {
-        host,
-        port,
-        state: LinkState::Connect,
-        client_id: None,
-        tx: None,
-        last_io_ms: 0,
-        down_since_ms: 0,
-        last_ack_ms: 0,
-        next_attempt_ms: 0,
-        generation,
-    });
-}
-
-/// Closes the connection to the master, if there is one.
-pub fn drop_master_link(server: &mut crate::server::ServerState) {
-    let Some(id) = server.repl.master.as_mut().and_then(|m| m.client_id.take()) else {
-        return;
-    };
-    server.kill_client(id);
-    if let Some(m) = &mut server.repl.master {
-        m.tx = None;
-    }
 }
 
 /// ROLE (roleCommand).

@@ -31,6 +31,10 @@ use crate::server::{pubsub, ServerState};
 use crate::store::Store;
 use crate::util::clock;
 
+/// How often the cluster's cron runs (Redis runs clusterCron every 100 ms
+/// whatever `hz` is).
+const CLUSTER_CRON: Duration = Duration::from_millis(100);
+
 /// The executor: the store plus server state, driven by [`Executor::run`].
 pub struct Executor {
     /// The keyspace.
@@ -42,6 +46,8 @@ pub struct Executor {
     handshake: Option<repl::PendingLink>,
     /// Real Unix ms of the last once-a-second replication work.
     repl_second_ms: u64,
+    /// When the cluster's cron last ran (ten times a second).
+    cluster_cron: Instant,
 }
 
 impl Executor {
@@ -56,6 +62,7 @@ impl Executor {
             last_cycle: Instant::now(),
             handshake: None,
             repl_second_ms: 0,
+            cluster_cron: Instant::now(),
         };
         e.server.sync_access_tracking(&mut e.store);
         e.server.memory.startup = crate::server::evict::allocated();
@@ -94,6 +101,10 @@ impl Executor {
             }
             net.borrow_mut().poll(timeout);
             self.serve(&net);
+            if self.server.cluster.is_some() {
+                self.cluster_work();
+                net.borrow_mut().deliver();
+            }
             if !self.server.shutdown {
                 self.expire_blocked();
                 self.timers();
@@ -104,6 +115,9 @@ impl Executor {
                 self.serve(&net);
             }
             self.repl_before_sleep();
+            if self.server.cluster.is_some() {
+                crate::server::cluster::cron::before_sleep(&mut self.server);
+            }
             if crate::server::tracking::before_sleep(&mut self.server, &mut self.store) {
                 net.borrow_mut().deliver();
             }
@@ -149,8 +163,21 @@ impl Executor {
         Duration::from_micros(1_000_000 / u64::from(self.server.config.hz.clamp(1, 500)))
     }
 
+    /// The cluster bus's messages, and the cluster's cron every 100 ms.
+    fn cluster_work(&mut self) {
+        use crate::server::cluster::{bus, cron};
+        bus::process_events(&mut self.server, &mut self.store);
+        if self.cluster_cron.elapsed() >= CLUSTER_CRON {
+            self.cluster_cron = Instant::now();
+            cron::cron(&mut self.server, &mut self.store);
+        }
+    }
+
     fn next_timeout(&self) -> Duration {
         let mut cycle = self.period().saturating_sub(self.last_cycle.elapsed());
+        if self.server.cluster.is_some() {
+            cycle = cycle.min(CLUSTER_CRON.saturating_sub(self.cluster_cron.elapsed()));
+        }
         if self.repl_in_flight() {
             // A snapshot or handshake finishing is noticed within 1 ms.
             cycle = cycle.min(Duration::from_millis(1));

@@ -102,6 +102,8 @@ pub struct Net {
     last_id: u64,
     /// The memory of every connection's buffers together.
     clients_mem: Rc<Cell<usize>>,
+    /// The cluster bus's sockets (cluster mode only).
+    bus: super::bus::Bus,
 }
 
 impl Net {
@@ -127,6 +129,7 @@ impl Net {
             stats: NetStats::default(),
             last_id: 0,
             clients_mem: Rc::default(),
+            bus: super::bus::Bus::default(),
         };
         net.listen(listeners)?;
         Ok(net)
@@ -236,6 +239,9 @@ impl Net {
         for (token, readable, writable) in ready.drain(..) {
             if token == WAKER {
                 self.take_signal();
+            } else if super::bus::Bus::owns(token) {
+                self.bus
+                    .ready(self.poll.registry(), token, readable, writable);
             } else if token.0 > LISTENER_BASE - MAX_LISTENERS {
                 self.accept(LISTENER_BASE - token.0);
             } else {
@@ -599,6 +605,36 @@ impl Net {
         Ok(nc)
     }
 
+    /// Listens for the cluster bus on `addrs` at `port`.
+    pub fn bus_listen(&mut self, addrs: &[String], port: u16) -> std::io::Result<()> {
+        self.bus.listen(self.poll.registry(), addrs, port)
+    }
+
+    /// Opens a bus link to `addr`; its id.
+    pub fn bus_connect(&mut self, addr: SocketAddr) -> std::io::Result<u64> {
+        self.bus.connect(self.poll.registry(), addr)
+    }
+
+    /// Sends `bytes` on bus link `id`.
+    pub fn bus_send(&mut self, id: u64, bytes: &[u8]) {
+        self.bus.send(self.poll.registry(), id, bytes);
+    }
+
+    /// Closes bus link `id`.
+    pub fn bus_close(&mut self, id: u64) {
+        self.bus.close(self.poll.registry(), id);
+    }
+
+    /// The bus's sockets, to query.
+    pub fn bus(&self) -> &super::bus::Bus {
+        &self.bus
+    }
+
+    /// What happened on the bus since the last call.
+    pub fn bus_events(&mut self) -> Vec<super::bus::BusEvent> {
+        self.bus.take_events()
+    }
+
     /// The outbox the executor's clients send into.
     pub fn outbox(&self) -> Outbox {
         self.outbox.clone()
@@ -657,5 +693,6 @@ impl Net {
             self.drop_conn(id, false);
         }
         self.close_listeners();
+        self.bus.close_all(self.poll.registry());
     }
 }

@@ -138,6 +138,14 @@ pub fn call(
             client.reply_mode = ReplyMode::On;
         }
     }
+    // ASKING lasts one command (resetClient), or until EXEC.
+    if top
+        && client.asking
+        && client.multi.is_none()
+        && !argv.get(0).eq_ignore_ascii_case(b"asking")
+    {
+        client.asking = false;
+    }
     if top {
         RUNNING_CLIENT.store(std::ptr::null_mut(), Ordering::Relaxed);
         RUNNING_ARGV.store(std::ptr::null_mut(), Ordering::Relaxed);
@@ -197,6 +205,17 @@ fn run(
             let checked = check(server, client, argv)
                 .and_then(|id| acl_check(server, store, client, id, argv))
                 .and_then(|id| pubsub_context_check(server, client, id))
+                .and_then(|id| {
+                    // Redis's mustObeyClient: the master's stream and the
+                    // AOF are never redirected.
+                    if server.cluster.is_some()
+                        && caller != Caller::Aof
+                        && client.kind != ClientKind::Master
+                    {
+                        cluster_check(server, store, client, id, argv)?;
+                    }
+                    Ok(id)
+                })
                 .and_then(|id| {
                     // Replicas and monitors stay off the keyspace.
                     let keyspace = flag::WRITE | flag::READONLY | flag::MAY_REPLICATE;
@@ -565,6 +584,47 @@ fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Resul
     )))
 }
 
+/// processCommand's cluster redirection: a command with keys (or EXEC,
+/// for its queue) runs only on the node serving their slot.
+fn cluster_check(
+    server: &ServerState,
+    store: &Store,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Result<(), (Option<CommandId>, Error)> {
+    use super::cluster::route;
+    let Some(cluster) = server.cluster.as_deref() else {
+        return Ok(());
+    };
+    let table = &server.table;
+    let cmd = &table.commands[id];
+    let is_exec = cmd.name == "exec";
+    if cmd.key_specs.is_empty() && !cmd.has(flag::MOVABLEKEYS) && !is_exec {
+        return Ok(());
+    }
+    let q = route::Query {
+        readonly: client.cluster_readonly,
+        asking: client.asking,
+        allow_reads_when_down: server.config.get_bool("cluster-allow-reads-when-down"),
+        allow_pubsubshard_when_down: server
+            .config
+            .get_bool("cluster-allow-pubsubshard-when-down"),
+    };
+    let exists = |k: &[u8]| store.peek(0, k).is_some();
+    let routed = if is_exec {
+        let Some(m) = client.multi.as_deref() else {
+            return Ok(());
+        };
+        let queued = m.queued().map(|(id, a)| (&table.commands[id], a));
+        route::node_for(cluster, queued, m.flags & flag::WRITE != 0, &q, exists)
+    } else {
+        let one = std::iter::once((cmd, argv));
+        route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists)
+    };
+    routed.map(|_| ()).map_err(|r| (Some(id), r.error(cluster)))
+}
+
 /// Redis `rejectCommand`: counts the rejection and flags an open
 /// transaction so its EXEC fails. When EXEC itself is rejected, the
 /// transaction is discarded and the error says so (execCommandAbort), even
@@ -586,6 +646,9 @@ fn reject(
         return e;
     }
     multi::discard_transaction(client, store);
+    if matches!(e, Error::Redirect(_)) {
+        return e;
+    }
     let msg = e.message();
     let reason = msg.strip_prefix("ERR ").unwrap_or(&msg);
     Error::ExecAbortBecause(reason.to_string())

@@ -106,6 +106,11 @@ pub struct Client {
     pub woff: u64,
     /// SCRIPT DEBUG YES|SYNC: its next EVAL runs under the Lua debugger.
     pub lua_debug: Option<LuaDebug>,
+    /// Cluster READONLY: reads of its master's slots are served by this
+    /// replica.
+    pub cluster_readonly: bool,
+    /// Cluster ASKING: its next command may use a slot being imported.
+    pub asking: bool,
 }
 
 /// How a client's EVAL is debugged (SCRIPT DEBUG).
@@ -150,6 +155,8 @@ impl Client {
             user: None,
             script_caller_info: None,
             lua_debug: None,
+            cluster_readonly: false,
+            asking: false,
             replica_conf: None,
             woff: 0,
         }

@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod call;
 pub mod client;
 pub mod client_mem;
+pub mod cluster;
 pub mod evict;
 pub mod keyspec;
 pub mod latency;
@@ -167,6 +168,8 @@ pub struct ServerState {
     pub loading: bool,
     /// The active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: bool,
+    /// The cluster, with `cluster-enabled yes`.
+    pub cluster: Option<Box<cluster::ClusterState>>,
 }
 
 impl ServerState {
@@ -237,6 +240,7 @@ impl ServerState {
             latency: latency::Monitor::default(),
             loading: false,
             active_expire: true,
+            cluster: None,
         }
     }
 

@@ -60,6 +60,11 @@ impl MultiState {
         self.count == 0
     }
 
+    /// The queued commands, in order.
+    pub fn queued(&self) -> impl Iterator<Item = (CommandId, Argv<'_>)> {
+        self.cmds.iter().map(|q| (q.id, q.argv.argv()))
+    }
+
     /// Bytes held by the queued commands (CLIENT LIST `multi-mem`).
     pub fn mem(&self) -> usize {
         self.bytes

@@ -472,7 +472,10 @@ fn config_set_port_and_bind_move_the_listener() {
         }
         new_port = free_port();
     }
-    assert!(bound, "CONFIG SET bind \"127.0.0.1 -::1\" failed on 5 ports");
+    assert!(
+        bound,
+        "CONFIG SET bind \"127.0.0.1 -::1\" failed on 5 ports"
+    );
     assert_eq!(Raw::connect(new_port).cmd_str(&["PING"]), b"+PONG\r\n");
 }
 

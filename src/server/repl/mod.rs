@@ -287,6 +287,22 @@ pub fn new_replid() -> String {
 }
 
 impl Replication {
+    /// The stream applied so far (master_repl_offset, and a replica's
+    /// processed offset).
+    pub fn current_offset(&self) -> u64 {
+        self.offset + self.log.buf.len() as u64
+    }
+
+    /// replicationGetSlaveOffset: the offset applied from the master, 0
+    /// when this server follows none.
+    pub fn replica_offset(&self) -> u64 {
+        if self.master.is_some() {
+            self.current_offset()
+        } else {
+            0
+        }
+    }
+
     /// True when this server produces a stream for replicas: it has a
     /// backlog and is not itself a replica (which passes its master's
     /// stream on instead). The one check on the hot path.
@@ -562,5 +578,42 @@ mod tests {
         r.proxy(b"z");
         assert_eq!(r.continuation(&id, 21).as_deref(), Some(&b"z"[..]));
         assert_eq!(r.continuation(&id, 22), None);
+    }
+}
+
+/// Follows `host:port` from now on (replicationSetMaster): the link to any
+/// previous master is dropped, this server's replicas are disconnected so
+/// they resynchronize, and the cron connects.
+pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
+    crate::config::log::set_role(b'S');
+    let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
+    drop_master_link(server);
+    server.repl.disconnect_replicas();
+    // A master's history becomes the starting point of the new link, so
+    // the new master may continue it (replicationCacheMasterUsingMyself).
+    server.repl.backlog = None;
+    server.repl.log.buf.clear();
+    server.repl.master = Some(MasterLink {
+        host,
+        port,
+        state: LinkState::Connect,
+        client_id: None,
+        tx: None,
+        last_io_ms: 0,
+        down_since_ms: 0,
+        last_ack_ms: 0,
+        next_attempt_ms: 0,
+        generation,
+    });
+}
+
+/// Closes the connection to the master, if there is one.
+pub fn drop_master_link(server: &mut crate::server::ServerState) {
+    let Some(id) = server.repl.master.as_mut().and_then(|m| m.client_id.take()) else {
+        return;
+    };
+    server.kill_client(id);
+    if let Some(m) = &mut server.repl.master {
+        m.tx = None;
     }
 }
