@@ -31,6 +31,7 @@ pub mod list;
 pub mod list_blocking;
 pub mod lolwut;
 pub mod memory;
+pub mod migrate;
 pub mod module;
 pub mod monitor;
 pub mod persist;

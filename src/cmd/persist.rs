@@ -17,6 +17,8 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("bgrewriteaof", bgrewriteaof),
     ("dump", dump),
     ("restore", restore),
+    ("restore-asking", restore),
+    ("migrate", super::migrate::migrate),
 ];
 
 const BGSAVE_RUNNING: Error = Error::err("Background save already in progress");
