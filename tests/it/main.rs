@@ -12,6 +12,7 @@ mod bitmap;
 mod cli;
 mod client_eviction;
 mod clock;
+mod cluster;
 mod command;
 mod config;
 mod connection;

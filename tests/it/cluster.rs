@@ -1,0 +1,625 @@
+//! Redis Cluster with real processes (Redis's `unit/cluster/*.tcl`):
+//! CLUSTER's replies and the routing errors compared with a redis-server
+//! in cluster mode; six-node clusters built by `redis-cli --cluster
+//! create`, all ferrokv and mixed with redis-server, written through
+//! redirections; a master killed and its replica promoted with no WAITed
+//! write lost; resharding under a write load in both directions between
+//! ferrokv and redis-server with no key lost; ASK and TRYAGAIN during a
+//! migration compared with redis-server's.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// Which server a node runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The ferrokv binary.
+    Ferrokv,
+    /// redis-server.
+    Redis,
+}
+
+/// A cluster node process, killed on drop.
+pub struct Node {
+    /// Its client port (the bus is 10000 above).
+    pub port: u16,
+    /// What it runs.
+    pub kind: Kind,
+    child: Option<ChildGuard>,
+    _dir: std::path::PathBuf,
+}
+
+impl Node {
+    /// Kills the process (SIGKILL).
+    pub fn kill(&mut self) {
+        self.child = None;
+    }
+}
+
+/// A loopback port whose bus port (10000 above) is free too.
+fn cluster_port() -> u16 {
+    loop {
+        let p = free_port();
+        if p <= 55535 && std::net::TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// Starts a node in cluster mode with `node_timeout` ms.
+pub fn start_node(kind: Kind, node_timeout: u64) -> Node {
+    let dir = unique_temp_path("cluster-node");
+    std::fs::create_dir_all(&dir).expect("create a node directory");
+    for _ in 0..5 {
+        let port = cluster_port();
+        let program = match kind {
+            Kind::Ferrokv => env!("CARGO_BIN_EXE_ferrokv"),
+            Kind::Redis => "redis-server",
+        };
+        let mut cmd = server_command(program, port);
+        cmd.args(["--cluster-enabled", "yes"])
+            .args(["--cluster-node-timeout", &node_timeout.to_string()])
+            .args(["--dir", dir.to_str().unwrap_or("/tmp")])
+            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = ChildGuard(cmd.spawn().expect("the server binary runs"));
+        let pid = child.0.id();
+        if wait_until(Duration::from_secs(5), || {
+            matches!(child.0.try_wait(), Ok(Some(_)))
+                || (listens_on(pid, port) && listens_on(pid, port + 10000))
+        }) && matches!(child.0.try_wait(), Ok(None))
+        {
+            return Node {
+                port,
+                kind,
+                child: Some(child),
+                _dir: dir,
+            };
+        }
+    }
+    panic!("a cluster node did not start");
+}
+
+fn text(r: &[u8]) -> String {
+    String::from_utf8_lossy(r).into_owned()
+}
+
+/// A command's reply from the node on `port`, as text.
+pub fn ask(port: u16, args: &[&str]) -> String {
+    text(&Raw::connect(port).cmd_str(args))
+}
+
+/// `redis-cli --cluster <args>` with `--cluster-yes`; its output.
+fn cluster_tool(args: &[String]) -> (bool, String) {
+    let out = Command::new("redis-cli")
+        .arg("--cluster")
+        .args(args)
+        .arg("--cluster-yes")
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-cli runs");
+    (
+        out.status.success(),
+        format!("{}{}", text(&out.stdout), text(&out.stderr)),
+    )
+}
+
+/// Nodes started with `kinds` and joined by `redis-cli --cluster create`
+/// with `replicas` replicas per master; waits until every node reports
+/// the cluster ok.
+pub fn create_cluster(kinds: &[Kind], replicas: usize, node_timeout: u64) -> Vec<Node> {
+    let nodes: Vec<Node> = kinds.iter().map(|&k| start_node(k, node_timeout)).collect();
+    let mut args = vec!["create".to_string()];
+    args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+    args.extend(["--cluster-replicas".to_string(), replicas.to_string()]);
+    let (ok, out) = cluster_tool(&args);
+    assert!(ok && out.contains("[OK] All 16384 slots covered"), "{out}");
+    for n in &nodes {
+        assert!(
+            wait_until(Duration::from_secs(20), || {
+                ask(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+            }),
+            "node {} ({:?}) never saw the cluster ok",
+            n.port,
+            n.kind
+        );
+    }
+    nodes
+}
+
+/// A client that follows -MOVED and -ASK, as cluster clients do.
+pub struct ClusterClient {
+    conns: HashMap<u16, Raw>,
+    /// Where each slot was last found.
+    slots: HashMap<u16, u16>,
+    seed: u16,
+}
+
+impl ClusterClient {
+    /// A client that starts at `seed`.
+    pub fn new(seed: u16) -> ClusterClient {
+        ClusterClient {
+            conns: HashMap::new(),
+            slots: HashMap::new(),
+            seed,
+        }
+    }
+
+    fn conn(&mut self, port: u16) -> &mut Raw {
+        self.conns.entry(port).or_insert_with(|| Raw::connect(port))
+    }
+
+    /// Runs `args` (its key at `args[1]`) wherever its slot is served.
+    pub fn cmd(&mut self, args: &[&str]) -> String {
+        let slot = key_slot(args[1].as_bytes());
+        let mut port = *self.slots.get(&slot).unwrap_or(&self.seed);
+        let mut asking = false;
+        for _ in 0..16 {
+            let c = self.conn(port);
+            if asking {
+                assert_eq!(c.cmd_str(&["ASKING"]), b"+OK\r\n");
+            }
+            let r = text(&c.cmd_str(args));
+            let redirect = |r: &str, kind: &str| -> Option<u16> {
+                let rest = r.strip_prefix(kind)?;
+                rest.trim_end().rsplit(':').next()?.parse().ok()
+            };
+            if let Some(p) = redirect(&r, "-MOVED ") {
+                self.slots.insert(slot, p);
+                port = p;
+                asking = false;
+            } else if let Some(p) = redirect(&r, "-ASK ") {
+                port = p;
+                asking = true;
+            } else if r.starts_with("-TRYAGAIN") || r.starts_with("-CLUSTERDOWN") {
+                std::thread::sleep(Duration::from_millis(50));
+            } else {
+                return r;
+            }
+        }
+        panic!("too many redirections for {args:?}");
+    }
+}
+
+/// The hash slot of a key (CRC16 of the hash tag or the key, mod 16384).
+pub fn key_slot(key: &[u8]) -> u16 {
+    ferrokv::util::crc16::key_hash_slot(key)
+}
+
+/// Replaces every node id (40 hex digits) in `s` with `<id>`, and each
+/// port of `ports` with `<port>`.
+fn normalized(s: &str, ports: &[u16]) -> String {
+    let mut out = String::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let run = b[i..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+            .count();
+        if run == 40 {
+            out.push_str("<id>");
+            i += 40;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    for p in ports {
+        out = out.replace(&(p + 10000).to_string(), "<bus>");
+        out = out.replace(&p.to_string(), "<port>");
+    }
+    out
+}
+
+/// Both single-node clusters answer `args` alike, ids and ports aside.
+fn same(f: &mut Raw, r: &mut Raw, ports: &[u16], args: &[&str]) -> String {
+    let a = normalized(&text(&f.cmd_str(args)), ports);
+    let b = normalized(&text(&r.cmd_str(args)), ports);
+    assert_eq!(a, b, "reply differs for {args:?}");
+    a
+}
+
+#[test]
+fn single_node_replies_match_redis() {
+    let fk = start_node(Kind::Ferrokv, 15000);
+    let rd = start_node(Kind::Redis, 15000);
+    let ports = [fk.port, rd.port];
+    let (mut f, mut r) = (Raw::connect(fk.port), Raw::connect(rd.port));
+    let mut s = |args: &[&str]| same(&mut f, &mut r, &ports, args);
+    for cmd in [
+        "CLUSTER INFO",
+        "CLUSTER NODES",
+        "CLUSTER SLOTS",
+        "CLUSTER SHARDS",
+        "CLUSTER LINKS",
+        "CLUSTER HELP",
+        "CLUSTER KEYSLOT foo",
+        "CLUSTER KEYSLOT {user1000}.following",
+        "CLUSTER KEYSLOT foo{}{bar}",
+        "CLUSTER COUNTKEYSINSLOT 16384",
+        "CLUSTER COUNTKEYSINSLOT x",
+        "CLUSTER GETKEYSINSLOT 0 -1",
+        "CLUSTER GETKEYSINSLOT 0 x",
+        "CLUSTER ADDSLOTS 16384",
+        "CLUSTER ADDSLOTS x",
+        "CLUSTER ADDSLOTS 5 5",
+        "CLUSTER ADDSLOTSRANGE 5 1",
+        "CLUSTER ADDSLOTSRANGE 1 2 3",
+        "CLUSTER DELSLOTS 7",
+        "CLUSTER SETSLOT 7 MIGRATING 0123456789012345678901234567890123456789",
+        "CLUSTER SETSLOT 7 IMPORTING 0123456789012345678901234567890123456789",
+        "CLUSTER SETSLOT 7 NODE 0123456789012345678901234567890123456789",
+        "CLUSTER SETSLOT 7 BOGUS",
+        "CLUSTER SETSLOT 7 STABLE",
+        "CLUSTER FORGET 0123456789012345678901234567890123456789",
+        "CLUSTER REPLICAS 0123456789012345678901234567890123456789",
+        "CLUSTER COUNT-FAILURE-REPORTS 0123456789012345678901234567890123456789",
+        "CLUSTER MEET 999.1.1.1 7000",
+        "CLUSTER MEET 127.0.0.1 x",
+        "CLUSTER FAILOVER",
+        "CLUSTER FAILOVER BOGUS",
+        "CLUSTER RESET BOGUS",
+        "CLUSTER BOGUS",
+        "SET foo bar",
+        "GET foo",
+        "SELECT 1",
+        "SELECT 0",
+        "SWAPDB 0 1",
+        "MOVE foo 1",
+        "COPY foo bar DB 1",
+        "READONLY",
+        "READWRITE",
+        "ASKING",
+        "CLUSTER ADDSLOTS 1 2 3",
+        "CLUSTER ADDSLOTS 3",
+        "CLUSTER ADDSLOTSRANGE 10 20 100 200",
+        "CLUSTER DELSLOTS 2",
+        "CLUSTER DELSLOTSRANGE 10 12",
+        "CLUSTER NODES",
+        "CLUSTER SLOTS",
+        "CLUSTER SHARDS",
+        "CLUSTER INFO",
+        "CLUSTER SET-CONFIG-EPOCH -1",
+        "CLUSTER SET-CONFIG-EPOCH 5",
+        "CLUSTER SET-CONFIG-EPOCH 6",
+        "CLUSTER BUMPEPOCH",
+        "CLUSTER INFO",
+        "CLUSTER FLUSHSLOTS",
+        "CLUSTER DELSLOTSRANGE 0 16383",
+        "CLUSTER ADDSLOTSRANGE 0 16383",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        s(&args);
+    }
+    // The keys of a slot, in an order of their own (Redis lists the
+    // newest first).
+    let mut keys = |p: u16| {
+        let mut k: Vec<String> = ask(p, &["CLUSTER", "GETKEYSINSLOT", "15495", "10"])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        k.sort();
+        k
+    };
+    // A master refuses writes for two seconds after start (Redis's
+    // writable delay), then serves every slot.
+    assert!(wait_until(Duration::from_secs(10), || {
+        ask(fk.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+            && ask(rd.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    }));
+    for cmd in [
+        "CLUSTER INFO",
+        "SET foo bar",
+        "SET {foo}x 1",
+        "MSET a 1 b 2",
+        "MSET {a}1 1 {a}2 2",
+        "MGET {a}1 {a}2",
+        "CLUSTER COUNTKEYSINSLOT 15495",
+        "EVAL return 1 2 a b",
+        "EVAL return 1 2 {a}1 {a}2",
+        "MULTI",
+        "SET a 1",
+        "SET b 1",
+        "EXEC",
+        "MULTI",
+        "SET {a}1 x",
+        "GET {a}2",
+        "EXEC",
+        "CLUSTER FLUSHSLOTS",
+        "CLUSTER RESET",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        s(&args);
+    }
+    assert_eq!(keys(fk.port), keys(rd.port));
+    for cmd in [
+        "FLUSHALL",
+        "CLUSTER RESET SOFT",
+        "CLUSTER INFO",
+        "INFO cluster",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        s(&args);
+    }
+}
+
+/// Every node's CLUSTER NODES agrees on who serves what.
+fn slots_agree(nodes: &[Node]) -> bool {
+    let mut args = vec!["check".to_string()];
+    args.push(format!("127.0.0.1:{}", nodes[0].port));
+    let (_, out) = cluster_tool(&args);
+    out.contains("[OK] All nodes agree about slots configuration")
+        && out.contains("[OK] All 16384 slots covered")
+}
+
+/// The port of the master serving `slot`, from `via`'s CLUSTER NODES.
+fn master_of(via: u16, slot: u16) -> u16 {
+    let nodes = ask(via, &["CLUSTER", "NODES"]);
+    for line in nodes.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() < 9 || !f[2].contains("master") || f[2].contains("fail") {
+            continue;
+        }
+        for r in &f[8..] {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {
+                if (a..=b).contains(&slot) {
+                    let addr = f[1].split('@').next().unwrap_or("");
+                    return addr
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(0);
+                }
+            }
+        }
+    }
+    0
+}
+
+/// Builds a 3-master, 3-replica cluster of `kinds`, writes through
+/// redirections with a WAIT after each batch, kills the master of a slot
+/// and checks its replica takes over within three node timeouts with
+/// every WAITed write.
+fn fail_over_a_master(kinds: &[Kind]) {
+    const TIMEOUT: u64 = 1000;
+    let mut nodes = create_cluster(kinds, 1, TIMEOUT);
+    assert!(
+        wait_until(Duration::from_secs(20), || slots_agree(&nodes)),
+        "the nodes do not agree"
+    );
+    let mut client = ClusterClient::new(nodes[0].port);
+    for i in 0..300 {
+        let k = format!("key:{i}");
+        assert_eq!(client.cmd(&["SET", &k, &i.to_string()]), "+OK\r\n");
+    }
+    // Every master's replica has the writes (WAIT 1).
+    for n in &nodes {
+        if ask(n.port, &["ROLE"]).contains("master") {
+            assert!(wait_until(Duration::from_secs(20), || ask(
+                n.port,
+                &["WAIT", "1", "100"]
+            ) == ":1\r\n"));
+        }
+    }
+    let slot = key_slot(b"key:0");
+    let victim = master_of(nodes[0].port, slot);
+    let observer = nodes
+        .iter()
+        .find(|n| n.port != victim)
+        .map(|n| n.port)
+        .expect("another node");
+    let i = nodes
+        .iter()
+        .position(|n| n.port == victim)
+        .expect("the victim");
+    let killed = Instant::now();
+    nodes[i].kill();
+    assert!(
+        wait_until(Duration::from_secs(3 * TIMEOUT / 1000 + 10), || {
+            let m = master_of(observer, slot);
+            m != 0 && m != victim
+        }),
+        "no replica took over"
+    );
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_millis(3 * TIMEOUT + 1500),
+        "failover took {took:?}"
+    );
+    nodes.remove(i);
+    assert!(wait_until(Duration::from_secs(20), || {
+        ask(observer, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    }));
+    let mut client = ClusterClient::new(observer);
+    for i in 0..300 {
+        let k = format!("key:{i}");
+        assert_eq!(
+            client.cmd(&["GET", &k]),
+            format!("${}\r\n{i}\r\n", i.to_string().len())
+        );
+    }
+}
+
+#[test]
+fn ferrokv_cluster_created_by_redis_cli_fails_over() {
+    fail_over_a_master(&[Kind::Ferrokv; 6]);
+}
+
+#[test]
+fn mixed_cluster_fails_over() {
+    use Kind::{Ferrokv as F, Redis as R};
+    fail_over_a_master(&[F, R, F, R, F, R]);
+}
+
+/// Reshards slots from each master to the next under a write load and
+/// checks no key was lost.
+#[test]
+fn reshard_between_ferrokv_and_redis_under_load_loses_nothing() {
+    use Kind::{Ferrokv as F, Redis as R};
+    let nodes = create_cluster(&[F, R, F], 0, 5000);
+    let ids: Vec<String> = nodes
+        .iter()
+        .map(|n| text(&Raw::connect(n.port).cmd_str(&["CLUSTER", "MYID"])))
+        .map(|r| r.lines().nth(1).unwrap_or_default().to_string())
+        .collect();
+    let seed = nodes[0].port;
+    let mut client = ClusterClient::new(seed);
+    for i in 0..500 {
+        client.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut client = ClusterClient::new(seed);
+            let mut i = 500;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                assert_eq!(
+                    client.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]),
+                    "+OK\r\n"
+                );
+                i += 1;
+            }
+            i
+        })
+    };
+    for (from, to) in [(0, 1), (1, 2), (2, 0)] {
+        let (ok, out) = cluster_tool(&[
+            "reshard".into(),
+            format!("127.0.0.1:{seed}"),
+            "--cluster-from".into(),
+            ids[from].clone(),
+            "--cluster-to".into(),
+            ids[to].clone(),
+            "--cluster-slots".into(),
+            "300".into(),
+        ]);
+        assert!(ok, "{out}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.join().expect("the writer");
+    assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
+    let mut client = ClusterClient::new(seed);
+    for i in 0..written {
+        let v = format!("v{i}");
+        assert_eq!(
+            client.cmd(&["GET", &format!("k{i}")]),
+            format!("${}\r\n{v}\r\n", v.len()),
+            "k{i} lost"
+        );
+    }
+    let total: usize = nodes
+        .iter()
+        .map(|n| {
+            ask(n.port, &["DBSIZE"])
+                .trim_start_matches(':')
+                .trim()
+                .parse::<usize>()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(total, written);
+}
+
+/// A slot half migrated from a source to a target: the source answers
+/// -ASK for missing keys and -TRYAGAIN for multi-key commands with some
+/// missing; the target serves it only after ASKING. ferrokv as source with
+/// redis-server as target, and the other way round, answer alike.
+#[test]
+fn ask_and_tryagain_during_migration_match_redis() {
+    use Kind::{Ferrokv as F, Redis as R};
+    let mut transcripts = Vec::new();
+    for kinds in [[F, R, F], [R, F, R]] {
+        let nodes = create_cluster(&kinds, 0, 5000);
+        let (src, dst) = (nodes[0].port, nodes[1].port);
+        let id = |p: u16| {
+            text(&Raw::connect(p).cmd_str(&["CLUSTER", "MYID"]))
+                .lines()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (src_id, dst_id) = (id(src), id(dst));
+        // Keys of slot 2 ({b}...): the source serves it.
+        let slot = key_slot(b"{b}");
+        assert_eq!(master_of(src, slot), src, "{kinds:?}");
+        let (mut s, mut d) = (Raw::connect(src), Raw::connect(dst));
+        let slot_s = slot.to_string();
+        assert_eq!(s.cmd_str(&["SET", "{b}1", "one"]), b"+OK\r\n");
+        assert_eq!(s.cmd_str(&["SET", "{b}2", "two"]), b"+OK\r\n");
+        let mut t = Vec::new();
+        let mut run = |c: &mut Raw, args: &[&str]| {
+            t.push(normalized(&text(&c.cmd_str(args)), &[src, dst]));
+        };
+        run(
+            &mut d,
+            &["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &src_id],
+        );
+        run(
+            &mut s,
+            &["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &dst_id],
+        );
+        run(
+            &mut s,
+            &[
+                "MIGRATE",
+                "127.0.0.1",
+                &dst.to_string(),
+                "{b}1",
+                "0",
+                "5000",
+            ],
+        );
+        run(&mut s, &["GET", "{b}1"]);
+        run(&mut s, &["GET", "{b}2"]);
+        run(&mut s, &["MGET", "{b}1", "{b}2"]);
+        run(&mut s, &["SET", "{b}3", "new"]);
+        run(&mut d, &["GET", "{b}1"]);
+        run(&mut d, &["ASKING"]);
+        run(&mut d, &["GET", "{b}1"]);
+        run(&mut d, &["GET", "{b}1"]);
+        run(&mut d, &["ASKING"]);
+        run(&mut d, &["MGET", "{b}1", "{b}2"]);
+        run(&mut d, &["CLUSTER", "COUNTKEYSINSLOT", &slot_s]);
+        run(
+            &mut s,
+            &[
+                "MIGRATE",
+                "127.0.0.1",
+                &dst.to_string(),
+                "",
+                "0",
+                "5000",
+                "KEYS",
+                "{b}2",
+                "{b}9",
+            ],
+        );
+        run(
+            &mut s,
+            &[
+                "MIGRATE",
+                "127.0.0.1",
+                &dst.to_string(),
+                "{b}9",
+                "0",
+                "5000",
+            ],
+        );
+        run(&mut d, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &dst_id]);
+        run(&mut s, &["CLUSTER", "SETSLOT", &slot_s, "NODE", &dst_id]);
+        run(&mut s, &["GET", "{b}1"]);
+        run(&mut d, &["GET", "{b}2"]);
+        transcripts.push((kinds, t));
+    }
+    let (a, b) = (&transcripts[0], &transcripts[1]);
+    for (i, (x, y)) in a.1.iter().zip(&b.1).enumerate() {
+        assert_eq!(x, y, "step {i} differs between {:?} and {:?}", a.0, b.0);
+    }
+}
