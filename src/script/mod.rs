@@ -121,6 +121,8 @@ pub struct RunState {
     pub scratch: RefCell<Vec<u8>>,
     /// The caller disconnected while the script ran.
     pub caller_gone: Cell<bool>,
+    /// The script declared `allow-cross-slot-keys`.
+    pub allow_cross_slot: Cell<bool>,
     /// Name of the running script (sha or function name).
     pub name: RefCell<String>,
     /// The FCALL command line (FUNCTION STATS).
@@ -148,6 +150,7 @@ impl RunState {
             host: Cell::new(None),
             resp3: Cell::new(false),
             caller_id: Cell::new(0),
+            allow_cross_slot: Cell::new(false),
             read_only: Cell::new(false),
             wrote: Cell::new(false),
             allow_oom: Cell::new(false),
@@ -364,6 +367,10 @@ impl Engine {
         }
         let run = &self.run;
         run.allow_oom.set(flagged && flags & sflag::ALLOW_OOM != 0);
+        // Scripts without flags (EVAL's compatibility mode) may touch keys
+        // of any slot this node serves.
+        run.allow_cross_slot
+            .set(!flagged || flags & sflag::ALLOW_CROSS_SLOT != 0);
         let host: *mut (dyn Host + '_) = r.host;
         // SAFETY: only the lifetime is erased; `with_host` documents why the
         // pointer is used only while `r.host` is borrowed here.

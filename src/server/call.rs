@@ -212,7 +212,7 @@ fn run(
                         && caller != Caller::Aof
                         && client.kind != ClientKind::Master
                     {
-                        cluster_check(server, store, client, id, argv)?;
+                        client.cluster_slot = cluster_check(server, store, client, id, argv)?;
                     }
                     Ok(id)
                 })
@@ -274,7 +274,7 @@ fn run(
 fn script_check(
     server: &mut ServerState,
     store: &Store,
-    client: &Client,
+    client: &mut Client,
     argv: Argv<'_>,
     read_only: bool,
 ) -> Result<CommandId, (Option<CommandId>, Error)> {
@@ -310,6 +310,10 @@ fn script_check(
             }
         }
     }
+    if server.cluster.is_some() {
+        script_cluster_check(server, store, client, id, argv).map_err(|e| (Some(id), e))?;
+    }
+    let cmd = &server.table.commands[id];
     if cmd.has(flag::WRITE) {
         if let Some(run) = &server.running_script {
             run.wrote.set(true);
@@ -585,23 +589,24 @@ fn protected_allowed(server: &ServerState, client: &Client, name: &str) -> Resul
 }
 
 /// processCommand's cluster redirection: a command with keys (or EXEC,
-/// for its queue) runs only on the node serving their slot.
+/// for its queue) runs only on the node serving their slot; that slot,
+/// -1 when no key is involved.
 fn cluster_check(
     server: &ServerState,
     store: &Store,
     client: &Client,
     id: CommandId,
     argv: Argv<'_>,
-) -> Result<(), (Option<CommandId>, Error)> {
+) -> Result<i32, (Option<CommandId>, Error)> {
     use super::cluster::route;
     let Some(cluster) = server.cluster.as_deref() else {
-        return Ok(());
+        return Ok(-1);
     };
     let table = &server.table;
     let cmd = &table.commands[id];
     let is_exec = cmd.name == "exec";
     if cmd.key_specs.is_empty() && !cmd.has(flag::MOVABLEKEYS) && !is_exec {
-        return Ok(());
+        return Ok(-1);
     }
     let q = route::Query {
         readonly: client.cluster_readonly,
@@ -614,7 +619,7 @@ fn cluster_check(
     let exists = |k: &[u8]| store.peek(0, k).is_some();
     let routed = if is_exec {
         let Some(m) = client.multi.as_deref() else {
-            return Ok(());
+            return Ok(-1);
         };
         let queued = m.queued().map(|(id, a)| (&table.commands[id], a));
         route::node_for(cluster, queued, m.flags & flag::WRITE != 0, &q, exists)
@@ -622,7 +627,65 @@ fn cluster_check(
         let one = std::iter::once((cmd, argv));
         route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists)
     };
-    routed.map(|_| ()).map_err(|r| (Some(id), r.error(cluster)))
+    routed
+        .map(|slot| slot.map_or(-1, i32::from))
+        .map_err(|r| (Some(id), r.error(cluster)))
+}
+
+/// scriptVerifyClusterState: a script's command may touch only keys this
+/// node serves, all of one slot unless the script allows cross-slot keys.
+fn script_cluster_check(server: &ServerState, store: &Store, client: &mut Client, id: CommandId, argv: Argv<'_>) -> Result<(), Error> {
+    use super::cluster::route::{self, Redirect};
+    let Some(cluster) = server.cluster.as_deref() else {
+        return Ok(());
+    };
+    if client.cluster_obey {
+        return Ok(());
+    }
+    let cmd = &server.table.commands[id];
+    let q = route::Query {
+        readonly: client.cluster_readonly,
+        asking: client.asking,
+        allow_reads_when_down: server.config.get_bool("cluster-allow-reads-when-down"),
+        allow_pubsubshard_when_down: server
+            .config
+            .get_bool("cluster-allow-pubsubshard-when-down"),
+    };
+    let exists = |k: &[u8]| store.peek(0, k).is_some();
+    let one = std::iter::once((cmd, argv));
+    let slot = match route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists) {
+        Ok(slot) => slot,
+        Err(Redirect::DownReadOnly) => {
+            return Err(Error::err(
+                "Script attempted to execute a write command while the cluster is down and readonly",
+            ))
+        }
+        Err(Redirect::DownState) => {
+            return Err(Error::err(
+                "Script attempted to execute a command while the cluster is down",
+            ))
+        }
+        Err(_) => {
+            return Err(Error::err(
+                "Script attempted to access a non local key in a cluster node",
+            ))
+        }
+    };
+    let cross_ok = server
+        .running_script
+        .as_ref()
+        .is_some_and(|r| r.allow_cross_slot.get());
+    if let (Some(slot), false) = (slot, cross_ok) {
+        let slot = i32::from(slot);
+        if client.cluster_slot == -1 {
+            client.cluster_slot = slot;
+        } else if client.cluster_slot != slot {
+            return Err(Error::err(
+                "Script attempted to access keys that do not hash to the same slot",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Redis `rejectCommand`: counts the rejection and flags an open

@@ -111,6 +111,12 @@ pub struct Client {
     pub cluster_readonly: bool,
     /// Cluster ASKING: its next command may use a slot being imported.
     pub asking: bool,
+    /// The hash slot of the running command's keys (Redis's `c->slot`),
+    /// -1 when none; for the scripts' client, its caller's.
+    pub cluster_slot: i32,
+    /// The scripts' client runs for the master's stream or the AOF, which
+    /// cluster routing obeys (mustObeyClient).
+    pub cluster_obey: bool,
 }
 
 /// How a client's EVAL is debugged (SCRIPT DEBUG).
@@ -157,6 +163,8 @@ impl Client {
             lua_debug: None,
             cluster_readonly: false,
             asking: false,
+            cluster_slot: -1,
+            cluster_obey: false,
             replica_conf: None,
             woff: 0,
         }

@@ -337,6 +337,18 @@ fn single_node_replies_match_redis() {
         s(&args);
     }
     assert_eq!(keys(fk.port), keys(rd.port));
+    // Scripts touch only keys of this node, of one slot once flagged.
+    for args in [
+        &["EVAL", "return redis.call('get',KEYS[1])", "1", "foo"][..],
+        &["EVAL", "return redis.call('set','{a}1','x')", "1", "foo"],
+        &["EVAL", "return redis.call('mget','{a}1','{a}2')", "0"],
+        &["EVAL", "return redis.call('mget','{a}1','b')", "0"],
+        &["EVAL", "#!lua\nreturn redis.call('set','{a}1','x')", "1", "foo"],
+        &["EVAL", "#!lua flags=allow-cross-slot-keys\nreturn redis.call('set','{a}1','x')", "1", "foo"],
+        &["EVAL", "#!lua\nreturn redis.call('get',KEYS[1])..redis.call('get','{a}1')", "1", "{a}2"],
+    ] {
+        s(args);
+    }
     for cmd in [
         "FLUSHALL",
         "CLUSTER RESET SOFT",
