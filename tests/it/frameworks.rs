@@ -416,3 +416,22 @@ fn sentinel_fails_over_a_ferrokv_master() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// redis-py's RedisCluster on a six-node ferrokv cluster built by
+/// `redis-cli --cluster create`: writes, reads, a pipeline, hash tags and
+/// sharded pub/sub through redirections.
+#[test]
+fn redis_py_cluster_client() {
+    let python = python_env();
+    let nodes = crate::cluster::create_cluster(&[crate::cluster::Kind::Ferrokv; 6], 1, 5000);
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts_dir().join("cluster_redis_py.py"))
+        .arg(nodes[0].port.to_string());
+    let out = run(cmd, "cluster-redis-py", RUN_DEADLINE);
+    assert!(
+        out.ok && out.stdout.contains("CLUSTER PY OK"),
+        "redis-py RedisCluster failed\n{}",
+        out.describe()
+    );
+}
+
