@@ -85,8 +85,8 @@ pub(super) fn run_on_host(
     client.cluster_readonly = ctx.client.cluster_readonly;
     client.asking = ctx.client.asking;
     client.cluster_slot = ctx.client.cluster_slot;
-    client.cluster_obey = ctx.client.kind == crate::server::client::ClientKind::Master
-        || ctx.server.loading;
+    client.cluster_obey =
+        ctx.client.kind == crate::server::client::ClientKind::Master || ctx.server.loading;
     // The script runs as its caller's user (Redis's scriptCall); a
     // restricted user's denials are logged with the caller's info.
     client.user = ctx.client.user.clone();

@@ -241,6 +241,68 @@ impl Executor {
         }
     }
 
+    /// clusterRedirectBlockedClientIfNeeded: a client blocked on keys of a
+    /// slot this node no longer serves (and does not import) gets -MOVED,
+    /// or -CLUSTERDOWN when the slot is unserved or the cluster failed.
+    pub(super) fn cluster_redirect_blocked(&mut self) {
+        use crate::server::cluster::{key_hash_slot, route::Redirect, Health};
+        let Some(c) = self.server.cluster.as_deref() else {
+            return;
+        };
+        let mut redirect = Vec::new();
+        for (&id, p) in &self.server.blocking.parked {
+            if p.req.kind == WaitKind::Replicas {
+                continue;
+            }
+            if c.state == Health::Fail {
+                redirect.push((id, Redirect::DownState));
+                continue;
+            }
+            let Some(key) = p.req.keys.first() else {
+                continue;
+            };
+            let slot = key_hash_slot(key);
+            let mut owner = c.slot_owner(usize::from(slot));
+            let me = c.me();
+            let readonly = self
+                .server
+                .clients
+                .get(&id)
+                .is_some_and(|cl| cl.cluster_readonly);
+            let write = self
+                .server
+                .table
+                .lookup(p.command().get(0))
+                .is_some_and(|cmd| {
+                    self.server.table.commands[cmd].has(crate::server::table::flag::WRITE)
+                });
+            if readonly && !write && me.is_replica() && me.master == owner {
+                owner = Some(c.myself);
+            }
+            if owner != Some(c.myself) && !c.importing_from.contains_key(&slot) {
+                redirect.push((
+                    id,
+                    match owner {
+                        None => Redirect::DownUnbound,
+                        Some(n) => Redirect::Moved(slot, n),
+                    },
+                ));
+            }
+        }
+        for (id, r) in redirect {
+            let Some(c) = self.server.cluster.as_deref() else {
+                return;
+            };
+            let e = r.error(c);
+            if let Some(mut p) = self.server.blocking.unblock(id) {
+                let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
+                ReplyBuf::new(&mut p.out, resp3).error(&e);
+                self.server.count_unblocked(p.command());
+                self.server.blocking.finish(id, p);
+            }
+        }
+    }
+
     /// Forgets a blocked client that disconnected; its keys keep their data.
     pub(super) fn forget_blocked(&mut self, id: u64) {
         self.server.blocking.forget(id);

@@ -170,6 +170,10 @@ impl Executor {
         if self.cluster_cron.elapsed() >= CLUSTER_CRON {
             self.cluster_cron = Instant::now();
             cron::cron(&mut self.server, &mut self.store);
+            if !self.server.blocking.parked.is_empty() {
+                self.cluster_redirect_blocked();
+                self.handle_ready();
+            }
         }
     }
 

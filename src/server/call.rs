@@ -634,7 +634,13 @@ fn cluster_check(
 
 /// scriptVerifyClusterState: a script's command may touch only keys this
 /// node serves, all of one slot unless the script allows cross-slot keys.
-fn script_cluster_check(server: &ServerState, store: &Store, client: &mut Client, id: CommandId, argv: Argv<'_>) -> Result<(), Error> {
+fn script_cluster_check(
+    server: &ServerState,
+    store: &Store,
+    client: &mut Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Result<(), Error> {
     use super::cluster::route::{self, Redirect};
     let Some(cluster) = server.cluster.as_deref() else {
         return Ok(());
@@ -655,11 +661,9 @@ fn script_cluster_check(server: &ServerState, store: &Store, client: &mut Client
     let one = std::iter::once((cmd, argv));
     let slot = match route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists) {
         Ok(slot) => slot,
-        Err(Redirect::DownReadOnly) => {
-            return Err(Error::err(
-                "Script attempted to execute a write command while the cluster is down and readonly",
-            ))
-        }
+        Err(Redirect::DownReadOnly) => return Err(Error::err(
+            "Script attempted to execute a write command while the cluster is down and readonly",
+        )),
         Err(Redirect::DownState) => {
             return Err(Error::err(
                 "Script attempted to execute a command while the cluster is down",

@@ -37,6 +37,13 @@ impl Node {
     pub fn kill(&mut self) {
         self.child = None;
     }
+
+    /// Starts it again on its port with its files.
+    fn restart(&mut self, node_timeout: u64) {
+        self.kill();
+        let n = spawn_node(self.kind, node_timeout, self.port, &self._dir).expect("restarted");
+        self.child = n.child;
+    }
 }
 
 /// A loopback port whose bus port (10000 above) is free too.
@@ -54,34 +61,39 @@ pub fn start_node(kind: Kind, node_timeout: u64) -> Node {
     let dir = unique_temp_path("cluster-node");
     std::fs::create_dir_all(&dir).expect("create a node directory");
     for _ in 0..5 {
-        let port = cluster_port();
-        let program = match kind {
-            Kind::Ferrokv => env!("CARGO_BIN_EXE_ferrokv"),
-            Kind::Redis => "redis-server",
-        };
-        let mut cmd = server_command(program, port);
-        cmd.args(["--cluster-enabled", "yes"])
-            .args(["--cluster-node-timeout", &node_timeout.to_string()])
-            .args(["--dir", dir.to_str().unwrap_or("/tmp")])
-            .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let mut child = ChildGuard(cmd.spawn().expect("the server binary runs"));
-        let pid = child.0.id();
-        if wait_until(Duration::from_secs(5), || {
-            matches!(child.0.try_wait(), Ok(Some(_)))
-                || (listens_on(pid, port) && listens_on(pid, port + 10000))
-        }) && matches!(child.0.try_wait(), Ok(None))
-        {
-            return Node {
-                port,
-                kind,
-                child: Some(child),
-                _dir: dir,
-            };
+        if let Some(n) = spawn_node(kind, node_timeout, cluster_port(), &dir) {
+            return n;
         }
     }
     panic!("a cluster node did not start");
+}
+
+/// Runs a node on `port` with its files in `dir`; None if it did not
+/// start (its port taken meanwhile).
+fn spawn_node(kind: Kind, node_timeout: u64, port: u16, dir: &std::path::Path) -> Option<Node> {
+    let program = match kind {
+        Kind::Ferrokv => env!("CARGO_BIN_EXE_ferrokv"),
+        Kind::Redis => "redis-server",
+    };
+    let mut cmd = server_command(program, port);
+    cmd.args(["--cluster-enabled", "yes"])
+        .args(["--cluster-node-timeout", &node_timeout.to_string()])
+        .args(["--dir", dir.to_str().unwrap_or("/tmp")])
+        .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = ChildGuard(cmd.spawn().expect("the server binary runs"));
+    let pid = child.0.id();
+    let started = wait_until(Duration::from_secs(5), || {
+        matches!(child.0.try_wait(), Ok(Some(_)))
+            || (listens_on(pid, port) && listens_on(pid, port + 10000))
+    });
+    (started && matches!(child.0.try_wait(), Ok(None))).then(|| Node {
+        port,
+        kind,
+        child: Some(child),
+        _dir: dir.to_path_buf(),
+    })
 }
 
 fn text(r: &[u8]) -> String {
@@ -298,7 +310,7 @@ fn single_node_replies_match_redis() {
     }
     // The keys of a slot, in an order of their own (Redis lists the
     // newest first).
-    let mut keys = |p: u16| {
+    let keys = |p: u16| {
         let mut k: Vec<String> = ask(p, &["CLUSTER", "GETKEYSINSLOT", "15495", "10"])
             .lines()
             .map(str::to_string)
@@ -337,15 +349,44 @@ fn single_node_replies_match_redis() {
         s(&args);
     }
     assert_eq!(keys(fk.port), keys(rd.port));
+    // A client blocked on a slot that stops being served is told.
+    let q_slot = key_slot(b"{q}").to_string();
+    let (mut bf, mut br) = (Raw::connect(fk.port), Raw::connect(rd.port));
+    for b in [&mut bf, &mut br] {
+        b.send(&encode(&[b"BLPOP", b"{q}", b"0"]));
+    }
+    assert!(wait_until(Duration::from_secs(5), || {
+        [fk.port, rd.port]
+            .iter()
+            .all(|&p| ask(p, &["INFO", "clients"]).contains("blocked_clients:1"))
+    }));
+    s(&["CLUSTER", "DELSLOTS", &q_slot]);
+    assert_eq!(text(&bf.read_reply()), text(&br.read_reply()));
+    s(&["CLUSTER", "ADDSLOTS", &q_slot]);
     // Scripts touch only keys of this node, of one slot once flagged.
     for args in [
         &["EVAL", "return redis.call('get',KEYS[1])", "1", "foo"][..],
         &["EVAL", "return redis.call('set','{a}1','x')", "1", "foo"],
         &["EVAL", "return redis.call('mget','{a}1','{a}2')", "0"],
         &["EVAL", "return redis.call('mget','{a}1','b')", "0"],
-        &["EVAL", "#!lua\nreturn redis.call('set','{a}1','x')", "1", "foo"],
-        &["EVAL", "#!lua flags=allow-cross-slot-keys\nreturn redis.call('set','{a}1','x')", "1", "foo"],
-        &["EVAL", "#!lua\nreturn redis.call('get',KEYS[1])..redis.call('get','{a}1')", "1", "{a}2"],
+        &[
+            "EVAL",
+            "#!lua\nreturn redis.call('set','{a}1','x')",
+            "1",
+            "foo",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=allow-cross-slot-keys\nreturn redis.call('set','{a}1','x')",
+            "1",
+            "foo",
+        ],
+        &[
+            "EVAL",
+            "#!lua\nreturn redis.call('get',KEYS[1])..redis.call('get','{a}1')",
+            "1",
+            "{a}2",
+        ],
     ] {
         s(args);
     }
@@ -421,6 +462,23 @@ fn fail_over_a_master(kinds: &[Kind]) {
     }
     let slot = key_slot(b"key:0");
     let victim = master_of(nodes[0].port, slot);
+    // Its replica redirects reads, but serves them after READONLY.
+    let replica = nodes
+        .iter()
+        .map(|n| n.port)
+        .find(|&p| {
+            let role = ask(p, &["ROLE"]);
+            role.contains("slave") && role.contains(&format!(":{victim}\r\n"))
+        })
+        .expect("the victim's replica");
+    let mut r = Raw::connect(replica);
+    assert!(text(&r.cmd_str(&["GET", "key:0"]))
+        .starts_with(&format!("-MOVED {slot} 127.0.0.1:{victim}")));
+    assert_eq!(r.cmd_str(&["READONLY"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["GET", "key:0"]), b"$1\r\n0\r\n");
+    assert!(text(&r.cmd_str(&["SET", "key:0", "x"])).starts_with("-MOVED"));
+    assert_eq!(r.cmd_str(&["READWRITE"]), b"+OK\r\n");
+    assert!(text(&r.cmd_str(&["GET", "key:0"])).starts_with("-MOVED"));
     let observer = nodes
         .iter()
         .find(|n| n.port != victim)
@@ -634,4 +692,59 @@ fn ask_and_tryagain_during_migration_match_redis() {
     for (i, (x, y)) in a.1.iter().zip(&b.1).enumerate() {
         assert_eq!(x, y, "step {i} differs between {:?} and {:?}", a.0, b.0);
     }
+}
+
+/// nodes.conf keeps a node's name, slots, epochs and peers across a
+/// restart, in the file format redis-server reads.
+#[test]
+fn nodes_conf_survives_a_restart() {
+    let mut n = start_node(Kind::Ferrokv, 5000);
+    let p = n.port;
+    assert_eq!(
+        ask(p, &["CLUSTER", "ADDSLOTSRANGE", "0", "100", "200", "300"]),
+        "+OK\r\n"
+    );
+    assert_eq!(ask(p, &["CLUSTER", "SET-CONFIG-EPOCH", "7"]), "+OK\r\n");
+    assert_eq!(
+        ask(
+            p,
+            &[
+                "CLUSTER",
+                "SETSLOT",
+                "5",
+                "MIGRATING",
+                "0123456789012345678901234567890123456789"
+            ]
+        )
+        .starts_with("-ERR I don't know"),
+        true
+    );
+    let before = ask(p, &["CLUSTER", "NODES"]);
+    let info = ask(p, &["CLUSTER", "INFO"]);
+    n.restart(5000);
+    assert_eq!(ask(p, &["CLUSTER", "NODES"]), before);
+    let after = ask(p, &["CLUSTER", "INFO"]);
+    for field in [
+        "cluster_slots_assigned:202",
+        "cluster_current_epoch:7",
+        "cluster_my_epoch:7",
+    ] {
+        assert!(
+            info.contains(field) && after.contains(field),
+            "{field}: {after}"
+        );
+    }
+    // redis-server reads the file ferrokv wrote.
+    let conf = n._dir.join("nodes.conf");
+    let text = std::fs::read_to_string(&conf).expect("nodes.conf");
+    assert!(
+        text.ends_with("vars currentEpoch 7 lastVoteEpoch 0\n"),
+        "{text}"
+    );
+    let dir = unique_temp_path("cluster-redis-reads");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("nodes.conf"), &text).expect("copy nodes.conf");
+    n.kill();
+    let r = spawn_node(Kind::Redis, 5000, p, &dir).expect("redis-server starts on the file");
+    assert_eq!(ask(r.port, &["CLUSTER", "NODES"]), before);
 }

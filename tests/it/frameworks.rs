@@ -434,4 +434,3 @@ fn redis_py_cluster_client() {
         out.describe()
     );
 }
-
