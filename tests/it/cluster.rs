@@ -748,3 +748,82 @@ fn nodes_conf_survives_a_restart() {
     let r = spawn_node(Kind::Redis, 5000, p, &dir).expect("redis-server starts on the file");
     assert_eq!(ask(r.port, &["CLUSTER", "NODES"]), before);
 }
+
+/// `redis-cli --cluster add-node` (a master and a replica), `rebalance`
+/// onto the new master, a manual CLUSTER FAILOVER of the replica, and
+/// `del-node` of the demoted master, on a ferrokv cluster with a
+/// redis-server replica; no key lost.
+#[test]
+fn add_rebalance_manual_failover_and_del_node() {
+    use Kind::{Ferrokv as F, Redis as R};
+    let mut nodes = create_cluster(&[F, F, F], 0, 5000);
+    let seed = nodes[0].port;
+    let mut client = ClusterClient::new(seed);
+    for i in 0..200 {
+        assert_eq!(
+            client.cmd(&["SET", &format!("k{i}"), &i.to_string()]),
+            "+OK\r\n"
+        );
+    }
+    let (extra, replica) = (start_node(F, 5000), start_node(R, 5000));
+    let at = |p: u16| format!("127.0.0.1:{p}");
+    let (ok, out) = cluster_tool(&["add-node".into(), at(extra.port), at(seed)]);
+    assert!(ok, "{out}");
+    let (ok, out) = cluster_tool(&[
+        "add-node".into(),
+        at(replica.port),
+        at(seed),
+        "--cluster-slave".into(),
+        "--cluster-master-id".into(),
+        ask(seed, &["CLUSTER", "MYID"])
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string(),
+    ]);
+    assert!(ok, "{out}");
+    nodes.push(extra);
+    assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
+    // A new master serves nothing for two seconds after it starts.
+    assert!(wait_until(Duration::from_secs(20), || nodes.iter().all(
+        |n| { ask(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok") }
+    )));
+    let (ok, out) = cluster_tool(&[
+        "rebalance".into(),
+        at(seed),
+        "--cluster-use-empty-masters".into(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
+    let new_master = nodes.last().map(|n| n.port).unwrap_or(0);
+    assert!(ask(new_master, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+    assert!(
+        !ask(new_master, &["DBSIZE"]).starts_with(":0"),
+        "rebalance moved no key"
+    );
+    // The replica (redis-server) of the seed takes over on request.
+    assert!(wait_until(Duration::from_secs(20), || {
+        ask(replica.port, &["INFO", "replication"]).contains("master_link_status:up")
+    }));
+    assert_eq!(ask(replica.port, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    assert!(wait_until(Duration::from_secs(20), || {
+        ask(replica.port, &["ROLE"]).contains("master") && ask(seed, &["ROLE"]).contains("slave")
+    }));
+    // The demoted ferrokv node leaves the cluster.
+    let old_id = ask(seed, &["CLUSTER", "MYID"])
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let (ok, out) = cluster_tool(&["del-node".into(), at(new_master), old_id.clone()]);
+    assert!(ok, "{out}");
+    assert!(!ask(new_master, &["CLUSTER", "NODES"]).contains(&old_id));
+    let mut client = ClusterClient::new(new_master);
+    for i in 0..200 {
+        let v = i.to_string();
+        assert_eq!(
+            client.cmd(&["GET", &format!("k{i}")]),
+            format!("${}\r\n{v}\r\n", v.len())
+        );
+    }
+}

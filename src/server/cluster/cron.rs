@@ -146,8 +146,14 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
     c.cron_runs += 1;
     let iteration = c.cron_runs;
     c.pfail_nodes = 0;
+    free_links_over_limit(server);
     // Reconnect links, drop stale handshakes.
-    for k in c.keys() {
+    let keys = server
+        .cluster
+        .as_deref()
+        .map(ClusterState::keys)
+        .unwrap_or_default();
+    for k in keys {
         let Some(c) = server.cluster.as_deref_mut() else {
             return;
         };
@@ -297,6 +303,51 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
         }
     }
     let _ = store;
+}
+
+/// cluster-link-sendbuf-limit: a link whose send buffer grew past it is
+/// closed (freeClusterLinkOnBufferLimitReached), to be reconnected.
+fn free_links_over_limit(server: &mut ServerState) {
+    let limit = server
+        .config
+        .get_i64("cluster-link-sendbuf-limit")
+        .unwrap_or(0)
+        .max(0) as usize;
+    if limit == 0 {
+        return;
+    }
+    let (Some(c), Some(net)) = (server.cluster.as_deref(), server.net.as_ref()) else {
+        return;
+    };
+    let over: Vec<(u64, bool, String)> = {
+        let net = net.borrow();
+        c.links
+            .iter()
+            .filter(|(&id, _)| net.bus().send_buffer(id).0 > limit)
+            .map(|(&id, l)| {
+                let name = l
+                    .node
+                    .filter(|&k| c.contains(k))
+                    .map(|k| c.node(k).name.clone());
+                (id, l.inbound, name.unwrap_or_default())
+            })
+            .collect()
+    };
+    for (id, inbound, name) in over {
+        let used = server
+            .net
+            .as_ref()
+            .map_or(0, |n| n.borrow().bus().send_buffer(id).0);
+        tracing::warn!(
+            "Freeing cluster link({} node {name}, used memory: {used}) due to exceeding send \
+             buffer memory limit.",
+            if inbound { "from" } else { "to" }
+        );
+        bus::free_link(server, id);
+        if let Some(c) = server.cluster.as_deref_mut() {
+            c.links_buffer_limit_exceeded += 1;
+        }
+    }
 }
 
 /// clusterBeforeSleep: the work messages and commands asked for.
