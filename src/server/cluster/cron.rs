@@ -381,6 +381,4 @@ pub fn before_sleep(server: &mut ServerState) {
             std::process::exit(1);
         }
     }
-    // What the handlers above asked for waits for the next round.
-    c.todo |= c.todo & (todo::SAVE_CONFIG | todo::UPDATE_STATE);
 }
