@@ -349,6 +349,8 @@ fn prepare(
         }
         let cport =
             server::cluster::cron::init(&mut executor.server).map_err(std::io::Error::other)?;
+        // Database 0's keys by hash slot, from the load on.
+        executor.store.dbs[0].dict.index_slots();
         net.bus_listen(&executor.server.config.bind, cport)
             .map_err(|_| {
                 std::io::Error::other(format!(

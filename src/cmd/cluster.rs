@@ -10,7 +10,6 @@ use crate::error::{CmdResult, Error};
 use crate::server::cluster::{
     self, key_hash_slot, node_flag as nf, todo, ClusterState, Health, NodeKey, MESSAGE_TYPES, SLOTS,
 };
-use crate::store::Store;
 
 /// The handlers this family registers: Redis 7.0's CLUSTER subcommands.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -130,17 +129,6 @@ fn node_arg(c: &ClusterState, arg: &[u8]) -> Result<NodeKey, Error> {
         .ok_or_else(|| Error::err_owned(format!("Unknown node {}", args::lossy(arg))))
 }
 
-/// Number of keys of database 0 in `slot` (countKeysInSlot).
-pub fn count_keys_in_slot(store: &Store, slot: u16) -> usize {
-    let mut n = 0;
-    store.dbs[0].dict.for_each(|e| {
-        if key_hash_slot(e.key()) == slot {
-            n += 1;
-        }
-    });
-    n
-}
-
 fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     state(ctx)?;
     super::client::write_help(ctx, HELP);
@@ -258,7 +246,7 @@ fn countkeysinslot(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if !(0..SLOTS as i64).contains(&slot) {
         return Err(Error::err("Invalid slot"));
     }
-    let n = count_keys_in_slot(ctx.store, slot as u16);
+    let n = cluster::count_keys_in_slot(ctx.store, slot as u16);
     ctx.reply.int(n as i64);
     Ok(())
 }
@@ -621,7 +609,7 @@ fn setslot(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             if c.node(n).is_replica() {
                 return Err(Error::err("Target node is not a master"));
             }
-            let keys = count_keys_in_slot(ctx.store, s16);
+            let keys = cluster::count_keys_in_slot(ctx.store, s16);
             let allow_migration = ctx
                 .server
                 .config

@@ -32,6 +32,8 @@ pub struct Dict {
     rehash_at: usize,
     len: usize,
     hasher: SipKey,
+    /// The keys by cluster hash slot, in cluster mode (database 0).
+    slots: Option<Box<super::slots::SlotIndex>>,
 }
 
 const INITIAL_SIZE: usize = 4;
@@ -171,6 +173,7 @@ impl Default for Dict {
             rehash_at: 0,
             len: 0,
             hasher: SipKey::random(),
+            slots: None,
         }
     }
 }
@@ -315,6 +318,9 @@ impl Dict {
         }
         self.rehash_step(1);
         self.len += 1;
+        if let Some(ix) = &mut self.slots {
+            ix.add(key);
+        }
         // While rehashing, new entries go to the new array.
         let table = if self.next.is_empty() {
             &mut self.buckets
@@ -342,6 +348,9 @@ impl Dict {
         }
         let removed = removed?;
         self.len -= 1;
+        if let Some(ix) = &mut self.slots {
+            ix.remove(key);
+        }
         self.maybe_shrink();
         Some(removed)
     }
@@ -423,6 +432,7 @@ impl Dict {
     /// it elsewhere (FLUSHALL ASYNC).
     pub fn take(&mut self) -> Dict {
         let hasher = self.hasher;
+        let slots = self.slots.as_ref().map(|_| Box::default());
         std::mem::replace(
             self,
             Dict {
@@ -431,8 +441,22 @@ impl Dict {
                 rehash_at: 0,
                 len: 0,
                 hasher,
+                slots,
             },
         )
+    }
+
+    /// Keeps the keys by cluster hash slot from now on (cluster mode),
+    /// starting with those present.
+    pub fn index_slots(&mut self) {
+        let mut ix = Box::<super::slots::SlotIndex>::default();
+        self.for_each(|e| ix.add(e.key()));
+        self.slots = Some(ix);
+    }
+
+    /// The keys by hash slot, when kept.
+    pub fn slot_index(&self) -> Option<&super::slots::SlotIndex> {
+        self.slots.as_deref()
     }
 
     /// Visits every entry.
@@ -513,6 +537,11 @@ impl Dict {
             }
         };
         self.len -= removed.len();
+        if let Some(ix) = &mut self.slots {
+            for e in &removed {
+                ix.remove(e.key());
+            }
+        }
         (next, removed)
     }
 

@@ -20,6 +20,7 @@ pub mod list;
 pub mod listpack;
 pub mod packed;
 pub mod set;
+pub mod slots;
 pub mod stream;
 pub mod value;
 pub mod watch;

@@ -327,17 +327,25 @@ pub struct Link {
     pub connecting: bool,
 }
 
+/// Number of keys of database 0 in `slot` (countKeysInSlot), from the
+/// slot index cluster mode keeps.
+pub fn count_keys_in_slot(store: &Store, slot: u16) -> usize {
+    match store.dbs[0].dict.slot_index() {
+        Some(ix) => ix.count(slot),
+        None => keys_in_slot(store, slot, usize::MAX).len(),
+    }
+}
+
 /// Whether database 0 holds a key of `slot`.
 pub fn has_keys_in_slot(store: &Store, slot: u16) -> bool {
-    let mut found = false;
-    store.dbs[0].dict.for_each(|e| {
-        found = found || key_hash_slot(e.key()) == slot;
-    });
-    found
+    count_keys_in_slot(store, slot) > 0
 }
 
 /// The keys of database 0 in `slot`, at most `max`.
 pub fn keys_in_slot(store: &Store, slot: u16, max: usize) -> Vec<Vec<u8>> {
+    if let Some(ix) = store.dbs[0].dict.slot_index() {
+        return ix.keys(slot).take(max).map(<[u8]>::to_vec).collect();
+    }
     let mut keys = Vec::new();
     store.dbs[0].dict.for_each(|e| {
         if keys.len() < max && key_hash_slot(e.key()) == slot {
