@@ -3,8 +3,9 @@
 //! sent as RESTORE (RESTORE-ASKING in cluster mode) over a connection to
 //! the target, then deleted here unless COPY, the MIGRATE reaching the AOF
 //! and replicas as DEL of the keys the target took. Like Redis's, it
-//! blocks the server for the exchange, bounded by `timeout`. Redis keeps
-//! the connection for reuse for ten seconds; ferrokv opens one per call.
+//! blocks the server for the exchange, bounded by `timeout`. The
+//! connection to a target is kept for ten seconds of disuse, as Redis
+//! keeps it (SELECT is sent only when the database changes).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -14,26 +15,90 @@ use super::args::{self, is};
 use super::{Argv, Ctx};
 use crate::error::{CmdResult, Error};
 use crate::persist::rdb;
+use crate::server::MigrateSocket;
 
 /// Appends a RESP command to `out`.
 fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     crate::net::request::encode(out, args);
 }
 
-/// Reads one reply line (up to 1,024 bytes, as Redis's syncReadLine).
-fn read_line(r: &mut BufReader<TcpStream>) -> Option<String> {
+/// Reads one reply line (up to 1,024 bytes, as Redis's syncReadLine);
+/// Err(true) when the read timed out, Err(false) on another failure.
+fn read_line(r: &mut BufReader<TcpStream>) -> Result<String, bool> {
     let mut line = Vec::new();
-    let n = Read::by_ref(r)
-        .take(1024)
-        .read_until(b'\n', &mut line)
-        .ok()?;
-    if n == 0 {
-        return None;
+    match Read::by_ref(r).take(1024).read_until(b'\n', &mut line) {
+        Ok(0) => return Err(false),
+        Ok(_) => {}
+        Err(e) => return Err(timed_out(&e)),
     }
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
     }
-    Some(String::from_utf8_lossy(&line).into_owned())
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Whether an I/O error is a timeout.
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// How long an unused cached connection is kept (MIGRATE_SOCKET_CACHE_TTL).
+const SOCKET_TTL_MS: u64 = 10_000;
+/// Most cached connections (MIGRATE_SOCKET_CACHE_ITEMS).
+const SOCKET_CACHE_ITEMS: usize = 64;
+
+/// The cached connection to `name` (`host:port`), opened if needed
+/// (migrateGetSocket); None when it cannot be opened within `timeout`.
+fn cached_socket<'s>(
+    ctx: &'s mut Ctx<'_>,
+    name: &str,
+    host: &str,
+    port: &str,
+    timeout: Duration,
+) -> Option<&'s mut MigrateSocket> {
+    let now = crate::util::clock::real_now_ms();
+    let cache = &mut ctx.server.migrate_sockets;
+    if !cache.contains_key(name) {
+        if cache.len() >= SOCKET_CACHE_ITEMS {
+            // Too many: drop one.
+            if let Some(k) = cache.keys().next().cloned() {
+                cache.remove(&k);
+            }
+        }
+        let addr = (host, port.parse::<u16>().ok()?)
+            .to_socket_addrs()
+            .ok()?
+            .next()?;
+        let s = TcpStream::connect_timeout(&addr, timeout).ok()?;
+        let _ = s.set_nodelay(true);
+        let reader = BufReader::new(s.try_clone().ok()?);
+        cache.insert(
+            name.to_string(),
+            MigrateSocket {
+                writer: s,
+                reader,
+                last_dbid: None,
+                last_use_ms: now,
+            },
+        );
+    }
+    let sock = cache.get_mut(name)?;
+    sock.writer.set_read_timeout(Some(timeout)).ok()?;
+    sock.writer.set_write_timeout(Some(timeout)).ok()?;
+    sock.last_use_ms = now;
+    Some(sock)
+}
+
+/// Closes cached connections unused for ten seconds
+/// (migrateCloseTimedoutSockets, from the server's cron).
+pub fn close_idle_sockets(server: &mut crate::server::ServerState) {
+    let now = crate::util::clock::real_now_ms();
+    server
+        .migrate_sockets
+        .retain(|_, s| now.saturating_sub(s.last_use_ms) <= SOCKET_TTL_MS);
 }
 
 /// An I/O failure toward the target: while writing or while reading.
@@ -120,64 +185,87 @@ pub fn migrate(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         b"RESTORE"
     };
-    let mut cmd = Vec::new();
-    if let Some(pw) = password {
-        match user {
-            Some(u) => push_command(&mut cmd, &[b"AUTH", u, pw]),
-            None => push_command(&mut cmd, &[b"AUTH", pw]),
-        }
-    }
-    let dbid_text = dbid.to_string();
-    push_command(&mut cmd, &[b"SELECT", dbid_text.as_bytes()]);
-    for (key, ttl, payload) in &found {
-        let ttl = ttl.to_string();
-        let mut args: Vec<&[u8]> = vec![restore, key, ttl.as_bytes(), payload];
-        if replace {
-            args.push(b"REPLACE");
-        }
-        push_command(&mut cmd, &args);
-    }
     let host = args::lossy(argv.get(1));
     let port = args::lossy(argv.get(2));
-    let connect = || -> Option<TcpStream> {
-        let addr = (host.as_str(), port.parse::<u16>().ok()?)
-            .to_socket_addrs()
-            .ok()?
-            .next()?;
-        let s = TcpStream::connect_timeout(&addr, timeout).ok()?;
-        s.set_read_timeout(Some(timeout)).ok()?;
-        s.set_write_timeout(Some(timeout)).ok()?;
-        let _ = s.set_nodelay(true);
-        Some(s)
+    let name = format!("{host}:{port}");
+    // A cached connection may have been closed by the target: one retry
+    // on a fresh one, unless the failure was a timeout (Redis's
+    // may_retry).
+    let mut may_retry = true;
+    let (auth_reply, select_reply, replies) = loop {
+        let Some(sock) = cached_socket(ctx, &name, &host, &port, timeout) else {
+            return Err(Error::raw(
+                "IOERR error or timeout connecting to the client",
+            ));
+        };
+        let select = sock.last_dbid != Some(dbid);
+        let mut cmd = Vec::new();
+        if let Some(pw) = password {
+            match user {
+                Some(u) => push_command(&mut cmd, &[b"AUTH", u, pw]),
+                None => push_command(&mut cmd, &[b"AUTH", pw]),
+            }
+        }
+        let dbid_text = dbid.to_string();
+        if select {
+            push_command(&mut cmd, &[b"SELECT", dbid_text.as_bytes()]);
+        }
+        for (key, ttl, payload) in &found {
+            let ttl = ttl.to_string();
+            let mut args: Vec<&[u8]> = vec![restore, key, ttl.as_bytes(), payload];
+            if replace {
+                args.push(b"REPLACE");
+            }
+            push_command(&mut cmd, &args);
+        }
+        let exchange = (|| -> Result<_, (bool, bool)> {
+            sock.writer
+                .write_all(&cmd)
+                .map_err(|e| (true, timed_out(&e)))?;
+            let line = |r: &mut BufReader<TcpStream>| read_line(r).map_err(|t| (false, t));
+            let auth = match password {
+                Some(_) => Some(line(&mut sock.reader)?),
+                None => None,
+            };
+            let sel = if select {
+                Some(line(&mut sock.reader)?)
+            } else {
+                None
+            };
+            // The first reply missing is a connection that died before it
+            // did anything: retried. Later ones end the exchange.
+            let mut replies = vec![line(&mut sock.reader)?];
+            for _ in 1..found.len() {
+                match read_line(&mut sock.reader) {
+                    Ok(r) => replies.push(r),
+                    Err(_) => break,
+                }
+            }
+            Ok((auth, sel, replies))
+        })();
+        match exchange {
+            Ok((auth, sel, replies)) => {
+                if replies.len() < found.len() {
+                    ctx.server.migrate_sockets.remove(&name);
+                }
+                break (auth, sel, replies);
+            }
+            Err((writing, timed_out)) => {
+                ctx.server.migrate_sockets.remove(&name);
+                if may_retry && !timed_out {
+                    may_retry = false;
+                    continue;
+                }
+                return Err(io_error(writing));
+            }
+        }
     };
-    let Some(mut sock) = connect() else {
-        return Err(Error::raw(
-            "IOERR error or timeout connecting to the client",
-        ));
-    };
-    if sock.write_all(&cmd).is_err() {
-        return Err(io_error(true));
-    }
-    let Ok(read_half) = sock.try_clone() else {
-        return Err(io_error(false));
-    };
-    let mut r = BufReader::new(read_half);
-    let auth_reply = match password {
-        Some(_) => Some(read_line(&mut r).ok_or_else(|| io_error(false))?),
-        None => None,
-    };
-    let select_reply = read_line(&mut r).ok_or_else(|| io_error(false))?;
     let mut target_error: Option<String> = None;
     let mut moved: Vec<&[u8]> = Vec::new();
-    let mut socket_error = false;
-    for (key, _, _) in &found {
-        let Some(reply) = read_line(&mut r) else {
-            socket_error = true;
-            break;
-        };
+    for ((key, _, _), reply) in found.iter().zip(&replies) {
         let failed = [
             auth_reply.as_deref(),
-            Some(select_reply.as_str()),
+            select_reply.as_deref(),
             Some(reply.as_str()),
         ]
         .into_iter()
@@ -192,6 +280,13 @@ pub fn migrate(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
             moved.push(key);
         }
+    }
+    let socket_error = replies.len() < found.len();
+    match ctx.server.migrate_sockets.get_mut(&name) {
+        // On an error the target's database is no longer known.
+        Some(s) if target_error.is_none() => s.last_dbid = Some(dbid),
+        Some(s) => s.last_dbid = None,
+        None => {}
     }
     if !moved.is_empty() {
         let mut del: Vec<&[u8]> = vec![b"DEL"];

@@ -239,6 +239,7 @@ impl Executor {
             }
         }
         self.close_idle_clients();
+        crate::cmd::migrate::close_idle_sockets(&mut self.server);
         self.reap_ldb_children();
         self.resume_postponed();
         // Group readers blocked on a stream that expired learn it now.

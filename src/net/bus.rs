@@ -154,6 +154,16 @@ impl Bus {
             .map_or((0, 0), |l| (l.wbuf.capacity(), l.wbuf.len()))
     }
 
+    /// Number of links, both directions.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Whether the bus port is open (cluster mode).
+    pub fn is_listening(&self) -> bool {
+        !self.listeners.is_empty()
+    }
+
     /// The events gathered since the last call.
     pub fn take_events(&mut self) -> Vec<BusEvent> {
         std::mem::take(&mut self.events)

@@ -528,13 +528,21 @@ impl Net {
 
     fn admit(&mut self, mut sock: TcpStream, addr: SocketAddr) {
         self.stats.total_connections += 1;
-        let refusal: Option<&[u8]> = if self.stats.connected_clients >= self.limits.maxclients {
-            Some(b"-ERR max number of clients reached\r\n")
-        } else if protected_denies(&self.limits, &addr) {
-            Some(crate::error::DENIED_PROTECTED_MODE)
-        } else {
-            None
-        };
+        // In cluster mode the bus links count too (Redis's
+        // getClusterConnectionsCount).
+        let bus_links = self.bus.link_count();
+        let refusal: Option<&[u8]> =
+            if self.stats.connected_clients + bus_links >= self.limits.maxclients {
+                Some(if self.bus.is_listening() {
+                    b"-ERR max number of clients + cluster connections reached\r\n"
+                } else {
+                    b"-ERR max number of clients reached\r\n"
+                })
+            } else if protected_denies(&self.limits, &addr) {
+                Some(crate::error::DENIED_PROTECTED_MODE)
+            } else {
+                None
+            };
         if let Some(msg) = refusal {
             self.stats.rejected_connections += 1;
             // Best effort, as Redis: the socket is fresh, the line fits.

@@ -170,6 +170,20 @@ pub struct ServerState {
     pub active_expire: bool,
     /// The cluster, with `cluster-enabled yes`.
     pub cluster: Option<Box<cluster::ClusterState>>,
+    /// MIGRATE's connections to its targets, by `host:port`.
+    pub migrate_sockets: HashMap<String, MigrateSocket>,
+}
+
+/// A connection MIGRATE keeps to a target (Redis's migrateCachedSocket).
+pub struct MigrateSocket {
+    /// The socket, for writing.
+    pub writer: std::net::TcpStream,
+    /// The same socket, buffered for reading replies.
+    pub reader: std::io::BufReader<std::net::TcpStream>,
+    /// The database selected on it, once known.
+    pub last_dbid: Option<i64>,
+    /// When it was last used (Unix ms).
+    pub last_use_ms: u64,
 }
 
 impl ServerState {
@@ -241,6 +255,7 @@ impl ServerState {
             loading: false,
             active_expire: true,
             cluster: None,
+            migrate_sockets: HashMap::new(),
         }
     }
 
