@@ -809,7 +809,20 @@ fn add_rebalance_manual_failover_and_del_node() {
     assert!(wait_until(Duration::from_secs(20), || {
         ask(replica.port, &["ROLE"]).contains("master") && ask(seed, &["ROLE"]).contains("slave")
     }));
-    // The demoted ferrokv node leaves the cluster.
+    // Every node learns of the switch before the demoted ferrokv node
+    // leaves the cluster.
+    let promoted_id = ask(replica.port, &["CLUSTER", "MYID"])
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert!(wait_until(Duration::from_secs(20), || {
+        nodes.iter().all(|n| {
+            ask(n.port, &["CLUSTER", "NODES"])
+                .lines()
+                .any(|l| l.starts_with(&promoted_id) && l.contains("master"))
+        })
+    }));
     let old_id = ask(seed, &["CLUSTER", "MYID"])
         .lines()
         .nth(1)
@@ -826,4 +839,64 @@ fn add_rebalance_manual_failover_and_del_node() {
             format!("${}\r\n{v}\r\n", v.len())
         );
     }
+}
+
+/// Replica migration: when a master loses its only replica, a replica of
+/// the master with the most replicas moves to it (after five seconds).
+#[test]
+fn a_replica_migrates_to_an_orphaned_master() {
+    const TIMEOUT: u64 = 1000;
+    let mut nodes = create_cluster(&[Kind::Ferrokv; 6], 1, TIMEOUT);
+    let seed = nodes[0].port;
+    let id_of = |p: u16| {
+        ask(p, &["CLUSTER", "MYID"])
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    // A seventh node: a second replica of the first master.
+    let extra = start_node(Kind::Ferrokv, TIMEOUT);
+    let (ok, out) = cluster_tool(&[
+        "add-node".into(),
+        format!("127.0.0.1:{}", extra.port),
+        format!("127.0.0.1:{seed}"),
+        "--cluster-slave".into(),
+        "--cluster-master-id".into(),
+        id_of(seed),
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        wait_until(Duration::from_secs(10), || ask(extra.port, &["ROLE"])
+            .contains("slave")),
+        "{out}\n{}",
+        ask(extra.port, &["CLUSTER", "NODES"])
+    );
+    nodes.push(extra);
+    // The replica of another master goes away.
+    let other = master_of(seed, 16383);
+    let other_id = id_of(other);
+    let orphaned_replica = nodes
+        .iter()
+        .position(|n| {
+            let role = ask(n.port, &["ROLE"]);
+            role.contains("slave") && role.contains(&format!(":{other}\r\n"))
+        })
+        .expect("a replica of the other master");
+    assert!(wait_until(Duration::from_secs(20), || {
+        ask(nodes[orphaned_replica].port, &["INFO", "replication"])
+            .contains("master_link_status:up")
+    }));
+    let gone = id_of(nodes[orphaned_replica].port);
+    nodes[orphaned_replica].kill();
+    // One of the first master's two replicas now replicates the other.
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let n = ask(seed, &["CLUSTER", "REPLICAS", &other_id]);
+            n.lines()
+                .any(|l| l.contains("slave") && !l.contains("fail") && !l.contains(&gone))
+        }),
+        "no replica migrated: {}",
+        ask(seed, &["CLUSTER", "NODES"])
+    );
 }
