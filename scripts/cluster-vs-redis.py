@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from sidebyside import cli
+from sidebyside import cli, spread
 
 
 def cluster_port():
@@ -123,10 +123,6 @@ def failover_seconds(binary, workdir, node_timeout):
             time.sleep(0.02)
     finally:
         stop(nodes)
-
-
-def spread(values):
-    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main():

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import sidebyside
-from sidebyside import cli, stop
+from sidebyside import cli, spread, stop
 
 POLICIES = ["allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru",
             "volatile-lfu", "volatile-random", "volatile-ttl"]
@@ -153,10 +153,6 @@ def hit_rate(port, keys):
             hits += sum(found)
             counted += len(chunk)
     return hits / counted
-
-
-def spread(values):
-    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main():

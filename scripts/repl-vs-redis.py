@@ -36,7 +36,7 @@ import tempfile
 import time
 
 import sidebyside
-from sidebyside import cli, stop
+from sidebyside import cli, spread, stop
 
 
 
@@ -99,10 +99,6 @@ def set_rps(port, requests, pid):
     # "SET: 1234567.00 requests per second, p50=..."
     line = [l for l in out.replace("\r", "\n").split("\n") if l.startswith("SET:")][-1]
     return float(line.split()[1]), (cpu_seconds(pid) - before) * 1e6 / requests
-
-
-def spread(values):
-    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main():

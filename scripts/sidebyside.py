@@ -2,6 +2,7 @@
 repl-vs-redis.py): free loopback ports, redis-cli calls, and starting and
 stopping a server (ferrokv or redis-server) pinned to a core."""
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -38,3 +39,9 @@ def start(binary, core, workdir, extra, nice=0):
 def stop(proc):
     proc.kill()
     proc.wait()
+
+
+def spread(values):
+    """Median and range of per-round figures: "1.23 [1.01-1.45]"."""
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+

@@ -75,7 +75,7 @@ fn my_offset(server: &ServerState, c: &ClusterState) -> u64 {
 /// clusterBuildMessageHdr: a header about this node (or its master's
 /// slots and epoch, when a replica).
 pub fn header(server: &ServerState, kind: u16) -> Header {
-    // Invariant: only called with the cluster on.
+    // invariant: only called with the cluster on.
     let c = server.cluster.as_deref().expect("cluster mode");
     let me = c.me();
     let master = match me.master {

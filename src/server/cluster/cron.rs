@@ -10,14 +10,6 @@ use crate::server::ServerState;
 use crate::store::Store;
 use crate::util::clock;
 
-fn node_timeout(server: &ServerState) -> u64 {
-    server
-        .config
-        .get_i64("cluster-node-timeout")
-        .unwrap_or(15000)
-        .max(0) as u64
-}
-
 /// clusterInit: locks and loads nodes.conf (or creates this node and
 /// writes it) and derives the announced address; the bus port to listen on.
 pub fn init(server: &mut ServerState) -> Result<u16, String> {
@@ -137,7 +129,7 @@ pub fn verify_with_data(server: &mut ServerState, store: &Store) -> Result<(), S
 /// clusterCron.
 pub fn cron(server: &mut ServerState, store: &mut Store) {
     let now = clock::real_now_ms();
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let handshake_timeout = timeout.max(1000);
     update_myself(server);
     let Some(c) = server.cluster.as_deref_mut() else {
@@ -367,7 +359,7 @@ pub fn before_sleep(server: &mut ServerState) {
         super::failover::handle_replica_failover(server, now);
     }
     let require = server.config.get_bool("cluster-require-full-coverage");
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };

@@ -62,14 +62,6 @@ pub struct Election {
     pub mf_can_start: bool,
 }
 
-fn node_timeout(server: &ServerState) -> u64 {
-    server
-        .config
-        .get_i64("cluster-node-timeout")
-        .unwrap_or(15000)
-        .max(0) as u64
-}
-
 /// clusterSetMaster: makes this node a replica of `master` and starts
 /// replicating from it.
 pub fn set_master(server: &mut ServerState, master: NodeKey) {
@@ -185,7 +177,7 @@ pub fn replace_your_master(server: &mut ServerState) {
     c.set_node_as_master(me);
     unset_master(server);
     let require = server.config.get_bool("cluster-require-full-coverage");
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -208,7 +200,7 @@ pub fn replace_your_master(server: &mut ServerState) {
 /// if no slot it claims has a newer owner, and not twice for one master
 /// within two node timeouts.
 pub fn send_auth_if_needed(server: &mut ServerState, node: NodeKey, req: &Header, now: u64) {
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -302,7 +294,7 @@ fn rank(server: &ServerState) -> usize {
 /// the reason changed or five minutes passed, and not in the first
 /// node-timeout-plus-five-seconds of its master's failure.
 fn log_cant_failover(server: &mut ServerState, reason: CantFailover, now: u64) {
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -349,7 +341,7 @@ fn data_age(server: &ServerState, now: u64) -> u64 {
 
 /// clusterHandleSlaveFailover.
 pub fn handle_replica_failover(server: &mut ServerState, now: u64) {
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let no_failover = server.config.get_bool("cluster-replica-no-failover");
     let validity = server
         .config

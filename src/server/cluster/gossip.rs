@@ -13,14 +13,6 @@ fn name_str(n: &[u8; NAME_LEN]) -> String {
     String::from_utf8_lossy(n).into_owned()
 }
 
-fn node_timeout(server: &ServerState) -> u64 {
-    server
-        .config
-        .get_i64("cluster-node-timeout")
-        .unwrap_or(15000)
-        .max(0) as u64
-}
-
 /// The sender of a message on `link` (getNodeFromLinkAndMsg): the link's
 /// node once out of handshake, else the node the header names; an inbound
 /// link learns its node here.
@@ -397,7 +389,7 @@ fn ping(
             }
         }
     }
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -541,7 +533,7 @@ fn clear_failure_if_needed(c: &mut ClusterState, k: NodeKey, now: u64, timeout: 
 /// masters (this one included, when a master) report it, and everybody
 /// is told.
 pub fn mark_failing_if_needed(server: &mut ServerState, k: NodeKey, now: u64) {
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -577,7 +569,7 @@ fn process_gossip(
     gossip: &[Gossip],
     now: u64,
 ) {
-    let timeout = node_timeout(server);
+    let timeout = super::node_timeout(server);
     let sender = sender.or_else(|| {
         let c = server.cluster.as_deref()?;
         c.links

@@ -336,6 +336,15 @@ pub fn count_keys_in_slot(store: &Store, slot: u16) -> usize {
     }
 }
 
+/// `cluster-node-timeout` in milliseconds.
+pub fn node_timeout(server: &ServerState) -> u64 {
+    server
+        .config
+        .get_i64("cluster-node-timeout")
+        .unwrap_or(15000)
+        .max(0) as u64
+}
+
 /// Whether database 0 holds a key of `slot`.
 pub fn has_keys_in_slot(store: &Store, slot: u16) -> bool {
     count_keys_in_slot(store, slot) > 0
@@ -431,14 +440,14 @@ impl ClusterState {
     /// The node with `key`. Keys come from this table, so a missing one is
     /// a bug.
     pub fn node(&self, key: NodeKey) -> &Node {
-        // Invariant: every key handed out refers to a node until
-        // `del_node`, which also removes every reference to it.
+        // Keys live until `del_node`, which removes every reference too.
+        // invariant: a key handed out refers to a node.
         self.nodes.get(&key).expect("a live node key")
     }
 
     /// The node with `key`, to change.
     pub fn node_mut(&mut self, key: NodeKey) -> &mut Node {
-        // Invariant: as in `node`.
+        // invariant: as in `node`.
         self.nodes.get_mut(&key).expect("a live node key")
     }
 

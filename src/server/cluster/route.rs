@@ -65,6 +65,23 @@ pub struct Query {
     pub allow_pubsubshard_when_down: bool,
 }
 
+impl Query {
+    /// What `client` and the configuration say.
+    pub fn of(
+        server: &crate::server::ServerState,
+        client: &crate::server::client::Client,
+    ) -> Query {
+        Query {
+            readonly: client.cluster_readonly,
+            asking: client.asking,
+            allow_reads_when_down: server.config.get_bool("cluster-allow-reads-when-down"),
+            allow_pubsubshard_when_down: server
+                .config
+                .get_bool("cluster-allow-pubsubshard-when-down"),
+        }
+    }
+}
+
 /// The key positions of `cmd` for routing (Redis's getKeysFromCommand):
 /// the command's own key finder for commands with movable keys, else the
 /// legacy first/last/step range.
@@ -181,7 +198,7 @@ pub fn node_for<'a, A: Args>(
         return Err(if existing > 0 {
             Redirect::Unstable
         } else {
-            // Invariant: `migrating` is set only for a slot in the map.
+            // invariant: `migrating` is set only for a slot in the map.
             Redirect::Ask(slot, cluster.migrating_to[&slot])
         });
     }
