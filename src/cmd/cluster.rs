@@ -743,7 +743,6 @@ fn shards(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let Some(c) = ctx.server.cluster.as_deref() else {
         return Err(disabled());
     };
-    let endpoint_type = ctx.server.config.get("cluster-preferred-endpoint-type");
     let ranges = c.slot_ranges();
     let my_offset = ctx.server.repl.replica_offset();
     let master_offset = ctx.server.repl.current_offset();
@@ -781,13 +780,7 @@ fn shards(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
             r.bulk(b"ip");
             r.bulk(n.ip.as_bytes());
             r.bulk(b"endpoint");
-            let endpoint = match endpoint_type.as_str() {
-                "hostname" if !n.hostname.is_empty() => n.hostname.as_str(),
-                "hostname" => "?",
-                "unknown-endpoint" => "?",
-                _ => n.ip.as_str(),
-            };
-            r.bulk(endpoint.as_bytes());
+            r.bulk(c.endpoint(k).as_bytes());
             fields += 2;
             if !n.hostname.is_empty() {
                 r.bulk(b"hostname");

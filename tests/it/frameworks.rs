@@ -422,6 +422,7 @@ fn sentinel_fails_over_a_ferrokv_master() {
 /// sharded pub/sub through redirections.
 #[test]
 fn redis_py_cluster_client() {
+    let _serial = crate::cluster::one_at_a_time();
     let python = python_env();
     let nodes = crate::cluster::create_cluster(&[crate::cluster::Kind::Ferrokv; 6], 1, 5000);
     let mut cmd = Command::new(python);

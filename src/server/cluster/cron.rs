@@ -56,9 +56,11 @@ pub fn update_myself(server: &mut ServerState) {
     let announce_ip = server.config.get("cluster-announce-ip");
     let hostname = server.config.get("cluster-announce-hostname");
     let no_failover = server.config.get_bool("cluster-replica-no-failover");
+    let endpoint_type = server.config.get("cluster-preferred-endpoint-type");
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
+    c.endpoint_type = endpoint_type;
     let me = c.me_mut();
     me.port = port;
     me.pport = pport;

@@ -312,6 +312,8 @@ pub struct ClusterState {
     pub cron_runs: u64,
     /// The replica-side election and the manual failover.
     pub election: failover::Election,
+    /// `cluster-preferred-endpoint-type`: how redirections name a node.
+    pub endpoint_type: String,
 }
 
 /// A bus link as the cluster sees it (`clusterLink`).
@@ -423,6 +425,7 @@ impl ClusterState {
             pfail_nodes: 0,
             cron_runs: 0,
             election: failover::Election::default(),
+            endpoint_type: "ip".into(),
         };
         c.myself = c.add_node(Node::new(name, nf::MYSELF | nf::MASTER, now));
         c
@@ -522,6 +525,17 @@ impl ClusterState {
         }
         self.slots[slot] = n;
         true
+    }
+
+    /// getPreferredEndpoint: how clients are told to reach node `k`.
+    pub fn endpoint(&self, k: NodeKey) -> &str {
+        let n = self.node(k);
+        match self.endpoint_type.as_str() {
+            "hostname" if !n.hostname.is_empty() => &n.hostname,
+            "hostname" => "?",
+            "unknown-endpoint" => "",
+            _ => &n.ip,
+        }
     }
 
     /// isSlotUnclaimed: served by no node, or its owner stopped claiming it.

@@ -40,13 +40,13 @@ impl Redirect {
             }
             Redirect::DownUnbound => "CLUSTERDOWN Hash slot not served".into(),
             Redirect::Ask(slot, n) | Redirect::Moved(slot, n) => {
-                let node = cluster.node(n);
                 let kind = if matches!(self, Redirect::Ask(..)) {
                     "ASK"
                 } else {
                     "MOVED"
                 };
-                format!("{kind} {slot} {}:{}", node.ip, node.port)
+                let port = cluster.node(n).port;
+                format!("{kind} {slot} {}:{port}", cluster.endpoint(n))
             }
         };
         Error::Redirect(msg)
