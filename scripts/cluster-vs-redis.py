@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 
+import sidebyside
 from sidebyside import cli, spread
 
 
@@ -51,16 +52,9 @@ def start_node(binary, workdir, node_timeout):
     port = cluster_port()
     d = os.path.join(workdir, str(port))
     os.makedirs(d)
-    cmd = ["taskset", "-c", "0", binary, "--port", str(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--dir", d, "--cluster-enabled", "yes",
-           "--cluster-node-timeout", str(node_timeout), "--repl-diskless-sync-delay", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if cli(port, "PING") == "PONG":
-            return proc, port
-        time.sleep(0.05)
-    sys.exit(f"{binary} did not start")
+    return sidebyside.start(binary, 0, d, ["--cluster-enabled", "yes",
+                            "--cluster-node-timeout", str(node_timeout),
+                            "--repl-diskless-sync-delay", "0"], port=port)
 
 
 def create(binary, workdir, n, replicas, node_timeout):

@@ -20,10 +20,11 @@ def cli(port, *args):
     return out.stdout.strip()
 
 
-def start(binary, core, workdir, extra, nice=0):
-    """`binary` on a free port, pinned to `core`, with no persistence and
-    `extra` directives; (process, port) once it answers PING."""
-    port = free_port()
+def start(binary, core, workdir, extra, nice=0, port=None):
+    """`binary` on `port` (a free one by default), pinned to `core`, with no
+    persistence and `extra` directives; (process, port) once it answers
+    PING."""
+    port = port or free_port()
     cmd = ["nice", "-n", str(nice), "taskset", "-c", str(core), binary, "--port", str(port),
            "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir, *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
