@@ -204,6 +204,7 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
         engine.run.mem_limit.set(next.lua_memory_limit);
     }
     ctx.server.config = next;
+    crate::server::cluster::cron::update_myself(ctx.server);
     ctx.server.acl_changed();
     ctx.server.sync_access_tracking(ctx.store);
     if maxmemory_lowered {

@@ -154,6 +154,16 @@ impl Bus {
             .map_or((0, 0), |l| (l.wbuf.capacity(), l.wbuf.len()))
     }
 
+    /// Gives back send-buffer space four times what is in use
+    /// (resizeClusterLinkBuffer, from the cluster's cron).
+    pub fn resize_send_buffers(&mut self) {
+        for l in self.links.values_mut() {
+            if (l.wbuf.capacity() - l.wbuf.len()) / 4 > l.wbuf.len() {
+                l.wbuf.shrink_to_fit();
+            }
+        }
+    }
+
     /// Number of links, both directions.
     pub fn link_count(&self) -> usize {
         self.links.len()

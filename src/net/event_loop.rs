@@ -638,6 +638,11 @@ impl Net {
         &self.bus
     }
 
+    /// Shrinks the bus links' mostly unused send buffers.
+    pub fn resize_bus_send_buffers(&mut self) {
+        self.bus.resize_send_buffers();
+    }
+
     /// What happened on the bus since the last call.
     pub fn bus_events(&mut self) -> Vec<super::bus::BusEvent> {
         self.bus.take_events()

@@ -399,12 +399,30 @@ fn single_node_replies_match_redis() {
         "cluster-preferred-endpoint-type",
         "hostname",
     ]);
-    // The cluster's cron picks the settings up (Redis at once).
-    assert!(wait_until(Duration::from_secs(5), || {
-        ask(fk.port, &["CLUSTER", "SLOTS"]).contains("host-x")
-    }));
-    for cmd in ["CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES"] {
-        let args: Vec<&str> = cmd.split(' ').collect();
+    // Announced addresses take effect at once.
+    for cmd in [
+        "CLUSTER SLOTS",
+        "CLUSTER SHARDS",
+        "CLUSTER NODES",
+        "CONFIG SET cluster-announce-port 1234",
+        "CONFIG SET cluster-announce-bus-port 4321",
+        "CONFIG SET cluster-announce-ip 10.1.2.3",
+        "CLUSTER NODES",
+        "CLUSTER SHARDS",
+        "CONFIG SET cluster-preferred-endpoint-type ip",
+        "CLUSTER SLOTS",
+        "CONFIG SET cluster-announce-ip 10.1.2.3",
+        "CONFIG SET cluster-announce-ip \"\"",
+        "CONFIG SET cluster-announce-port 0",
+        "CONFIG SET cluster-announce-bus-port 0",
+        "CONFIG SET cluster-announce-hostname \"\"",
+        "CLUSTER NODES",
+        "CLUSTER SHARDS",
+    ] {
+        let args: Vec<&str> = cmd
+            .split(' ')
+            .map(|a| if a == "\"\"" { "" } else { a })
+            .collect();
         s(&args);
     }
     for cmd in [
@@ -452,6 +470,86 @@ fn master_of(via: u16, slot: u16) -> u16 {
     0
 }
 
+/// Node `port`'s CLUSTER LINKS (in RESP3 if `resp3`): each link's
+/// direction and peer id, and the set of entry shapes (ids and numbers
+/// elided).
+fn links_of(port: u16, resp3: bool) -> (Vec<(String, String)>, std::collections::BTreeSet<String>) {
+    let mut c = Raw::connect(port);
+    if resp3 {
+        c.cmd_str(&["HELLO", "3"]);
+    }
+    let reply = text(&c.cmd_str(&["CLUSTER", "LINKS"]));
+    let values: Vec<&str> = reply
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && !l.starts_with(['*', '%', '$']))
+        .collect();
+    let mut pairs = Vec::new();
+    let mut shapes = std::collections::BTreeSet::new();
+    for e in values.chunks(12) {
+        pairs.push((e[1].to_string(), e[3].to_string()));
+        let shape: Vec<String> = e
+            .iter()
+            .map(|v| {
+                if v.starts_with(':') {
+                    ":<n>".to_string()
+                } else if *v == "rw" {
+                    // A link with output pending at that moment.
+                    "r".to_string()
+                } else {
+                    normalized(v, &[])
+                }
+            })
+            .collect();
+        shapes.insert(shape.join(" "));
+    }
+    (pairs, shapes)
+}
+
+/// Every node has a link to and from every other (CLUSTER LINKS), and
+/// every node, ferrokv or redis-server, describes its links alike.
+fn links_agree(nodes: &[Node]) {
+    let ids: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            let r = ask(n.port, &["CLUSTER", "MYID"]);
+            r.lines().nth(1).unwrap_or("").to_string()
+        })
+        .collect();
+    for resp3 in [false, true] {
+        let mut shapes = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let mut expected: Vec<(String, String)> = ids
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .flat_map(|(_, id)| {
+                    [
+                        ("from".to_string(), id.clone()),
+                        ("to".to_string(), id.clone()),
+                    ]
+                })
+                .collect();
+            expected.sort();
+            let mut got = (Vec::new(), Default::default());
+            let complete = wait_until(Duration::from_secs(10), || {
+                got = links_of(n.port, resp3);
+                got.0.sort();
+                got.0 == expected
+            });
+            assert!(
+                complete,
+                "node {} ({:?}) links: {:?}",
+                n.port, n.kind, got.0
+            );
+            shapes.push((n.kind, got.1));
+        }
+        assert!(!shapes[0].1.is_empty());
+        for w in shapes.windows(2) {
+            assert_eq!(w[0].1, w[1].1, "CLUSTER LINKS differs: {w:?}");
+        }
+    }
+}
+
 /// Builds a 3-master, 3-replica cluster of `kinds`, writes through
 /// redirections with a WAIT after each batch, kills the master of a slot
 /// and checks its replica takes over within three node timeouts with
@@ -463,6 +561,7 @@ fn fail_over_a_master(kinds: &[Kind]) {
         wait_until(Duration::from_secs(20), || slots_agree(&nodes)),
         "the nodes do not agree"
     );
+    links_agree(&nodes);
     let mut client = ClusterClient::new(nodes[0].port);
     for i in 0..300 {
         let k = format!("key:{i}");

@@ -50,7 +50,8 @@ pub fn init(server: &mut ServerState) -> Result<u16, String> {
 }
 
 /// clusterUpdateMyself*: the announced ports, IP, hostname and the
-/// nofailover flag, from the configuration.
+/// nofailover flag, from the configuration; run at start and by every
+/// CONFIG SET, so a change shows in the next message and CLUSTER NODES.
 pub fn update_myself(server: &mut ServerState) {
     let (port, pport, cport) = bus::announced_ports(server);
     let announce_ip = server.config.get("cluster-announce-ip");
@@ -61,11 +62,17 @@ pub fn update_myself(server: &mut ServerState) {
         return;
     };
     c.endpoint_type = endpoint_type;
+    let ip_changed = announce_ip != c.announced_ip;
+    if ip_changed {
+        c.announced_ip.clone_from(&announce_ip);
+    }
     let me = c.me_mut();
     me.port = port;
     me.pport = pport;
     me.cport = cport;
-    if !announce_ip.is_empty() {
+    if ip_changed {
+        // An empty directive leaves the IP to be learned from the next
+        // MEET or PING, as Redis does.
         me.ip = announce_ip;
     }
     me.hostname = hostname;
@@ -133,7 +140,6 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
     let now = clock::real_now_ms();
     let timeout = super::node_timeout(server);
     let handshake_timeout = timeout.max(1000);
-    update_myself(server);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
@@ -299,9 +305,13 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
     let _ = store;
 }
 
-/// cluster-link-sendbuf-limit: a link whose send buffer grew past it is
-/// closed (freeClusterLinkOnBufferLimitReached), to be reconnected.
+/// Send buffers mostly unused shrink (clusterNodeCronResizeBuffers), and
+/// a link whose send buffer grew past cluster-link-sendbuf-limit is closed
+/// (freeClusterLinkOnBufferLimitReached), to be reconnected.
 fn free_links_over_limit(server: &mut ServerState) {
+    if let Some(net) = &server.net {
+        net.borrow_mut().resize_bus_send_buffers();
+    }
     let limit = server
         .config
         .get_i64("cluster-link-sendbuf-limit")

@@ -314,6 +314,9 @@ pub struct ClusterState {
     pub election: failover::Election,
     /// `cluster-preferred-endpoint-type`: how redirections name a node.
     pub endpoint_type: String,
+    /// The `cluster-announce-ip` last applied: this node's IP changes only
+    /// when that directive does (clusterUpdateMyselfIp's `prev_ip`).
+    pub announced_ip: String,
 }
 
 /// A bus link as the cluster sees it (`clusterLink`).
@@ -426,6 +429,7 @@ impl ClusterState {
             cron_runs: 0,
             election: failover::Election::default(),
             endpoint_type: "ip".into(),
+            announced_ip: String::new(),
         };
         c.myself = c.add_node(Node::new(name, nf::MYSELF | nf::MASTER, now));
         c
