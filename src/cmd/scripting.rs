@@ -108,6 +108,7 @@ pub(super) fn run_on_host(
     let busy_threshold_ms = ctx.server.config.busy_reply_threshold;
     let oom = ctx.server.config.maxmemory != 0 && ctx.server.memory.pre_command_oom;
     let caller_id = ctx.client.id;
+    let cluster = ctx.server.cluster.is_some();
     let mark = ctx.reply.raw().len();
     let result = {
         let mut host = ScriptHost {
@@ -121,6 +122,7 @@ pub(super) fn run_on_host(
             caller_id,
             busy_threshold_ms,
             oom,
+            cluster,
         };
         start(engine, run)
     };

@@ -358,8 +358,14 @@ impl Engine {
         invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
     ) -> Result<(), Error> {
         // Scripts with flags (functions, or a shebang) are checked for
-        // memory before they start (Redis's scriptPrepareForRun).
+        // cluster mode and memory before they start (Redis's
+        // scriptPrepareForRun).
         let flagged = is_function || flags & sflag::HAS_SHEBANG != 0;
+        if r.cluster && flagged && flags & sflag::NO_CLUSTER != 0 {
+            return Err(Error::err(
+                "Can not run script on cluster, 'no-cluster' flag is set.",
+            ));
+        }
         if r.oom && flagged && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
             return Err(Error::raw(
                 "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
@@ -446,6 +452,8 @@ pub struct Run<'h, 'r> {
     /// Memory was over maxmemory when the command started (Redis's
     /// pre_command_oom_state with maxmemory set).
     pub oom: bool,
+    /// The server runs in cluster mode.
+    pub cluster: bool,
 }
 
 /// Parses a `#!<engine> flags=a,b` first line: returns the flags and how

@@ -391,6 +391,47 @@ fn single_node_replies_match_redis() {
     ] {
         s(args);
     }
+    // Functions are checked as scripts are.
+    let lib = "#!lua name=lib\n\
+        redis.register_function('get1', function(keys, args) return redis.call('get', keys[1]) end)\n\
+        redis.register_function('other', function(keys, args) return redis.call('get', args[1]) end)\n\
+        redis.register_function{function_name='nocluster', callback=function() return 1 end, flags={'no-cluster'}}";
+    for args in [
+        &["FUNCTION", "LOAD", lib][..],
+        &["FCALL", "get1", "1", "foo"],
+        &["FCALL", "get1", "2", "{a}1", "b"],
+        &["FCALL", "other", "1", "{a}1", "{a}2"],
+        &["FCALL", "other", "1", "{a}1", "b"],
+        &["FCALL_RO", "get1", "2", "{a}1", "{a}2"],
+        &["FCALL", "nocluster", "0"],
+        &["EVAL", "#!lua flags=no-cluster\nreturn 1", "0"],
+        &["EVAL", "#!lua flags=no-cluster,no-writes\nreturn 1", "0"],
+        &["FUNCTION", "DELETE", "lib"],
+    ] {
+        s(args);
+    }
+    // Each node notifies of its own keys' events.
+    s(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    let events: Vec<Vec<String>> = [fk.port, rd.port]
+        .iter()
+        .map(|&p| {
+            let (mut sub, mut main) = (Raw::connect(p), Raw::connect(p));
+            keyevents_of(
+                &mut sub,
+                &mut main,
+                &[
+                    &["SET", "foo", "x"],
+                    &["MSET", "a", "1", "b", "2"],
+                    &["MSET", "{a}1", "1", "{a}2", "2"],
+                    &["EXPIRE", "{a}1", "100"],
+                    &["DEL", "foo", "{a}1"],
+                    &["DEL", "{a}1", "{a}2"],
+                ],
+            )
+        })
+        .collect();
+    assert_eq!(events[0], events[1]);
+    assert!(events[0].contains(&"expire:{a}1".to_string()), "{events:?}");
     // Clients are told of hostnames when asked for.
     s(&["CONFIG", "SET", "cluster-announce-hostname", "host-x"]);
     s(&[
@@ -720,6 +761,81 @@ fn reshard_between_ferrokv_and_redis_under_load_loses_nothing() {
 /// -ASK for missing keys and -TRYAGAIN for multi-key commands with some
 /// missing; the target serves it only after ASKING. ferrokv as source with
 /// redis-server as target, and the other way round, answer alike.
+/// `redis-cli --cluster fix` closes a half-done migration and covers
+/// unassigned slots, with keys and without, on ferrokv and redis-server
+/// nodes.
+#[test]
+fn cluster_fix_repairs_open_and_uncovered_slots() {
+    let _serial = one_at_a_time();
+    use Kind::{Ferrokv as F, Redis as R};
+    let nodes = create_cluster(&[F, R, F], 0, 5000);
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let id = |p: u16| {
+        let r = ask(p, &["CLUSTER", "MYID"]);
+        r.lines().nth(1).unwrap_or_default().to_string()
+    };
+    let mut client = ClusterClient::new(ports[0]);
+    let keys: Vec<String> = (0..100)
+        .flat_map(|i| [format!("{{a}}{i}"), format!("{{b}}{i}")])
+        .collect();
+    for k in &keys {
+        assert_eq!(client.cmd(&["SET", k, k]), "+OK\r\n");
+    }
+    // Slot {a} half moved from a ferrokv node to redis-server.
+    let a = key_slot(b"{a}").to_string();
+    let (from, to) = (master_of(ports[0], 15495), ports[1]);
+    assert_eq!(a, "15495");
+    assert_eq!(
+        ask(to, &["CLUSTER", "SETSLOT", &a, "IMPORTING", &id(from)]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        ask(from, &["CLUSTER", "SETSLOT", &a, "MIGRATING", &id(to)]),
+        "+OK\r\n"
+    );
+    let some: Vec<String> = (0..40).map(|i| format!("{{a}}{i}")).collect();
+    let to_port = to.to_string();
+    let mut migrate = vec!["MIGRATE", "127.0.0.1", &to_port, "", "0", "5000", "KEYS"];
+    migrate.extend(some.iter().map(String::as_str));
+    assert_eq!(ask(from, &migrate), "+OK\r\n");
+    let fix = |input: &[u8]| {
+        let out = output_with_input(
+            Command::new("redis-cli").args([
+                "--cluster",
+                "fix",
+                &format!("127.0.0.1:{}", ports[2]),
+            ]),
+            input,
+        );
+        assert!(
+            wait_until(Duration::from_secs(20), || slots_agree(&nodes)),
+            "the nodes do not agree after the fix: {out}"
+        );
+        out
+    };
+    let out = fix(b"");
+    assert!(out.contains("Fixing open slot 15495"), "{out}");
+    // Slot {b}, with keys, and an empty slot of redis-server's unassigned
+    // (the cluster is down meanwhile, so the open slot was fixed first).
+    let b = key_slot(b"{b}").to_string();
+    assert_eq!(
+        ask(master_of(ports[0], 3300), &["CLUSTER", "DELSLOTS", &b]),
+        "+OK\r\n"
+    );
+    assert_eq!(ask(ports[1], &["CLUSTER", "DELSLOTS", "6000"]), "+OK\r\n");
+    let out = fix(b"yes\nyes\n");
+    assert!(out.contains("Covering slot 3300"), "{out}");
+    assert!(out.contains("Covering slot 6000"), "{out}");
+    let (ok, out) = cluster_tool(&["check".into(), format!("127.0.0.1:{}", ports[0])]);
+    assert!(ok && !out.contains("[WARNING]"), "{out}");
+    let mut client = ClusterClient::new(ports[1]);
+    for k in &keys {
+        assert_eq!(client.cmd(&["GET", k]), format!("${}\r\n{k}\r\n", k.len()));
+    }
+    let owner = master_of(ports[0], 15495);
+    assert_eq!(ask(owner, &["CLUSTER", "COUNTKEYSINSLOT", &a]), ":100\r\n");
+}
+
 #[test]
 fn ask_and_tryagain_during_migration_match_redis() {
     let _serial = one_at_a_time();
