@@ -323,6 +323,42 @@ fn single_node_replies_match_redis() {
         ask(fk.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
             && ask(rd.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
     }));
+    // A slot unassigned takes the cluster down, as the directives say.
+    let in_100 = (0..)
+        .map(|i| format!("k{i}"))
+        .find(|k| key_slot(k.as_bytes()) == 100)
+        .unwrap_or_default();
+    let down = [
+        "SET foo bar",
+        "CLUSTER DELSLOTS 100",
+        "GET foo",
+        "CONFIG SET cluster-allow-reads-when-down yes",
+        "GET foo",
+        "SET foo x",
+        &format!("GET {in_100}"),
+        "CONFIG SET cluster-allow-reads-when-down no",
+        "CONFIG SET cluster-require-full-coverage no",
+    ]
+    .map(|cmd| {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        s(&args)
+    });
+    assert_eq!(down[2], "-CLUSTERDOWN The cluster is down\r\n");
+    assert_eq!(down[4], "$3\r\nbar\r\n");
+    assert!(down[5].contains("only accepts read commands"), "{down:?}");
+    assert!(wait_until(Duration::from_secs(10), || {
+        ask(fk.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+            && ask(rd.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+    }));
+    for cmd in [
+        "GET foo",
+        &format!("GET {in_100}"),
+        "CONFIG SET cluster-require-full-coverage yes",
+        "CLUSTER ADDSLOTS 100",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        s(&args);
+    }
     for cmd in [
         "CLUSTER INFO",
         "SET foo bar",
