@@ -10,13 +10,16 @@ with medians and the per-round ratios' median and spread:
 - failover time: a cluster of three masters and three replicas built by
   `redis-cli --cluster create`; one master is killed (SIGKILL) and the
   time until another node's CLUSTER NODES shows a replica serving its
-  slots is measured, against 3 x cluster-node-timeout.
+  slots is measured, against 3 x cluster-node-timeout;
+- slot move time: slot 0 filled with --move-keys keys (hash tag {3560})
+  and moved to another master by `redis-cli --cluster reshard`
+  (GETKEYSINSLOT and MIGRATE, 10 keys a call, as redis-cli does).
 
 All nodes are pinned to core 0 and redis-benchmark to core 1 (a 2-core
 machine cannot give each node a core of its own).
 
 Usage: scripts/cluster-vs-redis.py [--ferrokv PATH] [--rounds 3]
-       [--requests 1000000] [--node-timeout 2000]
+       [--requests 1000000] [--node-timeout 2000] [--move-keys 50000]
 """
 import argparse
 import os
@@ -99,6 +102,28 @@ def owner(port, slot):
     return None
 
 
+def move_seconds(nodes, keys):
+    """Fills slot 0 with `keys` keys and times moving it to another master."""
+    for _, p in nodes:
+        cli(p, "FLUSHALL")  # redis-benchmark --cluster's keys share a tag per node
+    src = owner(nodes[0][1], 0)
+    dst = next(p for _, p in nodes if p != src)
+    cmds = "".join(f"*3\r\n$3\r\nSET\r\n${len(k)}\r\n{k}\r\n$1\r\nv\r\n"
+                   for k in (f"{{3560}}:{i}" for i in range(keys)))
+    subprocess.run(["redis-cli", "-p", str(src), "--pipe"], input=cmds.encode(),
+                   stdout=subprocess.DEVNULL, check=True)
+    ids = [cli(p, "CLUSTER", "MYID").strip() for p in (src, dst)]
+    began = time.time()
+    subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}", "--cluster-from",
+                    ids[0], "--cluster-to", ids[1], "--cluster-slots", "1", "--cluster-yes"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    took = time.time() - began
+    moved = cli(dst, "CLUSTER", "COUNTKEYSINSLOT", "0").strip()
+    if moved != str(keys):
+        sys.exit(f"slot 0 has {moved} keys on its new master, not {keys}")
+    return took
+
+
 def failover_seconds(binary, workdir, node_timeout):
     nodes = create(binary, workdir, 6, 1, node_timeout)
     try:
@@ -126,10 +151,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--node-timeout", type=int, default=2000)
+    ap.add_argument("--move-keys", type=int, default=50_000)
     args = ap.parse_args()
     servers = {"ferrokv": args.ferrokv, "redis": "redis-server"}
     rps = {n: [] for n in servers}
     fo = {n: [] for n in servers}
+    mv = {n: [] for n in servers}
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             for name, binary in servers.items():
@@ -139,13 +166,15 @@ def main():
                 try:
                     set_rps(nodes[0][1], args.requests // 4)
                     rps[name].append(set_rps(nodes[0][1], args.requests))
+                    mv[name].append(move_seconds(nodes, args.move_keys))
                 finally:
                     stop(nodes)
                 d2 = os.path.join(workdir, f"{name}-{r}-fo")
                 os.makedirs(d2)
                 fo[name].append(failover_seconds(binary, d2, args.node_timeout))
                 print(f"round {r + 1} {name}: SET P16 {rps[name][-1]:.0f} rps, "
-                      f"failover {fo[name][-1]:.2f} s", file=sys.stderr)
+                      f"failover {fo[name][-1]:.2f} s, slot move {mv[name][-1]:.2f} s",
+                      file=sys.stderr)
     ratio = [f / r for f, r in zip(rps["ferrokv"], rps["redis"])]
     limit = 3 * args.node_timeout / 1000
     print(f"3 masters, {args.rounds} interleaved rounds, medians [lowest-highest]")
@@ -153,6 +182,8 @@ def main():
           f"redis {statistics.median(rps['redis']):.0f} rps  ratio {spread(ratio)}")
     print(f"failover s (node timeout {args.node_timeout} ms, limit {limit:.1f} s)  "
           f"ferrokv {spread(fo['ferrokv'])}  redis {spread(fo['redis'])}")
+    print(f"slot move s ({args.move_keys} keys)  ferrokv {spread(mv['ferrokv'])}  "
+          f"redis {spread(mv['redis'])}")
 
 
 if __name__ == "__main__":
