@@ -146,7 +146,7 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
     c.cron_runs += 1;
     let iteration = c.cron_runs;
     c.pfail_nodes = 0;
-    free_links_over_limit(server);
+    tend_link_send_buffers(server);
     // Reconnect links, drop stale handshakes.
     let keys = server
         .cluster
@@ -308,7 +308,7 @@ pub fn cron(server: &mut ServerState, store: &mut Store) {
 /// Send buffers mostly unused shrink (clusterNodeCronResizeBuffers), and
 /// a link whose send buffer grew past cluster-link-sendbuf-limit is closed
 /// (freeClusterLinkOnBufferLimitReached), to be reconnected.
-fn free_links_over_limit(server: &mut ServerState) {
+fn tend_link_send_buffers(server: &mut ServerState) {
     if let Some(net) = &server.net {
         net.borrow_mut().resize_bus_send_buffers();
     }
