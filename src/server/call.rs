@@ -608,7 +608,7 @@ fn cluster_check(
     if cmd.key_specs.is_empty() && !cmd.has(flag::MOVABLEKEYS) && !is_exec {
         return Ok(-1);
     }
-    let q = route::Query::of(server, client);
+    let q = route::Query::of(cluster, client);
     let exists = |k: &[u8]| store.peek(0, k).is_some();
     let routed = if is_exec {
         let Some(m) = client.multi.as_deref() else {
@@ -642,7 +642,7 @@ fn script_cluster_check(
         return Ok(());
     }
     let cmd = &server.table.commands[id];
-    let q = route::Query::of(server, client);
+    let q = route::Query::of(cluster, client);
     let exists = |k: &[u8]| store.peek(0, k).is_some();
     let one = std::iter::once((cmd, argv));
     let slot = match route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists) {

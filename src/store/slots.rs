@@ -55,16 +55,7 @@ impl SlotIndex {
             prev: NIL,
             next: head,
         };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let i = crate::util::slab::insert(&mut self.nodes, &mut self.free, node);
         if head != NIL {
             self.nodes[head as usize].prev = i;
         }

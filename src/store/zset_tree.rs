@@ -143,16 +143,7 @@ impl Tree {
             right: NIL,
             size: 1,
         };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.nodes[id as usize] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let id = crate::util::slab::insert(&mut self.nodes, &mut self.free, node);
         let (a, b) = self.split(self.root, score, member);
         let left = self.merge(a, id);
         self.root = self.merge(left, b);

@@ -10,6 +10,7 @@ pub mod num;
 pub mod pqsort;
 pub mod repr;
 pub mod siphash;
+pub mod slab;
 pub mod sparkline;
 pub mod splitargs;
 

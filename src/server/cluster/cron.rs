@@ -50,18 +50,26 @@ pub fn init(server: &mut ServerState) -> Result<u16, String> {
 }
 
 /// clusterUpdateMyself*: the announced ports, IP, hostname and the
-/// nofailover flag, from the configuration; run at start and by every
-/// CONFIG SET, so a change shows in the next message and CLUSTER NODES.
+/// nofailover flag, and the routing directives, from the configuration;
+/// run at start and by every CONFIG SET, so a change shows in the next
+/// message, CLUSTER NODES and the next command.
 pub fn update_myself(server: &mut ServerState) {
     let (port, pport, cport) = bus::announced_ports(server);
     let announce_ip = server.config.get("cluster-announce-ip");
     let hostname = server.config.get("cluster-announce-hostname");
     let no_failover = server.config.get_bool("cluster-replica-no-failover");
     let endpoint_type = server.config.get("cluster-preferred-endpoint-type");
+    let allow_when_down = (
+        server.config.get_bool("cluster-allow-reads-when-down"),
+        server
+            .config
+            .get_bool("cluster-allow-pubsubshard-when-down"),
+    );
     let Some(c) = server.cluster.as_deref_mut() else {
         return;
     };
     c.endpoint_type = endpoint_type;
+    c.allow_when_down = allow_when_down;
     let ip_changed = announce_ip != c.announced_ip;
     if ip_changed {
         c.announced_ip.clone_from(&announce_ip);

@@ -317,6 +317,10 @@ pub struct ClusterState {
     /// The `cluster-announce-ip` last applied: this node's IP changes only
     /// when that directive does (clusterUpdateMyselfIp's `prev_ip`).
     pub announced_ip: String,
+    /// `cluster-allow-reads-when-down` and
+    /// `cluster-allow-pubsubshard-when-down`, kept here so routing a
+    /// command reads no configuration.
+    pub allow_when_down: (bool, bool),
 }
 
 /// A bus link as the cluster sees it (`clusterLink`).
@@ -430,6 +434,7 @@ impl ClusterState {
             election: failover::Election::default(),
             endpoint_type: "ip".into(),
             announced_ip: String::new(),
+            allow_when_down: (false, true),
         };
         c.myself = c.add_node(Node::new(name, nf::MYSELF | nf::MASTER, now));
         c

@@ -66,18 +66,13 @@ pub struct Query {
 }
 
 impl Query {
-    /// What `client` and the configuration say.
-    pub fn of(
-        server: &crate::server::ServerState,
-        client: &crate::server::client::Client,
-    ) -> Query {
+    /// What `client` and the cluster's settings say.
+    pub fn of(cluster: &ClusterState, client: &crate::server::client::Client) -> Query {
         Query {
             readonly: client.cluster_readonly,
             asking: client.asking,
-            allow_reads_when_down: server.config.get_bool("cluster-allow-reads-when-down"),
-            allow_pubsubshard_when_down: server
-                .config
-                .get_bool("cluster-allow-pubsubshard-when-down"),
+            allow_reads_when_down: cluster.allow_when_down.0,
+            allow_pubsubshard_when_down: cluster.allow_when_down.1,
         }
     }
 }
