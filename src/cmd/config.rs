@@ -203,6 +203,7 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
     if let Some(engine) = ctx.server.scripting.get() {
         engine.run.mem_limit.set(next.lua_memory_limit);
     }
+    crate::server::apply_tuning(&next);
     ctx.server.config = next;
     crate::server::cluster::cron::update_myself(ctx.server);
     ctx.server.acl_changed();

@@ -31,31 +31,7 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("shutdown-on-sigint", "shutdown flags for signals"),
     ("shutdown-on-sigterm", "shutdown flags for signals"),
     ("tcp-keepalive", "TCP keepalive"),
-    (
-        "list-max-listpack-size",
-        "tuning encodings: lists use Redis's default node size",
-    ),
     ("list-compress-depth", "list compression"),
-    (
-        "hash-max-listpack-entries",
-        "tuning encodings: Redis's default thresholds apply",
-    ),
-    (
-        "hash-max-listpack-value",
-        "tuning encodings: Redis's default thresholds apply",
-    ),
-    (
-        "set-max-intset-entries",
-        "tuning encodings: Redis's default thresholds apply",
-    ),
-    (
-        "zset-max-listpack-entries",
-        "tuning encodings: Redis's default thresholds apply",
-    ),
-    (
-        "zset-max-listpack-value",
-        "tuning encodings: Redis's default thresholds apply",
-    ),
     ("lazyfree-lazy-eviction", "choosing background freeing"),
     ("lazyfree-lazy-expire", "choosing background freeing"),
     ("lazyfree-lazy-server-del", "choosing background freeing"),

@@ -186,6 +186,22 @@ pub struct MigrateSocket {
     pub last_use_ms: u64,
 }
 
+/// Installs the collection encoding thresholds `config` sets (Redis reads
+/// them from `server.*` where a value converts).
+pub fn apply_tuning(config: &Config) {
+    let n = |name: &str| config.get_i64(name).unwrap_or(0);
+    let u = |name: &str| config.get(name).parse::<u64>().unwrap_or(0);
+    crate::store::tuning::set(&crate::store::tuning::Thresholds {
+        hash_max_entries: u("hash-max-listpack-entries"),
+        hash_max_value: u("hash-max-listpack-value"),
+        zset_max_entries: u("zset-max-listpack-entries"),
+        zset_max_value: u("zset-max-listpack-value"),
+        set_max_intset_entries: u("set-max-intset-entries"),
+        list_fill: n("list-max-listpack-size"),
+        list_compress_depth: u("list-compress-depth"),
+    });
+}
+
 impl ServerState {
     /// The state of a server that has just bound `port`, with the command
     /// table joined from `families` (each a list of name → handler).
@@ -207,6 +223,7 @@ impl ServerState {
         acl.set_default_password(&table.universe, config.requirepass.as_deref());
         let mut repl = repl::Replication::default();
         repl.load_config(&config);
+        apply_tuning(&config);
         ServerState {
             config,
             table,

@@ -1,17 +1,14 @@
 //! Hash values. Small hashes are field/value pairs in insertion order,
 //! packed into one buffer ([`Packed`], Redis's `listpack`, and reported as
-//! such); they become a [`HashedMap`] (`hashtable`) past 512 fields or when
-//! a field or value exceeds 64 bytes, and never convert back, as in Redis
-//! 7.0 (`hash-max-listpack-entries` / `hash-max-listpack-value`).
+//! such); they become a [`HashedMap`] (`hashtable`) past
+//! `hash-max-listpack-entries` fields (512) or when a field or value exceeds
+//! `hash-max-listpack-value` bytes (64), and never convert back, as in Redis
+//! 7.0 ([`super::tuning`]).
 
 use super::bytes::CompactBytes;
 use super::hashed::HashedMap;
 use super::packed::Packed;
-
-/// Most fields a listpack-encoded hash holds.
-pub const MAX_LISTPACK_ENTRIES: usize = 512;
-/// Longest field or value a listpack-encoded hash holds.
-pub const MAX_LISTPACK_VALUE: usize = 64;
+use super::tuning;
 
 /// A hash of byte-string fields to byte-string values.
 #[derive(Clone, Debug)]
@@ -72,7 +69,15 @@ impl Hash {
     /// not fit a listpack (Redis's hashTypeTryConversion, which looks at
     /// the arguments before anything is written).
     pub fn fit(&mut self, len: usize) {
-        if len > MAX_LISTPACK_VALUE {
+        if len > tuning::hash_max_value() {
+            self.convert();
+        }
+    }
+
+    /// Converts to the table encoding when the hash holds more fields
+    /// than a listpack may (after a write, as Redis's hashTypeSet).
+    pub fn fit_count(&mut self) {
+        if self.is_listpack() && self.len() > tuning::hash_max_entries() {
             self.convert();
         }
     }
@@ -104,9 +109,7 @@ impl Hash {
             },
             Hash::Table(m) => m.insert(field, CompactBytes::new(value)).is_none(),
         };
-        if self.len() > MAX_LISTPACK_ENTRIES {
-            self.convert();
-        }
+        self.fit_count();
         new
     }
 

@@ -22,6 +22,7 @@ pub mod packed;
 pub mod set;
 pub mod slots;
 pub mod stream;
+pub mod tuning;
 pub mod value;
 pub mod watch;
 pub mod zset;

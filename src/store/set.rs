@@ -1,14 +1,13 @@
 //! Set values. As in Redis 7.0, a set of integers (each member a canonical
-//! 64-bit integer) is a sorted `intset` of up to 512 members; any other
-//! member, or a 513th, turns it into a [`HashedMap`] (`hashtable`) for good.
+//! 64-bit integer) is a sorted `intset` of up to `set-max-intset-entries`
+//! members (512; [`super::tuning`]); any other member, or one more, turns it
+//! into a [`HashedMap`] (`hashtable`) for good.
 //! Intset order is ascending, which is what SMEMBERS shows.
 
 use super::hashed::HashedMap;
 use super::intset::IntSet;
+use super::tuning;
 use crate::util::num;
-
-/// Most members an intset-encoded set holds (`set-max-intset-entries`).
-pub const MAX_INTSET_ENTRIES: usize = 512;
 
 /// A set of byte strings.
 #[derive(Clone, Debug)]
@@ -103,7 +102,7 @@ impl Set {
                 Some(n) => match v.search(n) {
                     Ok(_) => return false,
                     Err(_) => {
-                        if v.len() < MAX_INTSET_ENTRIES {
+                        if v.len() < tuning::set_max_intset_entries() {
                             return v.insert(n);
                         }
                         self.convert();

@@ -1,6 +1,6 @@
-//! Sorted-set values. As in Redis 7.0, a sorted set of at most 128 members
-//! of at most 64 bytes (`zset-max-listpack-entries` /
-//! `zset-max-listpack-value`) is compact (`listpack`): here member/score
+//! Sorted-set values. As in Redis 7.0, a sorted set of at most
+//! `zset-max-listpack-entries` members (128) of at most
+//! `zset-max-listpack-value` bytes (64; [`super::tuning`]) is compact (`listpack`): here member/score
 //! pairs packed in order into one buffer ([`Packed`]), searched linearly as
 //! Redis searches its listpack. Larger ones are a [`Tree`] (`skiplist`):
 //! O(log n) lookups, ranks and ranges. A set that outgrew the compact form
@@ -10,12 +10,8 @@
 use std::cmp::Ordering;
 
 use super::packed::{Packed, Spans};
+use super::tuning;
 use super::zset_tree::{self, Tree};
-
-/// Most members a listpack-encoded sorted set holds.
-pub const MAX_LISTPACK_ENTRIES: usize = 128;
-/// Longest member a listpack-encoded sorted set holds.
-pub const MAX_LISTPACK_VALUE: usize = 64;
 
 /// A sorted set.
 #[derive(Clone, Debug)]
@@ -55,7 +51,7 @@ impl ZSet {
     /// bytes: a skiplist from the start when they would not fit a listpack
     /// (Redis's zsetTypeCreate).
     pub fn with_hint(size: usize, member_len: usize) -> Self {
-        if size <= MAX_LISTPACK_ENTRIES && member_len <= MAX_LISTPACK_VALUE {
+        if size <= tuning::zset_max_entries() && member_len <= tuning::zset_max_value() {
             ZSet::default()
         } else {
             ZSet::Skiplist(Box::default())
@@ -87,8 +83,9 @@ impl ZSet {
     /// for stored results (zsetConvertToListpackIfNeeded).
     pub fn shrink_encoding(&mut self) {
         if let ZSet::Skiplist(t) = self {
-            let fits = t.len() <= MAX_LISTPACK_ENTRIES
-                && t.iter_from(0).all(|(m, _)| m.len() <= MAX_LISTPACK_VALUE);
+            let max_value = tuning::zset_max_value();
+            let fits = t.len() <= tuning::zset_max_entries()
+                && t.iter_from(0).all(|(m, _)| m.len() <= max_value);
             if fits {
                 let mut p = Packed::default();
                 for (m, s) in t.iter_from(0) {
@@ -122,7 +119,8 @@ impl ZSet {
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         if let ZSet::Listpack(p) = self {
             let found = find(p, member);
-            let full = p.count() / 2 >= MAX_LISTPACK_ENTRIES || member.len() > MAX_LISTPACK_VALUE;
+            let full = p.count() / 2 >= tuning::zset_max_entries()
+                || member.len() > tuning::zset_max_value();
             if found.is_some() || !full {
                 let score = lp_score(score);
                 let old = found.map(|(s, _, _)| s);

@@ -11,11 +11,12 @@ use std::collections::HashSet;
 
 use super::listpack;
 use crate::store::bytes::CompactBytes;
-use crate::store::hash::{self, Hash};
+use crate::store::hash::Hash;
 use crate::store::hashed::HashedMap;
 use crate::store::intset::IntSet;
 use crate::store::packed::Packed;
-use crate::store::set::{self, Set};
+use crate::store::set::Set;
+use crate::store::tuning;
 use crate::store::value::Value;
 use crate::store::zset::{self, ZSet};
 use crate::store::zset_tree::Tree;
@@ -57,7 +58,7 @@ pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
     let mut prev: Option<i64> = None;
     let mut ints = IntSet::default();
     let mut table: Option<HashedMap<()>> =
-        (count > set::MAX_INTSET_ENTRIES).then(HashedMap::default);
+        (count > tuning::set_max_intset_entries()).then(HashedMap::default);
     let mut buf = num::itoa_buf();
     for v in values {
         if prev.is_some_and(|p| p >= v) {
@@ -111,8 +112,8 @@ pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static s
     let long = zipmap
         && pairs
             .iter()
-            .any(|(f, v)| f.len().max(v.len()) > hash::MAX_LISTPACK_VALUE);
-    let h = if pairs.len() > hash::MAX_LISTPACK_ENTRIES || long {
+            .any(|(f, v)| f.len().max(v.len()) > tuning::hash_max_value());
+    let h = if pairs.len() > tuning::hash_max_entries() || long {
         let mut m = HashedMap::default();
         for (f, v) in pairs {
             m.insert(f, CompactBytes::new(v));
@@ -145,7 +146,7 @@ pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
         // Listpack scores are text, where -0 reads back as 0.
         entries.push((m, if score == 0.0 { 0.0 } else { score }));
     }
-    let z = if entries.len() > zset::MAX_LISTPACK_ENTRIES {
+    let z = if entries.len() > tuning::zset_max_entries() {
         let mut t = Tree::default();
         for (m, s) in entries {
             t.insert(m, s);

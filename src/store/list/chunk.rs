@@ -3,8 +3,58 @@
 //! iteration walk forward; the same length written backwards after them
 //! lets it walk backward (listpack's `backlen`).
 
-/// Largest chunk payload, as Redis's default `list-max-listpack-size -2`.
+/// Largest chunk payload at Redis's default `list-max-listpack-size -2`.
 pub const CHUNK_MAX: usize = 8192;
+
+/// How large a chunk may grow, from `list-max-listpack-size` (Redis's
+/// `_quicklistNodeAllowInsert`): a byte size class when negative (-1 4 KB
+/// ... -5 64 KB), else a count of elements within 8 KB.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NodeLimit {
+    /// Most payload bytes.
+    pub(super) bytes: usize,
+    /// Most elements.
+    pub(super) count: usize,
+}
+
+impl NodeLimit {
+    /// The limit the configuration sets now.
+    #[inline]
+    pub(super) fn current() -> NodeLimit {
+        let fill = crate::store::tuning::list_fill();
+        if fill < 0 {
+            NodeLimit {
+                bytes: 4096 << (fill.unsigned_abs().min(5) - 1),
+                count: usize::MAX,
+            }
+        } else {
+            // Redis's SIZE_SAFETY_LIMIT; a fill of 0 admits nothing past
+            // a node's first element.
+            NodeLimit {
+                bytes: CHUNK_MAX,
+                count: (fill as usize).max(1),
+            }
+        }
+    }
+
+    /// True when a chunk of `count` elements in `used` bytes is over it.
+    #[inline]
+    pub(super) fn exceeded(&self, used: usize, count: usize) -> bool {
+        used > self.bytes || count > self.count
+    }
+
+    /// A fresh chunk's capacity for a first element of `need` bytes:
+    /// room for a full node when nodes are sized in bytes, less when
+    /// they hold few elements.
+    pub(super) fn first_capacity(&self, need: usize) -> usize {
+        let full = if self.count == usize::MAX {
+            self.bytes
+        } else {
+            need.saturating_mul(self.count).min(self.bytes)
+        };
+        need.max(full)
+    }
+}
 
 /// Smallest chunk allocation.
 pub(super) const CHUNK_MIN: usize = 16;
@@ -173,11 +223,14 @@ impl Chunk {
     /// false when the element should start a chunk of its own instead,
     /// which is when this one holds a run of another size and is too full
     /// to be rewritten with lengths.
-    pub(super) fn admit_at_end(&mut self, len: usize) -> bool {
+    pub(super) fn admit_at_end(&mut self, len: usize, limit: NodeLimit) -> bool {
+        if self.count >= limit.count {
+            return false;
+        }
         if self.fixed == 0 || self.fixed == len {
             return true;
         }
-        if self.count * entry_size(self.fixed) + entry_size(len) > CHUNK_MAX {
+        if self.count * entry_size(self.fixed) + entry_size(len) > limit.bytes {
             return false;
         }
         self.admit(len);
@@ -220,7 +273,8 @@ impl Chunk {
 
     /// Makes room for `need` more bytes at the front or back; false when
     /// the chunk should not grow (the caller starts a new chunk).
-    pub(super) fn make_room(&mut self, need: usize, front: bool) -> bool {
+    pub(super) fn make_room(&mut self, need: usize, front: bool, limit: NodeLimit) -> bool {
+        let max = limit.bytes;
         let used = self.used();
         let free = if front {
             self.start
@@ -232,10 +286,10 @@ impl Chunk {
         }
         // A chunk past three quarters full is not recentred: a new chunk is
         // cheaper than moving its bytes again and again.
-        if self.count > 0 && used + need > CHUNK_MAX * 3 / 4 && self.buf.capacity() >= CHUNK_MAX {
+        if self.count > 0 && used + need > max * 3 / 4 && self.buf.capacity() >= max {
             return false;
         }
-        if self.count > 0 && used + need > CHUNK_MAX {
+        if self.count > 0 && used + need > max {
             return false;
         }
         let cap = self.buf.capacity();
@@ -244,7 +298,7 @@ impl Chunk {
         } else {
             (used + need)
                 .next_power_of_two()
-                .clamp(CHUNK_MIN, CHUNK_MAX)
+                .clamp(CHUNK_MIN, max.max(CHUNK_MIN))
                 .max(used + need)
         };
         let mut nb = Vec::with_capacity(new_cap);

@@ -1,6 +1,7 @@
 //! List values, stored the way Redis's quicklist of listpacks is: a deque of
-//! chunks, each a packed byte buffer of length-prefixed elements of at most
-//! [`CHUNK_MAX`] bytes (Redis's `list-max-listpack-size -2`, 8 KB).
+//! chunks, each a packed byte buffer of length-prefixed elements, as large
+//! as `list-max-listpack-size` allows (a size class, 8 KB by default, or a
+//! count of elements).
 //!
 //! An element is encoded as `varint(len) bytes rvarint(len)`: the LEB128
 //! length before the bytes lets iteration walk forward, the same length
@@ -23,7 +24,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use self::chunk::CHUNK_MAX;
-use self::chunk::{entry_size, Chunk, CHUNK_MIN};
+use self::chunk::{entry_size, Chunk, NodeLimit, CHUNK_MIN};
 
 /// Elements at least this long get a chunk of their own (Redis's
 /// quicklist packed threshold, 1 GB unless DEBUG QUICKLIST-PACKED-THRESHOLD
@@ -105,19 +106,22 @@ impl List {
     /// Appends `s` at the tail.
     pub fn push_back(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
+        let limit = NodeLimit::current();
         let fits = match self.chunks.back_mut() {
             _ if plain(s.len(), 1) => false,
             Some(c) if plain(c.used(), c.count) => false,
-            Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), false),
+            Some(c) => {
+                c.admit_at_end(s.len(), limit) && c.make_room(c.entry_size(s.len()), false, limit)
+            }
             None => false,
         };
         if !fits {
             let cap = if self.chunks.is_empty() {
                 need.next_power_of_two()
-                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .clamp(CHUNK_MIN, limit.bytes)
                     .max(need)
             } else {
-                need.max(CHUNK_MAX)
+                limit.first_capacity(need)
             };
             self.reserve_chunk();
             self.chunks.push_back(Chunk::with_capacity(cap));
@@ -131,19 +135,22 @@ impl List {
     /// Prepends `s` at the head.
     pub fn push_front(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
+        let limit = NodeLimit::current();
         let fits = match self.chunks.front_mut() {
             _ if plain(s.len(), 1) => false,
             Some(c) if plain(c.used(), c.count) => false,
-            Some(c) => c.admit_at_end(s.len()) && c.make_room(c.entry_size(s.len()), true),
+            Some(c) => {
+                c.admit_at_end(s.len(), limit) && c.make_room(c.entry_size(s.len()), true, limit)
+            }
             None => false,
         };
         if !fits {
             let cap = if self.chunks.is_empty() {
                 need.next_power_of_two()
-                    .clamp(CHUNK_MIN, CHUNK_MAX)
+                    .clamp(CHUNK_MIN, limit.bytes)
                     .max(need)
             } else {
-                need.max(CHUNK_MAX)
+                limit.first_capacity(need)
             };
             let mut c = Chunk::with_capacity(cap);
             c.buf.resize(cap, 0);
@@ -307,7 +314,7 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return;
         };
-        if c.used() > CHUNK_MAX && c.count > 1 {
+        if NodeLimit::current().exceeded(c.used(), c.count) && c.count > 1 {
             let tail = c.split();
             self.chunks.insert(ci + 1, tail);
             self.fix_size(ci + 1);
