@@ -134,6 +134,20 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     let cur = &ctx.server.config;
+    for name in ["oom-score-adj", "oom-score-adj-values"] {
+        if next.get(name) != cur.get(name) {
+            if let Err(why) = crate::server::apply_oom_config(&next) {
+                // Redis rolls back to the values it had.
+                let _ = crate::server::apply_oom_config(cur);
+                let registered = found
+                    .iter()
+                    .find(|(p, _, _)| p.name == name)
+                    .map_or(name, |f| f.1);
+                return Err(set_failed(registered, why));
+            }
+            break;
+        }
+    }
     if next.port != cur.port || next.bind != cur.bind {
         // Redis applies bind before port; report the one that changed.
         let (name, why) = if next.bind != cur.bind {

@@ -31,18 +31,13 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("shutdown-on-sigint", "shutdown flags for signals"),
     ("shutdown-on-sigterm", "shutdown flags for signals"),
     ("tcp-keepalive", "TCP keepalive"),
-    ("list-compress-depth", "list compression"),
     ("lazyfree-lazy-eviction", "choosing background freeing"),
     ("lazyfree-lazy-expire", "choosing background freeing"),
     ("lazyfree-lazy-server-del", "choosing background freeing"),
     ("lazyfree-lazy-user-del", "choosing background freeing"),
-    ("oom-score-adj", "setting the OOM score"),
-    ("oom-score-adj-values", "setting the OOM score"),
     ("disable-thp", "changing transparent huge pages"),
     ("set-proc-title", "setting the process title"),
     ("watchdog-period", "the software watchdog"),
-    ("rdb-key-save-delay", "save delays"),
-    ("key-load-delay", "load delays"),
 ];
 
 /// What ferrokv lacks for parameter `name`, when it does not act on it.

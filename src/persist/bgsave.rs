@@ -178,9 +178,12 @@ fn fork_writer(
     keys: u64,
     tx: Done,
 ) -> Result<(std::thread::JoinHandle<()>, (i32, PathBuf)), String> {
-    let seq = super::TEMP_SEQ.load(Ordering::Relaxed);
-    let pid = fork_child(None, || write_file(path, store, opts, None).is_ok())?;
-    let tmp = super::temp_path(path, pid as u32, seq);
+    let pid = fork_child(None, || {
+        // The child's only save: it is named `temp-<child pid>.rdb`.
+        super::TEMP_IN_FLIGHT.store(0, Ordering::Relaxed);
+        write_file(path, store, opts, None).is_ok()
+    })?;
+    let tmp = super::temp_path(path, pid as u32, None);
     let thread = std::thread::Builder::new()
         .name("ferrokv-bgsave-wait".into())
         .spawn(move || {
@@ -235,6 +238,7 @@ fn fork_child(keep_fd: Option<i32>, work: impl FnOnce() -> bool) -> Result<i32, 
                 }
             }
         }
+        crate::util::process::after_fork_in_child();
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(false);
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };

@@ -15,7 +15,6 @@ pub mod aof;
 pub mod aof_load;
 mod bgsave;
 pub mod cmdlog;
-pub mod lzf;
 pub mod rdb;
 
 pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave, SyncSnapshot};
@@ -144,6 +143,7 @@ pub(crate) fn save_options(config: &Config) -> SaveOptions {
         used_mem: used_memory(),
         aof_base: false,
         repl: None,
+        key_delay_us: config.get_i64("rdb-key-save-delay").unwrap_or(0),
     }
 }
 
@@ -169,18 +169,23 @@ impl DbSource for Store {
     }
 }
 
-/// Unique temp file names within the process (several servers may share a
-/// directory in tests).
+/// Saves being written by this process now: the first is named as Redis
+/// names it, `temp-<pid>.rdb` (tests and tools look for that name); one
+/// overlapping it gets a sequence number too, so they never share a file.
+pub(crate) static TEMP_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// The temp file a save by process `pid` numbered `seq` writes next to
-/// `path`.
-fn temp_path(path: &Path, pid: u32, seq: u64) -> PathBuf {
+/// The temp file process `pid` writes next to `path`: `temp-<pid>.rdb`,
+/// or `temp-<pid>-<seq>.rdb` when `seq` is given.
+fn temp_path(path: &Path, pid: u32, seq: Option<u64>) -> PathBuf {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    dir.join(format!("temp-{pid}-{seq}.rdb"))
+    match seq {
+        None => dir.join(format!("temp-{pid}.rdb")),
+        Some(seq) => dir.join(format!("temp-{pid}-{seq}.rdb")),
+    }
 }
 
 /// Writes `src` to `path` safely: a temp file in the same directory,
@@ -191,11 +196,9 @@ pub fn write_file(
     opts: SaveOptions,
     cancel: Option<&AtomicBool>,
 ) -> Result<SaveReport, String> {
-    let tmp = temp_path(
-        path,
-        std::process::id(),
-        TEMP_SEQ.fetch_add(1, Ordering::Relaxed),
-    );
+    let overlapping = TEMP_IN_FLIGHT.fetch_add(1, Ordering::Relaxed) > 0;
+    let seq = overlapping.then(|| TEMP_SEQ.fetch_add(1, Ordering::Relaxed) + 1);
+    let tmp = temp_path(path, std::process::id(), seq);
     let dir = tmp
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -216,6 +219,7 @@ pub fn write_file(
         }
         Ok(report)
     })();
+    TEMP_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("Write error saving DB on disk ({}): {e}", path.display())
@@ -367,6 +371,7 @@ pub fn load_file(
         LoadOptions {
             verify_checksum: config.rdbchecksum,
             now_ms: now,
+            key_delay_us: config.get_i64("key-load-delay").unwrap_or(0),
         },
     )?;
     store.stats.dirty = 0;

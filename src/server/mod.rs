@@ -202,6 +202,31 @@ pub fn apply_tuning(config: &Config) {
     });
 }
 
+/// Puts `oom-score-adj` and `oom-score-adj-values` of `config` into
+/// effect for the process's class now (Redis's updateOOMScoreAdj); the
+/// error is CONFIG SET's.
+pub fn apply_oom_config(config: &Config) -> Result<(), &'static str> {
+    let mut values = [0i32; 3];
+    for (v, text) in values
+        .iter_mut()
+        .zip(config.get("oom-score-adj-values").split(' '))
+    {
+        *v = text.parse().unwrap_or(0);
+    }
+    crate::util::process::configure_oom(&config.get("oom-score-adj"), values);
+    crate::util::process::apply_oom_score(None).map_err(|e| {
+        tracing::warn!("{e}");
+        "Failed to set current oom_score_adj. Check server logs."
+    })
+}
+
+/// Moves the process to OOM class `class` (a replica or a master now).
+pub fn set_oom_class(class: crate::util::process::OomClass) {
+    if let Err(e) = crate::util::process::apply_oom_score(Some(class)) {
+        tracing::warn!("{e}");
+    }
+}
+
 impl ServerState {
     /// The state of a server that has just bound `port`, with the command
     /// table joined from `families` (each a list of name → handler).
@@ -224,6 +249,13 @@ impl ServerState {
         let mut repl = repl::Replication::default();
         repl.load_config(&config);
         apply_tuning(&config);
+        let class = if config.get("replicaof").is_empty() {
+            crate::util::process::OomClass::Master
+        } else {
+            crate::util::process::OomClass::Replica
+        };
+        let _ = crate::util::process::apply_oom_score(Some(class));
+        let _ = apply_oom_config(&config);
         ServerState {
             config,
             table,

@@ -310,3 +310,17 @@ mod tests {
         assert_eq!(clock.now_ms(), 1_250);
     }
 }
+
+/// Sleeps `usec` microseconds (Redis's debugDelay, for the
+/// `rdb-key-save-delay` and `key-load-delay` test hooks); a negative value
+/// sleeps one microsecond once in `-usec` calls, on average.
+pub fn debug_delay(usec: i64) {
+    let usec = if usec < 0 {
+        u64::from(rand::random::<u64>() % usec.unsigned_abs() == 0)
+    } else {
+        usec as u64
+    };
+    if usec > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(usec));
+    }
+}

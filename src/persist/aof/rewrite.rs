@@ -161,6 +161,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
         unsafe {
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         }
+        crate::util::process::after_fork_in_child();
         let tmp = temp_name(dir, std::process::id());
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             write_base(&tmp, store, config).is_ok()
@@ -368,7 +369,11 @@ pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Re
     let tmp = path.with_extension("tmp");
     let result = (|| -> std::io::Result<u64> {
         let mut w = std::io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
-        let n = write_commands(&mut w, src)?;
+        let n = write_commands(
+            &mut w,
+            src,
+            config.get_i64("rdb-key-save-delay").unwrap_or(0),
+        )?;
         w.flush()?;
         w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp, path)?;
@@ -383,8 +388,13 @@ pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Re
 /// Writes the commands that rebuild `src` (`rewriteAppendOnlyFileRio`):
 /// per non-empty database SELECT, then per key SET, RPUSH, SADD, ZADD or
 /// HMSET (64 elements per command) and PEXPIREAT for a TTL. Returns the
-/// bytes written.
-pub fn write_commands<W: Write>(out: &mut W, src: &dyn DbSource) -> std::io::Result<u64> {
+/// bytes written. `key_delay_us` is `rdb-key-save-delay`, waited after
+/// each key.
+pub fn write_commands<W: Write>(
+    out: &mut W,
+    src: &dyn DbSource,
+    key_delay_us: i64,
+) -> std::io::Result<u64> {
     let mut buf = Vec::with_capacity(1 << 16);
     let mut total = 0u64;
     for db in 0..src.db_count() {
@@ -399,6 +409,9 @@ pub fn write_commands<W: Write>(out: &mut W, src: &dyn DbSource) -> std::io::Res
                     &mut buf,
                     &[b"PEXPIREAT", key, expire_at.to_string().as_bytes()],
                 );
+            }
+            if key_delay_us != 0 {
+                crate::util::clock::debug_delay(key_delay_us);
             }
             if buf.len() >= 1 << 16 {
                 total += buf.len() as u64;
@@ -569,7 +582,7 @@ mod tests {
         z.insert(b"inf", f64::INFINITY);
         s.set(2, b"z", Value::ZSet(z), Ttl::None);
         let mut out = Vec::new();
-        let n = write_commands(&mut out, &s).expect("writes to memory");
+        let n = write_commands(&mut out, &s, 0).expect("writes to memory");
         assert_eq!(n, out.len() as u64);
         let text = String::from_utf8_lossy(&out);
         assert!(

@@ -67,6 +67,7 @@ fn image(checksum: bool) -> Vec<u8> {
         used_mem: 0,
         aof_base: false,
         repl: None,
+        key_delay_us: 0,
     };
     write_rdb(&mut out, &sample_store(), opts, None).expect("writes to memory");
     out
@@ -80,6 +81,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
         LoadOptions {
             verify_checksum: verify,
             now_ms: 1_000,
+            key_delay_us: 0,
         },
     )
     .map(|r| r.keys_loaded)
@@ -178,6 +180,7 @@ fn legacy_records_and_duplicates() {
         LoadOptions {
             verify_checksum: true,
             now_ms: now,
+            key_delay_us: 0,
         },
     )
     .expect("loads");
@@ -240,6 +243,7 @@ fn compact_encodings_load_as_redis_has_them() {
         LoadOptions {
             verify_checksum: true,
             now_ms: 1_000,
+            key_delay_us: 0,
         },
     )
     .expect("loads");

@@ -138,7 +138,7 @@ impl<'a> Dec<'a> {
                     self.pos = at;
                     return self.fail(format!("LZF length {len} too large for {clen} bytes"));
                 }
-                match crate::persist::lzf::decompress(c, len as usize) {
+                match crate::util::lzf::decompress(c, len as usize) {
                     Some(v) => Ok(Str::Bytes(Cow::Owned(v))),
                     None => {
                         self.pos = at;
@@ -385,6 +385,9 @@ pub struct LoadOptions {
     pub verify_checksum: bool,
     /// Unix time in ms: keys that expired before it are skipped.
     pub now_ms: u64,
+    /// `key-load-delay`: microseconds to wait after each key (a test hook
+    /// that keeps a load in progress long enough to observe).
+    pub key_delay_us: i64,
 }
 
 /// What a load found.
@@ -528,6 +531,9 @@ pub fn load_rdb(
             ));
         }
         report.keys_loaded += 1;
+        if opts.key_delay_us != 0 {
+            crate::util::clock::debug_delay(opts.key_delay_us);
+        }
     }
     let sum_end = d.pos;
     if version >= 5 {

@@ -73,7 +73,7 @@ impl Enc {
             }
         }
         if self.compress && s.len() > 20 {
-            if let Some(c) = super::super::lzf::compress(s, s.len() - 4) {
+            if let Some(c) = crate::util::lzf::compress(s, s.len() - 4) {
                 self.buf.push(0xC0 | enc::LZF);
                 self.len(c.len() as u64);
                 self.len(s.len() as u64);
@@ -264,6 +264,9 @@ pub struct SaveOptions {
     /// The replication history the data stands for, when the server is
     /// in a replication chain (rdbPopulateSaveInfo).
     pub repl: Option<ReplInfo>,
+    /// `rdb-key-save-delay`: microseconds to wait after each key (a test
+    /// hook that keeps a save in progress long enough to observe).
+    pub key_delay_us: i64,
 }
 
 /// The `repl-stream-db`, `repl-id` and `repl-offset` AUX fields: a
@@ -361,6 +364,9 @@ pub fn write_rdb<W: Write>(
             e.string(key);
             e.value(value);
             n += 1;
+            if opts.key_delay_us != 0 {
+                crate::util::clock::debug_delay(opts.key_delay_us);
+            }
             if e.buf.len() >= FLUSH_AT {
                 if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                     return Err(std::io::Error::other("save cancelled"));

@@ -495,6 +495,7 @@ impl Replication {
     /// offset, so replicas of the old master continue partially.
     pub fn promote(&mut self) {
         crate::config::log::set_role(b'M');
+        super::set_oom_class(crate::util::process::OomClass::Master);
         self.replid2 = std::mem::replace(&mut self.replid, new_replid());
         self.second_replid_offset = self.offset as i64 + 1;
         self.master = None;
@@ -586,6 +587,7 @@ mod tests {
 /// they resynchronize, and the cron connects.
 pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
     crate::config::log::set_role(b'S');
+    crate::server::set_oom_class(crate::util::process::OomClass::Replica);
     let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
     drop_master_link(server);
     server.repl.disconnect_replicas();

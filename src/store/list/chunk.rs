@@ -2,6 +2,30 @@
 //! `varint(len) bytes rvarint(len)`. The LEB128 length before the bytes lets
 //! iteration walk forward; the same length written backwards after them
 //! lets it walk backward (listpack's `backlen`).
+//!
+//! An interior chunk of a list with `list-compress-depth` set holds its
+//! bytes LZF-compressed, as Redis's quicklist compresses interior nodes
+//! (`__quicklistCompressNode`); reads decompress it into a view kept until
+//! the list is next changed, changes decompress it first.
+
+use std::cell::OnceCell;
+
+/// Chunks smaller than this are not compressed (Redis's
+/// MIN_COMPRESS_BYTES).
+const MIN_COMPRESS_BYTES: usize = 48;
+/// Compression must save more than this many bytes to be kept (Redis's
+/// MIN_COMPRESS_IMPROVE).
+const MIN_COMPRESS_IMPROVE: usize = 8;
+
+/// A chunk's bytes in LZF form.
+#[derive(Clone, Debug)]
+struct Lzf {
+    bytes: Box<[u8]>,
+    /// Length of the bytes it decompresses to.
+    raw_len: usize,
+    /// The decompressed bytes, once a read needed them.
+    view: OnceCell<Box<[u8]>>,
+}
 
 /// Largest chunk payload at Redis's default `list-max-listpack-size -2`.
 pub const CHUNK_MAX: usize = 8192;
@@ -18,10 +42,9 @@ pub(super) struct NodeLimit {
 }
 
 impl NodeLimit {
-    /// The limit the configuration sets now.
+    /// The limit a list made with `list-max-listpack-size` `fill` has.
     #[inline]
-    pub(super) fn current() -> NodeLimit {
-        let fill = crate::store::tuning::list_fill();
+    pub(super) fn of(fill: i32) -> NodeLimit {
         if fill < 0 {
             NodeLimit {
                 bytes: 4096 << (fill.unsigned_abs().min(5) - 1),
@@ -176,6 +199,8 @@ pub(super) struct Chunk {
     /// hashes, timestamps) cost nothing beyond their bytes. 0: elements are
     /// `varint(len) bytes rvarint(len)`.
     fixed: usize,
+    /// The bytes, compressed (then `buf` is empty and `start` 0).
+    lzf: Option<Box<Lzf>>,
 }
 
 impl Chunk {
@@ -186,11 +211,81 @@ impl Chunk {
         }
     }
 
+    /// The chunk's bytes: elements live in `bytes()[start..]`.
+    #[inline]
+    pub(super) fn bytes(&self) -> &[u8] {
+        match &self.lzf {
+            None => &self.buf,
+            Some(l) => l.view.get_or_init(|| {
+                // invariant: the bytes were compressed from `raw_len` bytes
+                // by `compress` and never changed since.
+                crate::util::lzf::decompress(&l.bytes, l.raw_len)
+                    .expect("a chunk's own LZF bytes decompress")
+                    .into_boxed_slice()
+            }),
+        }
+    }
+
+    /// True when the chunk's bytes are compressed.
+    pub(super) fn is_compressed(&self) -> bool {
+        self.lzf.is_some()
+    }
+
+    /// Compresses the chunk's bytes when that saves enough (Redis's
+    /// __quicklistCompressNode); a compressed chunk drops the view a read
+    /// left.
+    pub(super) fn compress(&mut self) {
+        if let Some(l) = &mut self.lzf {
+            l.view.take();
+            return;
+        }
+        let raw = &self.buf[self.start..];
+        if raw.len() < MIN_COMPRESS_BYTES {
+            return;
+        }
+        let Some(c) = crate::util::lzf::compress(raw, raw.len() - MIN_COMPRESS_IMPROVE - 1) else {
+            return;
+        };
+        self.lzf = Some(Box::new(Lzf {
+            bytes: c.into_boxed_slice(),
+            raw_len: raw.len(),
+            view: OnceCell::new(),
+        }));
+        self.buf = Vec::new();
+        self.start = 0;
+    }
+
+    /// Makes the chunk's bytes plain again, ready for a change.
+    pub(super) fn decompress(&mut self) {
+        if self.lzf.is_none() {
+            return;
+        }
+        let raw = self.bytes().to_vec();
+        self.lzf = None;
+        self.buf = raw;
+        self.start = 0;
+    }
+
+    /// Drops the view a read left on a compressed chunk.
+    pub(super) fn drop_view(&mut self) {
+        if let Some(l) = &mut self.lzf {
+            l.view.take();
+        }
+    }
+
+    /// Heap bytes owned.
+    pub(super) fn heap_size(&self) -> usize {
+        match &self.lzf {
+            None => self.buf.capacity(),
+            Some(l) => l.bytes.len() + l.view.get().map_or(0, |v| v.len()) + 48,
+        }
+    }
+
     /// Reads the element starting at `pos`: (data start, data len, next pos).
     #[inline]
     pub(super) fn read_fwd(&self, pos: usize) -> (usize, usize, usize) {
         match self.fixed {
-            0 => read_fwd(&self.buf, pos),
+            0 => read_fwd(self.bytes(), pos),
             n => (pos, n, pos + n),
         }
     }
@@ -200,7 +295,7 @@ impl Chunk {
     #[inline]
     pub(super) fn read_back(&self, end: usize) -> (usize, usize, usize) {
         match self.fixed {
-            0 => read_back(&self.buf, end),
+            0 => read_back(self.bytes(), end),
             n => (end - n, end - n, n),
         }
     }
@@ -268,7 +363,19 @@ impl Chunk {
 
     #[inline]
     pub(super) fn used(&self) -> usize {
-        self.buf.len() - self.start
+        match &self.lzf {
+            None => self.buf.len() - self.start,
+            Some(l) => l.raw_len,
+        }
+    }
+
+    /// Offset just past the last element.
+    #[inline]
+    pub(super) fn end(&self) -> usize {
+        match &self.lzf {
+            None => self.buf.len(),
+            Some(l) => l.raw_len,
+        }
     }
 
     /// Makes room for `need` more bytes at the front or back; false when
@@ -336,12 +443,12 @@ impl Chunk {
 
     pub(super) fn front(&self) -> &[u8] {
         let (d, n, _) = self.read_fwd(self.start);
-        &self.buf[d..d + n]
+        &self.bytes()[d..d + n]
     }
 
     pub(super) fn back(&self) -> &[u8] {
-        let (_, d, n) = self.read_back(self.buf.len());
-        &self.buf[d..d + n]
+        let (_, d, n) = self.read_back(self.end());
+        &self.bytes()[d..d + n]
     }
 
     pub(super) fn drop_front(&mut self) {
@@ -374,15 +481,17 @@ impl Chunk {
         if self.fixed != 0 {
             self.start + i * self.fixed
         } else if i < self.count / 2 {
+            let bytes = self.bytes();
             let mut p = self.start;
             for _ in 0..i {
-                p = read_fwd(&self.buf, p).2;
+                p = read_fwd(bytes, p).2;
             }
             p
         } else {
-            let mut p = self.buf.len();
+            let bytes = self.bytes();
+            let mut p = bytes.len();
             for _ in 0..self.count - i {
-                p = read_back(&self.buf, p).0;
+                p = read_back(bytes, p).0;
             }
             p
         }

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use self::chunk::CHUNK_MAX;
 use self::chunk::{entry_size, Chunk, NodeLimit, CHUNK_MIN};
+use super::tuning;
 
 /// Elements at least this long get a chunk of their own (Redis's
 /// quicklist packed threshold, 1 GB unless DEBUG QUICKLIST-PACKED-THRESHOLD
@@ -51,10 +52,31 @@ fn plain(len: usize, count: usize) -> bool {
 }
 
 /// A list of byte strings.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct List {
     chunks: VecDeque<Chunk>,
     len: usize,
+    /// `list-max-listpack-size` when the list was made (a quicklist keeps
+    /// its own, as in Redis).
+    fill: i32,
+    /// `list-compress-depth` when the list was made: chunks this far from
+    /// either end stay plain, the ones between are compressed.
+    depth: u32,
+    /// A read decompressed views of compressed chunks (dropped at the
+    /// next change).
+    viewed: std::cell::Cell<bool>,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List {
+            chunks: VecDeque::new(),
+            len: 0,
+            fill: tuning::list_fill() as i32,
+            depth: u32::try_from(tuning::list_compress_depth()).unwrap_or(u32::MAX),
+            viewed: std::cell::Cell::new(false),
+        }
+    }
 }
 
 /// Which end of a list.
@@ -100,13 +122,59 @@ impl List {
 
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        self.chunks.iter().map(|c| c.buf.capacity() + 40).sum()
+        self.chunks.iter().map(|c| c.heap_size() + 40).sum()
+    }
+
+    /// Chunks that hold their bytes compressed (DEBUG QUICKLIST).
+    pub fn compressed_chunks(&self) -> usize {
+        self.chunks.iter().filter(|c| c.is_compressed()).count()
+    }
+
+    /// Re-establishes compression after a change (Redis's
+    /// __quicklistCompress): the `depth` chunks at each end plain, the
+    /// interior ones compressed. `touched` are interior chunks the change
+    /// rewrote; chunks past them that the change did not reach stay as
+    /// they are, except that views left by reads are dropped.
+    fn settle(&mut self, touched: std::ops::Range<usize>) {
+        let depth = self.depth as usize;
+        if depth == 0 {
+            return;
+        }
+        let n = self.chunks.len();
+        if self.viewed.replace(false) {
+            for c in &mut self.chunks {
+                c.drop_view();
+            }
+        }
+        for i in 0..depth.min(n) {
+            self.chunks[i].decompress();
+            self.chunks[n - 1 - i].decompress();
+        }
+        if n <= 2 * depth {
+            return;
+        }
+        self.chunks[depth].compress();
+        self.chunks[n - 1 - depth].compress();
+        for i in touched {
+            if i >= depth && i + depth < n {
+                self.chunks[i].compress();
+            }
+        }
+    }
+
+    /// Makes every chunk plain, before a change that walks the whole list.
+    fn decompress_all(&mut self) {
+        if self.depth != 0 {
+            for c in &mut self.chunks {
+                c.decompress();
+            }
+        }
     }
 
     /// Appends `s` at the tail.
     pub fn push_back(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
-        let limit = NodeLimit::current();
+        let limit = NodeLimit::of(self.fill);
         let fits = match self.chunks.back_mut() {
             _ if plain(s.len(), 1) => false,
             Some(c) if plain(c.used(), c.count) => false,
@@ -130,12 +198,15 @@ impl List {
         let c = self.chunks.back_mut().expect("chunk exists");
         c.push_back(s);
         self.len += 1;
+        if !fits {
+            self.settle(0..0);
+        }
     }
 
     /// Prepends `s` at the head.
     pub fn push_front(&mut self, s: &[u8]) {
         let need = entry_size(s.len());
-        let limit = NodeLimit::current();
+        let limit = NodeLimit::of(self.fill);
         let fits = match self.chunks.front_mut() {
             _ if plain(s.len(), 1) => false,
             Some(c) if plain(c.used(), c.count) => false,
@@ -162,6 +233,9 @@ impl List {
         let c = self.chunks.front_mut().expect("chunk exists");
         c.push_front(s);
         self.len += 1;
+        if !fits {
+            self.settle(0..0);
+        }
     }
 
     /// Room for one more chunk: a one-chunk list (most small lists) gets a
@@ -193,6 +267,7 @@ impl List {
         let (c, empty) = match end {
             End::Left => match self.chunks.front_mut() {
                 Some(c) => {
+                    c.decompress();
                     c.drop_front();
                     (true, c.count == 0)
                 }
@@ -200,6 +275,7 @@ impl List {
             },
             End::Right => match self.chunks.back_mut() {
                 Some(c) => {
+                    c.decompress();
                     c.drop_back();
                     (true, c.count == 0)
                 }
@@ -214,6 +290,7 @@ impl List {
                 End::Left => self.chunks.pop_front(),
                 End::Right => self.chunks.pop_back(),
             };
+            self.settle(0..0);
         }
     }
 
@@ -264,8 +341,11 @@ impl List {
         }
         let (ci, k) = self.locate(i);
         let c = self.chunks.get(ci)?;
+        if c.is_compressed() {
+            self.viewed.set(true);
+        }
         let (d, n, _) = c.read_fwd(c.offset_of(k));
-        Some(&c.buf[d..d + n])
+        Some(&c.bytes()[d..d + n])
     }
 
     /// Replaces the element at position `i`; false when out of range.
@@ -277,13 +357,16 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return false;
         };
+        c.decompress();
         c.admit(s.len());
         let at = c.offset_of(k);
         let (_, _, next) = c.read_fwd(at);
         let mut enc = Vec::with_capacity(c.entry_size(s.len()));
         c.encode_into(s, &mut enc);
         c.rebuild(Some((at, next - at, &enc)));
+        let before = self.chunks.len();
         self.fix_size(ci);
+        self.settle(ci..ci + 1 + self.chunks.len() - before);
         true
     }
 
@@ -299,6 +382,7 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return;
         };
+        c.decompress();
         c.admit(s.len());
         let at = c.offset_of(k);
         let mut enc = Vec::with_capacity(c.entry_size(s.len()));
@@ -306,7 +390,9 @@ impl List {
         c.rebuild(Some((at, 0, &enc)));
         c.count += 1;
         self.len += 1;
+        let before = self.chunks.len();
         self.fix_size(ci);
+        self.settle(ci..ci + 1 + self.chunks.len() - before);
     }
 
     /// Splits chunk `ci` when it grew past the limit.
@@ -314,7 +400,7 @@ impl List {
         let Some(c) = self.chunks.get_mut(ci) else {
             return;
         };
-        if NodeLimit::current().exceeded(c.used(), c.count) && c.count > 1 {
+        if NodeLimit::of(self.fill).exceeded(c.used(), c.count) && c.count > 1 {
             let tail = c.split();
             self.chunks.insert(ci + 1, tail);
             self.fix_size(ci + 1);
@@ -325,6 +411,7 @@ impl List {
     /// Removes up to `limit` elements equal to `s` (0 = all), scanning from
     /// the tail when `from_tail`; returns how many went (LREM).
     pub fn remove_matching(&mut self, s: &[u8], limit: usize, from_tail: bool) -> usize {
+        self.decompress_all();
         let mut removed = 0;
         let n = self.chunks.len();
         let mut offsets: Vec<(usize, usize)> = Vec::new();
@@ -373,6 +460,8 @@ impl List {
         }
         self.chunks.retain(|c| c.count > 0);
         self.len -= removed;
+        let n = self.chunks.len();
+        self.settle(0..n);
         removed
     }
 
@@ -398,6 +487,7 @@ impl List {
                 n = 0;
             }
         }
+        self.settle(0..0);
     }
 
     /// Keeps only positions `start..=end` (LTRIM, already clamped).
@@ -473,10 +563,13 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
         loop {
             let c = self.list.chunks.get(self.ci)?;
-            if self.pos < c.buf.len() {
+            if self.pos < c.end() {
+                if c.is_compressed() {
+                    self.list.viewed.set(true);
+                }
                 let (d, n, next) = c.read_fwd(self.pos);
                 self.pos = next;
-                return Some(&c.buf[d..d + n]);
+                return Some(&c.bytes()[d..d + n]);
             }
             self.ci += 1;
             self.pos = self.list.chunks.get(self.ci).map_or(0, |c| c.start);
@@ -502,16 +595,19 @@ impl<'a> Iterator for RevIter<'a> {
             }
             let c = self.list.chunks.get(self.ci)?;
             if self.end > c.start {
+                if c.is_compressed() {
+                    self.list.viewed.set(true);
+                }
                 let (s, d, n) = c.read_back(self.end);
                 self.end = s;
-                return Some(&c.buf[d..d + n]);
+                return Some(&c.bytes()[d..d + n]);
             }
             if self.ci == 0 {
                 self.done = true;
                 return None;
             }
             self.ci -= 1;
-            self.end = self.list.chunks.get(self.ci).map_or(0, |c| c.buf.len());
+            self.end = self.list.chunks.get(self.ci).map_or(0, Chunk::end);
         }
     }
 }

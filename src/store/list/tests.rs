@@ -19,12 +19,55 @@ fn model_check(l: &List, m: &VecDeque<Vec<u8>>) {
     for c in &l.chunks {
         assert!(c.count > 0);
     }
+    // The compression invariant: ends plain, the chunks between compressed
+    // unless too small or incompressible.
+    let (depth, n) = (l.depth as usize, l.chunks.len());
+    for (i, c) in l.chunks.iter().enumerate() {
+        if i < depth || i + depth >= n || depth == 0 {
+            assert!(
+                !c.is_compressed(),
+                "chunk {i} of {n} compressed at depth {depth}"
+            );
+        }
+    }
+    if let Some(limit) = (l.fill >= 0).then_some(l.fill.max(1) as usize) {
+        assert!(
+            l.chunks.iter().all(|c| c.count <= limit),
+            "a chunk over {limit} elements"
+        );
+    }
     assert_eq!(l.chunks.iter().map(|c| c.count).sum::<usize>(), l.len());
 }
 
 #[test]
 fn random_ops_match_vecdeque() {
     random_ops(false);
+}
+
+/// With `list-compress-depth` and small nodes, interior chunks compress
+/// and decompress under every change, and reads see through them.
+#[test]
+fn random_ops_on_compressed_lists_match_vecdeque() {
+    for (fill, depth) in [(4, 1), (1, 2), (-1, 1), (7, 3)] {
+        let mut l = List {
+            fill,
+            depth,
+            ..List::default()
+        };
+        random_ops_on(&mut l, false);
+        assert!(l.len() > 0);
+    }
+    // Compressible elements do compress.
+    let mut l = List {
+        fill: 16,
+        depth: 1,
+        ..List::default()
+    };
+    for i in 0..1000 {
+        l.push_back(format!("element-{:08}-{}", i % 10, "x".repeat(100)).as_bytes());
+    }
+    assert!(l.compressed_chunks() > 50, "{}", l.compressed_chunks());
+    assert_eq!(l.get(500).map(<[u8]>::len), Some(117));
 }
 
 /// Mostly same-size elements, so chunks store bare runs and meet the
@@ -35,8 +78,12 @@ fn random_ops_on_same_size_runs_match_vecdeque() {
 }
 
 fn random_ops(same_size: bool) {
-    let mut fixed_seen = 0;
     let mut l = List::new();
+    random_ops_on(&mut l, same_size);
+}
+
+fn random_ops_on(l: &mut List, same_size: bool) {
+    let mut fixed_seen = 0;
     let mut m: VecDeque<Vec<u8>> = VecDeque::new();
     let mut seed = 12345u64;
     let mut rnd = |n: u64| {
@@ -93,11 +140,11 @@ fn random_ops(same_size: bool) {
             _ => {}
         }
         if step % 97 == 0 {
-            model_check(&l, &m);
+            model_check(l, &m);
             fixed_seen += l.chunks.iter().filter(|c| c.is_fixed()).count();
         }
     }
-    model_check(&l, &m);
+    model_check(l, &m);
     if same_size {
         assert!(fixed_seen > 0, "no chunk held a same-size run");
     }
