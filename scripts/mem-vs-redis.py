@@ -10,6 +10,10 @@ growth (VmRSS from /proc) divided by the item count. Datasets:
   set      100,000 sets of 10 16-byte members: per member
   intset   100,000 sets of 10 integers: per member
   zset     100,000 sorted sets of 10 16-byte members with scores: per member
+  list-compressed  one list of 1,000,000 compressible 128-byte elements,
+           both servers with list-compress-depth 1
+  hash-packed  HASHES hashes (--hashes, default 100,000) of 500 small fields,
+           both servers with hash-max-listpack-entries 1024: per field
 
 Usage: scripts/mem-vs-redis.py [--ferrokv PATH] [--datasets strings,list,ttl,hash,set,intset,zset]
 """
@@ -79,7 +83,24 @@ def pipeline(port, commands, batch=1000):
 VALUE = b"v" * 16
 
 
+# Extra directives both servers get for a dataset.
+SERVER_ARGS = {
+    "list-compressed": ["--list-compress-depth", "1"],
+    "hash-packed": ["--hash-max-listpack-entries", "1024"],
+}
+HASHES = 100_000
+
+
 def dataset(name):
+    if name == "list-compressed":
+        per = 100
+        return 1_000_000, (enc("RPUSH", "biglist", *[(b"item:%010d:" % (i * per + j)).ljust(128, b"a")
+                                                    for j in range(per)])
+                           for i in range(1_000_000 // per))
+    if name == "hash-packed":
+        return HASHES * 500, (enc("HSET", b"ph:%07d" % i, *[x for j in range(500)
+                                                          for x in (b"f%d" % j, b"v%d" % (i + j))])
+                              for i in range(HASHES))
     if name == "strings":
         return 1_000_000, (enc("SET", b"key:%07d" % i, VALUE) for i in range(1_000_000))
     if name == "list":
@@ -112,6 +133,7 @@ def measure(kind, binary, name):
         cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     else:
         cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    cmd += SERVER_ARGS.get(name, [])
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port)
@@ -133,7 +155,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
     ap.add_argument("--datasets", default="strings,list,ttl,hash,set,intset,zset")
+    ap.add_argument("--hashes", type=int, default=HASHES)
     args = ap.parse_args()
+    globals()["HASHES"] = args.hashes
     print(f"{'dataset':<10} {'ferrokv B/item':>15} {'redis B/item':>13} {'ratio':>6}")
     for name in args.datasets.split(","):
         ours = measure("ferrokv", args.ferrokv, name)

@@ -17,15 +17,8 @@ const MIN_COMPRESS_BYTES: usize = 48;
 /// MIN_COMPRESS_IMPROVE).
 const MIN_COMPRESS_IMPROVE: usize = 8;
 
-/// A chunk's bytes in LZF form.
-#[derive(Clone, Debug)]
-struct Lzf {
-    bytes: Box<[u8]>,
-    /// Length of the bytes it decompresses to.
-    raw_len: usize,
-    /// The decompressed bytes, once a read needed them.
-    view: OnceCell<Box<[u8]>>,
-}
+/// The decompressed bytes of a compressed chunk, once a read needed them.
+type View = OnceCell<Box<[u8]>>;
 
 /// Largest chunk payload at Redis's default `list-max-listpack-size -2`.
 pub const CHUNK_MAX: usize = 8192;
@@ -190,20 +183,53 @@ fn encode_entry(fixed: usize, s: &[u8], out: &mut Vec<u8>) {
 pub(super) struct Chunk {
     /// Encoded elements live in `buf[start..]`.
     pub(super) buf: Vec<u8>,
-    /// Free bytes before the first element.
-    pub(super) start: usize,
+    /// Free bytes before the first element (below 4 GiB: a chunk grows
+    /// past its node size only for its first element, and elements from
+    /// the plain threshold up, which is below 4 GiB, stand alone).
+    start: u32,
     /// Elements held.
     pub(super) count: usize,
     /// When not 0, every element is exactly this many bytes long and is
     /// stored bare, with no lengths: runs of same-size elements (ids,
     /// hashes, timestamps) cost nothing beyond their bytes. 0: elements are
-    /// `varint(len) bytes rvarint(len)`.
-    fixed: usize,
-    /// The bytes, compressed (then `buf` is empty and `start` 0).
-    lzf: Option<Box<Lzf>>,
+    /// `varint(len) bytes rvarint(len)`. Elements of 4 GiB or more are
+    /// never stored bare.
+    fixed: u32,
+    /// Present when the chunk is compressed: `buf` then holds the LZF
+    /// bytes and `start` the length they decompress to.
+    lzf: Option<Box<View>>,
 }
 
 impl Chunk {
+    /// Free bytes before the first element.
+    #[inline]
+    pub(super) fn start(&self) -> usize {
+        if self.lzf.is_some() {
+            0
+        } else {
+            self.start as usize
+        }
+    }
+
+    /// Sets the free bytes before the first element (see the field).
+    #[inline]
+    pub(super) fn set_start(&mut self, start: usize) {
+        debug_assert!(u32::try_from(start).is_ok());
+        self.start = start as u32;
+    }
+
+    /// The length of every element when stored bare, else 0.
+    #[inline]
+    fn fixed(&self) -> usize {
+        self.fixed as usize
+    }
+
+    /// Stores elements bare when `len` (0: with lengths) fits the field.
+    #[inline]
+    fn set_fixed(&mut self, len: usize) {
+        self.fixed = u32::try_from(len).unwrap_or(0);
+    }
+
     pub(super) fn with_capacity(cap: usize) -> Chunk {
         Chunk {
             buf: Vec::with_capacity(cap),
@@ -216,10 +242,10 @@ impl Chunk {
     pub(super) fn bytes(&self) -> &[u8] {
         match &self.lzf {
             None => &self.buf,
-            Some(l) => l.view.get_or_init(|| {
-                // invariant: the bytes were compressed from `raw_len` bytes
-                // by `compress` and never changed since.
-                crate::util::lzf::decompress(&l.bytes, l.raw_len)
+            Some(view) => view.get_or_init(|| {
+                // invariant: `buf` was compressed from `start` bytes by
+                // `compress` and has not changed since.
+                crate::util::lzf::decompress(&self.buf, self.start as usize)
                     .expect("a chunk's own LZF bytes decompress")
                     .into_boxed_slice()
             }),
@@ -235,24 +261,22 @@ impl Chunk {
     /// __quicklistCompressNode); a compressed chunk drops the view a read
     /// left.
     pub(super) fn compress(&mut self) {
-        if let Some(l) = &mut self.lzf {
-            l.view.take();
+        if self.lzf.is_some() {
+            self.drop_view();
             return;
         }
-        let raw = &self.buf[self.start..];
-        if raw.len() < MIN_COMPRESS_BYTES {
+        let raw = &self.buf[self.start()..];
+        if raw.len() < MIN_COMPRESS_BYTES || u32::try_from(raw.len()).is_err() {
             return;
         }
-        let Some(c) = crate::util::lzf::compress(raw, raw.len() - MIN_COMPRESS_IMPROVE - 1) else {
+        let Some(mut c) = crate::util::lzf::compress(raw, raw.len() - MIN_COMPRESS_IMPROVE - 1)
+        else {
             return;
         };
-        self.lzf = Some(Box::new(Lzf {
-            bytes: c.into_boxed_slice(),
-            raw_len: raw.len(),
-            view: OnceCell::new(),
-        }));
-        self.buf = Vec::new();
-        self.start = 0;
+        c.shrink_to_fit();
+        self.start = raw.len() as u32;
+        self.buf = c;
+        self.lzf = Some(Box::default());
     }
 
     /// Makes the chunk's bytes plain again, ready for a change.
@@ -268,23 +292,24 @@ impl Chunk {
 
     /// Drops the view a read left on a compressed chunk.
     pub(super) fn drop_view(&mut self) {
-        if let Some(l) = &mut self.lzf {
-            l.view.take();
+        if let Some(view) = &mut self.lzf {
+            view.take();
         }
     }
 
     /// Heap bytes owned.
     pub(super) fn heap_size(&self) -> usize {
-        match &self.lzf {
-            None => self.buf.capacity(),
-            Some(l) => l.bytes.len() + l.view.get().map_or(0, |v| v.len()) + 48,
-        }
+        self.buf.capacity()
+            + self
+                .lzf
+                .as_ref()
+                .map_or(0, |v| 16 + v.get().map_or(0, |b| b.len()))
     }
 
     /// Reads the element starting at `pos`: (data start, data len, next pos).
     #[inline]
     pub(super) fn read_fwd(&self, pos: usize) -> (usize, usize, usize) {
-        match self.fixed {
+        match self.fixed() {
             0 => read_fwd(self.bytes(), pos),
             n => (pos, n, pos + n),
         }
@@ -294,7 +319,7 @@ impl Chunk {
     /// len).
     #[inline]
     pub(super) fn read_back(&self, end: usize) -> (usize, usize, usize) {
-        match self.fixed {
+        match self.fixed() {
             0 => read_back(self.bytes(), end),
             n => (end - n, end - n, n),
         }
@@ -303,7 +328,7 @@ impl Chunk {
     /// Bytes an element of `len` bytes takes in this chunk once admitted.
     #[inline]
     pub(super) fn entry_size(&self, len: usize) -> usize {
-        match self.fixed {
+        match self.fixed() {
             0 => entry_size(len),
             _ => len,
         }
@@ -311,7 +336,7 @@ impl Chunk {
 
     /// Appends the encoding of `s` (admitted) to `out`.
     pub(super) fn encode_into(&self, s: &[u8], out: &mut Vec<u8>) {
-        encode_entry(self.fixed, s, out);
+        encode_entry(self.fixed(), s, out);
     }
 
     /// Readies the chunk for an element of `len` bytes at one of its ends:
@@ -322,10 +347,10 @@ impl Chunk {
         if self.count >= limit.count {
             return false;
         }
-        if self.fixed == 0 || self.fixed == len {
+        if self.fixed() == 0 || self.fixed() == len {
             return true;
         }
-        if self.count * entry_size(self.fixed) + entry_size(len) > limit.bytes {
+        if self.count * entry_size(self.fixed()) + entry_size(len) > limit.bytes {
             return false;
         }
         self.admit(len);
@@ -336,36 +361,36 @@ impl Chunk {
     /// another size is rewritten with lengths (the caller splits the chunk
     /// if that made it too large).
     pub(super) fn admit(&mut self, len: usize) {
-        if self.fixed == 0 || self.fixed == len {
+        if self.fixed() == 0 || self.fixed() == len {
             return;
         }
-        let mut nb = Vec::with_capacity(self.count * entry_size(self.fixed) + entry_size(len));
-        for e in self.buf[self.start..].chunks_exact(self.fixed) {
+        let mut nb = Vec::with_capacity(self.count * entry_size(self.fixed()) + entry_size(len));
+        for e in self.buf[self.start()..].chunks_exact(self.fixed()) {
             encode_into(e, &mut nb);
         }
         self.buf = nb;
-        self.start = 0;
-        self.fixed = 0;
+        self.set_start(0);
+        self.set_fixed(0);
     }
 
     /// True when the chunk stores a bare run of same-size elements.
     #[cfg(test)]
     pub(super) fn is_fixed(&self) -> bool {
-        self.fixed != 0
+        self.fixed() != 0
     }
 
     /// Starts fixed-size storage for a first element of `len` bytes.
     fn begin(&mut self, len: usize) {
         if self.count == 0 {
-            self.fixed = len;
+            self.set_fixed(len);
         }
     }
 
     #[inline]
     pub(super) fn used(&self) -> usize {
         match &self.lzf {
-            None => self.buf.len() - self.start,
-            Some(l) => l.raw_len,
+            None => self.buf.len() - self.start(),
+            Some(_) => self.start as usize,
         }
     }
 
@@ -374,7 +399,7 @@ impl Chunk {
     pub(super) fn end(&self) -> usize {
         match &self.lzf {
             None => self.buf.len(),
-            Some(l) => l.raw_len,
+            Some(_) => self.start as usize,
         }
     }
 
@@ -384,7 +409,7 @@ impl Chunk {
         let max = limit.bytes;
         let used = self.used();
         let free = if front {
-            self.start
+            self.start()
         } else {
             self.buf.capacity() - self.buf.len()
         };
@@ -412,11 +437,11 @@ impl Chunk {
         if front {
             let gap = new_cap - used;
             nb.resize(gap, 0);
-            nb.extend_from_slice(&self.buf[self.start..]);
-            self.start = gap;
+            nb.extend_from_slice(&self.buf[self.start()..]);
+            self.set_start(gap);
         } else {
-            nb.extend_from_slice(&self.buf[self.start..]);
-            self.start = 0;
+            nb.extend_from_slice(&self.buf[self.start()..]);
+            self.set_start(0);
         }
         self.buf = nb;
         true
@@ -425,24 +450,25 @@ impl Chunk {
     /// Appends `s`, admitted (or this chunk's first element), with room made.
     pub(super) fn push_back(&mut self, s: &[u8]) {
         self.begin(s.len());
-        encode_entry(self.fixed, s, &mut self.buf);
+        encode_entry(self.fixed(), s, &mut self.buf);
         self.count += 1;
     }
 
     /// Prepends `s`, admitted (or this chunk's first element), with room made.
     pub(super) fn push_front(&mut self, s: &[u8]) {
         self.begin(s.len());
-        let at = self.start - self.entry_size(s.len());
-        match self.fixed {
-            0 => encode_at(s, &mut self.buf[at..self.start]),
-            _ => self.buf[at..self.start].copy_from_slice(s),
+        let start = self.start();
+        let at = start - self.entry_size(s.len());
+        match self.fixed() {
+            0 => encode_at(s, &mut self.buf[at..start]),
+            _ => self.buf[at..start].copy_from_slice(s),
         }
-        self.start = at;
+        self.set_start(at);
         self.count += 1;
     }
 
     pub(super) fn front(&self) -> &[u8] {
-        let (d, n, _) = self.read_fwd(self.start);
+        let (d, n, _) = self.read_fwd(self.start());
         &self.bytes()[d..d + n]
     }
 
@@ -452,8 +478,8 @@ impl Chunk {
     }
 
     pub(super) fn drop_front(&mut self) {
-        let (_, _, next) = self.read_fwd(self.start);
-        self.start = next;
+        let (_, _, next) = self.read_fwd(self.start());
+        self.set_start(next);
         self.count -= 1;
         if self.count == 0 {
             self.clear();
@@ -472,17 +498,17 @@ impl Chunk {
     /// Empties the chunk; the next element chooses its storage again.
     fn clear(&mut self) {
         self.buf.clear();
-        self.start = 0;
-        self.fixed = 0;
+        self.set_start(0);
+        self.set_fixed(0);
     }
 
     /// Byte offset of element `i` (0 <= i < count).
     pub(super) fn offset_of(&self, i: usize) -> usize {
-        if self.fixed != 0 {
-            self.start + i * self.fixed
+        if self.fixed() != 0 {
+            self.start() + i * self.fixed()
         } else if i < self.count / 2 {
             let bytes = self.bytes();
-            let mut p = self.start;
+            let mut p = self.start();
             for _ in 0..i {
                 p = read_fwd(bytes, p).2;
             }
@@ -503,14 +529,14 @@ impl Chunk {
         let mut nb = Vec::with_capacity(self.used().next_power_of_two().max(CHUNK_MIN));
         match replace {
             Some((at, old_len, new)) => {
-                nb.extend_from_slice(&self.buf[self.start..at]);
+                nb.extend_from_slice(&self.buf[self.start()..at]);
                 nb.extend_from_slice(new);
                 nb.extend_from_slice(&self.buf[at + old_len..]);
             }
-            None => nb.extend_from_slice(&self.buf[self.start..]),
+            None => nb.extend_from_slice(&self.buf[self.start()..]),
         }
         self.buf = nb;
-        self.start = 0;
+        self.set_start(0);
     }
 
     /// Splits off the second half of an oversized chunk.

@@ -51,7 +51,7 @@ fn plain(len: usize, count: usize) -> bool {
     count <= 1 && len >= PLAIN_THRESHOLD.load(Ordering::Relaxed)
 }
 
-/// A list of byte strings.
+/// A list of byte strings. 48 bytes, as a keyspace entry's box holds it.
 #[derive(Clone, Debug)]
 pub struct List {
     chunks: VecDeque<Chunk>,
@@ -60,8 +60,10 @@ pub struct List {
     /// its own, as in Redis).
     fill: i32,
     /// `list-compress-depth` when the list was made: chunks this far from
-    /// either end stay plain, the ones between are compressed.
-    depth: u32,
+    /// either end stay plain, the ones between are compressed (capped at
+    /// 65535, which leaves lists of under 131070 chunks, 1 GB at the
+    /// default node size, wholly plain as Redis would).
+    depth: u16,
     /// A read decompressed views of compressed chunks (dropped at the
     /// next change).
     viewed: std::cell::Cell<bool>,
@@ -73,11 +75,14 @@ impl Default for List {
             chunks: VecDeque::new(),
             len: 0,
             fill: tuning::list_fill() as i32,
-            depth: u32::try_from(tuning::list_compress_depth()).unwrap_or(u32::MAX),
+            depth: u16::try_from(tuning::list_compress_depth()).unwrap_or(u16::MAX),
             viewed: std::cell::Cell::new(false),
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<List>() == 48);
+const _: () = assert!(std::mem::size_of::<Chunk>() == 48);
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,7 +230,7 @@ impl List {
             };
             let mut c = Chunk::with_capacity(cap);
             c.buf.resize(cap, 0);
-            c.start = cap;
+            c.set_start(cap);
             self.reserve_chunk();
             self.chunks.push_front(c);
         }
@@ -422,7 +427,7 @@ impl List {
             let ci = if from_tail { n - 1 - step } else { step };
             let c = &mut self.chunks[ci];
             offsets.clear();
-            let mut p = c.start;
+            let mut p = c.start();
             while p < c.buf.len() {
                 let next = c.read_fwd(p).2;
                 offsets.push((p, next));
@@ -454,7 +459,7 @@ impl List {
                     }
                 }
                 c.buf = nb;
-                c.start = 0;
+                c.set_start(0);
                 c.count = kept;
             }
         }
@@ -572,7 +577,7 @@ impl<'a> Iterator for Iter<'a> {
                 return Some(&c.bytes()[d..d + n]);
             }
             self.ci += 1;
-            self.pos = self.list.chunks.get(self.ci).map_or(0, |c| c.start);
+            self.pos = self.list.chunks.get(self.ci).map_or(0, Chunk::start);
         }
     }
 }
@@ -594,7 +599,7 @@ impl<'a> Iterator for RevIter<'a> {
                 return None;
             }
             let c = self.list.chunks.get(self.ci)?;
-            if self.end > c.start {
+            if self.end > c.start() {
                 if c.is_compressed() {
                     self.list.viewed.set(true);
                 }
