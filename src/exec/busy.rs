@@ -25,7 +25,7 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
         };
         match req {
             Request::Connect(nc) => server.connect(nc),
-            Request::Shutdown => {
+            Request::Shutdown(_) => {
                 // A signal: stop the script and the server, as SHUTDOWN
                 // NOSAVE would.
                 server.shutdown = true;

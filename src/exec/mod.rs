@@ -309,8 +309,47 @@ impl Executor {
                 self.store.watches.unwatch_all(id);
                 self.forget_blocked(id);
             }
-            Request::Shutdown => self.server.shutdown = true,
+            Request::Shutdown(None) => self.server.shutdown = true,
+            Request::Shutdown(Some(sig)) => self.signal_shutdown(sig),
         }
+    }
+
+    /// A shutdown signal, with the flags `shutdown-on-sigint` or
+    /// `shutdown-on-sigterm` give it (Redis's prepareForShutdown with
+    /// server.shutdown_flags): the final save is made here, and when it
+    /// fails the server keeps running unless the flags say `force`.
+    fn signal_shutdown(&mut self, sig: i32) {
+        let name = if sig == libc::SIGINT {
+            "shutdown-on-sigint"
+        } else {
+            "shutdown-on-sigterm"
+        };
+        let flags = self.server.config.get(name);
+        let has = |f: &str| flags.split(' ').any(|x| x == f);
+        let (save, nosave, force) = (has("save"), has("nosave"), has("force"));
+        let saved = crate::persist::save_on_shutdown(
+            &mut self.store,
+            &mut self.server.persistence(),
+            save,
+            nosave,
+        );
+        if saved.is_err() {
+            // save_now logged the cause.
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            if !force {
+                let sig_name = if sig == libc::SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                tracing::warn!(
+                    "{sig_name} received but errors trying to shut down the server, check the logs for more information"
+                );
+                return;
+            }
+        }
+        self.server.shutdown_save_done = true;
+        self.server.shutdown = true;
     }
 
     /// Hook after a batch or cycle: WATCH and blocked clients consume the

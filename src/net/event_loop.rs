@@ -60,6 +60,9 @@ pub struct NetLimits {
     /// Output buffers are kept at their size rather than released when
     /// idle (DEBUG REPLYBUFFER RESIZING 0 or PEAK-RESET-TIME NEVER).
     pub keep_reply_buffers: bool,
+    /// tcp-keepalive: seconds of idleness before keepalive probes on
+    /// accepted connections (0: off).
+    pub tcp_keepalive: u64,
 }
 
 /// Connection counters for INFO (stats and clients).
@@ -158,6 +161,7 @@ impl Net {
             protected_mode: c.protected_mode,
             default_nopass: self.limits.default_nopass,
             keep_reply_buffers: self.limits.keep_reply_buffers,
+            tcp_keepalive: c.tcp_keepalive,
         };
     }
 
@@ -271,7 +275,7 @@ impl Net {
             return;
         }
         if sig == super::STOP_REQUEST {
-            self.requests.push_back(Request::Shutdown);
+            self.requests.push_back(Request::Shutdown(None));
             return;
         }
         let name = if sig == libc::SIGINT {
@@ -280,7 +284,7 @@ impl Net {
             "SIGTERM"
         };
         tracing::warn!("Received {name} scheduling shutdown...");
-        self.requests.push_back(Request::Shutdown);
+        self.requests.push_back(Request::Shutdown(Some(sig)));
     }
 
     /// One read for each connection that may have bytes (Redis reads once
@@ -551,6 +555,9 @@ impl Net {
             return;
         }
         let _ = sock.set_nodelay(true);
+        if self.limits.tcp_keepalive > 0 {
+            set_keepalive(&sock, self.limits.tcp_keepalive);
+        }
         // The executor reports AUTH/HELLO AUTH/RESET with its replies.
         let authenticated = !self.limits.auth_required;
         match self.register(sock, addr, authenticated) {
@@ -707,5 +714,20 @@ impl Net {
         }
         self.close_listeners();
         self.bus.close_all(self.poll.registry());
+    }
+}
+
+/// Turns on keepalive probes after `secs` idle seconds, every third of
+/// that, three before the peer counts as gone (Redis's anetKeepAlive).
+fn set_keepalive(sock: &TcpStream, secs: u64) {
+    let idle = std::time::Duration::from_secs(secs);
+    let every = std::time::Duration::from_secs((secs / 3).max(1));
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(every);
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd"))]
+    let ka = ka.with_retries(3);
+    if let Err(e) = socket2::SockRef::from(sock).set_tcp_keepalive(&ka) {
+        tracing::debug!("cannot set keepalive: {e}");
     }
 }

@@ -28,8 +28,9 @@ pub enum Request {
         /// Its id.
         id: u64,
     },
-    /// SIGTERM/SIGINT: stop as SHUTDOWN does.
-    Shutdown,
+    /// SIGTERM/SIGINT (the signal), or a stop asked for by the embedding
+    /// program (None): stop as SHUTDOWN does.
+    Shutdown(Option<i32>),
 }
 
 /// A newly accepted connection, as the executor registers it.
