@@ -17,6 +17,7 @@ mod command;
 mod config;
 mod connection;
 mod datatype_watch;
+mod encodings;
 mod expire;
 mod frameworks;
 mod functions;
