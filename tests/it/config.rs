@@ -519,3 +519,53 @@ fn client_query_buffer_limit_closes_like_redis() {
     p.same(&["CONFIG", "SET", "client-query-buffer-limit", "1gb"]);
     assert!(!closed_by_big_query(server_port));
 }
+
+/// oom-score-adj writes /proc/<pid>/oom_score_adj as Redis's
+/// setOOMScoreAdj: absolute values, relative ones on the score the process
+/// started with, the replica class after REPLICAOF, and the old score back
+/// when turned off.
+#[test]
+fn oom_score_adj_sets_the_process_score() {
+    let base: i32 = std::fs::read_to_string("/proc/self/oom_score_adj")
+        .map(|s| s.trim().parse().unwrap_or(0))
+        .unwrap_or(0);
+    let ours = spawn_ferrokv_process_with(&[
+        "--oom-score-adj",
+        "absolute",
+        "--oom-score-adj-values",
+        "10 20 30",
+    ]);
+    let score = || -> i32 {
+        std::fs::read_to_string(format!("/proc/{}/oom_score_adj", ours.pid()))
+            .map(|s| s.trim().parse().unwrap_or(i32::MIN))
+            .unwrap_or(i32::MIN)
+    };
+    assert_eq!(score(), 10);
+    let mut c = Raw::connect(ours.port);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "oom-score-adj-values", "15 20 30"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(score(), 15);
+    assert_eq!(c.cmd_str(&["REPLICAOF", "127.0.0.1", "1"]), b"+OK\r\n");
+    assert_eq!(score(), 20);
+    assert_eq!(c.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(score(), 15);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "oom-score-adj", "relative"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(score(), (base + 15).clamp(-1000, 1000));
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "oom-score-adj", "no"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(score(), base);
+    assert!(String::from_utf8_lossy(&c.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "oom-score-adj-values",
+        "1 2 3000"
+    ]))
+    .contains("must be between -2000 and 2000"));
+}
