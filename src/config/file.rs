@@ -64,13 +64,7 @@ struct LoadState {
     module_config: bool,
 }
 
-fn strerror(e: &std::io::Error) -> String {
-    let msg = e.to_string();
-    match msg.find(" (os error") {
-        Some(i) => msg[..i].to_string(),
-        None => msg,
-    }
-}
+use crate::util::process::strerror;
 
 fn read_file(path: &str) -> Result<String, LoadError> {
     std::fs::read(path)

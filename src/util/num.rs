@@ -289,3 +289,13 @@ mod tests {
         assert_eq!(parse_memory(b"-1"), None);
     }
 }
+
+/// C's atoi: the leading integer of `s` after spaces, 0 when none.
+pub fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
+        .map_or(t.len(), |(i, _)| i);
+    t[..end].parse().unwrap_or(0)
+}

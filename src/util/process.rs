@@ -77,16 +77,11 @@ pub fn apply_oom_score(class: Option<OomClass>) -> Result<(), String> {
 
 /// The leading integer of `s`, as C's atoi (0 when there is none).
 fn atoi(s: &str) -> i32 {
-    let s = s.trim_start();
-    let end = s
-        .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
-        .map_or(s.len(), |(i, _)| i);
-    s[..end].parse().unwrap_or(0)
+    i32::try_from(super::num::atoi(s)).unwrap_or(0)
 }
 
-/// An I/O error as strerror prints it (no " (os error N)").
-fn strerror(e: &std::io::Error) -> String {
+/// An I/O error as C's strerror prints it (no " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
     let msg = e.to_string();
     match msg.find(" (os error") {
         Some(i) => msg[..i].to_string(),

@@ -200,9 +200,5 @@ fn trim<'a>(s: &'a [u8], chars: &[u8]) -> &'a [u8] {
 /// The text of an OS error without Rust's " (os error N)" suffix, as
 /// strerror gives it.
 fn os_error(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
+    crate::util::process::strerror(e)
 }

@@ -307,15 +307,7 @@ impl ClusterState {
     }
 }
 
-/// C's atoi: the leading integer, 0 when none.
-fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let end = t
-        .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
-        .map_or(t.len(), |(i, _)| i);
-    t[..end].parse().unwrap_or(0)
-}
+use crate::util::num::atoi;
 
 /// Appends a node's slots as " a-b c" (representSlotInfo).
 fn push_ranges(s: &mut String, n: &Node) {

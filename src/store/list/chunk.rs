@@ -243,10 +243,9 @@ impl Chunk {
         match &self.lzf {
             None => &self.buf,
             Some(view) => view.get_or_init(|| {
-                // invariant: `buf` was compressed from `start` bytes by
-                // `compress` and has not changed since.
-                crate::util::lzf::decompress(&self.buf, self.start as usize)
-                    .expect("a chunk's own LZF bytes decompress")
+                let raw = crate::util::lzf::decompress(&self.buf, self.start as usize);
+                // invariant: `buf` was compressed from `start` bytes by `compress`, unchanged since.
+                raw.expect("a chunk's own LZF bytes decompress")
                     .into_boxed_slice()
             }),
         }
