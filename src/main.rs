@@ -41,6 +41,16 @@ fn main() {
         eprintln!("Can't open the log file: {e}");
         std::process::exit(1);
     }
+    // Supervision, then daemonizing unless supervised (Redis's main).
+    let supervisor = ferrokv::util::process::supervisor(&config.get("supervised"));
+    if config.daemonize && supervisor.is_none() {
+        #[cfg(unix)]
+        ferrokv::util::process::daemonize();
+        if config.pidfile.is_empty() {
+            // Redis's CONFIG_DEFAULT_PID_FILE, written when daemonized.
+            config.pidfile = "/var/run/redis.pid".into();
+        }
+    }
     // Redis's start-up lines, before the configuration takes effect.
     ferrokv::config::log::set_role(b'C');
     tracing::warn!("oO0OoO0OoO0Oo ferrokv is starting oO0OoO0OoO0Oo");
@@ -84,12 +94,9 @@ fn main() {
     if let Err(e) = std::env::set_current_dir(&config.dir) {
         tracing::warn!("Can't chdir to '{}': {e}", config.dir);
     }
+    let disable_thp = config.get_bool("disable-thp");
+    let replica = !config.get("replicaof").is_empty();
     let pidfile = config.pidfile.clone();
-    if !pidfile.is_empty() {
-        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
-            tracing::warn!("Failed to write PID file: {e}");
-        }
-    }
     ferrokv::exec::crash::install();
     // Handlers go in before the port opens, so a SIGTERM sent as soon as
     // clients can connect is already a graceful shutdown.
@@ -107,7 +114,18 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Once the ports are bound, as Redis's createPidFile after initServer:
+    // a server that could not start leaves no pid file behind.
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file: {e}");
+        }
+    }
+    ferrokv::util::process::linux_memory_warnings(disable_thp);
     tracing::info!("Ready to accept connections");
+    if let Some(s) = supervisor {
+        ferrokv::util::process::supervisor_ready(s, replica);
+    }
     if let Some(mut signals) = signals {
         let handle = server.handle();
         // Forwards SIGTERM/SIGINT to the event loop, which logs them and
@@ -124,6 +142,9 @@ fn main() {
         }
     }
     server.join();
+    if supervisor == Some(ferrokv::util::process::Supervisor::Systemd) {
+        ferrokv::util::process::notify_systemd("STOPPING=1\n");
+    }
     tracing::warn!("ferrokv is now ready to exit, bye bye...");
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(&pidfile);

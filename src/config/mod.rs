@@ -180,6 +180,10 @@ impl Default for Config {
     }
 }
 
+/// Redis's refusal of `activedefrag yes` when built without a
+/// defragmentation-capable jemalloc (isValidActiveDefrag).
+const ACTIVE_DEFRAG_REFUSED: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
+
 /// What went wrong setting a parameter (the text after Redis's prefix).
 pub type SetError = ValueError;
 
@@ -374,6 +378,12 @@ impl Config {
             }
             _ => value::normalize(p, args[0])?,
         };
+        if p.name == "activedefrag" && v == "yes" {
+            // As a Redis built without its own patched jemalloc (Debian's):
+            // active defragmentation needs an allocator that can say which
+            // allocations are worth moving, which ferrokv's does not.
+            return Err(ACTIVE_DEFRAG_REFUSED.into());
+        }
         self.put(p, v);
         Ok(())
     }

@@ -16,12 +16,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "io-threads",
         "I/O threads: one event loop serves every connection",
     ),
-    (
-        "daemonize",
-        "daemonizing: the server stays in the foreground",
-    ),
-    ("supervised", "supervision protocols"),
-    ("activedefrag", "active defragmentation"),
     ("aof-timestamp-enabled", "AOF timestamp annotations"),
     ("aof-disable-auto-gc", "keeping AOF history files"),
     (
@@ -32,7 +26,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
     ("lazyfree-lazy-expire", "choosing background freeing"),
     ("lazyfree-lazy-server-del", "choosing background freeing"),
     ("lazyfree-lazy-user-del", "choosing background freeing"),
-    ("disable-thp", "changing transparent huge pages"),
     ("set-proc-title", "setting the process title"),
     ("watchdog-period", "the software watchdog"),
 ];

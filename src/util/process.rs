@@ -2,7 +2,9 @@
 //! server.c sets them: the OOM killer's score (`setOOMScoreAdj`, from
 //! `oom-score-adj` and `oom-score-adj-values`). Like Redis's statics they
 //! belong to the process: forked children (background saves, AOF
-//! rewrites) inherit them and switch to the child class.
+//! rewrites) inherit them and switch to the child class. Also the start-up
+//! checks of the kernel's memory settings (linuxMemoryWarnings), which
+//! turn transparent huge pages off for the process with `disable-thp`.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
@@ -87,6 +89,159 @@ pub fn strerror(e: &std::io::Error) -> String {
         Some(i) => msg[..i].to_string(),
         None => msg,
     }
+}
+
+/// Redis's start-up memory checks (linuxMemoryWarnings): a warning when
+/// overcommit is off, and when transparent huge pages are always on, unless
+/// `disable_thp` turns them off for this process (PR_SET_THP_DISABLE).
+/// Returns whether THP stays enabled for the process.
+pub fn linux_memory_warnings(disable_thp: bool) -> bool {
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .ok()
+        .map(|s| super::num::atoi(&s));
+    if overcommit.is_some_and(|v| v != 1) {
+        tracing::warn!(
+            "WARNING Memory overcommit must be enabled! Without it, a background save or replication may fail under low memory condition. Being disabled, it can can also cause failures without low memory condition, see https://github.com/jemalloc/jemalloc/issues/1328. To fix this issue add 'vm.overcommit_memory = 1' to /etc/sysctl.conf and then reboot or run the command 'sysctl vm.overcommit_memory=1' for this to take effect."
+        );
+    }
+    let thp_always = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|s| s.contains("[always]"));
+    if !thp_always {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) with PR_SET_THP_DISABLE takes plain integers and
+    // changes only this process's flag.
+    if disable_thp && unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } == 0 {
+        return false;
+    }
+    tracing::warn!(
+        "WARNING You have Transparent Huge Pages (THP) support enabled in your kernel. This will create latency and memory usage issues with Redis. To fix this issue run the command 'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your /etc/rc.local in order to retain the setting after a reboot. Redis must be restarted after THP is disabled (set to 'madvise' or 'never')."
+    );
+    true
+}
+
+/// Detaches from the terminal (Redis's daemonize): the parent exits 0,
+/// the child starts a session of its own with standard input, output and
+/// error on /dev/null. Call before any thread is started.
+#[cfg(unix)]
+pub fn daemonize() {
+    // SAFETY: called from main while the process has one thread, so the
+    // child is a complete copy; the parent leaves at once with _exit, never
+    // running destructors that the child still relies on.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            // Redis exits from the child's side only; a failed fork leaves
+            // the server in the foreground.
+            return;
+        }
+        if pid > 0 {
+            libc::_exit(0);
+        }
+        libc::setsid();
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR, 0);
+        if fd != -1 {
+            libc::dup2(fd, libc::STDIN_FILENO);
+            libc::dup2(fd, libc::STDOUT_FILENO);
+            libc::dup2(fd, libc::STDERR_FILENO);
+            if fd > libc::STDERR_FILENO {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// The supervisor a server reports its readiness to (`supervised`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Supervisor {
+    /// upstart: the server stops itself with SIGSTOP when ready.
+    Upstart,
+    /// systemd: `READY=1` and `STATUS=` lines to `$NOTIFY_SOCKET`.
+    Systemd,
+}
+
+/// Redis's redisIsSupervised: the supervisor `mode` (`no`, `upstart`,
+/// `systemd`, `auto`) names, when it is there.
+pub fn supervisor(mode: &str) -> Option<Supervisor> {
+    let mode = match mode {
+        "auto" if std::env::var_os("UPSTART_JOB").is_some() => "upstart",
+        "auto" if std::env::var_os("NOTIFY_SOCKET").is_some() => "systemd",
+        m => m,
+    };
+    match mode {
+        "upstart" => {
+            if std::env::var_os("UPSTART_JOB").is_none() {
+                tracing::warn!("upstart supervision requested, but UPSTART_JOB not found!");
+                return None;
+            }
+            Some(Supervisor::Upstart)
+        }
+        "systemd" => {
+            if !notify_systemd("STATUS=Redis is loading...\n") {
+                return None;
+            }
+            tracing::info!("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+            Some(Supervisor::Systemd)
+        }
+        _ => None,
+    }
+}
+
+/// Tells the supervisor the server is ready (after loading).
+pub fn supervisor_ready(s: Supervisor, replica: bool) {
+    match s {
+        Supervisor::Upstart => {
+            tracing::info!("supervised by upstart, will stop to signal readiness.");
+            // SAFETY: raise(3) sends a signal to this process.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+            }
+            std::env::remove_var("UPSTART_JOB");
+        }
+        Supervisor::Systemd => {
+            notify_systemd(if replica {
+                "STATUS=Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync\n"
+            } else {
+                "STATUS=Ready to accept connections\n"
+            });
+            notify_systemd("READY=1\n");
+        }
+    }
+}
+
+/// Sends one sd_notify message to `$NOTIFY_SOCKET` (a path, or an
+/// abstract socket name after `@`); true when it was sent.
+#[cfg(target_os = "linux")]
+pub fn notify_systemd(msg: &str) -> bool {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        tracing::warn!(
+            "systemd supervision requested or auto-detected, but NOTIFY_SOCKET is not set"
+        );
+        return false;
+    };
+    let path = path.to_string_lossy().into_owned();
+    let addr = match path.strip_prefix('@') {
+        Some(name) => SocketAddr::from_abstract_name(name.as_bytes()),
+        None => SocketAddr::from_pathname(&path),
+    };
+    let sent = UnixDatagram::unbound()
+        .and_then(|sock| addr.and_then(|a| sock.send_to_addr(msg.as_bytes(), &a)));
+    match sent {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!("Can't send notification to systemd: {e}");
+            false
+        }
+    }
+}
+
+/// Sends one sd_notify message (systemd exists on Linux alone).
+#[cfg(not(target_os = "linux"))]
+pub fn notify_systemd(_msg: &str) -> bool {
+    false
 }
 
 /// Work a forked child does first, as Redis's redisFork: it takes the

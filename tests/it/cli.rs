@@ -189,7 +189,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let cases: &[(&str, &str)] = &[
         ("lazyfree-lazy-user-del", "YES"),
         ("aof-disable-auto-gc", "yes"),
-        ("disable-thp", "no"),
+        ("no-appendfsync-on-rewrite", "yes"),
         ("set-proc-title", "no"),
         ("aof-timestamp-enabled", "yes"),
     ];

@@ -38,6 +38,7 @@ mod observe;
 mod obuf;
 mod oracle;
 mod persist;
+mod process;
 mod protocol;
 mod pubsub;
 mod replication;
