@@ -190,7 +190,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         ("lazyfree-lazy-user-del", "YES"),
         ("aof-disable-auto-gc", "yes"),
         ("no-appendfsync-on-rewrite", "yes"),
-        ("set-proc-title", "no"),
+        ("lazyfree-lazy-eviction", "yes"),
         ("aof-timestamp-enabled", "yes"),
     ];
     let server = start();

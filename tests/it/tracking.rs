@@ -275,6 +275,13 @@ fn redirect_to_a_resp2_subscriber_and_broken_redirect() {
     drop(q);
     let mut x = Conn::open(&p);
     x.run(&["PING"]);
+    // Both servers have seen the redirect target go before the write.
+    let (ours_id, theirs_id) = (gone.0.clone(), gone.1.clone());
+    for (raw, id) in [(&mut x.ours, ours_id), (&mut x.theirs, theirs_id)] {
+        assert!(wait_until(Duration::from_secs(10), || raw
+            .cmd_str(&["CLIENT", "LIST", "ID", &id])
+            == b"$0\r\n\r\n"));
+    }
     b.run(&["SET k1 3"]);
     a.same("PING", Some(&gone));
     a.same("CLIENT TRACKINGINFO", Some(&gone));
