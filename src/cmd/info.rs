@@ -307,8 +307,11 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("mem_aof_buffer", ctx.server.aof.buffered());
     f.kv("mem_allocator", "jemalloc-5.3.0");
     f.kv("active_defrag_running", 0);
-    f.kv("lazyfree_pending_objects", 0);
-    f.kv("lazyfreed_objects", 0);
+    f.kv(
+        "lazyfree_pending_objects",
+        crate::store::lazyfree::pending(),
+    );
+    f.kv("lazyfreed_objects", crate::store::lazyfree::freed());
 }
 
 fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {

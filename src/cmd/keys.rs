@@ -32,11 +32,16 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 
 /// DEL and UNLINK: values are freed on the executor thread either way, so
 /// the two only differ in name.
+/// DEL and UNLINK (delGenericCommand): UNLINK, and DEL with
+/// `lazyfree-lazy-user-del`, free large values in the background.
 fn del(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
+    let lazy = is(argv.get(0), "unlink")
+        || crate::store::lazyfree::LAZY_USER_DEL.load(std::sync::atomic::Ordering::Relaxed);
     let mut n = 0;
     for k in argv.iter_from(1) {
-        if ctx.store.remove(db, k).is_some() {
+        if let Some(e) = ctx.store.remove(db, k) {
+            crate::store::lazyfree::free_entry(e, lazy);
             n += 1;
             super::pubsub::notify(ctx, b'g', "del", k);
         }

@@ -40,18 +40,10 @@ fn flush_async(ctx: &Ctx<'_>, argv: &Argv<'_>) -> Result<bool, Error> {
     }
 }
 
-/// Frees flushed databases, on a background thread for ASYNC (Redis's
-/// lazyfree), so a big keyspace does not stall the executor.
+/// Frees flushed databases, on the lazy-free thread for ASYNC (Redis's
+/// emptyDbAsync), so a big keyspace does not stall the executor.
 fn dispose(old: Vec<crate::store::dict::Dict>, lazy: bool) {
-    if lazy {
-        let spawned = std::thread::Builder::new()
-            .name("ferrokv-lazyfree".into())
-            .spawn(move || drop(old));
-        // If no thread can be started the dicts were dropped with the error.
-        let _ = spawned;
-    } else {
-        drop(old);
-    }
+    crate::store::lazyfree::free_dicts(old, lazy);
 }
 
 fn flushdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {

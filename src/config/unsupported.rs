@@ -22,10 +22,7 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "no-appendfsync-on-rewrite",
         "skipping fsync during a rewrite",
     ),
-    ("lazyfree-lazy-eviction", "choosing background freeing"),
-    ("lazyfree-lazy-expire", "choosing background freeing"),
     ("lazyfree-lazy-server-del", "choosing background freeing"),
-    ("lazyfree-lazy-user-del", "choosing background freeing"),
     ("set-proc-title", "setting the process title"),
     ("watchdog-period", "the software watchdog"),
 ];

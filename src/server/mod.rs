@@ -200,6 +200,11 @@ pub fn apply_tuning(config: &Config) {
         list_fill: n("list-max-listpack-size"),
         list_compress_depth: u("list-compress-depth"),
     });
+    crate::store::lazyfree::configure(
+        config.get_bool("lazyfree-lazy-user-del"),
+        config.get_bool("lazyfree-lazy-expire"),
+        config.get_bool("lazyfree-lazy-eviction"),
+    );
 }
 
 /// Puts `oom-score-adj` and `oom-score-adj-values` of `config` into

@@ -318,7 +318,10 @@ impl Store {
             d.volatile -= 1;
         }
         self.stats.evicted_keys += 1;
-        drop(e);
+        super::lazyfree::free_entry(
+            e,
+            super::lazyfree::LAZY_EVICTION.load(std::sync::atomic::Ordering::Relaxed),
+        );
         self.signal_modified(db, key);
         true
     }

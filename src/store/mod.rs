@@ -16,6 +16,7 @@ pub mod hashed;
 pub mod hll;
 pub mod intset;
 pub mod keylog;
+pub mod lazyfree;
 pub mod list;
 pub mod listpack;
 pub mod packed;
@@ -373,6 +374,10 @@ impl Store {
                 self.expired_log.push((db, key.to_vec()));
             }
             self.signal_modified(db, key);
+            lazyfree::free_entry(
+                e,
+                lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed),
+            );
         }
     }
 

@@ -130,6 +130,11 @@ impl List {
         self.chunks.iter().map(|c| c.heap_size() + 40).sum()
     }
 
+    /// Chunks (Redis's quicklist nodes).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
     /// Chunks that hold their bytes compressed (DEBUG QUICKLIST).
     pub fn compressed_chunks(&self) -> usize {
         self.chunks.iter().filter(|c| c.is_compressed()).count()
