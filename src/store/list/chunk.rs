@@ -169,6 +169,16 @@ fn read_back(buf: &[u8], end: usize) -> (usize, usize, usize) {
     (start, start + k, n)
 }
 
+/// Reads the element starting at `pos` of a chunk's `bytes` whose
+/// `fixed` length is given: (data start, data len, next pos).
+#[inline]
+pub(super) fn read_fwd_in(bytes: &[u8], fixed: usize, pos: usize) -> (usize, usize, usize) {
+    match fixed {
+        0 => read_fwd(bytes, pos),
+        n => (pos, n, pos + n),
+    }
+}
+
 /// Appends `s` encoded for a chunk whose `fixed` length is given: bare in
 /// a run of same-size elements, with its lengths otherwise.
 fn encode_entry(fixed: usize, s: &[u8], out: &mut Vec<u8>) {
@@ -220,7 +230,7 @@ impl Chunk {
 
     /// The length of every element when stored bare, else 0.
     #[inline]
-    fn fixed(&self) -> usize {
+    pub(super) fn fixed(&self) -> usize {
         self.fixed as usize
     }
 

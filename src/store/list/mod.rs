@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use self::chunk::CHUNK_MAX;
-use self::chunk::{entry_size, Chunk, NodeLimit, CHUNK_MIN};
+use self::chunk::{entry_size, read_fwd_in, Chunk, NodeLimit, CHUNK_MIN};
 use super::tuning;
 
 /// Elements at least this long get a chunk of their own (Redis's
@@ -515,19 +515,11 @@ impl List {
     /// Iterates from position `from` toward the tail.
     pub fn iter_from(&self, from: usize) -> Iter<'_> {
         if from >= self.len {
-            return Iter {
-                list: self,
-                ci: self.chunks.len(),
-                pos: 0,
-            };
+            return Iter::new(self, self.chunks.len(), 0);
         }
         let (ci, k) = self.locate(from);
         let pos = self.chunks.get(ci).map_or(0, |c| c.offset_of(k));
-        Iter {
-            list: self,
-            ci,
-            pos,
-        }
+        Iter::new(self, ci, pos)
     }
 
     /// Iterates from position `from` toward the head.
@@ -564,6 +556,35 @@ pub struct Iter<'a> {
     list: &'a List,
     ci: usize,
     pos: usize,
+    /// The current chunk's bytes and bare element length, looked up once
+    /// per chunk.
+    bytes: &'a [u8],
+    fixed: usize,
+}
+
+impl<'a> Iter<'a> {
+    fn new(list: &'a List, ci: usize, pos: usize) -> Iter<'a> {
+        let mut it = Iter {
+            list,
+            ci,
+            pos,
+            bytes: &[],
+            fixed: 0,
+        };
+        it.enter();
+        it
+    }
+
+    /// Takes up chunk `ci` (reads decompress a compressed one).
+    fn enter(&mut self) {
+        if let Some(c) = self.list.chunks.get(self.ci) {
+            if c.is_compressed() {
+                self.list.viewed.set(true);
+            }
+            self.bytes = c.bytes();
+            self.fixed = c.fixed();
+        }
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -572,17 +593,15 @@ impl<'a> Iterator for Iter<'a> {
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
         loop {
-            let c = self.list.chunks.get(self.ci)?;
-            if self.pos < c.end() {
-                if c.is_compressed() {
-                    self.list.viewed.set(true);
-                }
-                let (d, n, next) = c.read_fwd(self.pos);
+            if self.pos < self.bytes.len() {
+                let (d, n, next) = read_fwd_in(self.bytes, self.fixed, self.pos);
                 self.pos = next;
-                return Some(&c.bytes()[d..d + n]);
+                return Some(&self.bytes[d..d + n]);
             }
             self.ci += 1;
-            self.pos = self.list.chunks.get(self.ci).map_or(0, Chunk::start);
+            let c = self.list.chunks.get(self.ci)?;
+            self.pos = c.start();
+            self.enter();
         }
     }
 }
