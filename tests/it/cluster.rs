@@ -1058,6 +1058,22 @@ fn add_rebalance_manual_failover_and_del_node() {
     assert!(ok, "{out}");
     nodes.push(extra);
     assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
+    // Every node knows every other (gossip spreads the added nodes), or
+    // rebalance's moves meet "Unknown node".
+    assert!(wait_until(Duration::from_secs(20), || {
+        let known: Vec<std::collections::BTreeSet<String>> = nodes
+            .iter()
+            .map(|n| {
+                ask(n.port, &["CLUSTER", "NODES"])
+                    .lines()
+                    .filter_map(|l| l.split(' ').next())
+                    .map(|id| id.trim_start_matches('$').to_string())
+                    .filter(|id| id.len() == 40)
+                    .collect()
+            })
+            .collect();
+        known.windows(2).all(|w| w[0] == w[1])
+    }));
     // A new master serves nothing for two seconds after it starts.
     assert!(wait_until(Duration::from_secs(20), || nodes.iter().all(
         |n| { ask(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok") }
