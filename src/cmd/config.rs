@@ -134,18 +134,18 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     let cur = &ctx.server.config;
-    for name in ["oom-score-adj", "oom-score-adj-values"] {
-        if next.get(name) != cur.get(name) {
-            if let Err(why) = crate::server::apply_oom_config(&next) {
-                // Redis rolls back to the values it had.
-                let _ = crate::server::apply_oom_config(cur);
-                let registered = found
-                    .iter()
-                    .find(|(p, _, _)| p.name == name)
-                    .map_or(name, |f| f.1);
-                return Err(set_failed(registered, why));
-            }
-            break;
+    let oom_changed = ["oom-score-adj", "oom-score-adj-values"]
+        .into_iter()
+        .find(|name| next.get(name) != cur.get(name));
+    if let Some(name) = oom_changed {
+        if let Err(why) = crate::server::apply_oom_config(&next) {
+            // Redis rolls back to the values it had.
+            let _ = crate::server::apply_oom_config(cur);
+            let registered = found
+                .iter()
+                .find(|(p, _, _)| p.name == name)
+                .map_or(name, |f| f.1);
+            return Err(set_failed(registered, why));
         }
     }
     if next.port != cur.port || next.bind != cur.bind {

@@ -435,3 +435,95 @@ fn lolwut_as_redis() {
         assert_eq!(shape(&ours), shape(&theirs), "{line}");
     }
 }
+
+/// Lazy freeing counts as Redis's: UNLINK of a set past the effort
+/// threshold is freed in the background (one object), a small one in
+/// place; FLUSHALL ASYNC counts its keys; CONFIG RESETSTAT clears the
+/// freed count. Both servers end with the same INFO fields.
+#[test]
+fn lazyfree_counters_match_redis() {
+    let ours_srv = spawn_ferrokv_process();
+    let theirs_srv = spawn_redis();
+    let info_field = |raw: &mut Raw, name: &str| -> u64 {
+        let text = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "memory"])).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    for port in [ours_srv.port, theirs_srv.port] {
+        let mut c = Raw::connect(port);
+        let members: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+        let mut args = vec!["SADD", "big"];
+        args.extend(members.iter().map(String::as_str));
+        assert_eq!(c.cmd_str(&args), b":200\r\n");
+        assert_eq!(c.cmd_str(&["SADD", "small", "a", "b"]), b":2\r\n");
+        assert_eq!(c.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+        assert_eq!(c.cmd_str(&["UNLINK", "big", "small", "none"]), b":2\r\n");
+        assert!(wait_until(Duration::from_secs(10), || {
+            info_field(&mut c, "lazyfree_pending_objects") == 0
+        }));
+        assert_eq!(info_field(&mut c, "lazyfreed_objects"), 1, "port {port}");
+        // DEL frees in place unless lazyfree-lazy-user-del says otherwise.
+        assert_eq!(c.cmd_str(&args), b":200\r\n");
+        assert_eq!(c.cmd_str(&["DEL", "big"]), b":1\r\n");
+        assert_eq!(info_field(&mut c, "lazyfreed_objects"), 1, "port {port}");
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(c.cmd_str(&args), b":200\r\n");
+        // Inside MULTI the same rule holds.
+        assert_eq!(c.cmd_str(&["MULTI"]), b"+OK\r\n");
+        assert_eq!(c.cmd_str(&["DEL", "big"]), b"+QUEUED\r\n");
+        assert_eq!(c.cmd_str(&["EXEC"]), b"*1\r\n:1\r\n");
+        assert!(wait_until(Duration::from_secs(10), || {
+            info_field(&mut c, "lazyfreed_objects") == 2
+        }));
+        for i in 0..10 {
+            c.cmd_str(&["SET", &format!("k{i}"), "v"]);
+        }
+        assert_eq!(c.cmd_str(&["FLUSHALL", "ASYNC"]), b"+OK\r\n");
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                info_field(&mut c, "lazyfreed_objects") == 12
+            }),
+            "port {port}: {}",
+            info_field(&mut c, "lazyfreed_objects")
+        );
+        assert_eq!(c.cmd_str(&["CONFIG", "RESETSTAT"]), b"+OK\r\n");
+        assert_eq!(info_field(&mut c, "lazyfreed_objects"), 0);
+    }
+}
+
+/// `activedefrag yes` is refused as redis-server built without its own
+/// jemalloc refuses it: at CONFIG SET, and at start with exit status 1.
+#[test]
+fn activedefrag_is_refused_as_debians_redis_refuses_it() {
+    let ours_srv = spawn_ferrokv_process();
+    let theirs_srv = spawn_redis();
+    let (mut o, mut t) = (Raw::connect(ours_srv.port), Raw::connect(theirs_srv.port));
+    for args in [
+        &["CONFIG", "SET", "activedefrag", "yes"][..],
+        &["CONFIG", "SET", "activedefrag", "no"],
+        &["CONFIG", "GET", "activedefrag"],
+        &["CONFIG", "SET", "activedefrag", "maybe"],
+    ] {
+        assert_eq!(
+            String::from_utf8_lossy(&o.cmd_str(args)),
+            String::from_utf8_lossy(&t.cmd_str(args)),
+            "{args:?}"
+        );
+    }
+    let ours = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+        .args(["--port", "0", "--activedefrag", "yes"])
+        .output()
+        .expect("runs");
+    assert_eq!(ours.status.code(), Some(1));
+    let text =
+        String::from_utf8_lossy(&ours.stderr).into_owned() + &String::from_utf8_lossy(&ours.stdout);
+    assert!(
+        text.contains("Active defragmentation cannot be enabled"),
+        "{text}"
+    );
+}
