@@ -1022,6 +1022,22 @@ fn nodes_conf_survives_a_restart() {
     assert_eq!(ask(r.port, &["CLUSTER", "NODES"]), before);
 }
 
+/// Whether every node's CLUSTER NODES lists the same node ids.
+fn all_know_each_other(nodes: &[Node]) -> bool {
+    let known: Vec<std::collections::BTreeSet<String>> = nodes
+        .iter()
+        .map(|n| {
+            ask(n.port, &["CLUSTER", "NODES"])
+                .lines()
+                .filter_map(|l| l.split(' ').next())
+                .map(|id| id.trim_start_matches('$').to_string())
+                .filter(|id| id.len() == 40)
+                .collect()
+        })
+        .collect();
+    known.windows(2).all(|w| w[0] == w[1])
+}
+
 /// `redis-cli --cluster add-node` (a master and a replica), `rebalance`
 /// onto the new master, a manual CLUSTER FAILOVER of the replica, and
 /// `del-node` of the demoted master, on a ferrokv cluster with a
@@ -1043,6 +1059,10 @@ fn add_rebalance_manual_failover_and_del_node() {
     let at = |p: u16| format!("127.0.0.1:{p}");
     let (ok, out) = cluster_tool(&["add-node".into(), at(extra.port), at(seed)]);
     assert!(ok, "{out}");
+    nodes.push(extra);
+    // redis-cli refuses the next add-node ("Nodes don't agree about
+    // configuration!") until gossip has told every node of the new one.
+    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(&nodes)));
     let (ok, out) = cluster_tool(&[
         "add-node".into(),
         at(replica.port),
@@ -1056,24 +1076,10 @@ fn add_rebalance_manual_failover_and_del_node() {
             .to_string(),
     ]);
     assert!(ok, "{out}");
-    nodes.push(extra);
     assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
     // Every node knows every other (gossip spreads the added nodes), or
     // rebalance's moves meet "Unknown node".
-    assert!(wait_until(Duration::from_secs(20), || {
-        let known: Vec<std::collections::BTreeSet<String>> = nodes
-            .iter()
-            .map(|n| {
-                ask(n.port, &["CLUSTER", "NODES"])
-                    .lines()
-                    .filter_map(|l| l.split(' ').next())
-                    .map(|id| id.trim_start_matches('$').to_string())
-                    .filter(|id| id.len() == 40)
-                    .collect()
-            })
-            .collect();
-        known.windows(2).all(|w| w[0] == w[1])
-    }));
+    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(&nodes)));
     // A new master serves nothing for two seconds after it starts.
     assert!(wait_until(Duration::from_secs(20), || nodes.iter().all(
         |n| { ask(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok") }
