@@ -159,7 +159,7 @@ pub(super) fn finish_write(store: &mut Store, db: usize, key: &[u8], changed: bo
         None => false,
     };
     if empty {
-        store.remove(db, key);
+        store.delete(db, key);
     } else if changed {
         store.signal_modified(db, key);
     }

@@ -100,7 +100,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, relative: bool, seconds: bo
         return Ok(());
     }
     if when <= ctx.store.now() as i64 {
-        ctx.store.remove(db, key);
+        ctx.store.delete_as_expiry(db, key);
         ctx.propagate_as(&[b"DEL", key]);
         super::pubsub::notify(ctx, b'g', "del", key);
     } else {

@@ -64,7 +64,7 @@ fn list_read<'a>(store: &'a mut Store, db: usize, key: &[u8]) -> Result<Option<&
 pub(super) fn after_removal(store: &mut Store, db: usize, key: &[u8]) {
     let empty = matches!(store.get(db, key).and_then(|e| e.into_ref().object()), Some(Value::List(l)) if l.is_empty());
     if empty {
-        store.remove(db, key);
+        store.delete(db, key);
     } else {
         store.signal_modified(db, key);
     }

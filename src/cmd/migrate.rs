@@ -274,7 +274,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if let Some(e) = failed {
             target_error.get_or_insert_with(|| e[1..].to_string());
         } else if !copy {
-            if ctx.store.remove(db, key).is_some() {
+            if ctx.store.delete(db, key) {
                 ctx.store.signal_modified(db, key);
                 super::pubsub::notify(ctx, b'g', "del", key);
             }

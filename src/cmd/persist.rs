@@ -158,7 +158,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     if ttl > 0 && ttl as u64 <= now {
         // Already expired: the key is only deleted (when REPLACE found one).
-        if replace && ctx.store.remove(db, key).is_some() {
+        if replace && ctx.store.delete(db, key) {
             ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }

@@ -162,7 +162,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             for m in s.iter() {
                 bulk_member(&mut ctx.reply, m);
             }
-            ctx.store.remove(db, key);
+            ctx.store.delete(db, key);
             ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify_removed(ctx, b's', "spop", key);
             return Ok(());

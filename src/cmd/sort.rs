@@ -276,7 +276,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
                 ctx.store
                     .set(db, dst, Value::List(Box::new(out)), Ttl::None);
                 super::pubsub::notify(ctx, b'g', "sortstore", dst);
-            } else if ctx.store.remove(db, dst).is_some() {
+            } else if ctx.store.delete(db, dst) {
                 super::pubsub::notify(ctx, b'g', "del", dst);
             }
             ctx.reply.int(outlen as i64);

@@ -340,7 +340,7 @@ fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let absolute = matches!(opts.expire, Some((ExpireUnit::ExAt | ExpireUnit::PxAt, _)));
     match at {
         Some(at) if absolute && at <= now => {
-            ctx.store.remove(db, key);
+            ctx.store.delete_as_expiry(db, key);
             ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }

@@ -22,7 +22,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "no-appendfsync-on-rewrite",
         "skipping fsync during a rewrite",
     ),
-    ("lazyfree-lazy-server-del", "choosing background freeing"),
     ("set-proc-title", "setting the process title"),
     ("watchdog-period", "the software watchdog"),
 ];

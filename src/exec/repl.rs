@@ -331,7 +331,10 @@ impl Executor {
             } => {
                 // Our replicas must resynchronize with the new data set.
                 self.server.repl.disconnect_replicas();
-                drop(self.store.flush_all());
+                // replica-lazy-flush: the old data set goes to the
+                // background thread (Redis's EMPTYDB_ASYNC).
+                let lazy = self.server.config.get_bool("replica-lazy-flush");
+                crate::store::lazyfree::free_dicts(self.store.flush_all(), lazy);
                 tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
                 let loaded = crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
                 if let Err(e) = loaded {

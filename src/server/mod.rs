@@ -204,6 +204,7 @@ pub fn apply_tuning(config: &Config) {
         config.get_bool("lazyfree-lazy-user-del"),
         config.get_bool("lazyfree-lazy-expire"),
         config.get_bool("lazyfree-lazy-eviction"),
+        config.get_bool("lazyfree-lazy-server-del"),
     );
 }
 

@@ -35,6 +35,9 @@ pub static LAZY_EXPIRE: AtomicBool = AtomicBool::new(false);
 pub static LAZY_USER_DEL: AtomicBool = AtomicBool::new(false);
 /// `lazyfree-lazy-eviction`.
 pub static LAZY_EVICTION: AtomicBool = AtomicBool::new(false);
+/// `lazyfree-lazy-server-del`: keys a command deletes or overwrites
+/// (RENAME's target, a STORE command's destination, SET over a value).
+pub static LAZY_SERVER_DEL: AtomicBool = AtomicBool::new(false);
 
 /// What the background thread frees: (the object, how many it counts).
 type Job = (Box<dyn Send>, u64);
@@ -60,7 +63,8 @@ pub fn effort(v: &Value) -> u64 {
     }
 }
 
-fn entry_effort(e: &Entry) -> u64 {
+/// [`effort`] of an entry's value.
+pub fn entry_effort(e: &Entry) -> u64 {
     match (e.object(), e.set()) {
         (Some(v), _) => effort(v),
         (None, Some(Set::Table(m))) => m.len() as u64,
@@ -128,9 +132,10 @@ pub fn reset_stats() {
     FREED.store(0, Ordering::Relaxed);
 }
 
-/// Installs `lazyfree-lazy-user-del`, `lazyfree-lazy-expire` and
-/// `lazyfree-lazy-eviction`.
-pub fn configure(user_del: bool, expire: bool, eviction: bool) {
+/// Installs `lazyfree-lazy-user-del`, `lazyfree-lazy-expire`,
+/// `lazyfree-lazy-eviction` and `lazyfree-lazy-server-del`.
+pub fn configure(user_del: bool, expire: bool, eviction: bool, server_del: bool) {
+    LAZY_SERVER_DEL.store(server_del, Ordering::Relaxed);
     LAZY_USER_DEL.store(user_del, Ordering::Relaxed);
     LAZY_EXPIRE.store(expire, Ordering::Relaxed);
     LAZY_EVICTION.store(eviction, Ordering::Relaxed);

@@ -398,17 +398,42 @@ impl Store {
         let now = self.now_ms;
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
+        // The expiry the new value gets over one that expires at `was`.
+        let expiry = |was: u64| {
+            let expired = was != 0 && was <= now;
+            let at = match ttl {
+                Ttl::None => 0,
+                Ttl::At(at) => at,
+                // An expired key is a new key: its old TTL is gone.
+                Ttl::Keep if expired => 0,
+                Ttl::Keep => was,
+            };
+            (at, expired)
+        };
+        if lazyfree::LAZY_SERVER_DEL.load(std::sync::atomic::Ordering::Relaxed)
+            && d.dict
+                .get(h, key)
+                .is_some_and(|e| lazyfree::entry_effort(e) > lazyfree::THRESHOLD)
+        {
+            // dbOverwrite with lazyfree-lazy-server-del: the old value goes
+            // to the background thread, the key gets a new entry.
+            if let Some(old) = d.dict.remove(h, key) {
+                let was = old.expire_at();
+                let (at, expired) = expiry(was);
+                d.dict.insert_new(h, key, value, at, lru);
+                d.volatile = d.volatile + usize::from(at != 0) - usize::from(was != 0);
+                lazyfree::free_entry(old, true);
+                if expired {
+                    self.note_new(db, key);
+                }
+                self.signal_modified(db, key);
+                return;
+            }
+        }
         match d.dict.get_mut(h, key) {
             Some(mut e) => {
                 let was = e.expire_at();
-                let expired = was != 0 && was <= now;
-                let at = match ttl {
-                    Ttl::None => 0,
-                    Ttl::At(at) => at,
-                    // An expired key is a new key: its old TTL is gone.
-                    Ttl::Keep if expired => 0,
-                    Ttl::Keep => was,
-                };
+                let (at, expired) = expiry(was);
                 e.store(value, at);
                 e.set_lru(lru);
                 let (was_volatile, is_volatile) = (was != 0, at != 0);
@@ -468,6 +493,31 @@ impl Store {
         d.dict.insert_new(h, key, value, expire_at, lru);
         d.volatile += usize::from(expire_at != 0);
         true
+    }
+
+    /// Deletes `key` for a command (Redis's dbDelete): freed in the
+    /// background under `lazyfree-lazy-server-del` when large; true when a
+    /// live key was deleted.
+    pub fn delete(&mut self, db: usize, key: &[u8]) -> bool {
+        self.delete_lazily(db, key, &lazyfree::LAZY_SERVER_DEL)
+    }
+
+    /// Deletes `key` whose TTL a command set in the past (EXPIRE, GETEX):
+    /// freed as an expiry is, under `lazyfree-lazy-expire`.
+    pub fn delete_as_expiry(&mut self, db: usize, key: &[u8]) -> bool {
+        self.delete_lazily(db, key, &lazyfree::LAZY_EXPIRE)
+    }
+
+    fn delete_lazily(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        lazy: &std::sync::atomic::AtomicBool,
+    ) -> bool {
+        let lazy = lazy.load(std::sync::atomic::Ordering::Relaxed);
+        self.remove(db, key)
+            .map(|e| lazyfree::free_entry(e, lazy))
+            .is_some()
     }
 
     /// Removes `key`; returns the entry if it existed and was live.

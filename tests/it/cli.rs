@@ -187,7 +187,6 @@ fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them()
 #[test]
 fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let cases: &[(&str, &str)] = &[
-        ("lazyfree-lazy-server-del", "YES"),
         ("aof-disable-auto-gc", "yes"),
         ("no-appendfsync-on-rewrite", "yes"),
         ("aof-timestamp-enabled", "yes"),
@@ -223,7 +222,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let with_log: Vec<&str> = with_log.iter().map(String::as_str).collect();
     let ours = spawn_bin(&with_log);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    for name in ["aof-timestamp-enabled", "lazyfree-lazy-server-del"] {
+    for name in ["aof-timestamp-enabled", "aof-disable-auto-gc"] {
         assert!(
             text.contains(&format!(
                 "WARNING: '{name}' is set, but ferrokv does not support"

@@ -1062,7 +1062,9 @@ fn add_rebalance_manual_failover_and_del_node() {
     nodes.push(extra);
     // redis-cli refuses the next add-node ("Nodes don't agree about
     // configuration!") until gossip has told every node of the new one.
-    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(&nodes)));
+    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(
+        &nodes
+    )));
     let (ok, out) = cluster_tool(&[
         "add-node".into(),
         at(replica.port),
@@ -1079,7 +1081,9 @@ fn add_rebalance_manual_failover_and_del_node() {
     assert!(wait_until(Duration::from_secs(20), || slots_agree(&nodes)));
     // Every node knows every other (gossip spreads the added nodes), or
     // rebalance's moves meet "Unknown node".
-    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(&nodes)));
+    assert!(wait_until(Duration::from_secs(20), || all_know_each_other(
+        &nodes
+    )));
     // A new master serves nothing for two seconds after it starts.
     assert!(wait_until(Duration::from_secs(20), || nodes.iter().all(
         |n| { ask(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok") }

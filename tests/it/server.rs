@@ -496,6 +496,78 @@ fn lazyfree_counters_match_redis() {
     }
 }
 
+/// `lazyfree-lazy-server-del` frees what commands delete or overwrite in
+/// the background (SET over a large set, a STORE command's destination,
+/// RENAME's target), and `lazyfree-lazy-expire` what EXPIRE in the past
+/// deletes, counted as Redis counts them step by step.
+#[test]
+fn lazy_server_del_and_expire_count_as_redis() {
+    let ours_srv = spawn_ferrokv_process();
+    let theirs_srv = spawn_redis();
+    let freed = |raw: &mut Raw| -> u64 {
+        let text = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "memory"])).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix("lazyfreed_objects:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    let mut counts = Vec::new();
+    for port in [ours_srv.port, theirs_srv.port] {
+        let mut c = Raw::connect(port);
+        let members: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+        let fill = |c: &mut Raw, key: &str| {
+            c.cmd_str(&["DEL", key]);
+            let mut args = vec!["SADD", key];
+            args.extend(members.iter().map(String::as_str));
+            assert_eq!(c.cmd_str(&args), b":200\r\n");
+        };
+        let mut seen = Vec::new();
+        let mut step = |c: &mut Raw, cmd: &[&str]| {
+            c.cmd_str(cmd);
+            let mut last = u64::MAX;
+            // The background thread may still be freeing: wait until the
+            // count stops moving.
+            wait_until(Duration::from_secs(10), || {
+                let now = freed(c);
+                let settled = now == last;
+                last = now;
+                settled
+            });
+            seen.push((cmd.join(" "), last));
+        };
+        // Off (the default): everything in place.
+        fill(&mut c, "big");
+        step(&mut c, &["SET", "big", "x"]);
+        for (name, value) in [
+            ("lazyfree-lazy-server-del", "yes"),
+            ("lazyfree-lazy-expire", "yes"),
+        ] {
+            assert_eq!(c.cmd_str(&["CONFIG", "SET", name, value]), b"+OK\r\n");
+        }
+        fill(&mut c, "big");
+        step(&mut c, &["SET", "big", "x"]);
+        fill(&mut c, "big");
+        fill(&mut c, "other");
+        step(&mut c, &["RENAME", "other", "big"]);
+        step(&mut c, &["SUNIONSTORE", "big", "none"]);
+        fill(&mut c, "big");
+        step(&mut c, &["SINTERSTORE", "big", "big", "none"]);
+        fill(&mut c, "big");
+        step(&mut c, &["EXPIRE", "big", "-1"]);
+        fill(&mut c, "big");
+        step(&mut c, &["SET", "small", "1"]);
+        step(&mut c, &["SET", "small", "2"]);
+        counts.push(seen);
+    }
+    assert_eq!(counts[0], counts[1]);
+    assert_eq!(counts[0][0].1, 0, "{:?}", counts[0]);
+    assert!(
+        counts[0].last().is_some_and(|s| s.1 >= 4),
+        "{:?}",
+        counts[0]
+    );
+}
+
 /// `activedefrag yes` is refused as redis-server built without its own
 /// jemalloc refuses it: at CONFIG SET, and at start with exit status 1.
 #[test]

@@ -381,7 +381,7 @@ fn combine(
         let dst = argv.get(d);
         if sorted.is_empty() {
             ctx.reply.int(0);
-            if ctx.store.remove(db, dst).is_some() {
+            if ctx.store.delete(db, dst) {
                 super::super::pubsub::notify(ctx, b'g', "del", dst);
             }
         } else {

@@ -299,7 +299,7 @@ fn store_range(ctx: &mut Ctx<'_>, dst: &[u8], z: Option<ZSet>) {
         }
         None => {
             ctx.reply.int(0);
-            if ctx.store.remove(db, dst).is_some() {
+            if ctx.store.delete(db, dst) {
                 crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
             }
         }

@@ -378,7 +378,7 @@ pub fn keys_in_slot(store: &Store, slot: u16, max: usize) -> Vec<Vec<u8>> {
 pub fn del_keys_in_slot(server: &mut ServerState, store: &mut Store, slot: u16) -> usize {
     let keys = keys_in_slot(store, slot, usize::MAX);
     for k in &keys {
-        if store.remove(0, k).is_some() {
+        if store.delete(0, k) {
             store.signal_modified(0, k);
             server.feed_del(0, k);
             crate::server::pubsub::notify(server, None, &mut Vec::new(), b'g', "del", 0, k);
