@@ -183,10 +183,12 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 /// Installs a new configuration, with the limits the network side applies.
-fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
+fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     if let Some(net) = &ctx.server.net {
         net.borrow_mut().load_config(&next);
     }
+    ctx.server.aof.no_fsync_on_rewrite = next.get_bool("no-appendfsync-on-rewrite");
+    ctx.server.aof.timestamps = next.get_bool("aof-timestamp-enabled");
     if next.appendfsync != ctx.server.config.appendfsync {
         ctx.server.aof.set_fsync(&next.appendfsync);
     }
@@ -218,7 +220,15 @@ fn apply(ctx: &mut Ctx<'_>, next: crate::config::Config) {
         engine.run.mem_limit.set(next.lua_memory_limit);
     }
     crate::server::apply_tuning(&next);
+    if next.get("watchdog-period") != ctx.server.config.get("watchdog-period") {
+        crate::server::apply_watchdog(&mut next);
+    }
+    let gc_enabled =
+        !next.get_bool("aof-disable-auto-gc") && ctx.server.config.get_bool("aof-disable-auto-gc");
     ctx.server.config = next;
+    if gc_enabled {
+        ctx.server.aof.delete_history(&ctx.server.config);
+    }
     crate::server::cluster::cron::update_myself(ctx.server);
     ctx.server.acl_changed();
     ctx.server.sync_access_tracking(ctx.store);

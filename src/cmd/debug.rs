@@ -14,7 +14,7 @@ use crate::store::value::{StrRef, Value};
 use crate::store::Ttl;
 
 /// Handlers of this family.
-pub(super) const COMMANDS: &[(&str, super::Handler)] = &[("debug", debug)];
+pub(super) const COMMANDS: &[(&str, super::Handler)] = &[("debug", debugCommand)];
 
 const HELP: &[&str] = &[
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -85,7 +85,13 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn debug(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+/// DEBUG. Named as Redis's handler and never inlined, so a stack trace
+/// taken during DEBUG SLEEP (the watchdog's, a crash report's) reads as
+/// Redis's does: tools and Redis's own logging test look for
+/// `debugCommand`.
+#[allow(non_snake_case)]
+#[inline(never)]
+fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let sub = argv.get(1);
     let n = argv.len();
     if is(sub, "help") && n == 2 {
@@ -221,6 +227,7 @@ fn loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
         ctx.server.flush_stream();
     }
     drop(ctx.store.flush_all());
+    ctx.server.aof.delete_history(&ctx.server.config);
     if let Err(e) = crate::server::aof_replay::load(ctx.server, ctx.store, false) {
         tracing::warn!("{e}");
         std::process::exit(1);

@@ -16,14 +16,7 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "io-threads",
         "I/O threads: one event loop serves every connection",
     ),
-    ("aof-timestamp-enabled", "AOF timestamp annotations"),
-    ("aof-disable-auto-gc", "keeping AOF history files"),
-    (
-        "no-appendfsync-on-rewrite",
-        "skipping fsync during a rewrite",
-    ),
     ("set-proc-title", "setting the process title"),
-    ("watchdog-period", "the software watchdog"),
 ];
 
 /// What ferrokv lacks for parameter `name`, when it does not act on it.

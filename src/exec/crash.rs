@@ -35,6 +35,7 @@ const FATAL: [libc::c_int; 5] = [
 /// only: embedded servers keep their host's handling).
 pub fn install() {
     PID.store(std::process::id(), Ordering::Relaxed);
+    crate::util::watchdog::set_report(write_watchdog_report);
     // SAFETY: a sigaction with a valid handler for each fatal signal; the
     // handler resets itself (SA_RESETHAND), so a fault inside it ends the
     // process.
@@ -135,17 +136,50 @@ unsafe fn instruction_pointer(uc: *mut libc::c_void) -> Option<usize> {
     }
 }
 
+/// The software watchdog's report (Redis's watchdogSignalHandler): the
+/// stack of the executor thread, which this runs on, between Redis's
+/// markers. The process goes on.
+fn write_watchdog_report() {
+    let mut out = String::from("\n");
+    out.push_str(&crate::config::log::line(
+        '#',
+        "\n--- WATCHDOG TIMER EXPIRED ---",
+    ));
+    let trace = std::backtrace::Backtrace::force_capture().to_string();
+    for line in crashed_frames(&trace) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(&crate::config::log::line('#', "--------\n"));
+    write_log(&out);
+}
+
+/// The configured log file, or "" for standard output.
+fn logfile() -> String {
+    let executor = EXECUTOR.load(Ordering::Relaxed);
+    if executor.is_null() {
+        String::new()
+    } else {
+        // SAFETY: see the module notes: the executor outlives its loop, and
+        // a report runs on the executor's thread, between its steps.
+        unsafe { (*executor).server.config.logfile.clone() }
+    }
+}
+
+/// Appends `out` to the log file, or writes it to standard output.
+fn write_log(out: &str) {
+    let logfile = logfile();
+    if logfile.is_empty() {
+        let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    } else if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&logfile) {
+        let _ = f.write_all(out.as_bytes());
+    }
+}
+
 /// Writes the whole report to the log: `head` as warning lines, then the
 /// stack trace and the server's state.
 fn write_report(head: &[String], _sig: Option<libc::c_int>) {
     let executor = EXECUTOR.load(Ordering::Relaxed);
-    let logfile = if executor.is_null() {
-        String::new()
-    } else {
-        // SAFETY: see the module notes: the executor outlives its loop, and
-        // the report is the last thing this process does.
-        unsafe { (*executor).server.config.logfile.clone() }
-    };
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n");
     for line in head {
@@ -166,11 +200,7 @@ fn write_report(head: &[String], _sig: Option<libc::c_int>) {
          Please report the crash by opening an issue on ferrokv's tracker,\n       \
          with the report above.\n\n",
     );
-    if logfile.is_empty() {
-        let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    } else if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&logfile) {
-        let _ = f.write_all(out.as_bytes());
-    }
+    write_log(&out);
 }
 
 /// The backtrace's lines from the frame that crashed on: the report's own
@@ -182,6 +212,7 @@ fn crashed_frames(trace: &str) -> Vec<&str> {
         is_frame(l)
             && [
                 "on_fatal_signal",
+                "on_watchdog_signal",
                 "panic_fmt",
                 "begin_panic",
                 "panic_display",

@@ -91,6 +91,7 @@ impl Executor {
     /// serve what arrived, run the timers, write the replies.
     pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
         crash::watch(Some(&mut self));
+        crate::util::watchdog::set_executor_thread(true);
         self.server.net = Some(net.clone());
         self.server.clients_mem = net.borrow().clients_mem();
         self.server.acl_changed();
@@ -133,6 +134,7 @@ impl Executor {
             }
         }
         crash::watch(None);
+        crate::util::watchdog::set_executor_thread(false);
         self.stop();
         for pid in std::mem::take(&mut self.server.ldb_children) {
             tracing::warn!("Killing debugging session {pid}");
@@ -209,6 +211,7 @@ impl Executor {
             return;
         }
         self.last_cycle = Instant::now();
+        crate::util::watchdog::arm();
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
         self.store.log_expired = self.server.stream_on();
@@ -247,6 +250,7 @@ impl Executor {
         self.after_writes();
         crate::persist::bgsave_poll(&mut self.store, &mut self.server.persistence());
         crate::persist::check_save_rules(&self.store, &mut self.server.persistence());
+        self.server.aof.saving_child = self.server.persist.bgsave.is_some();
         self.server.aof.cron();
         self.repl_cron();
         crate::persist::aof::auto_rewrite(&self.store, &mut self.server.persistence());

@@ -68,6 +68,15 @@ pub struct Aof {
     pub log: CommandLog,
     file: Option<File>,
     fsync: Fsync,
+    /// `aof-timestamp-enabled`: `#TS:<unix time>` lines annotate the file.
+    pub timestamps: bool,
+    /// The second the last annotation named.
+    last_timestamp: u64,
+    /// `no-appendfsync-on-rewrite`: no fsync while a child process runs.
+    pub no_fsync_on_rewrite: bool,
+    /// A background save's child runs now (set by the server before each
+    /// flush and cron; an AOF rewrite's child is `rewrite`).
+    pub saving_child: bool,
     last_fsync: Instant,
     syncing: Arc<AtomicBool>,
     /// Bytes in the incremental file.
@@ -103,6 +112,10 @@ impl Default for Aof {
             log: CommandLog::default(),
             file: None,
             fsync: Fsync::EverySec,
+            timestamps: false,
+            last_timestamp: 0,
+            no_fsync_on_rewrite: false,
+            saving_child: false,
             last_fsync: Instant::now(),
             syncing: Arc::new(AtomicBool::new(false)),
             incr_size: 0,
@@ -153,18 +166,35 @@ impl Aof {
         self.log.buf.capacity()
     }
 
+    /// Under `aof-timestamp-enabled`, a `#TS:` line before the next command
+    /// when the second changed since the last one (Redis's
+    /// genAofTimestampAnnotationIfNeeded).
+    #[inline]
+    pub fn annotate(&mut self) {
+        if self.timestamps {
+            let now = crate::util::clock::real_now_ms() / 1000;
+            if now > self.last_timestamp {
+                self.last_timestamp = now;
+                self.log
+                    .buf
+                    .extend_from_slice(timestamp_line(now).as_bytes());
+            }
+        }
+    }
+
     /// Writes the buffered commands to the file; fsyncs with `always`.
     /// Called before replies are sent.
     pub fn flush(&mut self) {
         if self.log.buf.is_empty() {
             return;
         }
+        let held = self.fsync_held();
         let Some(f) = self.file.as_mut() else {
             self.log.buf.clear();
             return;
         };
         let mut r = f.write_all(&self.log.buf);
-        if r.is_ok() && self.fsync == Fsync::Always {
+        if r.is_ok() && self.fsync == Fsync::Always && !held {
             r = f.sync_data();
         }
         match r {
@@ -191,9 +221,16 @@ impl Aof {
         self.log.buf.clear();
     }
 
+    /// True while `no-appendfsync-on-rewrite` holds fsyncs back: a child
+    /// process (background save or AOF rewrite) runs (Redis's
+    /// flushAppendOnlyFile with hasActiveChildProcess).
+    fn fsync_held(&self) -> bool {
+        self.no_fsync_on_rewrite && (self.saving_child || self.rewrite.is_some())
+    }
+
     /// The once-a-second background fsync of `appendfsync everysec`.
     pub fn cron(&mut self) {
-        if !self.on || self.fsync != Fsync::EverySec {
+        if !self.on || self.fsync != Fsync::EverySec || self.fsync_held() {
             return;
         }
         if self.last_fsync.elapsed().as_millis() < 1000 {
@@ -246,13 +283,17 @@ impl Aof {
             seq: old.incr_seq + 1,
         };
         let bytes = rewrite::write_base(&dir.join(&base.name), store, config)?;
+        if self.timestamps && !config.get_bool("aof-use-rdb-preamble") {
+            // The base's annotation stands for this second.
+            self.last_timestamp = crate::util::clock::real_now_ms() / 1000;
+        }
         let file = open_append(&dir.join(&incr.name))?;
         let m = Manifest {
             base_seq: base.seq,
             incr_seq: incr.seq,
             base: Some(base),
             incrs: vec![incr],
-            history: Vec::new(),
+            history: rewrite::history_after_rewrite(&old, config, false),
         };
         write_manifest(config, &m)?;
         delete_replaced(config, &old, &m);
@@ -293,6 +334,38 @@ impl Aof {
         Ok(())
     }
 
+    /// Deletes the history files the manifest names, unless
+    /// `aof-disable-auto-gc` keeps them (Redis's aofDelHistoryFiles: after
+    /// a rewrite, at start-up, DEBUG LOADAOF, CONFIG SET
+    /// aof-disable-auto-gc no).
+    pub fn delete_history(&mut self, config: &Config) {
+        if config.get_bool("aof-disable-auto-gc") {
+            return;
+        }
+        let mut m = if self.on {
+            self.manifest.clone()
+        } else {
+            match super::aof_load::read_manifest(config) {
+                Ok(Some(m)) => m,
+                _ => return,
+            }
+        };
+        if m.history.is_empty() {
+            return;
+        }
+        let dir = aof_dir(config);
+        for h in m.history.drain(..) {
+            tracing::info!("Removing the history file {} in the background", h.name);
+            let _ = std::fs::remove_file(dir.join(&h.name));
+        }
+        if let Err(e) = write_manifest(config, &m) {
+            tracing::warn!("{e}");
+        }
+        if self.on {
+            self.manifest = m;
+        }
+    }
+
     /// Stops appending (CONFIG SET appendonly no, shutdown), syncing what
     /// was written; a background rewrite is abandoned, as Redis kills its
     /// rewrite child.
@@ -305,6 +378,11 @@ impl Aof {
         }
         self.on = false;
     }
+}
+
+/// The annotation `aof-timestamp-enabled` writes for second `unix`.
+pub fn timestamp_line(unix: u64) -> String {
+    format!("#TS:{unix}\r\n")
 }
 
 /// Opens `path` for appending, creating it.
@@ -346,4 +424,37 @@ fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `no-appendfsync-on-rewrite` holds fsyncs back only while a child
+    /// (a background save here) runs.
+    #[test]
+    fn fsync_is_held_only_with_the_flag_and_a_child() {
+        let mut aof = Aof::default();
+        assert!(!aof.fsync_held());
+        aof.saving_child = true;
+        assert!(!aof.fsync_held());
+        aof.no_fsync_on_rewrite = true;
+        assert!(aof.fsync_held());
+        aof.saving_child = false;
+        assert!(!aof.fsync_held());
+    }
+
+    /// Annotations: one per second at most, none when off.
+    #[test]
+    fn timestamp_annotation_once_per_second() {
+        let mut aof = Aof::default();
+        aof.annotate();
+        assert!(aof.log.buf.is_empty());
+        aof.timestamps = true;
+        aof.annotate();
+        aof.annotate();
+        let text = String::from_utf8_lossy(&aof.log.buf).into_owned();
+        assert!(text.starts_with("#TS:") && text.ends_with("\r\n"), "{text}");
+        assert_eq!(text.matches("#TS:").count(), 1, "{text}");
+    }
 }

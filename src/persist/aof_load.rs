@@ -150,6 +150,7 @@ pub fn load_on_start(
     };
     load_files(store, p, replay, &m)?;
     p.aof.open_on_start(p.config, m)?;
+    p.aof.delete_history(p.config);
     Ok(())
 }
 
@@ -301,6 +302,14 @@ fn replay_file(
     let mut pos = 0;
     let mut txn_start = None;
     while pos < data.len() {
+        if data[pos] == b'#' {
+            // An annotation line (`#TS:` of aof-timestamp-enabled).
+            pos = data[pos..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(data.len(), |i| pos + i + 1);
+            continue;
+        }
         match parse_command(&data, pos) {
             Ok((argv, next)) => {
                 let a = argv.argv();

@@ -208,6 +208,18 @@ pub fn apply_tuning(config: &Config) {
     );
 }
 
+/// Puts `watchdog-period` into effect; a period under two cron periods is
+/// raised, in `config` too, as Redis's applyWatchdogPeriod raises it.
+pub fn apply_watchdog(config: &mut Config) {
+    let want = config.get_i64("watchdog-period").unwrap_or(0).max(0) as u64;
+    let got = crate::util::watchdog::apply(want, config.hz);
+    if got != want {
+        if let Some((p, _)) = crate::config::params::lookup(b"watchdog-period") {
+            let _ = config.set_args(p, &[got.to_string().as_bytes()], false);
+        }
+    }
+}
+
 /// Puts `oom-score-adj` and `oom-score-adj-values` of `config` into
 /// effect for the process's class now (Redis's updateOOMScoreAdj); the
 /// error is CONFIG SET's.
@@ -255,6 +267,8 @@ impl ServerState {
         let mut repl = repl::Replication::default();
         repl.load_config(&config);
         apply_tuning(&config);
+        let mut config = config;
+        apply_watchdog(&mut config);
         let class = if config.get("replicaof").is_empty() {
             crate::util::process::OomClass::Master
         } else {
@@ -262,6 +276,9 @@ impl ServerState {
         };
         let _ = crate::util::process::apply_oom_score(Some(class));
         let _ = apply_oom_config(&config);
+        let mut aof = crate::persist::aof::Aof::default();
+        aof.no_fsync_on_rewrite = config.get_bool("no-appendfsync-on-rewrite");
+        aof.timestamps = config.get_bool("aof-timestamp-enabled");
         ServerState {
             config,
             table,
@@ -286,7 +303,7 @@ impl ServerState {
             net: None,
             persist: Default::default(),
             pubsub: pubsub::PubSub::default(),
-            aof: Default::default(),
+            aof,
             call_started_us: 0,
             call_started_real_us: 0,
             running_script: None,

@@ -69,6 +69,7 @@ impl super::ServerState {
     /// replicas.
     pub fn feed_ops(&mut self, ops: &[(usize, OwnedArgv)]) {
         if self.aof.on {
+            self.aof.annotate();
             self.aof.log.feed(ops);
         }
         if self.repl.feeding() {
@@ -79,6 +80,7 @@ impl super::ServerState {
     /// Hands one command in database `db` to the AOF and the replicas.
     pub fn feed_command(&mut self, db: usize, argv: crate::net::request::Argv<'_>) {
         if self.aof.on {
+            self.aof.annotate();
             self.aof.log.feed_command(db, argv);
         }
         if self.repl.feeding() {
@@ -90,6 +92,7 @@ impl super::ServerState {
     /// as DEL.
     pub fn feed_del(&mut self, db: usize, key: &[u8]) {
         if self.aof.on {
+            self.aof.annotate();
             self.aof.log.feed_del(db, key);
         }
         if self.repl.feeding() {
@@ -114,6 +117,7 @@ impl super::ServerState {
     /// Writes the stream out before replies acknowledge it: to the AOF
     /// file (fsynced under `appendfsync always`) and to the replicas.
     pub fn flush_stream(&mut self) {
+        self.aof.saving_child = self.persist.bgsave.is_some();
         self.aof.flush();
         self.repl.flush();
     }

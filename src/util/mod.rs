@@ -15,6 +15,7 @@ pub mod siphash;
 pub mod slab;
 pub mod sparkline;
 pub mod splitargs;
+pub mod watchdog;
 
 /// Redis's islocalClient: 127.0.0.1 or ::1 exactly (it compares the
 /// peer's address text), not the whole loopback range.

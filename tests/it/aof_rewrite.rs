@@ -343,3 +343,52 @@ fn rewritten_groups_match_redis() {
     );
     assert_eq!(ours, base(&theirs_dir, &mut p.theirs));
 }
+
+/// `aof-disable-auto-gc yes` keeps the files two rewrites replaced, named
+/// as history in the manifest in Redis's order; `no` deletes them at once.
+/// The manifests and files match redis-server's step by step.
+#[test]
+fn auto_gc_disabled_keeps_history_as_redis() {
+    let (ours_dir, theirs_dir) = (Dir::new("ferrokv-aofgc"), Dir::new("redis-aofgc"));
+    let ours = ferrokv(&ours_dir, "always");
+    let theirs = redis(&theirs_dir);
+    let mut seen = Vec::new();
+    for (dir, port) in [(&ours_dir, ours.port), (&theirs_dir, theirs.port)] {
+        let mut r = Raw::connect(port);
+        let files = |dir: &Dir| {
+            let mut names: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        let mut steps = Vec::new();
+        assert_eq!(
+            r.cmd_str(&["CONFIG", "SET", "aof-disable-auto-gc", "yes"]),
+            b"+OK\r\n"
+        );
+        for i in 0..2 {
+            assert_eq!(r.cmd_str(&["SET", "k", &i.to_string()]), b"+OK\r\n");
+            assert_eq!(
+                r.cmd_str(&["BGREWRITEAOF"]),
+                b"+Background append only file rewriting started\r\n"
+            );
+            assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+            steps.push((manifest(dir), files(dir)));
+        }
+        assert_eq!(
+            r.cmd_str(&["CONFIG", "SET", "aof-disable-auto-gc", "no"]),
+            b"+OK\r\n"
+        );
+        // Redis deletes the files on its background thread.
+        assert!(wait_until(Duration::from_secs(10), || files(dir).len() == 3));
+        steps.push((manifest(dir), files(dir)));
+        seen.push(steps);
+    }
+    assert!(seen[0][1].0.contains("type h"), "{:?}", seen[0]);
+    assert_eq!(seen[0], seen[1]);
+}

@@ -181,16 +181,14 @@ fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them()
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Parameters ferrokv does not act on yet: CONFIG SET refuses to move them
-/// from their defaults, naming what is missing; back to the default is
-/// fine. Given at start-up they load, normalized as Redis normalizes them.
+/// Parameters ferrokv does not act on yet (TLS's, until TLS exists):
+/// CONFIG SET refuses to move them from their defaults, naming what is
+/// missing; back to the default is fine. Given at start-up they load and
+/// are named in a warning. (redis-server refuses these values without
+/// certificates, so there is nothing to compare with.)
 #[test]
 fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
-    let cases: &[(&str, &str)] = &[
-        ("aof-disable-auto-gc", "yes"),
-        ("no-appendfsync-on-rewrite", "yes"),
-        ("aof-timestamp-enabled", "yes"),
-    ];
+    let cases: &[(&str, &str)] = &[("tls-replication", "yes"), ("tls-cluster", "yes")];
     let server = start();
     let mut c = server.raw();
     for (name, value) in cases {
@@ -206,7 +204,7 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         assert_eq!(c.cmd_str(&["CONFIG", "GET", name]), before);
     }
     assert_eq!(
-        c.cmd_str(&["CONFIG", "SET", "aof-timestamp-enabled", "no"]),
+        c.cmd_str(&["CONFIG", "SET", "tls-cluster", "no"]),
         b"+OK\r\n"
     );
     let mut args: Vec<String> = Vec::new();
@@ -214,7 +212,6 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
         args.push(format!("--{name}"));
         args.push(value.to_string());
     }
-    // A value given at start-up is named in a warning.
     let dir = temp_dir("notacted");
     let log = dir.join("log");
     let mut with_log = vec!["--logfile".to_string(), log.display().to_string()];
@@ -222,23 +219,16 @@ fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
     let with_log: Vec<&str> = with_log.iter().map(String::as_str).collect();
     let ours = spawn_bin(&with_log);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    for name in ["aof-timestamp-enabled", "aof-disable-auto-gc"] {
+    let mut o = Raw::connect(ours.1);
+    for (name, value) in cases {
         assert!(
             text.contains(&format!(
                 "WARNING: '{name}' is set, but ferrokv does not support"
             )),
             "{text}"
         );
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let redis = spawn_redis_with(&args);
-    let (mut o, mut t) = (Raw::connect(ours.1), Raw::connect(redis.port));
-    for (name, _) in cases {
-        let get = ["CONFIG", "GET", name];
-        assert_eq!(
-            String::from_utf8_lossy(&o.cmd_str(&get)),
-            String::from_utf8_lossy(&t.cmd_str(&get))
-        );
+        let get = String::from_utf8_lossy(&o.cmd_str(&["CONFIG", "GET", name])).into_owned();
+        assert!(get.ends_with(&format!("{value}\r\n")), "{get}");
     }
 }
 

@@ -93,3 +93,57 @@ fn supervised_systemd_notifies_readiness() {
     assert!(child.wait().expect("exits").success());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `watchdog-period`: a period under two cron periods reads back raised
+/// as Redis raises it; when the executor is stuck (DEBUG SLEEP 1) the log
+/// gets one "WATCHDOG TIMER EXPIRED" report with the executor's stack
+/// (the DEBUG handler, `debugCommand`, in it), and the server answers on.
+#[test]
+fn watchdog_logs_the_stuck_executors_stack() {
+    let dir = unique_temp_path("ferrokv-watchdog");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("log");
+    let log_arg = log.display().to_string();
+    let ours = crate::aof::launch(|port| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        c.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--logfile", &log_arg, "--enable-debug-command", "yes"]);
+        c
+    });
+    let theirs = crate::support::spawn_redis();
+    for port in [ours.port, theirs.port] {
+        let mut c = Raw::connect(port);
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "SET", "watchdog-period", "50"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "GET", "watchdog-period"]),
+            b"*2\r\n$15\r\nwatchdog-period\r\n$3\r\n200\r\n"
+        );
+    }
+    let mut c = Raw::connect(ours.port);
+    assert_eq!(c.cmd_str(&["DEBUG", "SLEEP", "1"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        wait_until(Duration::from_secs(5), || text().contains("debugCommand")),
+        "{}",
+        text()
+    );
+    assert_eq!(text().matches("--- WATCHDOG TIMER EXPIRED ---").count(), 1);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "watchdog-period", "0"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd_str(&["DEBUG", "SLEEP", "0.5"]), b"+OK\r\n");
+    assert_eq!(text().matches("--- WATCHDOG TIMER EXPIRED ---").count(), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}

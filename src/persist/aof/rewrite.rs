@@ -22,7 +22,7 @@ use super::{
     aof_dir, base_name, delete_replaced, encode, incr_name, open_append, write_manifest, Aof,
 };
 use crate::config::Config;
-use crate::persist::aof_load::{read_manifest, AofFile};
+use crate::persist::aof_load::{read_manifest, AofFile, Manifest};
 use crate::persist::rdb::save::DbSource;
 use crate::persist::Persistence;
 use crate::store::value::Value;
@@ -318,6 +318,30 @@ fn poll(p: &mut Persistence<'_>) {
     }
 }
 
+/// The history a manifest names after a rewrite replaced `old`'s base and
+/// incremental files (all of them, or all but the one still appended to
+/// when `appending`): none under auto-gc, else the replaced files, newest
+/// first, ahead of the older history (Redis's
+/// getNewBaseFileNameAndMarkPreAsHistory and markRewrittenIncrAofAsHistory).
+pub(super) fn history_after_rewrite(
+    old: &Manifest,
+    config: &Config,
+    appending: bool,
+) -> Vec<AofFile> {
+    if !config.get_bool("aof-disable-auto-gc") {
+        return Vec::new();
+    }
+    let rewritten = if appending {
+        &old.incrs[..old.incrs.len().saturating_sub(1)]
+    } else {
+        &old.incrs[..]
+    };
+    let mut history = rewritten.to_vec();
+    history.extend(old.base.clone());
+    history.extend(old.history.iter().cloned());
+    history
+}
+
 /// Makes the child's file the new base: renamed into place, a manifest
 /// naming it and the incremental file opened at the start, then the
 /// replaced files deleted.
@@ -329,6 +353,7 @@ fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
         read_manifest(config)?.unwrap_or_default()
     };
     let mut m = old.clone();
+    m.history = history_after_rewrite(&old, config, aof.on);
     m.base_seq += 1;
     let base = AofFile {
         name: base_name(config, m.base_seq),
@@ -344,7 +369,6 @@ fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
     } else {
         Vec::new()
     };
-    m.history.clear();
     if let Err(e) = write_manifest(config, &m) {
         let _ = std::fs::remove_file(&path);
         return Err(e);
@@ -369,7 +393,13 @@ pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Re
     let tmp = path.with_extension("tmp");
     let result = (|| -> std::io::Result<u64> {
         let mut w = std::io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
-        let n = write_commands(
+        let mut n = 0;
+        if config.get_bool("aof-timestamp-enabled") {
+            let ts = super::timestamp_line(crate::util::clock::real_now_ms() / 1000);
+            w.write_all(ts.as_bytes())?;
+            n += ts.len() as u64;
+        }
+        n += write_commands(
             &mut w,
             src,
             config.get_i64("rdb-key-save-delay").unwrap_or(0),
