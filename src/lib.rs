@@ -358,6 +358,7 @@ fn prepare(
                 ))
             })?;
     }
+    executor.server.apply_proc_title();
     tracing::warn!("Server initialized");
     executor.load_on_start()?;
     if executor.server.cluster.is_some() {

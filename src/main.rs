@@ -12,7 +12,10 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 fn main() {
-    let (file_path, from_stdin, options) = match cli::parse(std::env::args().skip(1).collect()) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Before any thread starts: the title takes the arguments' memory.
+    ferrokv::util::proctitle::init();
+    let (file_path, from_stdin, options) = match cli::parse(args) {
         Action::Version => {
             println!("{}", cli::version_line());
             std::process::exit(0);

@@ -225,9 +225,13 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     }
     let gc_enabled =
         !next.get_bool("aof-disable-auto-gc") && ctx.server.config.get_bool("aof-disable-auto-gc");
+    let retitle = next.get("proc-title-template") != ctx.server.config.get("proc-title-template");
     ctx.server.config = next;
     if gc_enabled {
         ctx.server.aof.delete_history(&ctx.server.config);
+    }
+    if retitle {
+        ctx.server.apply_proc_title();
     }
     crate::server::cluster::cron::update_myself(ctx.server);
     ctx.server.acl_changed();

@@ -16,7 +16,6 @@ pub const NOT_ACTED_ON: &[(&str, &str)] = &[
         "io-threads",
         "I/O threads: one event loop serves every connection",
     ),
-    ("set-proc-title", "setting the process title"),
 ];
 
 /// What ferrokv lacks for parameter `name`, when it does not act on it.

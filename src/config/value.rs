@@ -85,48 +85,13 @@ pub fn normalize(p: &Param, arg: &[u8]) -> Result<String, ValueError> {
     }
 }
 
-/// sdstemplate-style check of proc-title-template: only known `{vars}`,
-/// `{{`/`}}` escapes, and something left once expanded.
+/// proc-title-template's check: known variables only, and something left
+/// once expanded.
 fn valid_title_template(t: &[u8]) -> bool {
-    const VARS: &[&[u8]] = &[
-        b"title",
-        b"listen-addr",
-        b"server-mode",
-        b"port",
-        b"tls-port",
-        b"unixsocket",
-        b"config-file",
-    ];
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < t.len() {
-        match t[i] {
-            b'{' if t.get(i + 1) == Some(&b'{') => {
-                out.push(b'{');
-                i += 2;
-            }
-            b'}' if t.get(i + 1) == Some(&b'}') => {
-                out.push(b'}');
-                i += 2;
-            }
-            b'{' => {
-                let Some(end) = t[i + 1..].iter().position(|&c| c == b'}') else {
-                    return false;
-                };
-                let var = &t[i + 1..i + 1 + end];
-                if !VARS.contains(&var) {
-                    return false;
-                }
-                out.push(b'x');
-                i += end + 2;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out.iter().any(|&c| c != b' ')
+    std::str::from_utf8(t)
+        .ok()
+        .and_then(|t| crate::util::proctitle::expand(t, |_| "x".into()))
+        .is_some_and(|s| !s.is_empty())
 }
 
 fn validate_string(name: &str, arg: &[u8]) -> Result<(), ValueError> {

@@ -178,7 +178,7 @@ fn fork_writer(
     keys: u64,
     tx: Done,
 ) -> Result<(std::thread::JoinHandle<()>, (i32, PathBuf)), String> {
-    let pid = fork_child(None, || {
+    let pid = fork_child(None, "redis-rdb-bgsave", || {
         // The child's only save: it is named `temp-<child pid>.rdb`.
         super::TEMP_IN_FLIGHT.store(0, Ordering::Relaxed);
         write_file(path, store, opts, None).is_ok()
@@ -206,7 +206,11 @@ fn fork_writer(
 /// Forks a child that runs `work` on its copy-on-write view of the
 /// process and exits with its outcome; returns the child's pid.
 #[cfg(unix)]
-fn fork_child(keep_fd: Option<i32>, work: impl FnOnce() -> bool) -> Result<i32, String> {
+fn fork_child(
+    keep_fd: Option<i32>,
+    title: &str,
+    work: impl FnOnce() -> bool,
+) -> Result<i32, String> {
     // SAFETY: called on the executor thread, which owns the store, so the
     // child's copy is consistent. The child only writes (jemalloc and std
     // file I/O are fork-safe) and leaves with _exit, never running the
@@ -238,7 +242,7 @@ fn fork_child(keep_fd: Option<i32>, work: impl FnOnce() -> bool) -> Result<i32, 
                 }
             }
         }
-        crate::util::process::after_fork_in_child();
+        crate::util::process::after_fork_in_child(title);
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(false);
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
@@ -300,7 +304,7 @@ impl SyncSnapshot {
             return Err(std::io::Error::last_os_error().to_string());
         }
         let (rfd, wfd) = (fds[0], fds[1]);
-        let pid = fork_child(Some(wfd), || {
+        let pid = fork_child(Some(wfd), "redis-rdb-to-slaves", || {
             // SAFETY: the child owns the pipe's write end from here on.
             let file = unsafe { std::fs::File::from_raw_fd(wfd) };
             let mut w = std::io::BufWriter::with_capacity(1 << 16, file);

@@ -208,6 +208,44 @@ pub fn apply_tuning(config: &Config) {
     );
 }
 
+impl ServerState {
+    /// Shows the process title `set-proc-title` and `proc-title-template`
+    /// ask for (Redis's redisSetProcTitle(NULL)); forked children show
+    /// theirs from the same parts.
+    pub fn apply_proc_title(&self) {
+        let c = &self.config;
+        if !c.get_bool("set-proc-title") {
+            crate::util::proctitle::configure(None);
+            return;
+        }
+        let tls_port = c.get("tls-port");
+        let unixsocket = c.get("unixsocket");
+        let listen_addr = if self.port != 0 || tls_port != "0" {
+            let port = if self.port != 0 {
+                self.port.to_string()
+            } else {
+                tls_port.clone()
+            };
+            format!("{}:{port}", c.bind.first().map_or("*", String::as_str))
+        } else {
+            format!("unixsocket:{unixsocket}")
+        };
+        crate::util::proctitle::configure(Some(crate::util::proctitle::TitleVars {
+            template: c.get("proc-title-template"),
+            listen_addr,
+            server_mode: if self.cluster.is_some() {
+                "[cluster]".into()
+            } else {
+                String::new()
+            },
+            port: c.port.to_string(),
+            tls_port,
+            unixsocket,
+            config_file: self.config_file.clone().unwrap_or_else(|| "-".into()),
+        }));
+    }
+}
+
 /// Puts `watchdog-period` into effect; a period under two cron periods is
 /// raised, in `config` too, as Redis's applyWatchdogPeriod raises it.
 pub fn apply_watchdog(config: &mut Config) {

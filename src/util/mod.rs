@@ -10,6 +10,7 @@ pub mod lzf;
 pub mod num;
 pub mod pqsort;
 pub mod process;
+pub mod proctitle;
 pub mod repr;
 pub mod siphash;
 pub mod slab;

@@ -245,8 +245,9 @@ pub fn notify_systemd(_msg: &str) -> bool {
 }
 
 /// Work a forked child does first, as Redis's redisFork: it takes the
-/// child's OOM score.
-pub fn after_fork_in_child() {
+/// child's OOM score and its title ("redis-rdb-bgsave"...).
+pub fn after_fork_in_child(title: &str) {
+    super::proctitle::set_titled(title);
     if let Err(e) = apply_oom_score(Some(OomClass::BgChild)) {
         tracing::warn!("{e}");
     }

@@ -147,3 +147,102 @@ fn watchdog_logs_the_stuck_executors_stack() {
     assert_eq!(text().matches("--- WATCHDOG TIMER EXPIRED ---").count(), 1);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The process's command line as `ps` reads it, split on spaces.
+fn cmdline(pid: i32) -> Vec<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&bytes)
+        .split(['\0', ' '])
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The child processes of `pid`.
+fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(pid) {
+            out.extend(entry.file_name().to_string_lossy().parse::<i32>().ok());
+        }
+    }
+    out
+}
+
+/// `set-proc-title` and `proc-title-template`: the command line reads as
+/// redis-server's (the executable as run, then the listening address) at
+/// start, after CONFIG SET of a template naming every variable, and in a
+/// background save's child ("redis-rdb-bgsave ..."); a bad template gets
+/// Redis's error.
+#[test]
+fn process_title_follows_the_template_as_redis() {
+    let ours = crate::aof::launch(|port| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+        c.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--enable-debug-command", "yes"]);
+        c
+    });
+    let theirs = crate::support::spawn_redis_with(&["--enable-debug-command", "yes"]);
+    let mut seen = Vec::new();
+    for port in [ours.port, theirs.port] {
+        let mut c = Raw::connect(port);
+        let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "server"])).into_owned();
+        let pid: i32 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|p| p.trim().parse().ok())
+            .expect("process_id");
+        // The executable's path differs; the rest must not.
+        let shape = |mut words: Vec<String>, at: usize| {
+            if let Some(w) = words.get_mut(at) {
+                *w = "EXE".into();
+            }
+            words
+                .into_iter()
+                .map(|w| w.replace(&port.to_string(), "PORT"))
+                .collect::<Vec<String>>()
+        };
+        let mut steps = vec![shape(cmdline(pid), 0)];
+        assert_eq!(
+            c.cmd_str(&[
+                "CONFIG",
+                "SET",
+                "proc-title-template",
+                "TEST {title} {listen-addr} {port} {tls-port} {unixsocket} {config-file}"
+            ]),
+            b"+OK\r\n"
+        );
+        steps.push(shape(cmdline(pid), 1));
+        let bad = c.cmd_str(&["CONFIG", "SET", "proc-title-template", "{invalid-var}"]);
+        steps.push(vec![String::from_utf8_lossy(&bad).into_owned()]);
+        assert_eq!(c.cmd_str(&["DEBUG", "POPULATE", "2000"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "10000"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(c.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+        let mut kids = Vec::new();
+        assert!(wait_until(Duration::from_secs(5), || {
+            kids = children(pid);
+            kids.len() == 1
+        }));
+        steps.push(shape(cmdline(kids[0]), 2));
+        // SAFETY: kill(2) of the save child this test started.
+        unsafe { libc::kill(kids[0], libc::SIGKILL) };
+        seen.push(steps);
+    }
+    assert_eq!(seen[0][0], ["EXE", "127.0.0.1:PORT"]);
+    assert_eq!(seen[0], seen[1]);
+}

@@ -161,7 +161,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
         unsafe {
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         }
-        crate::util::process::after_fork_in_child();
+        crate::util::process::after_fork_in_child("redis-aof-rewrite");
         let tmp = temp_name(dir, std::process::id());
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             write_base(&tmp, store, config).is_ok()
