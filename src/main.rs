@@ -35,6 +35,15 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(1);
     }
+    let config_file = file_path.clone().map(|p| {
+        std::fs::canonicalize(&p)
+            .map(|c| c.display().to_string())
+            .unwrap_or(p)
+    });
+    // Like Redis, which chdir()s as it reads `dir`: relative file names
+    // given with it or after it (logfile, pidfile, unixsocket, aclfile,
+    // dbfilename, appenddirname, cluster-config-file) resolve inside it.
+    let chdir_failed = std::env::set_current_dir(&config.dir).err();
     let syslog_ident = config.get("syslog-ident");
     let syslog_facility = config.get("syslog-facility");
     let syslog = config
@@ -55,6 +64,9 @@ fn main() {
         }
     }
     // Redis's start-up lines, before the configuration takes effect.
+    if let Some(e) = chdir_failed {
+        tracing::warn!("Can't chdir to '{}': {e}", config.dir);
+    }
     ferrokv::config::log::set_role(b'C');
     tracing::warn!("oO0OoO0OoO0Oo ferrokv is starting oO0OoO0OoO0Oo");
     tracing::warn!(
@@ -86,16 +98,6 @@ fn main() {
     tracing::info!("Running mode={mode}, port={}.", config.port);
     for (name, why) in ferrokv::config::unsupported::set_in(&config) {
         tracing::warn!("{}", ferrokv::config::unsupported::warning(name, why));
-    }
-    let config_file = file_path.map(|p| {
-        std::fs::canonicalize(&p)
-            .map(|c| c.display().to_string())
-            .unwrap_or(p)
-    });
-    // Like Redis, which chdir()s while reading `dir`: relative file names
-    // (dbfilename, appenddirname) resolve inside it.
-    if let Err(e) = std::env::set_current_dir(&config.dir) {
-        tracing::warn!("Can't chdir to '{}': {e}", config.dir);
     }
     let disable_thp = config.get_bool("disable-thp");
     let replica = !config.get("replicaof").is_empty();

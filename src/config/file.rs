@@ -111,7 +111,8 @@ pub fn load(
         if let Err(e) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&config.logfile)
+            // Relative to `dir`, where the server will open it.
+            .open(std::path::Path::new(&config.dir).join(&config.logfile))
         {
             return Err(LoadError::Bad {
                 line: None,

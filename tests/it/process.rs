@@ -246,3 +246,48 @@ fn process_title_follows_the_template_as_redis() {
     assert_eq!(seen[0][0], ["EXE", "127.0.0.1:PORT"]);
     assert_eq!(seen[0], seen[1]);
 }
+
+/// `dir` takes effect as the file is read, as Redis's chdir: a relative
+/// `logfile` and `pidfile` after it land inside it, for ferrokv as for
+/// redis-server.
+#[test]
+fn relative_files_after_dir_land_inside_it() {
+    let root = unique_temp_path("ferrokv-dir-first");
+    for name in ["ferrokv", "redis"] {
+        let sub = root.join(name);
+        std::fs::create_dir_all(&sub).expect("dir");
+        let conf = root.join(format!("{name}.conf"));
+        let port = free_port();
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\nsave \"\"\ndir ./{name}\nlogfile log.txt\npidfile server.pid\n"
+            ),
+        )
+        .expect("conf");
+        let exe = if name == "ferrokv" {
+            env!("CARGO_BIN_EXE_ferrokv")
+        } else {
+            "redis-server"
+        };
+        let mut child = Command::new(exe)
+            .arg(&conf)
+            .current_dir(&root)
+            .spawn()
+            .expect("starts");
+        let ok = wait_until(Duration::from_secs(10), || {
+            sub.join("server.pid").exists()
+                && std::fs::read_to_string(sub.join("log.txt"))
+                    .is_ok_and(|t| t.contains("eady to accept connections"))
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            ok,
+            "{name}: {:?}",
+            std::fs::read_dir(&sub).map(|d| d.count())
+        );
+        assert!(!root.join("log.txt").exists(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}
