@@ -330,6 +330,16 @@ fn prepare(
     let shared = Arc::new(Shared::default());
     let mut net = net::event_loop::Net::new(listeners, shared.clone())?;
     net.load_config(&config);
+    let unixsocket = config.get("unixsocket");
+    if !unixsocket.is_empty() {
+        #[cfg(unix)]
+        {
+            let perm = u32::from_str_radix(&config.get("unixsocketperm"), 8).unwrap_or(0);
+            net.listen_unix(&unixsocket, perm).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("Failed opening Unix socket: {e}"))
+            })?;
+        }
+    }
     let port = net.local_addrs().first().map_or(config.port, |a| a.port());
     let handle = ServerHandle {
         shared: shared.clone(),

@@ -238,7 +238,7 @@ fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: b
         client_id: c.id,
         tx: c.tx.clone(),
         bufs: c.bufs.clone(),
-        addr: c.addr,
+        addr: c.addr.clone(),
         conf,
         state,
         sync_offset: offset,

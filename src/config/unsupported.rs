@@ -8,7 +8,6 @@ use super::Config;
 
 /// (parameter, what ferrokv lacks for it).
 pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    ("unixsocket", "unix sockets"),
     ("tls-port", "TLS"),
     ("tls-replication", "TLS"),
     ("tls-cluster", "TLS"),

@@ -8,11 +8,14 @@
 //! are back.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::BytesMut;
 use mio::net::TcpStream;
+#[cfg(unix)]
+use mio::net::UnixStream;
+
+use super::addr::PeerAddr;
 
 use super::event_loop::NetLimits;
 use super::request::{Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
@@ -52,12 +55,104 @@ pub enum ReadOutcome {
     Closed,
 }
 
+/// A client's socket: TCP, or the unix socket (`unixsocket`).
+pub enum Stream {
+    /// A TCP connection.
+    Tcp(TcpStream),
+    /// A unix socket connection.
+    #[cfg(unix)]
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Shuts down one or both directions.
+    pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.shutdown(how),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.shutdown(how),
+        }
+    }
+}
+
+impl Read for Stream {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(
+        &mut self,
+        registry: &mio::Registry,
+        token: mio::Token,
+        interests: mio::Interest,
+    ) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.register(registry, token, interests),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.register(registry, token, interests),
+        }
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &mio::Registry,
+        token: mio::Token,
+        interests: mio::Interest,
+    ) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.reregister(registry, token, interests),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.reregister(registry, token, interests),
+        }
+    }
+
+    fn deregister(&mut self, registry: &mio::Registry) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(registry),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.deregister(registry),
+        }
+    }
+}
+
 /// One client connection.
 pub struct Conn {
     /// The socket.
-    pub sock: TcpStream,
+    pub sock: Stream,
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// Bytes read and not yet handed to the executor.
     pub inbuf: BytesMut,
     /// A large argument being read into a buffer of its own, allocated at
@@ -102,8 +197,8 @@ pub struct Conn {
 impl Conn {
     /// A new connection.
     pub fn new(
-        sock: TcpStream,
-        addr: SocketAddr,
+        sock: Stream,
+        addr: PeerAddr,
         authenticated: bool,
         clients_mem: Rc<std::cell::Cell<usize>>,
     ) -> Self {
@@ -285,7 +380,7 @@ impl Conn {
 
 /// Reads once from `sock` into the spare capacity of `buf`, at most `room`
 /// bytes (which the capacity must allow).
-fn read_into<B: ReadBuf>(sock: &mut TcpStream, buf: &mut B, room: usize) -> ReadOutcome {
+fn read_into<B: ReadBuf>(sock: &mut Stream, buf: &mut B, room: usize) -> ReadOutcome {
     let spare = buf.spare();
     let room = room.min(spare.len());
     // SAFETY: `read` only writes into the slice and reports how many bytes

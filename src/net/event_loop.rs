@@ -23,8 +23,10 @@ use std::time::Duration;
 use hashbrown::HashMap;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
+use socket2::{Domain, Socket, Type};
 
-use super::conn::{query_buffer_limit, Conn, ReadOutcome};
+use super::addr::PeerAddr;
+use super::conn::{query_buffer_limit, Conn, ReadOutcome, Stream};
 use super::listener::{bind_all, protected_denies};
 use crate::net::link::{ConnTx, Outbox, ToConn};
 use crate::net::link::{NewClient, Request, Shared};
@@ -36,6 +38,8 @@ const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = usize::MAX - 1;
 /// At most this many listening sockets.
 const MAX_LISTENERS: usize = 64;
+/// The unix socket's listener (`unixsocket`), just below the TCP ones.
+const UNIX_LISTENER: Token = Token(LISTENER_BASE - MAX_LISTENERS);
 
 /// Retry delay after accept failed for want of resources (EMFILE).
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
@@ -85,6 +89,9 @@ pub struct Net {
     poll: Poll,
     events: Events,
     listeners: Vec<TcpListener>,
+    /// The unix socket listened on, and its path.
+    #[cfg(unix)]
+    unix: Option<(mio::net::UnixListener, std::sync::Arc<str>)>,
     conns: HashMap<u64, Conn>,
     /// Requests for the executor, in arrival order.
     requests: VecDeque<Request>,
@@ -118,6 +125,8 @@ impl Net {
             poll,
             events: Events::with_capacity(1024),
             listeners: Vec::new(),
+            #[cfg(unix)]
+            unix: None,
             conns: HashMap::new(),
             requests: VecDeque::new(),
             outbox: Outbox::default(),
@@ -147,6 +156,66 @@ impl Net {
             self.listeners.push(l);
         }
         Ok(())
+    }
+
+    /// Listens on the unix socket at `path` (Redis's anetUnixServer: a
+    /// file left there is removed first) with permissions `perm` (0: as
+    /// the umask leaves them).
+    #[cfg(unix)]
+    pub fn listen_unix(&mut self, path: &str, perm: u32) -> std::io::Result<()> {
+        let _ = std::fs::remove_file(path);
+        let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+        sock.bind(&socket2::SockAddr::unix(path)?)?;
+        if perm != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+        }
+        sock.listen(super::listener::TCP_BACKLOG)?;
+        sock.set_nonblocking(true)?;
+        let std_listener: std::os::unix::net::UnixListener = sock.into();
+        let mut l = mio::net::UnixListener::from_std(std_listener);
+        self.poll
+            .registry()
+            .register(&mut l, UNIX_LISTENER, Interest::READABLE)?;
+        self.unix = Some((l, path.into()));
+        Ok(())
+    }
+
+    /// Stops listening on the unix socket and removes its file (Redis's
+    /// prepareForShutdown).
+    #[cfg(unix)]
+    fn close_unix(&mut self) {
+        if let Some((mut l, path)) = self.unix.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+            tracing::info!("Removing the unix socket file.");
+            if let Err(e) = std::fs::remove_file(&*path) {
+                tracing::warn!("Error removing the unix socket file: {e}");
+            }
+        }
+    }
+
+    /// Accepts every pending connection on the unix socket.
+    #[cfg(unix)]
+    fn accept_unix(&mut self) {
+        loop {
+            let Some((l, path)) = &self.unix else {
+                return;
+            };
+            match l.accept() {
+                Ok((sock, _)) => {
+                    let addr = PeerAddr::Unix(path.clone());
+                    tracing::debug!("Accepted connection to {path}");
+                    self.admit(Stream::Unix(sock), addr);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    self.accept_retry = true;
+                    return;
+                }
+            }
+        }
     }
 
     /// Takes the limits from the configuration (at start and after CONFIG
@@ -239,6 +308,8 @@ impl Net {
             for i in 0..self.listeners.len() {
                 self.accept(i);
             }
+            #[cfg(unix)]
+            self.accept_unix();
         }
         for (token, readable, writable) in ready.drain(..) {
             if token == WAKER {
@@ -248,6 +319,9 @@ impl Net {
                     .ready(self.poll.registry(), token, readable, writable);
             } else if token.0 > LISTENER_BASE - MAX_LISTENERS {
                 self.accept(LISTENER_BASE - token.0);
+            } else if token == UNIX_LISTENER {
+                #[cfg(unix)]
+                self.accept_unix();
             } else {
                 let id = token.0 as u64;
                 let Some(c) = self.conns.get_mut(&id) else {
@@ -516,7 +590,7 @@ impl Net {
                 return;
             };
             match l.accept() {
-                Ok((sock, addr)) => self.admit(sock, addr),
+                Ok((sock, addr)) => self.admit(Stream::Tcp(sock), PeerAddr::Tcp(addr)),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -530,7 +604,7 @@ impl Net {
         }
     }
 
-    fn admit(&mut self, mut sock: TcpStream, addr: SocketAddr) {
+    fn admit(&mut self, mut sock: Stream, addr: PeerAddr) {
         self.stats.total_connections += 1;
         // In cluster mode the bus links count too (Redis's
         // getClusterConnectionsCount).
@@ -554,9 +628,11 @@ impl Net {
             let _ = sock.shutdown(std::net::Shutdown::Write);
             return;
         }
-        let _ = sock.set_nodelay(true);
-        if self.limits.tcp_keepalive > 0 {
-            set_keepalive(&sock, self.limits.tcp_keepalive);
+        if let Stream::Tcp(tcp) = &sock {
+            let _ = tcp.set_nodelay(true);
+            if self.limits.tcp_keepalive > 0 {
+                set_keepalive(tcp, self.limits.tcp_keepalive);
+            }
         }
         // The executor reports AUTH/HELLO AUTH/RESET with its replies.
         let authenticated = !self.limits.auth_required;
@@ -570,8 +646,8 @@ impl Net {
     /// returns what the executor needs to know of it.
     fn register(
         &mut self,
-        mut sock: TcpStream,
-        addr: SocketAddr,
+        mut sock: Stream,
+        addr: PeerAddr,
         authenticated: bool,
     ) -> std::io::Result<NewClient> {
         let id = self.last_id + 1;
@@ -580,12 +656,17 @@ impl Net {
             .register(&mut sock, Token(id as usize), Interest::READABLE)?;
         self.last_id = id;
         self.stats.connected_clients += 1;
-        let laddr = sock.local_addr().unwrap_or(addr);
+        let laddr = match &sock {
+            Stream::Tcp(tcp) => tcp.local_addr().map_or(addr.clone(), PeerAddr::Tcp),
+            // Redis shows the socket's path for both ends.
+            #[cfg(unix)]
+            Stream::Unix(_) => addr.clone(),
+        };
         #[cfg(unix)]
         let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
         #[cfg(not(unix))]
         let fd = -1;
-        let conn = Conn::new(sock, addr, authenticated, self.clients_mem.clone());
+        let conn = Conn::new(sock, addr.clone(), authenticated, self.clients_mem.clone());
         let nc = NewClient {
             id,
             addr,
@@ -609,7 +690,7 @@ impl Net {
     ) -> std::io::Result<NewClient> {
         sock.set_nonblocking(true)?;
         let addr = sock.peer_addr()?;
-        let nc = self.register(TcpStream::from_std(sock), addr, true)?;
+        let nc = self.register(Stream::Tcp(TcpStream::from_std(sock)), addr.into(), true)?;
         // The stream bytes read with the handshake come first, and the
         // socket may hold more already.
         if let Some(c) = self.conns.get_mut(&nc.id) {
@@ -713,6 +794,8 @@ impl Net {
             self.drop_conn(id, false);
         }
         self.close_listeners();
+        #[cfg(unix)]
+        self.close_unix();
         self.bus.close_all(self.poll.registry());
     }
 }

@@ -4,7 +4,6 @@
 //! one it is serving, and the stop signal other threads set.
 
 use std::cell::{Cell, RefCell};
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicI32};
 
@@ -38,9 +37,9 @@ pub struct NewClient {
     /// Its id.
     pub id: u64,
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: super::addr::PeerAddr,
     /// Local address.
-    pub laddr: SocketAddr,
+    pub laddr: super::addr::PeerAddr,
     /// Where pushes and closes for it go.
     pub tx: ConnTx,
     /// The socket's file descriptor (CLIENT LIST).

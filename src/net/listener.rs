@@ -57,7 +57,7 @@ pub fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpListener>
 
 /// Redis's default tcp-backlog. A short accept queue makes bursts of
 /// connects stall for a SYN retransmit (one second).
-const TCP_BACKLOG: i32 = 511;
+pub(super) const TCP_BACKLOG: i32 = 511;
 
 /// Binds and listens on `addr` ("host:port"), non-blocking.
 fn listen(addr: &str) -> std::io::Result<TcpListener> {
@@ -89,8 +89,8 @@ fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// Protected mode refuses clients other than 127.0.0.1 and ::1 exactly
 /// (Redis's islocalClient) while the default user has `nopass`.
-pub fn protected_denies(limits: &NetLimits, peer: &SocketAddr) -> bool {
-    limits.protected_mode && limits.default_nopass && !crate::util::is_local_ip(peer.ip())
+pub fn protected_denies(limits: &NetLimits, peer: &super::addr::PeerAddr) -> bool {
+    limits.protected_mode && limits.default_nopass && !peer.is_local()
 }
 
 #[cfg(test)]
@@ -107,9 +107,18 @@ mod tests {
         let other_loopback: SocketAddr = "127.0.0.2:5000".parse().expect("addr");
         shared.protected_mode = true;
         shared.default_nopass = true;
+        let (remote, local, local6, mapped, other_loopback) = (
+            remote.into(),
+            local.into(),
+            local6.into(),
+            mapped.into(),
+            other_loopback.into(),
+        );
+        let unix = super::super::addr::PeerAddr::Unix("/tmp/s".into());
         assert!(protected_denies(&shared, &remote));
         assert!(!protected_denies(&shared, &local));
         assert!(!protected_denies(&shared, &local6));
+        assert!(!protected_denies(&shared, &unix));
         // Redis compares the peer's text with "127.0.0.1" and "::1".
         assert!(protected_denies(&shared, &mapped));
         assert!(protected_denies(&shared, &other_loopback));

@@ -2,6 +2,7 @@
 //! replies. It never touches the keyspace; it hands batches to the executor,
 //! on the same thread.
 
+pub mod addr;
 pub mod bus;
 pub mod conn;
 pub mod event_loop;

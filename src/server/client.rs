@@ -3,6 +3,8 @@
 //! for CLIENT LIST.
 
 use std::net::SocketAddr;
+
+use crate::net::addr::PeerAddr;
 use std::rc::Rc;
 
 use std::fmt::Write as _;
@@ -60,9 +62,9 @@ pub struct Client {
     /// The socket's file descriptor (CLIENT LIST `fd`).
     pub fd: i64,
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// Local address.
-    pub laddr: SocketAddr,
+    pub laddr: PeerAddr,
     /// Creation time in Unix milliseconds.
     pub created_ms: u64,
     /// Last command time in Unix milliseconds.
@@ -129,13 +131,14 @@ pub enum LuaDebug {
 }
 
 impl Client {
-    /// A connection from 127.0.0.1 or ::1 (Redis's islocalClient).
+    /// A connection through the unix socket or from 127.0.0.1 or ::1
+    /// (Redis's islocalClient).
     pub fn is_local(&self) -> bool {
-        crate::util::is_local_ip(self.addr.ip())
+        self.addr.is_local()
     }
 
     /// A fresh client in database 0 speaking RESP2.
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, tx: ConnTx, now_ms: u64) -> Self {
+    pub fn new(id: u64, addr: PeerAddr, laddr: PeerAddr, tx: ConnTx, now_ms: u64) -> Self {
         Client {
             id,
             db: 0,
@@ -173,8 +176,14 @@ impl Client {
     /// A client with no connection (Redis's fake clients: the scripts'
     /// client, the AOF loader): authenticated, its messages go nowhere.
     pub fn internal() -> Self {
-        let addr = SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0);
-        let mut c = Client::new(0, addr, addr, ConnTx::detached(), clock::real_now_ms());
+        let addr = PeerAddr::Tcp(SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0));
+        let mut c = Client::new(
+            0,
+            addr.clone(),
+            addr,
+            ConnTx::detached(),
+            clock::real_now_ms(),
+        );
         c.authenticated = true;
         c
     }
@@ -272,6 +281,9 @@ pub fn info_line(
     }
     if c.close_after_reply {
         flags.push('c');
+    }
+    if c.addr.is_unix() {
+        flags.push('U');
     }
     if c.no_evict {
         flags.push('e');

@@ -91,10 +91,10 @@ pub fn feed(
     argv: Argv<'_>,
     own: &mut Vec<u8>,
 ) {
-    let source = if client.script {
-        "lua".to_string()
-    } else {
-        client.addr.to_string()
+    let source = match &client.addr {
+        _ if client.script => "lua".to_string(),
+        crate::net::addr::PeerAddr::Unix(path) => format!("unix:{path}"),
+        addr => addr.to_string(),
     };
     let name = &server.table.commands[id].name;
     let line = line(clock::real_now_us(), client.db, &source, name, argv);

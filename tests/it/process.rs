@@ -291,3 +291,98 @@ fn relative_files_after_dir_land_inside_it() {
     }
     let _ = std::fs::remove_dir_all(root);
 }
+
+/// `unixsocket` and `unixsocketperm`: the socket file carries the
+/// permissions, clients connected through it show as Redis shows them
+/// (CLIENT INFO `addr`/`laddr` `<path>:0` and flag U, MONITOR's
+/// `unix:<path>`), `redis-cli -s` works, and SHUTDOWN removes the file.
+#[test]
+fn unix_socket_serves_clients_as_redis() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixStream;
+    let root = unique_temp_path("ferrokv-unixsocket");
+    std::fs::create_dir_all(&root).expect("dir");
+    let mut seen = Vec::new();
+    for name in ["ferrokv", "redis"] {
+        let path = root.join(format!("{name}.sock"));
+        let path_s = path.display().to_string();
+        let exe = if name == "ferrokv" {
+            env!("CARGO_BIN_EXE_ferrokv")
+        } else {
+            "redis-server"
+        };
+        let mut child = Command::new(exe)
+            .args(["--port", &free_port().to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--unixsocket",
+                &path_s,
+                "--unixsocketperm",
+                "700",
+            ])
+            .current_dir(&root)
+            .spawn()
+            .expect("starts");
+        let connect = || UnixStream::connect(&path);
+        assert!(
+            wait_until(Duration::from_secs(10), || connect().is_ok()),
+            "{name}"
+        );
+        let mode = std::fs::metadata(&path)
+            .expect("socket")
+            .permissions()
+            .mode()
+            & 0o777;
+        let mut c = connect().expect("connect");
+        c.write_all(b"CLIENT INFO\r\n").expect("write");
+        let mut r = BufReader::new(c.try_clone().expect("clone"));
+        let mut line = String::new();
+        r.read_line(&mut line).expect("header");
+        line.clear();
+        r.read_line(&mut line).expect("info");
+        let info: Vec<String> = line
+            .split(' ')
+            .filter(|f| {
+                ["addr=", "laddr=", "flags="]
+                    .iter()
+                    .any(|p| f.starts_with(p))
+            })
+            .map(|f| f.replace(&path_s, "PATH"))
+            .collect();
+        // MONITOR shows the unix client's commands.
+        let mut m = connect().expect("connect");
+        m.write_all(b"MONITOR\r\n").expect("write");
+        let mut mr = BufReader::new(m.try_clone().expect("clone"));
+        let mut ok = String::new();
+        mr.read_line(&mut ok).expect("+OK");
+        c.write_all(b"SET k v\r\n").expect("write");
+        line.clear();
+        r.read_line(&mut line).expect("+OK");
+        let mut mon = String::new();
+        mr.read_line(&mut mon).expect("monitor line");
+        let mon = mon[mon.find('[').unwrap_or(0)..].replace(&path_s, "PATH");
+        let cli = Command::new("redis-cli")
+            .args(["-s", &path_s, "GET", "k"])
+            .output()
+            .expect("redis-cli");
+        c.write_all(b"SHUTDOWN NOSAVE\r\n").expect("write");
+        let _ = child.wait();
+        seen.push((
+            mode,
+            info,
+            mon,
+            String::from_utf8_lossy(&cli.stdout).into_owned(),
+            path.exists(),
+        ));
+    }
+    assert_eq!(
+        seen[0].1,
+        ["addr=PATH:0", "laddr=PATH:0", "flags=U"],
+        "{:?}",
+        seen[0]
+    );
+    assert_eq!(seen[0], seen[1]);
+    let _ = std::fs::remove_dir_all(root);
+}

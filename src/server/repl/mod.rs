@@ -19,7 +19,6 @@
 
 pub mod backlog;
 
-use std::net::SocketAddr;
 use std::rc::Rc;
 
 use self::backlog::Backlog;
@@ -83,7 +82,7 @@ pub struct Replica {
     /// Its connection's buffers (output limits).
     pub bufs: Rc<ConnBuffers>,
     /// Its address.
-    pub addr: SocketAddr,
+    pub addr: crate::net::addr::PeerAddr,
     /// What it announced.
     pub conf: ReplicaConf,
     /// Where it stands.
