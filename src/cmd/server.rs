@@ -51,6 +51,8 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     let old = ctx.store.flush_db(db);
     dispose(vec![old], lazy);
+    // Replicas and the AOF get it even when the database was empty.
+    ctx.force_propagation();
     ctx.reply.ok();
     Ok(())
 }
@@ -59,6 +61,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let lazy = flush_async(ctx, &argv)?;
     let old = ctx.store.flush_all();
     dispose(old, lazy);
+    ctx.force_propagation();
     ctx.reply.ok();
     Ok(())
 }

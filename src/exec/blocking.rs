@@ -126,6 +126,12 @@ impl Executor {
     /// a stream, every reader (reading consumes nothing). Group readers of
     /// a stream that was deleted or replaced are woken to learn it.
     fn serve_key(&mut self, db: usize, key: &[u8]) {
+        // Redis looks the key up as a command would: one found expired
+        // goes now, its DEL propagated, and its waiters stay blocked.
+        self.store.reap_expired(db, key);
+        if self.server.stream_on() {
+            self.server.feed_expired(&mut self.store);
+        }
         let kind = match self.store.peek(db, key).and_then(|e| e.object()) {
             Some(Value::List(_)) => Some(WaitKind::List),
             Some(Value::ZSet(_)) => Some(WaitKind::ZSet),

@@ -849,9 +849,13 @@ fn propagate(
 ) {
     let p = &mut server.propagation;
     let rewritten = p.rewritten.take();
+    let forced = std::mem::take(&mut p.forced);
     if std::mem::take(&mut p.prevented)
-        || store.stats.dirty == dirty_before
+        || (store.stats.dirty == dirty_before && !forced)
         || !server.table.commands[id].has(flag::WRITE)
+        // A blocking command that blocked did nothing yet (the DEL of a key
+        // it found expired went out on its own).
+        || server.blocking.pending.is_some()
     {
         return;
     }

@@ -617,6 +617,15 @@ impl Ctx<'_> {
         self.server.propagation.also(self.client.db, args);
     }
 
+    /// The running command is propagated even when it changed nothing
+    /// (Redis's forceCommandPropagation).
+    pub fn force_propagation(&mut self) {
+        let p = &mut self.server.propagation;
+        if p.on {
+            p.forced = true;
+        }
+    }
+
     /// The running command itself reaches no AOF; what it did was said
     /// with [`Ctx::also_propagate`] (Redis's `preventCommandPropagation`).
     pub fn prevent_propagation(&mut self) {

@@ -28,6 +28,9 @@ pub struct Propagation {
     /// The running command propagates nothing itself (its handler said
     /// everything with `also_propagate`).
     pub prevented: bool,
+    /// The running command propagates even if it changed nothing
+    /// (Redis's forceCommandPropagation: FLUSHALL of an empty server).
+    pub forced: bool,
 }
 
 impl Propagation {

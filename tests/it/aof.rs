@@ -979,3 +979,89 @@ fn timestamp_annotations_are_written_and_loaded_as_redis() {
         assert_eq!(r.cmd_str(&["GET", "after"]), b"$1\r\n1\r\n");
     }
 }
+
+/// As Redis: FLUSHALL and FLUSHDB of empty databases still reach the AOF;
+/// a blocked client woken (by EXEC, by SWAPDB) for a key that expired
+/// meanwhile stays blocked, the key's DEL is written and the blocking
+/// command is not.
+#[test]
+fn empty_flushes_and_expired_wakeups_reach_the_aof_like_redis() {
+    let ours_dir = Dir::new("ferrokv-aof-expwake");
+    let theirs_dir = Dir::new("redis-aof-expwake");
+    let ours_path = ours_dir.s();
+    let mut p = Pair::new_with(
+        |c| {
+            c.dir = ours_path;
+            c.appendonly = true;
+            c.appendfsync = "always".into();
+            if let Some((param, _)) = ferrokv::config::params::lookup(b"enable-debug-command") {
+                let _ = c.set_args(param, &[b"yes"], false);
+            }
+        },
+        &[
+            "--dir",
+            &theirs_dir.s(),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let (mut wa, mut wb) = p.connect_again();
+    let blocked = |p: &mut Pair, n: usize| {
+        let want = format!("blocked_clients:{n}\r\n");
+        assert!(wait_until(Duration::from_secs(5), || {
+            let (a, b) = p.both(&["INFO", "clients"]);
+            String::from_utf8_lossy(&a).contains(&want)
+                && String::from_utf8_lossy(&b).contains(&want)
+        }));
+    };
+    p.same(&["FLUSHALL"]);
+    p.same(&["FLUSHDB"]);
+    p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    // Woken by EXEC.
+    let brpop: Vec<&[u8]> = vec![b"BRPOP", b"k", b"0"];
+    wa.send(&encode(&brpop));
+    wb.send(&encode(&brpop));
+    blocked(&mut p, 1);
+    p.same(&["MULTI"]);
+    p.same(&["RPUSH", "k", "hello"]);
+    p.same(&["PEXPIRE", "k", "100"]);
+    p.same(&["DEBUG", "SLEEP", "0.2"]);
+    p.same(&["EXEC"]);
+    blocked(&mut p, 1);
+    let ids = p.both(&["CLIENT", "LIST", "TYPE", "NORMAL"]);
+    for (port_conn, list) in [(&mut p.ours, ids.0), (&mut p.theirs, ids.1)] {
+        let text = String::from_utf8_lossy(&list).into_owned();
+        let id = text
+            .lines()
+            .find(|l| l.contains("flags=b"))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|f| f.strip_prefix("id="))
+            .expect("a blocked client")
+            .to_string();
+        assert_eq!(port_conn.cmd_str(&["CLIENT", "UNBLOCK", &id]), b":1\r\n");
+    }
+    assert_eq!(wa.read_reply(), wb.read_reply());
+    // Woken by SWAPDB.
+    let brpop9: Vec<&[u8]> = vec![b"BRPOP", b"k", b"0"];
+    for w in [&mut wa, &mut wb] {
+        assert_eq!(w.cmd_str(&["SELECT", "9"]), b"+OK\r\n");
+        w.send(&encode(&brpop9));
+    }
+    blocked(&mut p, 1);
+    p.same(&["SELECT", "1"]);
+    p.same(&["RPUSH", "k", "hello"]);
+    p.same(&["PEXPIRE", "k", "100"]);
+    p.same(&["DEBUG", "SLEEP", "0.2"]);
+    p.same(&["SWAPDB", "1", "9"]);
+    blocked(&mut p, 1);
+    p.same(&["SELECT", "0"]);
+    p.same(&["SET", "end", "1"]);
+    let ours = masked_incr(&ours_dir.0);
+    assert_eq!(ours.matches("$3 DEL").count(), 2, "{ours}");
+    assert_eq!(ours.matches("FLUSH").count(), 2, "{ours}");
+    assert_eq!(ours, masked_incr(&theirs_dir.0));
+}
