@@ -89,6 +89,16 @@ impl ServerHandle {
     /// Stops the server as SIGTERM (or SIGINT) does: the event loop logs
     /// the signal and shuts down, saving when save rules are set.
     pub fn signal(&self, signo: i32) {
+        if signo != net::STOP_REQUEST {
+            let pending = self.shared.shutdown_asap.swap(true, Ordering::SeqCst);
+            if pending && signo == libc::SIGINT {
+                // Redis's sigShutdownHandler: the user insists, the final
+                // save (and its temp file) is abandoned.
+                tracing::warn!("You insist... exiting now.");
+                let _ = std::fs::remove_file(format!("temp-{}.rdb", std::process::id()));
+                std::process::exit(1);
+            }
+        }
         self.shared.signal.store(signo, Ordering::SeqCst);
         if let Err(e) = self.waker.wake() {
             tracing::warn!("cannot wake the event loop: {e}");

@@ -30,8 +30,16 @@ const HELP: &[&str] = &[
     "    unit tests to simulate Redis errors.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "HTSTATS <dbid>",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key>",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
     "LOADAOF",
     "    Flush the AOF buffers on disk and reload the AOF in memory.",
+    "MALLCTL <key> [<val>]",
+    "    Get or set a malloc tuning integer.",
+    "MALLCTL-STR <key> [<val>]",
+    "    Get or set a malloc tuning string.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
     "PANIC",
@@ -75,6 +83,8 @@ const HELP: &[&str] = &[
     "QUICKLIST <key> [<0|1>]",
     "    Show low level info about the quicklist encoding of <key>.",
     "    The optional argument (0 by default) sets the level of detail",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
     "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
     "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
     "    In case NEVER is provided the last observed peak will never be reset",
@@ -101,6 +111,18 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if secs > 0.0 {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
         }
+        ctx.reply.ok();
+    } else if is(sub, "htstats") && n == 3 {
+        htstats(ctx, argv.get(2))?;
+    } else if is(sub, "htstats-key") && n == 3 {
+        htstats_key(ctx, argv.get(2))?;
+    } else if is(sub, "mallctl") && (3..=4).contains(&n) {
+        mallctl_int(ctx, argv)?;
+    } else if is(sub, "mallctl-str") && (3..=4).contains(&n) {
+        mallctl_str(ctx, argv)?;
+    } else if is(sub, "pause-cron") && n == 3 {
+        // atoi, as SET-ACTIVE-EXPIRE.
+        ctx.server.pause_cron = args::int(argv.get(2)).unwrap_or(0) != 0;
         ctx.reply.ok();
     } else if is(sub, "set-active-expire") && n == 3 {
         // atoi: anything but a number reads as 0.
@@ -610,4 +632,236 @@ fn value_digest(d: &mut [u8; 20], v: &Value, volatile: bool) {
 
 fn hex(d: &[u8; 20]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The error reply for a jemalloc error number.
+fn mallctl_error(errno: i32) -> Error {
+    Error::err_owned(crate::util::process::strerror(
+        &std::io::Error::from_raw_os_error(errno),
+    ))
+}
+
+/// MALLCTL key [val]: reads (and with `val` sets, answering the old
+/// value) a jemalloc integer, trying 8-, 4-, 2- and 1-byte sizes as Redis's
+/// mallctl_int; a write-only key is written and answered +OK.
+fn mallctl_int(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    use std::ffi::c_void;
+    let name = std::ffi::CString::new(argv.get(2)).map_err(|_| mallctl_error(libc::ENOENT))?;
+    let val = match argv.len() {
+        4 => Some(args::int(argv.get(3)).map_err(|_| Error::NotInteger)?),
+        _ => None,
+    };
+    let mut sz = std::mem::size_of::<i64>();
+    while sz > 0 {
+        let mut old: i64 = 0;
+        let mut new = val.unwrap_or(0);
+        let mut old_len = sz;
+        let newp = match val {
+            Some(_) => &mut new as *mut i64 as *mut c_void,
+            None => std::ptr::null_mut(),
+        };
+        let new_len = if val.is_some() { sz } else { 0 };
+        // SAFETY: `old` and `new` are 8 bytes, at least the `sz` bytes
+        // given as their lengths; the name is NUL-terminated.
+        let mut ret = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                &mut old as *mut i64 as *mut c_void,
+                &mut old_len,
+                newp,
+                new_len,
+            )
+        };
+        if ret == 0 {
+            ctx.reply.int(old);
+            return Ok(());
+        }
+        if ret == libc::EPERM && val.is_some() {
+            // A write-only key: just write it.
+            // SAFETY: as above, with no old value asked for.
+            ret = unsafe {
+                tikv_jemalloc_sys::mallctl(
+                    name.as_ptr(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    newp,
+                    sz,
+                )
+            };
+            if ret == 0 {
+                ctx.reply.ok();
+                return Ok(());
+            }
+        }
+        if ret != libc::EINVAL {
+            return Err(mallctl_error(ret));
+        }
+        // The size may be wrong: try a smaller one.
+        sz /= 2;
+    }
+    Err(mallctl_error(libc::EINVAL))
+}
+
+/// MALLCTL-STR key [val]: reads a jemalloc string and optionally writes
+/// one ("VOID" writes nothing, for keys that only act, such as
+/// thread.tcache.flush), as Redis's mallctl_string. As in Redis, the key
+/// must name a string setting (DEBUG trusts its caller).
+fn mallctl_str(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    use std::ffi::{c_char, c_void};
+    let name = std::ffi::CString::new(argv.get(2)).map_err(|_| mallctl_error(libc::ENOENT))?;
+    let mut old: *const c_char = std::ptr::null();
+    let mut sz = std::mem::size_of::<*const c_char>();
+    // SAFETY: `old` receives a pointer-sized value; the name is
+    // NUL-terminated.
+    let rret = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            name.as_ptr(),
+            &mut old as *mut *const c_char as *mut c_void,
+            &mut sz,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    let write = argv.len() == 4;
+    if rret != 0 && !(rret == libc::EPERM && write) {
+        return Err(mallctl_error(rret));
+    }
+    let mut wret = 0;
+    if write {
+        let val = std::ffi::CString::new(argv.get(3)).map_err(|_| mallctl_error(libc::EINVAL))?;
+        let mut ptr = val.as_ptr();
+        let (newp, len) = if argv.get(3) == b"VOID" {
+            (std::ptr::null_mut(), 0)
+        } else {
+            (
+                &mut ptr as *mut *const c_char as *mut c_void,
+                std::mem::size_of::<*const c_char>(),
+            )
+        };
+        // SAFETY: `ptr` is a NUL-terminated string alive for the call.
+        wret = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                newp,
+                len,
+            )
+        };
+    }
+    if rret == 0 {
+        if old.is_null() {
+            ctx.reply.null();
+        } else {
+            // SAFETY: jemalloc answered a string setting with a pointer to
+            // its NUL-terminated, static value.
+            let text = unsafe { std::ffi::CStr::from_ptr(old) };
+            ctx.reply.bulk(text.to_bytes());
+        }
+    } else if wret != 0 {
+        return Err(mallctl_error(wret));
+    } else {
+        ctx.reply.ok();
+    }
+    Ok(())
+}
+
+/// Chain lengths past this are counted together (DICT_STATS_VECTLEN).
+const STATS_VECTLEN: usize = 50;
+
+/// One table's statistics in Redis's _dictGetStatsHt text, from the
+/// length of each of its `size` buckets' chains.
+fn table_stats(out: &mut String, idx: usize, chains: &[usize]) {
+    use std::fmt::Write as _;
+    let what = if idx == 0 {
+        "main hash table"
+    } else {
+        "rehashing target"
+    };
+    let used: usize = chains.iter().sum();
+    if used == 0 {
+        let _ = write!(
+            out,
+            "Hash table {idx} stats ({what}):\nNo stats available for empty dictionaries\n"
+        );
+        return;
+    }
+    let mut vector = [0usize; STATS_VECTLEN];
+    for &c in chains {
+        vector[c.min(STATS_VECTLEN - 1)] += 1;
+    }
+    let slots = chains.iter().filter(|&&c| c > 0).count();
+    let max = chains.iter().copied().max().unwrap_or(0);
+    let _ = write!(
+        out,
+        "Hash table {idx} stats ({what}):\n table size: {}\n number of elements: {used}\n \
+         different slots: {slots}\n max chain length: {max}\n avg chain length (counted): \
+         {:.2}\n avg chain length (computed): {:.2}\n Chain length distribution:\n",
+        chains.len(),
+        used as f32 / slots as f32,
+        used as f32 / slots as f32,
+    );
+    for (i, &n) in vector.iter().enumerate().take(STATS_VECTLEN - 1) {
+        if n != 0 {
+            let pct = n as f32 / chains.len() as f32 * 100.0;
+            let _ = writeln!(out, "   {i}: {n} ({pct:.2}%)");
+        }
+    }
+}
+
+/// HTSTATS dbid: the keyspace table's statistics (both arrays while it
+/// rehashes). Expiry times live in the keys' own entries, not in a second
+/// table, so the expires section counts the keys with one.
+fn htstats(ctx: &mut Ctx<'_>, arg: &[u8]) -> CmdResult {
+    let db = args::int(arg).map_err(|_| Error::NotInteger)?;
+    let Some(d) = usize::try_from(db).ok().and_then(|i| ctx.store.dbs.get(i)) else {
+        return Err(Error::err("Out of range database"));
+    };
+    let mut out = String::from("[Dictionary HT]\n");
+    table_stats(&mut out, 0, &d.dict.chain_lengths(0));
+    if d.dict.is_rehashing() {
+        table_stats(&mut out, 1, &d.dict.chain_lengths(1));
+    }
+    out.push_str("[Expires HT]\n");
+    let volatile = d.volatile();
+    if volatile == 0 {
+        out.push_str(
+            "Hash table 0 stats (main hash table):\nNo stats available for empty dictionaries\n",
+        );
+    } else {
+        out.push_str(&format!(
+            "Hash table 0 stats (main hash table):\n number of elements: {volatile}\n \
+             (expiry times are kept in the keys' entries of the table above)\n"
+        ));
+    }
+    ctx.reply.verbatim(out.as_bytes());
+    Ok(())
+}
+
+/// HTSTATS-KEY key: the statistics of a hash, set or sorted set kept as a
+/// table. Those tables are ordered maps with one node per element (no
+/// buckets to share), so each element is its own slot; Redis's text and
+/// refusal for other encodings.
+fn htstats_key(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    use crate::store::{hash::Hash, set::Set, zset::ZSet};
+    let db = ctx.db();
+    let Some(e) = ctx.store.get_read_notouch(db, key) else {
+        return Err(Error::NoSuchKey);
+    };
+    let e = e.into_ref();
+    let len = match (e.object(), e.set()) {
+        (Some(Value::Hash(Hash::Table(m))), _) => Some(m.len()),
+        (Some(Value::Set(Set::Table(m))), _) | (None, Some(Set::Table(m))) => Some(m.len()),
+        (Some(Value::ZSet(z @ ZSet::Skiplist(_))), _) => Some(z.len()),
+        _ => None,
+    };
+    let Some(len) = len else {
+        return Err(Error::err(
+            "The value stored at the specified key is not represented using an hash table",
+        ));
+    };
+    let mut out = String::new();
+    table_stats(&mut out, 0, &vec![1; len]);
+    ctx.reply.verbatim(out.as_bytes());
+    Ok(())
 }

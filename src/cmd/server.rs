@@ -104,8 +104,17 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::Syntax);
     }
     if abort {
-        // A shutdown here is never left pending, so there is nothing to abort.
-        return Err(Error::err("No shutdown in progress."));
+        // Only a signal's shutdown waits (for the cron) to be aborted.
+        if ctx.server.shutdown_asap.take().is_none() {
+            return Err(Error::err("No shutdown in progress."));
+        }
+        ctx.server
+            .shared
+            .shutdown_asap
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        tracing::info!("Shutdown manually aborted.");
+        ctx.reply.ok();
+        return Ok(());
     }
     if !now && ctx.client.deny_blocking {
         return Err(Error::err(

@@ -207,10 +207,16 @@ impl Executor {
     /// Periodic work (Redis's serverCron): the active expiry cycle.
     fn timers(&mut self) {
         let period = self.period();
-        if self.last_cycle.elapsed() < period {
+        if self.server.pause_cron || self.last_cycle.elapsed() < period {
             return;
         }
         self.last_cycle = Instant::now();
+        if let Some(sig) = self.server.shutdown_asap.take() {
+            self.signal_shutdown(sig);
+            if self.server.shutdown {
+                return;
+            }
+        }
         crate::util::watchdog::arm();
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
@@ -314,7 +320,8 @@ impl Executor {
                 self.forget_blocked(id);
             }
             Request::Shutdown(None) => self.server.shutdown = true,
-            Request::Shutdown(Some(sig)) => self.signal_shutdown(sig),
+            // Acted on by the cron, as Redis's serverCron does.
+            Request::Shutdown(Some(sig)) => self.server.shutdown_asap = Some(sig),
         }
     }
 
@@ -349,6 +356,10 @@ impl Executor {
                 tracing::warn!(
                     "{sig_name} received but errors trying to shut down the server, check the logs for more information"
                 );
+                self.server
+                    .shared
+                    .shutdown_asap
+                    .store(false, Ordering::SeqCst);
                 return;
             }
         }

@@ -57,6 +57,9 @@ pub struct Shared {
     pub shutting_down: AtomicBool,
     /// A signal (SIGTERM/SIGINT number) waiting for the event loop.
     pub signal: AtomicI32,
+    /// A signal's shutdown is pending (Redis's shutdown_asap): a second
+    /// SIGINT meanwhile ends the process at once.
+    pub shutdown_asap: AtomicBool,
 }
 
 /// What the executor sends a connection besides its own replies, which

@@ -91,6 +91,11 @@ pub struct ServerState {
     pub run_id: String,
     /// Set by SHUTDOWN: the executor stops after the current batch.
     pub shutdown: bool,
+    /// A signal's shutdown waiting for the cron (Redis's shutdown_asap),
+    /// which SHUTDOWN ABORT cancels.
+    pub shutdown_asap: Option<i32>,
+    /// DEBUG PAUSE-CRON: the periodic work is held.
+    pub pause_cron: bool,
     /// Set once the shutdown's save question is settled (SHUTDOWN saved or
     /// was told NOSAVE); a signal leaves it unset, so `stop` saves when
     /// save rules are configured, as Redis does on SIGTERM.
@@ -328,6 +333,8 @@ impl ServerState {
             started_unix: now / 1000,
             run_id,
             shutdown: false,
+            shutdown_asap: None,
+            pause_cron: false,
             shutdown_save_done: false,
             pause: pause::Pause::default(),
             postponed: Vec::new(),

@@ -459,6 +459,25 @@ impl Dict {
         self.slots.as_deref()
     }
 
+    /// The chain length of every bucket of array `table` (0: the table,
+    /// 1: the rehashing target, empty when not rehashing), for DEBUG
+    /// HTSTATS.
+    pub fn chain_lengths(&self, table: usize) -> Vec<usize> {
+        let array = if table == 0 {
+            &self.buckets
+        } else {
+            &self.next
+        };
+        array
+            .iter()
+            .map(|b| {
+                let mut n = 0;
+                chain_each(*b, &mut |_| n += 1);
+                n
+            })
+            .collect()
+    }
+
     /// Visits every entry.
     pub fn for_each(&self, mut f: impl FnMut(&Entry)) {
         for b in self.buckets.iter().chain(&self.next) {

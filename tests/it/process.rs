@@ -386,3 +386,77 @@ fn unix_socket_serves_clients_as_redis() {
     assert_eq!(seen[0], seen[1]);
     let _ = std::fs::remove_dir_all(root);
 }
+
+/// A signal's shutdown waits for the cron: with DEBUG PAUSE-CRON 1 it is
+/// pending, SHUTDOWN ABORT cancels it ("Shutdown manually aborted"), and
+/// without one pending ABORT is refused. A second SIGINT while the final
+/// save runs ends the process at once and removes the save's temp file
+/// ("You insist... exiting now."). As redis-server, side by side.
+#[test]
+fn signal_shutdown_can_be_aborted_or_insisted_on_as_redis() {
+    let root = unique_temp_path("ferrokv-sigabort");
+    for name in ["ferrokv", "redis"] {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("log");
+        let exe = if name == "ferrokv" {
+            env!("CARGO_BIN_EXE_ferrokv")
+        } else {
+            "redis-server"
+        };
+        let port = free_port();
+        let mut child = Command::new(exe)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--enable-debug-command", "yes"])
+            .args(["--dir", &dir.display().to_string()])
+            .args(["--logfile", &log.display().to_string()])
+            .spawn()
+            .expect("starts");
+        let pid = child.id() as i32;
+        assert!(wait_until(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }));
+        let mut c = Raw::connect(port);
+        let text = || std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(
+            c.cmd_str(&["SHUTDOWN", "ABORT"]),
+            b"-ERR No shutdown in progress.\r\n",
+            "{name}"
+        );
+        assert_eq!(c.cmd_str(&["DEBUG", "PAUSE-CRON", "1"]), b"+OK\r\n");
+        // SAFETY: kill(2) of the server this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        assert!(wait_until(Duration::from_secs(5), || text()
+            .contains("Received SIGTERM scheduling shutdown")));
+        assert_eq!(c.cmd_str(&["SHUTDOWN", "ABORT"]), b"+OK\r\n", "{name}");
+        assert!(text().contains("Shutdown manually aborted"), "{name}");
+        assert_eq!(c.cmd_str(&["DEBUG", "PAUSE-CRON", "0"]), b"+OK\r\n");
+        assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n", "{name}");
+        // A slow final save, interrupted by a second SIGINT.
+        for i in 0..20 {
+            c.cmd_str(&["SET", &i.to_string(), "v"]);
+        }
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(c.cmd_str(&["CONFIG", "SET", "save", "900 1"]), b"+OK\r\n");
+        let temp = dir.join(format!("temp-{pid}.rdb"));
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        assert!(
+            wait_until(Duration::from_secs(5), || temp.exists()),
+            "{name}"
+        );
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        assert!(
+            wait_until(Duration::from_secs(5), || !temp.exists()),
+            "{name}"
+        );
+        let status = child.wait().expect("exits");
+        assert_eq!(status.code(), Some(1), "{name}");
+        assert!(text().contains("You insist... exiting now."), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -599,3 +599,57 @@ fn activedefrag_is_refused_as_debians_redis_refuses_it() {
         "{text}"
     );
 }
+
+/// DEBUG HTSTATS, HTSTATS-KEY, MALLCTL and MALLCTL-STR answer as Redis's:
+/// the keyspace table's size and element count for the same keys, the
+/// refusals, jemalloc's page size, a write-only mallctl.
+#[test]
+fn debug_table_and_allocator_subcommands_answer_as_redis() {
+    let mut p = Pair::new_with(
+        |c| {
+            if let Some((param, _)) = ferrokv::config::params::lookup(b"enable-debug-command") {
+                let _ = c.set_args(param, &[b"yes"], false);
+            }
+        },
+        &["--enable-debug-command", "yes"],
+    );
+    p.same(&["DEBUG", "POPULATE", "1000"]);
+    let (a, b) = p.both(&["DEBUG", "HTSTATS", "0"]);
+    let head = |r: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(r)
+            .lines()
+            .filter(|l| {
+                l.contains("table size") || l.contains("number of elements") || l.starts_with("[D")
+            })
+            .take(3)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(head(&a), head(&b));
+    assert_eq!(head(&a).len(), 3, "{}", String::from_utf8_lossy(&a));
+    p.same(&["DEBUG", "HTSTATS", "99"]);
+    p.same(&["DEBUG", "HTSTATS", "x"]);
+    p.same(&["DEBUG", "HTSTATS-KEY", "nosuchkey"]);
+    p.same(&["RPUSH", "l", "a"]);
+    p.same(&["DEBUG", "HTSTATS-KEY", "l"]);
+    p.same(&["CONFIG", "SET", "set-max-intset-entries", "0"]);
+    p.same(&["SADD", "s", "1", "2", "3", "4"]);
+    // A table of the same size and count; how members share buckets is
+    // the table's own (ferrokv's has none to share).
+    let (a, b) = p.both(&["DEBUG", "HTSTATS-KEY", "s"]);
+    let first = |r: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(r)
+            .lines()
+            .skip(1)
+            .take(3)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(first(&a), first(&b));
+    p.same(&["DEBUG", "MALLCTL", "arenas.page"]);
+    p.same(&["DEBUG", "MALLCTL", "no.such.key"]);
+    p.same(&["DEBUG", "MALLCTL", "arenas.page", "x"]);
+    p.same(&["DEBUG", "MALLCTL-STR", "thread.tcache.flush", "VOID"]);
+    p.same(&["DEBUG", "PAUSE-CRON", "1"]);
+    p.same(&["DEBUG", "PAUSE-CRON", "0"]);
+}
