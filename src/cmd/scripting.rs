@@ -215,6 +215,8 @@ fn script_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         engine.scripts.clear();
         engine.shas.clear();
         engine.body_bytes = 0;
+        // The dropped scripts' registry slots.
+        engine.lua.expire_registry_values();
         let _ = engine.lua.gc_collect();
         ctx.server.scripting.put(engine);
     }

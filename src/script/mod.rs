@@ -83,8 +83,10 @@ pub fn unlimited<T>(lua: &Lua, run: &RunState, f: impl FnOnce() -> T) -> T {
 
 /// A compiled EVAL script.
 pub struct Script {
-    /// The compiled body.
-    pub func: Function,
+    /// The compiled body, held in the Lua registry: a `Function` handle
+    /// takes a slot of mlua's reference stack, which Lua 5.1 caps at about
+    /// 8,000, and a server may cache far more scripts than that.
+    pub func: mlua::RegistryKey,
     /// Shebang flags.
     pub flags: u32,
 }
@@ -307,6 +309,12 @@ impl Engine {
                     lua::error_text(&e)
                 ))
             })?;
+        let func = self.lua.create_registry_value(func).map_err(|e| {
+            Error::err_owned(format!(
+                "Error compiling script (new function): {}",
+                lua::error_text(&e)
+            ))
+        })?;
         self.body_bytes += body.len();
         self.scripts.insert(sha.clone(), Script { func, flags });
         self.shas.insert(body.into(), sha.clone());
@@ -326,7 +334,10 @@ impl Engine {
         let Some(script) = self.scripts.get(sha) else {
             return Err(Error::NoScript);
         };
-        let func = script.func.clone();
+        let func: Function = self
+            .lua
+            .registry_value(&script.func)
+            .map_err(|e| Error::err_owned(lua::error_text(&e)))?;
         let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
         let g = self.lua.globals();
         let set = |name: &mlua::LuaString, items: &[&[u8]]| -> mlua::Result<()> {

@@ -893,3 +893,33 @@ fn large_tables_are_packed_and_returned_whole() {
         assert_eq!(ours.len(), theirs.len(), "{shape}");
     }
 }
+
+/// Many cached scripts (more than Lua 5.1's reference stack holds, as
+/// Redis's defrag test loads 50,000): every SCRIPT LOAD succeeds, the last
+/// one runs, SCRIPT FLUSH forgets them all.
+#[test]
+fn ten_thousand_cached_scripts_load_and_run() {
+    let server = crate::support::start();
+    let mut c = server.raw();
+    let body = |j: usize| format!("--{}\nreturn {j}", "x".repeat(40));
+    let mut pipeline = Vec::new();
+    for j in 0..10_000 {
+        let b = body(j);
+        pipeline.extend(crate::support::encode(&[b"SCRIPT", b"LOAD", b.as_bytes()]));
+    }
+    c.send(&pipeline);
+    let mut last = Vec::new();
+    for _ in 0..10_000 {
+        last = c.read_reply();
+        assert!(
+            last.starts_with(b"$40\r\n"),
+            "{}",
+            String::from_utf8_lossy(&last)
+        );
+    }
+    let sha = String::from_utf8_lossy(&last[5..45]).into_owned();
+    assert_eq!(c.cmd_str(&["EVALSHA", &sha, "0"]), b":9999\r\n");
+    assert_eq!(c.cmd_str(&["SCRIPT", "FLUSH"]), b"+OK\r\n");
+    assert!(c.cmd_str(&["EVALSHA", &sha, "0"]).starts_with(b"-NOSCRIPT"));
+    assert_eq!(c.cmd_str(&["EVAL", "return 1", "0"]), b":1\r\n");
+}
