@@ -15,7 +15,8 @@ fn dispatch(c: &mut Criterion) {
     let mut exec = Executor::new(Config::default(), Arc::new(Shared::default()), 0);
     let tx = ferrokv::net::link::ConnTx::detached();
     let addr: SocketAddr = "127.0.0.1:1".parse().expect("literal address");
-    let mut client = Client::new(1, addr, addr, tx, 0);
+    let addr = ferrokv::net::addr::PeerAddr::Tcp(addr);
+    let mut client = Client::new(1, addr.clone(), addr, tx, 0);
     client.authenticated = true;
     let mut out = Vec::with_capacity(1 << 16);
     // The rate-limiter script: loaded once so EVALSHA finds it.
