@@ -28,6 +28,7 @@ fn decode(c: &mut Criterion) {
     let limits = Limits {
         max_bulk: 512 << 20,
         unauthenticated: false,
+        big_arg: 0,
     };
     let mut g = c.benchmark_group("decode_16_sets");
     g.throughput(Throughput::Elements(16));

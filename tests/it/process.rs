@@ -30,7 +30,12 @@ fn daemonize_returns_and_writes_the_pid_file() {
             .status()
             .expect("runs");
         assert!(status.success(), "the command returns 0 at once");
-        if wait_until(Duration::from_secs(10), || pidfile.exists()) {
+        // The file is created, then the pid written: wait for a pid.
+        let holds_pid = || {
+            std::fs::read_to_string(&pidfile)
+                .is_ok_and(|t| t.ends_with('\n') && t.trim().parse::<i32>().is_ok())
+        };
+        if wait_until(Duration::from_secs(10), holds_pid) {
             started = Some(port);
             break;
         }
