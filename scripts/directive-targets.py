@@ -21,6 +21,7 @@ Usage: scripts/directive-targets.py [--ferrokv PATH] [--targets lrange,hash,del]
 import argparse
 import importlib.util
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -53,10 +54,10 @@ def bench(port, requests, command, rand=None):
         args += ["-r", str(rand)]
     out = subprocess.run(args + command, capture_output=True, text=True).stdout
     # "LRANGE biglist 0 99: 123456.79 requests per second, p50=..."
-    for part in out.replace("\r", "\n").split("\n"):
-        if "requests per second" in part:
-            return float(part.split(":")[1].split()[0])
-    raise SystemExit(f"no figure from redis-benchmark: {out!r}")
+    found = re.findall(r"([\d.]+) requests per second", out)
+    if not found:
+        raise SystemExit(f"no figure from redis-benchmark: {out!r}")
+    return float(found[-1])
 
 
 def hash_dataset(hashes):

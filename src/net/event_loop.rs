@@ -201,19 +201,11 @@ impl Net {
             let Some((l, path)) = &self.unix else {
                 return;
             };
-            match l.accept() {
-                Ok((sock, _)) => {
-                    let addr = PeerAddr::Unix(path.clone());
-                    tracing::debug!("Accepted connection to {path}");
-                    self.admit(Stream::Unix(sock), addr);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    self.accept_retry = true;
-                    return;
-                }
+            let accepted = l
+                .accept()
+                .map(|(sock, _)| (Stream::Unix(sock), PeerAddr::Unix(path.clone())));
+            if !self.on_accept(accepted) {
+                return;
             }
         }
     }
@@ -589,17 +581,31 @@ impl Net {
             let Some(l) = self.listeners.get(i) else {
                 return;
             };
-            match l.accept() {
-                Ok((sock, addr)) => self.admit(Stream::Tcp(sock), PeerAddr::Tcp(addr)),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    // Out of file descriptors, say: the connection stays
-                    // in the backlog, try again shortly.
-                    tracing::warn!("accept failed: {e}");
-                    self.accept_retry = true;
-                    return;
-                }
+            let accepted = l
+                .accept()
+                .map(|(sock, addr)| (Stream::Tcp(sock), PeerAddr::Tcp(addr)));
+            if !self.on_accept(accepted) {
+                return;
+            }
+        }
+    }
+
+    /// Acts on one accept's outcome; false when the listener has nothing
+    /// more to give now.
+    fn on_accept(&mut self, accepted: std::io::Result<(Stream, PeerAddr)>) -> bool {
+        match accepted {
+            Ok((sock, addr)) => {
+                self.admit(sock, addr);
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => true,
+            Err(e) => {
+                // Out of file descriptors, say: the connection stays in the
+                // backlog, try again shortly.
+                tracing::warn!("accept failed: {e}");
+                self.accept_retry = true;
+                false
             }
         }
     }

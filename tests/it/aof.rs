@@ -624,6 +624,15 @@ pub(crate) fn aof_pair(ours: &Dir, theirs: &Dir) -> Pair {
     )
 }
 
+/// Waits until both servers count `n` blocked clients.
+fn blocked_on_both(p: &mut Pair, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    assert!(wait_until(Duration::from_secs(5), || {
+        let (a, b) = p.both(&["INFO", "clients"]);
+        String::from_utf8_lossy(&a).contains(&want) && String::from_utf8_lossy(&b).contains(&want)
+    }));
+}
+
 /// What reaches the AOF is what Redis 7.0 writes for the same commands:
 /// relative TTLs as absolute ones, random and generated choices as made,
 /// blocking and multi-key pops as the plain pops they were, transactions
@@ -748,14 +757,7 @@ fn served_blocked_commands_reach_the_aof_like_redis() {
     let theirs_dir = Dir::new("redis-aof-blocked");
     let mut p = aof_pair(&ours_dir, &theirs_dir);
     let (mut wa, mut wb) = p.connect_again();
-    let blocked = |p: &mut Pair, n: usize| {
-        let want = format!("blocked_clients:{n}\r\n");
-        assert!(wait_until(Duration::from_secs(5), || {
-            let (a, b) = p.both(&["INFO", "clients"]);
-            String::from_utf8_lossy(&a).contains(&want)
-                && String::from_utf8_lossy(&b).contains(&want)
-        }));
-    };
+    let blocked = blocked_on_both;
     for (wait, wake) in [
         (&["BLPOP", "q", "0"][..], &["RPUSH", "q", "x", "y"][..]),
         (
@@ -1010,14 +1012,7 @@ fn empty_flushes_and_expired_wakeups_reach_the_aof_like_redis() {
         ],
     );
     let (mut wa, mut wb) = p.connect_again();
-    let blocked = |p: &mut Pair, n: usize| {
-        let want = format!("blocked_clients:{n}\r\n");
-        assert!(wait_until(Duration::from_secs(5), || {
-            let (a, b) = p.both(&["INFO", "clients"]);
-            String::from_utf8_lossy(&a).contains(&want)
-                && String::from_utf8_lossy(&b).contains(&want)
-        }));
-    };
+    let blocked = blocked_on_both;
     p.same(&["FLUSHALL"]);
     p.same(&["FLUSHDB"]);
     p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
