@@ -19,8 +19,10 @@ use crate::error::Error;
 pub struct Func {
     /// Its name.
     pub name: String,
-    /// The Lua callback, called with KEYS and ARGV.
-    pub callback: Function,
+    /// The Lua callback, called with KEYS and ARGV, held in the Lua
+    /// registry (a `Function` handle would take a slot of mlua's reference
+    /// stack, which Lua 5.1 caps near 8,000).
+    pub callback: std::rc::Rc<mlua::RegistryKey>,
     /// Flags (`sflag`).
     pub flags: u32,
     /// The description, if given.
@@ -97,8 +99,8 @@ fn valid_name(name: &[u8]) -> bool {
 /// The `redis` table libraries see while they load.
 pub fn load_api(lua: &Lua, prims: &Table, pending: Pending) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let register = lua.create_function(move |_, args: Variadic<Value>| {
-        let func = read_register_args(&args)?;
+    let register = lua.create_function(move |lua, args: Variadic<Value>| {
+        let func = read_register_args(lua, &args)?;
         let mut guard = pending.borrow_mut();
         let Some(map) = guard.as_mut() else {
             return raise(
@@ -147,7 +149,7 @@ fn parse_flags(v: &Value) -> mlua::Result<u32> {
     Ok(flags)
 }
 
-fn read_register_args(args: &[Value]) -> mlua::Result<Func> {
+fn read_register_args(lua: &Lua, args: &[Value]) -> mlua::Result<Func> {
     let (name, callback, flags, description) = match args {
         [Value::Table(t)] => {
             let (mut name, mut callback, mut flags, mut description) = (None, None, 0, None);
@@ -198,7 +200,7 @@ fn read_register_args(args: &[Value]) -> mlua::Result<Func> {
     }
     Ok(Func {
         name: String::from_utf8_lossy(&name).into_owned(),
-        callback,
+        callback: std::rc::Rc::new(lua.create_registry_value(callback)?),
         flags,
         description,
     })
@@ -366,7 +368,10 @@ impl Engine {
                 "Can not execute a script with write flag using *_ro command.",
             ));
         }
-        let callback = func.callback.clone();
+        let callback: Function = self
+            .lua
+            .registry_value(&func.callback)
+            .map_err(|e| Error::err_owned(format!("Lua: {e}")))?;
         let table = |items: &[&[u8]]| -> Result<Table, Error> {
             let t = self
                 .lua

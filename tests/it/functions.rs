@@ -221,3 +221,24 @@ fn function_corners_match_redis() {
         "FCALL myfunc 0",
     ]);
 }
+
+/// A library registering 10,000 functions (more than Lua 5.1's reference
+/// stack holds) loads, its last function runs, FUNCTION FLUSH drops them.
+#[test]
+fn ten_thousand_functions_register_and_run() {
+    let server = crate::support::start();
+    let mut c = server.raw();
+    let mut code = String::from("#!lua name=many\n");
+    for j in 0..10_000 {
+        code.push_str(&format!(
+            "redis.register_function('f{j}', function() return {j} end)\n"
+        ));
+    }
+    assert_eq!(c.cmd_str(&["FUNCTION", "LOAD", &code]), b"$4\r\nmany\r\n");
+    assert_eq!(c.cmd_str(&["FCALL", "f9999", "0"]), b":9999\r\n");
+    assert_eq!(c.cmd_str(&["FCALL", "f0", "0"]), b":0\r\n");
+    assert_eq!(c.cmd_str(&["FUNCTION", "FLUSH"]), b"+OK\r\n");
+    assert!(c
+        .cmd_str(&["FCALL", "f0", "0"])
+        .starts_with(b"-ERR Function not found"));
+}
