@@ -153,6 +153,15 @@ fn watchdog_logs_the_stuck_executors_stack() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The binary of the server named `name` ("ferrokv" or "redis").
+fn executable(name: &str) -> &'static str {
+    if name == "ferrokv" {
+        env!("CARGO_BIN_EXE_ferrokv")
+    } else {
+        "redis-server"
+    }
+}
+
 /// The process's command line as `ps` reads it, split on spaces.
 fn cmdline(pid: i32) -> Vec<String> {
     let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -270,11 +279,7 @@ fn relative_files_after_dir_land_inside_it() {
             ),
         )
         .expect("conf");
-        let exe = if name == "ferrokv" {
-            env!("CARGO_BIN_EXE_ferrokv")
-        } else {
-            "redis-server"
-        };
+        let exe = executable(name);
         let mut child = Command::new(exe)
             .arg(&conf)
             .current_dir(&root)
@@ -312,11 +317,7 @@ fn unix_socket_serves_clients_as_redis() {
     for name in ["ferrokv", "redis"] {
         let path = root.join(format!("{name}.sock"));
         let path_s = path.display().to_string();
-        let exe = if name == "ferrokv" {
-            env!("CARGO_BIN_EXE_ferrokv")
-        } else {
-            "redis-server"
-        };
+        let exe = executable(name);
         let mut child = Command::new(exe)
             .args(["--port", &free_port().to_string(), "--bind", "127.0.0.1"])
             .args([
@@ -404,11 +405,7 @@ fn signal_shutdown_can_be_aborted_or_insisted_on_as_redis() {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).expect("dir");
         let log = dir.join("log");
-        let exe = if name == "ferrokv" {
-            env!("CARGO_BIN_EXE_ferrokv")
-        } else {
-            "redis-server"
-        };
+        let exe = executable(name);
         let port = free_port();
         let mut child = Command::new(exe)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
