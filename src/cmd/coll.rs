@@ -15,17 +15,22 @@ use crate::store::Store;
 use crate::util::glob::glob_match;
 
 /// The hash at `key` for reading (a hit/miss lookup); None when missing.
+/// Like Redis's dictFind, a read of a table moves one step of an
+/// incremental rehash along (so do the other read helpers).
 pub(super) fn hash_read<'a>(
     store: &'a mut Store,
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a Hash>, Error> {
-    match store.get_read(db, key) {
+    match store.get_read(db, key).map(|e| e.into_object_mut()) {
         None => Ok(None),
-        Some(e) => match e.into_ref().object() {
-            Some(Value::Hash(h)) => Ok(Some(h)),
-            _ => Err(Error::WrongType),
-        },
+        Some(Some(Value::Hash(h))) => {
+            if let Hash::Table(m) = h {
+                m.rehash_step();
+            }
+            Ok(Some(h))
+        }
+        Some(_) => Err(Error::WrongType),
     }
 }
 
@@ -37,7 +42,24 @@ pub(super) fn set_read<'a>(
 ) -> Result<Option<&'a Set>, Error> {
     match store.get_read(db, key) {
         None => Ok(None),
-        Some(e) => e.into_ref().set().map(Some).ok_or(Error::WrongType),
+        Some(e) => {
+            let s = e.into_set_mut().ok_or(Error::WrongType)?;
+            s.rehash_step();
+            Ok(Some(s))
+        }
+    }
+}
+
+/// The set at `key` for SRANDMEMBER: a read lookup, mutable only so each
+/// random draw can move a table's rehash along as Redis's draws do.
+pub(super) fn set_sample<'a>(
+    store: &'a mut Store,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'a mut Set>, Error> {
+    match store.get_read(db, key) {
+        None => Ok(None),
+        Some(e) => e.into_set_mut().map(Some).ok_or(Error::WrongType),
     }
 }
 
@@ -47,12 +69,13 @@ pub(super) fn zset_read<'a>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'a ZSet>, Error> {
-    match store.get_read(db, key) {
+    match store.get_read(db, key).map(|e| e.into_object_mut()) {
         None => Ok(None),
-        Some(e) => match e.into_ref().object() {
-            Some(Value::ZSet(z)) => Ok(Some(z)),
-            _ => Err(Error::WrongType),
-        },
+        Some(Some(Value::ZSet(z))) => {
+            z.rehash_step();
+            Ok(Some(z))
+        }
+        Some(_) => Err(Error::WrongType),
     }
 }
 

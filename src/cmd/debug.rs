@@ -839,29 +839,37 @@ fn htstats(ctx: &mut Ctx<'_>, arg: &[u8]) -> CmdResult {
 }
 
 /// HTSTATS-KEY key: the statistics of a hash, set or sorted set kept as a
-/// table. Those tables are ordered maps with one node per element (no
-/// buckets to share), so each element is its own slot; Redis's text and
-/// refusal for other encodings.
+/// table (both arrays while it rehashes); Redis's refusal for other
+/// encodings.
 fn htstats_key(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
-    use crate::store::{hash::Hash, set::Set, zset::ZSet};
+    use crate::store::{hash::Hash, zset::ZSet};
     let db = ctx.db();
     let Some(e) = ctx.store.get_read_notouch(db, key) else {
         return Err(Error::NoSuchKey);
     };
     let e = e.into_ref();
-    let len = match (e.object(), e.set()) {
-        (Some(Value::Hash(Hash::Table(m))), _) => Some(m.len()),
-        (Some(Value::Set(Set::Table(m))), _) | (None, Some(Set::Table(m))) => Some(m.len()),
-        (Some(Value::ZSet(z @ ZSet::Skiplist(_))), _) => Some(z.len()),
-        _ => None,
-    };
-    let Some(len) = len else {
-        return Err(Error::err(
-            "The value stored at the specified key is not represented using an hash table",
-        ));
-    };
     let mut out = String::new();
-    table_stats(&mut out, 0, &vec![1; len]);
+    let mut stats = |lengths: &dyn Fn(usize) -> Vec<usize>, rehashing: bool| {
+        table_stats(&mut out, 0, &lengths(0));
+        if rehashing {
+            table_stats(&mut out, 1, &lengths(1));
+        }
+    };
+    match (e.object(), e.set().and_then(|s| s.table())) {
+        (Some(Value::Hash(Hash::Table(m))), _) => {
+            stats(&|t| m.chain_lengths(t), m.is_rehashing())
+        }
+        (_, Some(m)) => stats(&|t| m.chain_lengths(t), m.is_rehashing()),
+        (Some(Value::ZSet(ZSet::Skiplist(z))), _) => {
+            let m = z.table();
+            stats(&|t| m.chain_lengths(t), m.is_rehashing())
+        }
+        _ => {
+            return Err(Error::err(
+                "The value stored at the specified key is not represented using an hash table",
+            ))
+        }
+    }
     ctx.reply.verbatim(out.as_bytes());
     Ok(())
 }

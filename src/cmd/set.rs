@@ -5,7 +5,7 @@
 mod algebra;
 
 use super::args;
-use super::coll::{self, finish_write, set_read, set_write};
+use super::coll::{self, finish_write, set_read, set_sample, set_write};
 use super::scan::parse_cursor;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
@@ -102,8 +102,14 @@ fn scard(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
+/// A random member, after the rehash work of a draw.
+fn draw(s: &mut Set) -> Option<Member<'_>> {
+    s.rehash_for_draw();
+    s.random(coll::rnd())
+}
+
 /// `count` distinct random members of `s` (count < len), owned.
-fn distinct_sample(s: &Set, count: usize) -> Vec<Vec<u8>> {
+fn distinct_sample(s: &mut Set, count: usize) -> Vec<Vec<u8>> {
     if count * 3 > s.len() || matches!(s, Set::Intset(_)) {
         let mut all: Vec<Member<'_>> = s.iter().collect();
         for i in 0..count {
@@ -115,7 +121,7 @@ fn distinct_sample(s: &Set, count: usize) -> Vec<Vec<u8>> {
     }
     let mut seen = std::collections::HashSet::with_capacity(count);
     while seen.len() < count {
-        if let Some(m) = s.random(coll::rnd()) {
+        if let Some(m) = draw(s) {
             seen.insert(m.to_vec());
         }
     }
@@ -142,7 +148,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     };
     match count {
         None => {
-            let m = s.random(coll::rnd()).map(|m| m.to_vec());
+            let m = draw(s).map(|m| m.to_vec());
             if let Some(m) = &m {
                 s.remove(m);
                 ctx.reply.bulk(m);
@@ -194,7 +200,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 fn srandmember(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     if argv.len() == 2 {
-        match set_read(ctx.store, db, argv.get(1))?.and_then(|s| s.random(coll::rnd())) {
+        match set_sample(ctx.store, db, argv.get(1))?.and_then(draw) {
             Some(m) => bulk_member(&mut ctx.reply, m),
             None => ctx.reply.null(),
         }
@@ -204,7 +210,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::Syntax);
     }
     let count = coll::random_count(argv.get(2))?;
-    let Some(s) = set_read(ctx.store, db, argv.get(1))? else {
+    let Some(s) = set_sample(ctx.store, db, argv.get(1))? else {
         ctx.reply.array(0);
         return Ok(());
     };
@@ -212,7 +218,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let n = count.unsigned_abs() as usize;
         ctx.reply.array(n);
         for _ in 0..n {
-            if let Some(m) = s.random(coll::rnd()) {
+            if let Some(m) = draw(s) {
                 bulk_member(&mut ctx.reply, m);
             }
         }

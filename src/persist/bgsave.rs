@@ -198,6 +198,7 @@ fn fork_writer(
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            crate::store::hashed::child_ended();
             Err(format!("Can't start the background save waiter: {e}"))
         }
     }
@@ -243,16 +244,25 @@ fn fork_child(
             }
         }
         crate::util::process::after_fork_in_child(title);
+        crate::store::hashed::in_fork_child();
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(false);
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
+    crate::store::hashed::child_started();
     Ok(pid)
 }
 
 /// Waits for child `pid` to exit; Ok when it exited with status 0.
 #[cfg(unix)]
 fn wait_child(pid: i32) -> Result<(), String> {
+    let r = reap(pid);
+    crate::store::hashed::child_ended();
+    r
+}
+
+#[cfg(unix)]
+fn reap(pid: i32) -> Result<(), String> {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: waits for a child this process forked; `status` is a
@@ -345,6 +355,7 @@ impl SyncSnapshot {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            crate::store::hashed::child_ended();
             return Err(format!("Can't start the snapshot reader: {e}"));
         }
         tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");

@@ -831,6 +831,14 @@ impl<'a> EntryMut<'a> {
         }
     }
 
+    /// The value held as an object, mutably, for the whole borrow; None
+    /// for strings kept embedded and intsets kept in place.
+    pub fn into_object_mut(self) -> Option<&'a mut Value> {
+        // SAFETY: the slot links the live entry; the table stays borrowed for 'a.
+        let e = unsafe { &mut *self.entry };
+        e.object_mut()
+    }
+
     /// Holds a set that is no longer intset-encoded as an ordinary value
     /// (after a write that converted it), so the entry's set part only
     /// ever holds intsets.

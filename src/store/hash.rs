@@ -84,7 +84,7 @@ impl Hash {
 
     fn convert(&mut self) {
         if let Hash::Listpack(p) = self {
-            let mut m = HashedMap::default();
+            let mut m = HashedMap::with_capacity(p.count() / 2);
             for (f, v) in pairs(p) {
                 m.insert(f, CompactBytes::new(v));
             }

@@ -1,7 +1,7 @@
 //! Set values. As in Redis 7.0, a set of integers (each member a canonical
 //! 64-bit integer) is a sorted `intset` of up to `set-max-intset-entries`
 //! members (512; [`super::tuning`]); any other member, or one more, turns it
-//! into a [`HashedMap`] (`hashtable`) for good.
+//! into a [`HashedMap`] (`hashtable`, Redis's dict) for good.
 //! Intset order is ascending, which is what SMEMBERS shows.
 
 use super::hashed::HashedMap;
@@ -86,7 +86,7 @@ impl Set {
 
     fn convert(&mut self) {
         if let Set::Intset(v) = self {
-            let mut m = HashedMap::default();
+            let mut m = HashedMap::with_capacity(v.len());
             for n in v.iter() {
                 let mut buf = num::itoa_buf();
                 m.insert(num::fmt_i64(n, &mut buf), ());
@@ -134,6 +134,32 @@ impl Set {
         }
     }
 
+    /// One step of a table's incremental rehash (a lookup's share).
+    pub fn rehash_step(&mut self) {
+        if let Set::Table(m) = self {
+            m.rehash_step();
+        }
+    }
+
+    /// The rehash work Redis does before each random draw from a table
+    /// (dictGetSomeKeys steps once per entry it samples).
+    pub fn rehash_for_draw(&mut self) {
+        if let Set::Table(m) = self {
+            for _ in 0..15 {
+                m.rehash_step();
+            }
+        }
+    }
+
+    /// The table of a `hashtable` set (DEBUG HTSTATS-KEY); None for an
+    /// intset.
+    pub fn table(&self) -> Option<&HashedMap<()>> {
+        match self {
+            Set::Table(m) => Some(m),
+            Set::Intset(_) => None,
+        }
+    }
+
     /// A random member (`point` is random bits).
     pub fn random(&self, point: u64) -> Option<Member<'_>> {
         match self {
@@ -147,8 +173,9 @@ impl Set {
         }
     }
 
-    /// Members of up to `count` hash positions from `cursor` (a table); an
-    /// intset is returned whole with cursor 0, as Redis does.
+    /// Members from `cursor` until about `count` are found (a table, see
+    /// [`HashedMap::scan`]); an intset is returned whole with cursor 0, as
+    /// Redis does.
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(Member<'a>)) -> u64 {
         match self {
             Set::Intset(v) => {

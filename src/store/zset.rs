@@ -202,7 +202,15 @@ impl ZSet {
         }
     }
 
-    /// Members and scores of up to `count` hash positions from `cursor`;
+    /// One step of the member table's incremental rehash (a lookup's
+    /// share, as Redis's dictFind).
+    pub fn rehash_step(&mut self) {
+        if let ZSet::Skiplist(t) = self {
+            t.rehash_step();
+        }
+    }
+
+    /// Members and scores from `cursor` until about `count` are found;
     /// returns the next cursor. A listpack is returned whole.
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         match self {

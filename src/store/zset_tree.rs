@@ -297,7 +297,17 @@ impl Tree {
         it
     }
 
-    /// Members and scores of up to `count` hash positions from `cursor`
+    /// The member → score table (DEBUG HTSTATS-KEY).
+    pub fn table(&self) -> &HashedMap<f64> {
+        &self.scores
+    }
+
+    /// One step of the member table's incremental rehash.
+    pub fn rehash_step(&mut self) {
+        self.scores.rehash_step();
+    }
+
+    /// Members and scores from `cursor` until about `count` are found
     /// (see [`HashedMap::scan`]); returns the next cursor.
     pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         self.scores.scan(cursor, count, |m, s| f(m, *s))

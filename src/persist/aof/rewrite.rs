@@ -162,6 +162,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         }
         crate::util::process::after_fork_in_child("redis-aof-rewrite");
+        crate::store::hashed::in_fork_child();
         let tmp = temp_name(dir, std::process::id());
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             write_base(&tmp, store, config).is_ok()
@@ -170,6 +171,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
+    crate::store::hashed::child_started();
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("ferrokv-aofrw-wait".into())
@@ -186,6 +188,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
                     break false;
                 }
             };
+            crate::store::hashed::child_ended();
             let _ = tx.send(ok);
         });
     match thread {
@@ -196,6 +199,7 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            crate::store::hashed::child_ended();
             Err(format!("Can't start the AOF rewrite waiter: {e}"))
         }
     }
