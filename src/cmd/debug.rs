@@ -856,9 +856,7 @@ fn htstats_key(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         }
     };
     match (e.object(), e.set().and_then(|s| s.table())) {
-        (Some(Value::Hash(Hash::Table(m))), _) => {
-            stats(&|t| m.chain_lengths(t), m.is_rehashing())
-        }
+        (Some(Value::Hash(Hash::Table(m))), _) => stats(&|t| m.chain_lengths(t), m.is_rehashing()),
         (_, Some(m)) => stats(&|t| m.chain_lengths(t), m.is_rehashing()),
         (Some(Value::ZSet(ZSet::Skiplist(z))), _) => {
             let m = z.table();

@@ -288,10 +288,7 @@ impl<V> HashedMap<V> {
             }
         }
         let size = self.slots();
-        if removed.is_some()
-            && size > INITIAL_SIZE
-            && self.len() * 100 / size < MIN_FILL_PERCENT
-        {
+        if removed.is_some() && size > INITIAL_SIZE && self.len() * 100 / size < MIN_FILL_PERCENT {
             self.shrink();
         }
         removed
@@ -403,13 +400,10 @@ impl<V> HashedMap<V> {
 
     /// Every entry, in bucket order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.tables
-            .iter()
-            .flat_map(|t| t.iter())
-            .flat_map(|head| {
-                std::iter::successors(head.as_deref(), |n| n.next.as_deref())
-                    .map(|n| (n.key.as_slice(), &n.value))
-            })
+        self.tables.iter().flat_map(|t| t.iter()).flat_map(|head| {
+            std::iter::successors(head.as_deref(), |n| n.next.as_deref())
+                .map(|n| (n.key.as_slice(), &n.value))
+        })
     }
 
     /// The entries of one bucket.
@@ -426,7 +420,8 @@ impl<V> HashedMap<V> {
                 f(n.key.as_slice(), &n.value);
             }
         };
-        let next = |v: usize, mask: usize| (v | !mask).reverse_bits().wrapping_add(1).reverse_bits();
+        let next =
+            |v: usize, mask: usize| (v | !mask).reverse_bits().wrapping_add(1).reverse_bits();
         if !self.is_rehashing() {
             let m0 = self.tables[0].len() - 1;
             emit(0, v & m0);

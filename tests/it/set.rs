@@ -518,3 +518,135 @@ fn random_members_are_uniform() {
         assert!(chi < 60.0, "port {port} SPOP: chi-square {chi:.1}");
     }
 }
+
+/// The figures of DEBUG HTSTATS-KEY's first table: (table size, different
+/// slots, max chain length), and whether a rehashing target follows.
+fn table_figures(r: &mut Raw, key: &str) -> (u64, u64, u64, bool) {
+    let reply = r.cmd_str(&["DEBUG", "HTSTATS-KEY", key]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let first = text.split("Hash table 1").next().unwrap_or_default();
+    let figure = |name: &str| -> u64 {
+        first
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    (
+        figure("table size:"),
+        figure("different slots:"),
+        figure("max chain length:"),
+        text.contains("rehashing target"),
+    )
+}
+
+/// Removes the first `n` members SSCAN returns, as the Redis suite's
+/// rem_hash_set_top_N does.
+fn remove_first_scanned(r: &mut Raw, key: &str, n: usize) {
+    let mut cursor = 0u64;
+    let mut members = Vec::new();
+    loop {
+        let (next, found) =
+            crate::keys::scan_reply(&r.cmd_str(&["SSCAN", key, &cursor.to_string()]));
+        members.extend(found);
+        cursor = next;
+        if members.len() >= n || cursor == 0 {
+            break;
+        }
+    }
+    members.truncate(n);
+    let mut args: Vec<&[u8]> = vec![b"SREM", key.as_bytes()];
+    args.extend(members.iter().map(Vec::as_slice));
+    r.cmd(&args);
+}
+
+/// Kills the server's saving child and waits until INFO says it is gone.
+fn kill_saving_child(r: &mut Raw, pid: u32) {
+    let mut children = String::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .flatten()
+    {
+        children += &std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        children.push(' ');
+    }
+    let killed = children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<i32>().ok())
+        // SAFETY: kill(2) on a child of the server under test.
+        .map(|c| unsafe { libc::kill(c, libc::SIGKILL) })
+        .count();
+    assert_eq!(killed, 1, "one saving child of {pid}: {children}");
+    assert!(wait_until(std::time::Duration::from_secs(10), || {
+        String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"]))
+            .contains("rdb_bgsave_in_progress:0")
+    }));
+}
+
+/// Redis's "SRANDMEMBER with a dict containing long chain", on both
+/// servers: a large set emptied in SSCAN order while a child saves keeps
+/// its table; once the child is gone one SPOP starts a shrink, which goes
+/// on under a second save because the ratio is extreme; the members left
+/// then share one bucket, and draws still reach all of them evenly.
+#[test]
+fn set_table_resizes_and_chains_as_redis() {
+    let (ours_dir, redis_dir) = (
+        unique_temp_path("ferrokv-chain"),
+        unique_temp_path("redis-chain"),
+    );
+    std::fs::create_dir_all(&ours_dir).expect("dir");
+    std::fs::create_dir_all(&redis_dir).expect("dir");
+    let common = [
+        "--enable-debug-command",
+        "yes",
+        "--set-max-intset-entries",
+        "0",
+    ];
+    let ours = spawn_ferrokv_process_with(
+        &[&common[..], &["--dir", ours_dir.to_str().expect("utf8")]].concat(),
+    );
+    let redis =
+        spawn_redis_with(&[&common[..], &["--dir", redis_dir.to_str().expect("utf8")]].concat());
+    let mut results = Vec::new();
+    for (port, pid) in [(ours.port, ours.pid()), (redis.port, redis.pid())] {
+        let mut r = Raw::connect(port);
+        let members: Vec<String> = (0..20_000).map(|i| format!("m:{i}")).collect();
+        for chunk in members.chunks(1000) {
+            let mut args = vec!["SADD", "myset"];
+            args.extend(chunk.iter().map(String::as_str));
+            r.cmd_str(&args);
+        }
+        while table_figures(&mut r, "myset").3 {
+            r.cmd_str(&["SRANDMEMBER", "myset", "100"]);
+        }
+        let grown = table_figures(&mut r, "myset").0;
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "2147483647"]);
+        r.cmd_str(&["BGSAVE"]);
+        remove_first_scanned(&mut r, "myset", 20_000 - 500);
+        let kept_while_saving = table_figures(&mut r, "myset");
+        kill_saving_child(&mut r, pid);
+        r.cmd_str(&["SPOP", "myset"]);
+        let shrinking = table_figures(&mut r, "myset").3;
+        r.cmd_str(&["BGSAVE"]);
+        let mut draws = 0;
+        while table_figures(&mut r, "myset").3 {
+            r.cmd_str(&["SRANDMEMBER", "myset"]);
+            draws += 1;
+            assert!(
+                draws < 100_000,
+                "port {port}: the shrink never ends under a save"
+            );
+        }
+        kill_saving_child(&mut r, pid);
+        let shrunk = table_figures(&mut r, "myset").0;
+        remove_first_scanned(&mut r, "myset", 499 - 30);
+        let chained = table_figures(&mut r, "myset");
+        let counts = draw(&mut r, &["SRANDMEMBER", "myset", "10"], 1000);
+        let chi = chi_square(&counts, 30, 10_000);
+        assert!(chi < 73.0, "port {port}: chi-square {chi:.1}");
+        results.push((grown, kept_while_saving.0, shrinking, shrunk, chained));
+    }
+    assert_eq!(results[0], results[1], "ferrokv, then redis-server");
+    assert_eq!(results[0].4 .1, 1, "the last 30 members share one bucket");
+    assert_eq!(results[0].4 .2, 30);
+}
