@@ -76,6 +76,8 @@ pub struct Server {
     pub addrs: Vec<SocketAddr>,
     handle: ServerHandle,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// A shutdown came while the data set loaded: the server is stopping.
+    stopped_loading: bool,
 }
 
 /// Asks a running server to stop, from any thread (signals).
@@ -199,7 +201,7 @@ impl ServerBuilder {
         if let Some(e) = self.error {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e));
         }
-        Server::start_inner(self.config, None, self.clock)
+        Server::start_inner(self.config, None, self.clock, None)
     }
 }
 
@@ -221,7 +223,7 @@ impl Server {
     /// Binds the configured addresses, loads the data and starts the event
     /// loop on a thread of its own.
     pub fn start(config: Config) -> std::io::Result<Server> {
-        Self::start_with_file(config, None)
+        Self::start_with_file(config, None, None)
     }
 
     /// As [`Server::start`], with the server's time read from `clock`, a
@@ -232,18 +234,26 @@ impl Server {
         config: Config,
         clock: util::clock::ManualClock,
     ) -> std::io::Result<Server> {
-        Self::start_inner(config, None, Some(clock))
+        Self::start_inner(config, None, Some(clock), None)
     }
 
-    /// As [`Server::start`], remembering the config file path for INFO.
-    pub fn start_with_file(config: Config, config_file: Option<String>) -> std::io::Result<Server> {
-        Self::start_inner(config, config_file, None)
+    /// As [`Server::start`], remembering the config file path for INFO,
+    /// and handing `on_bound` the server's handle once its ports are open,
+    /// before the data set loads (the binary forwards signals through it,
+    /// so a SIGTERM stops a long load as Redis's does).
+    pub fn start_with_file(
+        config: Config,
+        config_file: Option<String>,
+        on_bound: Option<OnBound>,
+    ) -> std::io::Result<Server> {
+        Self::start_inner(config, config_file, None, on_bound)
     }
 
     fn start_inner(
         config: Config,
         config_file: Option<String>,
         clock: Option<util::clock::ManualClock>,
+        on_bound: Option<OnBound>,
     ) -> std::io::Result<Server> {
         tune_allocator();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -254,30 +264,32 @@ impl Server {
                 if let Some(clock) = &clock {
                     util::clock::install(Some(clock.clone()));
                 }
-                match prepare(config, config_file) {
+                match prepare(config, config_file, on_bound) {
                     Ok((executor, net, handle)) => {
                         if let Some(clock) = clock {
-                            let waker = net.waker();
+                            let waker = net.borrow().waker();
                             clock.on_move(Box::new(move || {
                                 let _ = waker.wake();
                             }));
                         }
-                        let addrs = net.local_addrs();
-                        let _ = tx.send(Ok((addrs, handle)));
-                        executor.run(Rc::new(RefCell::new(net)));
+                        let addrs = net.borrow().local_addrs();
+                        let stopping = executor.server.shutdown;
+                        let _ = tx.send(Ok((addrs, handle, stopping)));
+                        executor.run(net);
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));
                     }
                 }
             })?;
-        let (addrs, handle) = rx
+        let (addrs, handle, stopped_loading) = rx
             .recv()
             .map_err(|e| std::io::Error::other(e.to_string()))??;
         Ok(Server {
             addrs,
             handle,
             thread: Some(thread),
+            stopped_loading,
         })
     }
 
@@ -305,6 +317,12 @@ impl Server {
         self.handle.clone()
     }
 
+    /// True when a shutdown (SHUTDOWN, a signal) stopped the load at
+    /// start-up: the server stops without serving.
+    pub fn stopped_loading(&self) -> bool {
+        self.stopped_loading
+    }
+
     /// True once shutdown began.
     pub fn is_shut_down(&self) -> bool {
         self.handle.shared.shutting_down.load(Ordering::SeqCst)
@@ -330,12 +348,17 @@ impl Drop for Server {
     }
 }
 
-/// Binds, builds the executor and loads the data set, on the thread that
-/// will run the event loop.
+/// What [`Server::start_with_file`] calls with the server's handle once
+/// the ports are open.
+pub type OnBound = Box<dyn FnOnce(ServerHandle) + Send>;
+
+/// Binds, builds the executor and loads the data set (serving clients
+/// meanwhile), on the thread that will run the event loop.
 fn prepare(
     config: Config,
     config_file: Option<String>,
-) -> std::io::Result<(Executor, net::event_loop::Net, ServerHandle)> {
+    on_bound: Option<OnBound>,
+) -> std::io::Result<(Executor, Rc<RefCell<net::event_loop::Net>>, ServerHandle)> {
     let listeners = net::listener::bind_all(&config.bind, config.port)?;
     let shared = Arc::new(Shared::default());
     let mut net = net::event_loop::Net::new(listeners, shared.clone())?;
@@ -380,7 +403,15 @@ fn prepare(
     }
     executor.server.apply_proc_title();
     tracing::warn!("Server initialized");
+    if let Some(f) = on_bound {
+        f(handle.clone());
+    }
+    let net = Rc::new(RefCell::new(net));
+    executor.attach_net(net.clone());
     executor.load_on_start()?;
+    if executor.server.shutdown {
+        return Ok((executor, net, handle));
+    }
     if executor.server.cluster.is_some() {
         server::cluster::cron::verify_with_data(&mut executor.server, &executor.store)
             .map_err(std::io::Error::other)?;

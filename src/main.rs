@@ -112,7 +112,24 @@ fn main() {
             None
         }
     };
-    let server = match Server::start_with_file(config, config_file) {
+    // Forwards SIGTERM/SIGINT to the event loop, which logs them and shuts
+    // down as SHUTDOWN does; from the moment the ports open, so a signal
+    // stops a long load too.
+    let forward_signals: ferrokv::OnBound = Box::new(move |handle| {
+        if let Some(mut signals) = signals {
+            let forward = std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || {
+                    for sig in signals.forever() {
+                        handle.signal(sig);
+                    }
+                });
+            if let Err(e) = forward {
+                tracing::warn!("cannot watch signals: {e}");
+            }
+        }
+    });
+    let server = match Server::start_with_file(config, config_file, Some(forward_signals)) {
         Ok(s) => s,
         Err(e) => {
             tracing::warn!("{e}");
@@ -126,24 +143,11 @@ fn main() {
             tracing::warn!("Failed to write PID file: {e}");
         }
     }
-    ferrokv::util::process::linux_memory_warnings(disable_thp);
-    tracing::info!("Ready to accept connections");
-    if let Some(s) = supervisor {
-        ferrokv::util::process::supervisor_ready(s, replica);
-    }
-    if let Some(mut signals) = signals {
-        let handle = server.handle();
-        // Forwards SIGTERM/SIGINT to the event loop, which logs them and
-        // shuts down as SHUTDOWN does.
-        let forward = std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                for sig in signals.forever() {
-                    handle.signal(sig);
-                }
-            });
-        if let Err(e) = forward {
-            tracing::warn!("cannot watch signals: {e}");
+    if !server.stopped_loading() {
+        ferrokv::util::process::linux_memory_warnings(disable_thp);
+        tracing::info!("Ready to accept connections");
+        if let Some(s) = supervisor {
+            ferrokv::util::process::supervisor_ready(s, replica);
         }
     }
     server.join();

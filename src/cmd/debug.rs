@@ -250,7 +250,7 @@ fn loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
     }
     drop(ctx.store.flush_all());
     ctx.server.aof.delete_history(&ctx.server.config);
-    if let Err(e) = crate::server::aof_replay::load(ctx.server, ctx.store, false) {
+    if let Err(e) = crate::server::aof_replay::reload_aof(ctx.server, ctx.store) {
         tracing::warn!("{e}");
         std::process::exit(1);
     }

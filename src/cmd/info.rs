@@ -325,8 +325,8 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         ),
         None => (0, -1, 0, 0),
     };
+    f.kv("loading", u8::from(ctx.server.loading));
     for k in [
-        "loading",
         "async_loading",
         "current_cow_peak",
         "current_cow_size",
@@ -382,6 +382,31 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         f.kv("aof_pending_bio_fsync", 0);
         f.kv("aof_delayed_fsync", 0);
     }
+    if ctx.server.loading {
+        loading_figures(&ctx.server.load_progress, f);
+    }
+}
+
+/// INFO's figures of a load in progress, as Redis computes them.
+fn loading_figures(l: &crate::server::LoadProgress, f: &mut Fields<'_>) {
+    let (mut perc, mut remaining) = (0.0, 1);
+    if l.total_bytes != 0 {
+        perc = l.loaded_bytes as f64 / l.total_bytes as f64 * 100.0;
+        remaining = l.total_bytes.saturating_sub(l.loaded_bytes);
+    }
+    let elapsed = (crate::util::clock::real_now_ms() / 1000).saturating_sub(l.start_time);
+    // A fake one second before there is enough to go on.
+    let eta = if elapsed == 0 {
+        1
+    } else {
+        elapsed * remaining / (l.loaded_bytes + 1)
+    };
+    f.kv("loading_start_time", l.start_time);
+    f.kv("loading_total_bytes", l.total_bytes);
+    f.kv("loading_rdb_used_mem", 0);
+    f.kv("loading_loaded_bytes", l.loaded_bytes);
+    f.kv("loading_loaded_perc", format!("{perc:.2}"));
+    f.kv("loading_eta_seconds", eta);
 }
 
 fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {

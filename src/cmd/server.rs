@@ -103,6 +103,10 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if (abort && any_flag) || (nosave && save) {
         return Err(Error::Syntax);
     }
+    if ctx.server.loading {
+        // Half a data set is never saved.
+        (nosave, save) = (true, false);
+    }
     if abort {
         // Only a signal's shutdown waits (for the cron) to be aborted.
         if ctx.server.shutdown_asap.take().is_none() {

@@ -1,9 +1,12 @@
-//! Serving other clients while a script runs past busy-reply-threshold
-//! (Redis's processEventsWhileBlocked): the script's hook calls in here
-//! through the server's `serve_while_busy`. Each queued command goes
-//! through the one command path as [`Caller::Busy`], so only allow-busy
-//! commands run (SCRIPT KILL, FUNCTION KILL/STATS, QUIT, AUTH, HELLO...),
-//! everything else gets -BUSY and flags an open transaction, as in Redis.
+//! Serving other clients while a script runs past busy-reply-threshold, or
+//! while the data set loads (Redis's processEventsWhileBlocked): the
+//! script's hook and the loader call in here through the server's
+//! `serve_while_busy`. Each queued command goes through the one command
+//! path: as [`Caller::Busy`] beside a script, so only allow-busy commands
+//! run (SCRIPT KILL, FUNCTION KILL/STATS, QUIT, AUTH, HELLO...) and
+//! everything else gets -BUSY and flags an open transaction, as in Redis;
+//! as a client while loading, where `call` answers -LOADING to commands
+//! not flagged `loading`.
 
 use std::time::Duration;
 
@@ -14,9 +17,13 @@ use crate::store::Store;
 
 /// Polls the network once and answers every request that arrived.
 pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
-    let (Some(net), Some(run)) = (server.net.clone(), server.running_script.clone()) else {
+    let Some(net) = server.net.clone() else {
         return;
     };
+    let run = server.running_script.clone();
+    if run.is_none() && !server.loading {
+        return;
+    }
     net.borrow_mut().poll(Duration::ZERO);
     loop {
         let req = net.borrow_mut().next_request();
@@ -27,17 +34,24 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
             Request::Connect(nc) => server.connect(nc),
             Request::Shutdown(_) => {
                 // A signal: stop the script and the server, as SHUTDOWN
-                // NOSAVE would.
+                // NOSAVE would; a load stops with nothing saved.
                 server.shutdown = true;
-                run.killed.set(true);
+                match &run {
+                    Some(run) => run.killed.set(true),
+                    None => server.shutdown_save_done = true,
+                }
             }
             Request::Disconnect { id } => {
                 server.blocking.forget(id);
                 server.forget_disconnected(id);
-                if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
-                    // The script's caller went away: close it once the
-                    // script returns.
-                    run.caller_gone.set(true);
+                if let Some(run) = &run {
+                    if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
+                        // The script's caller went away: close it once the
+                        // script returns.
+                        run.caller_gone.set(true);
+                    }
+                } else {
+                    server.clients.remove(&id);
                 }
             }
             Request::Batch {
@@ -48,15 +62,13 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
                 let Some(mut client) = server.clients.remove(&id) else {
                     continue;
                 };
+                let caller = if run.is_some() {
+                    Caller::Busy
+                } else {
+                    Caller::Client
+                };
                 for i in 0..batch.len() {
-                    call(
-                        server,
-                        store,
-                        &mut client,
-                        batch.argv(i),
-                        &mut out,
-                        Caller::Busy,
-                    );
+                    call(server, store, &mut client, batch.argv(i), &mut out, caller);
                     if client.close_after_reply {
                         break;
                     }
@@ -69,8 +81,8 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
             }
         }
         net.borrow_mut().deliver();
-        if run.killed.get() {
-            // The script stops now; later requests wait for it.
+        if run.as_ref().is_some_and(|r| r.killed.get()) || server.shutdown {
+            // The script or the load stops now; later requests wait.
             break;
         }
     }

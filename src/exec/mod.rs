@@ -73,18 +73,15 @@ impl Executor {
     /// command run through the one command path by a client of its own,
     /// as Redis's fake client), else the RDB file.
     pub fn load_on_start(&mut self) -> std::io::Result<()> {
-        self.server.loading = true;
-        let result = self.load_data();
-        self.server.loading = false;
-        result
+        crate::server::aof_replay::load_on_start(&mut self.server, &mut self.store)
     }
 
-    fn load_data(&mut self) -> std::io::Result<()> {
-        let server = &mut self.server;
-        if !server.config.appendonly {
-            return crate::persist::load_on_start(&mut self.store, &mut server.persistence());
-        }
-        crate::server::aof_replay::load(server, &mut self.store, true)
+    /// Gives the server its network: from here on (the load at start-up
+    /// included) it can serve clients.
+    pub fn attach_net(&mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
+        self.server.clients_mem = net.borrow().clients_mem();
+        self.server.net = Some(net);
+        self.server.serve_while_busy = busy::serve_while_busy;
     }
 
     /// Runs the event loop until SHUTDOWN or a signal: poll the sockets,
@@ -92,8 +89,7 @@ impl Executor {
     pub fn run(mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
         crash::watch(Some(&mut self));
         crate::util::watchdog::set_executor_thread(true);
-        self.server.net = Some(net.clone());
-        self.server.clients_mem = net.borrow().clients_mem();
+        self.attach_net(net.clone());
         self.server.acl_changed();
         loop {
             let mut timeout = self.next_timeout();

@@ -1,7 +1,7 @@
 //! Loading the append-only file at start-up: the manifest, then the base
 //! (an RDB image, or commands) and the incremental files in order, each
-//! command handed to the caller's `replay`, which runs it through the one
-//! command path with a client of its own.
+//! command handed to the caller's [`LoadHost`], which runs it through the
+//! one command path with a client of its own and serves clients meanwhile.
 //!
 //! A torn tail (the last command of the last file cut short, as a crash
 //! leaves it) is truncated away and logged when `aof-load-truncated` is yes,
@@ -10,9 +10,9 @@
 
 use std::path::Path;
 
-use super::Persistence;
+use super::{LoadHost, Persistence};
 use crate::config::Config;
-use crate::net::request::{Argv, OwnedArgv};
+use crate::net::request::OwnedArgv;
 use crate::store::Store;
 use crate::util::clock;
 
@@ -128,18 +128,33 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
     Ok(Some(m))
 }
 
+/// The bytes of the files the manifest names (Redis's
+/// getBaseAndIncrAppendOnlyFilesSize); 0 without a manifest.
+pub fn files_size(config: &Config) -> u64 {
+    let Ok(Some(m)) = read_manifest(config) else {
+        return 0;
+    };
+    let dir = aof_dir(config);
+    m.base
+        .iter()
+        .chain(&m.incrs)
+        .filter_map(|f| std::fs::metadata(dir.join(&f.name)).ok())
+        .map(|md| md.len())
+        .sum()
+}
+
 /// Start-up with `appendonly yes`: loads the files the manifest names and
 /// opens the incremental file for appending. Without a manifest, the RDB
-/// file (if any) is loaded and a first base is written from it. `replay`
-/// runs one command read from a file.
+/// file (if any) is loaded and a first base is written from it. `host`
+/// runs each command read from a file and serves clients between them.
 pub fn load_on_start(
     store: &mut Store,
     p: &mut Persistence<'_>,
-    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+    host: &mut dyn LoadHost,
 ) -> std::io::Result<()> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let Some(m) = read_manifest(p.config).map_err(bad)? else {
-        super::load_on_start(store, p)?;
+        super::load_on_start(store, p, host)?;
         tracing::info!("Creating AOF base file on server start");
         p.aof
             .rewrite(store, p.config)
@@ -148,7 +163,7 @@ pub fn load_on_start(
         p.aof.rewrites = 0;
         return Ok(());
     };
-    load_files(store, p, replay, &m)?;
+    load_files(store, p, host, &m)?;
     p.aof.open_on_start(p.config, m)?;
     p.aof.delete_history(p.config);
     Ok(())
@@ -159,11 +174,11 @@ pub fn load_on_start(
 pub fn reload(
     store: &mut Store,
     p: &mut Persistence<'_>,
-    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+    host: &mut dyn LoadHost,
 ) -> std::io::Result<()> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     match read_manifest(p.config).map_err(bad)? {
-        Some(m) => load_files(store, p, replay, &m),
+        Some(m) => load_files(store, p, host, &m),
         None => Err(bad("The AOF directory has no manifest".into())),
     }
 }
@@ -172,7 +187,7 @@ pub fn reload(
 fn load_files(
     store: &mut Store,
     p: &mut Persistence<'_>,
-    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+    host: &mut dyn LoadHost,
     m: &Manifest,
 ) -> std::io::Result<()> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
@@ -184,13 +199,21 @@ fn load_files(
         let data = std::fs::read(&path)
             .map_err(|e| bad(format!("Can't open the base AOF file {base}: {e}")))?;
         if data.starts_with(b"REDIS") {
-            super::load_file(&data, store, p.config).map_err(|e| {
+            let mut stopped = false;
+            let loaded = super::load_file_with(&data, store, p.config, &mut |store, bytes| {
+                stopped = !host.progress(store, bytes);
+                !stopped
+            });
+            if stopped {
+                return Err(super::load_stopped());
+            }
+            loaded.map_err(|e| {
                 bad(format!(
                     "Bad file format reading the base AOF file {base}: {e}; refusing to start"
                 ))
             })?;
         } else {
-            replay_file(store, replay, &path, base, truncated_ok, m.incrs.is_empty())?;
+            replay_file(store, host, &path, base, truncated_ok, m.incrs.is_empty())?;
         }
     }
     let last = m.incrs.len().saturating_sub(1);
@@ -199,7 +222,7 @@ fn load_files(
         if !path.exists() && i == last {
             continue;
         }
-        replay_file(store, replay, &path, name, truncated_ok, i == last)?;
+        replay_file(store, host, &path, name, truncated_ok, i == last)?;
     }
     store.stats.dirty = 0;
     store.set_now(clock::now_ms());
@@ -290,7 +313,7 @@ fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
 /// start is refused.
 fn replay_file(
     store: &mut Store,
-    replay: &mut dyn FnMut(&mut Store, Argv<'_>),
+    host: &mut dyn LoadHost,
     path: &Path,
     name: &str,
     truncate_ok: bool,
@@ -300,6 +323,8 @@ fn replay_file(
     let data =
         std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
     let mut pos = 0;
+    let mut reported = 0;
+    let mut commands = 0u64;
     let mut txn_start = None;
     while pos < data.len() {
         if data[pos] == b'#' {
@@ -323,8 +348,16 @@ fn replay_file(
                 // as it was when it was written; PEXPIREAT in the past
                 // still sets the time, and the key expires after the load.
                 store.set_now(0);
-                replay(store, a);
+                host.replay(store, a);
                 pos = next;
+                // Clients are served every 1024 commands, as Redis does.
+                commands += 1;
+                if commands % 1024 == 0 {
+                    if !host.progress(store, (pos - reported) as u64) {
+                        return Err(super::load_stopped());
+                    }
+                    reported = pos;
+                }
             }
             Err(Stop::Short) => break,
             Err(Stop::Bad(why)) => {

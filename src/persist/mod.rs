@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use self::rdb::load::{load_rdb, LoadOptions, LoadReport};
+use self::rdb::load::{load_rdb_with, LoadOptions, LoadReport};
 pub use self::rdb::save::ReplInfo;
 use self::rdb::save::{write_rdb, DbSource, EachKey, SaveOptions, SaveReport};
 use crate::config::Config;
@@ -34,6 +34,30 @@ use crate::util::clock;
 /// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed background save, save
 /// rules wait this many seconds before trying again.
 const BGSAVE_RETRY_DELAY: u64 = 5;
+
+/// The server's side of a load at start or DEBUG LOADAOF: it runs the
+/// commands an AOF holds and, between chunks of the files, serves clients
+/// (Redis's processEventsWhileBlocked during loading).
+pub trait LoadHost {
+    /// Runs one command read from an AOF.
+    fn replay(&mut self, store: &mut Store, argv: crate::net::request::Argv<'_>);
+    /// `bytes` more of the files were read: INFO's loading figures move
+    /// and waiting clients are served. False stops the load (a shutdown).
+    fn progress(&mut self, store: &mut Store, bytes: u64) -> bool;
+}
+
+/// The size of the RDB file a start-up loads (0 when there is none).
+pub fn rdb_size(config: &Config) -> u64 {
+    std::fs::metadata(rdb_path(config)).map_or(0, |m| m.len())
+}
+
+/// The error of a load a shutdown stopped.
+pub fn load_stopped() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "loading stopped by a shutdown",
+    )
+}
 
 /// What persistence works on besides the keyspace: the configuration, its
 /// own state and the append-only file; never the whole server.
@@ -311,7 +335,11 @@ pub fn check_save_rules(store: &Store, p: &mut Persistence<'_>) {
 
 /// Loads `dir`/`dbfilename` into an empty store at start-up. A missing file
 /// is not an error; a damaged one is, with the file, offset and reason.
-pub fn load_on_start(store: &mut Store, p: &mut Persistence<'_>) -> std::io::Result<()> {
+pub fn load_on_start(
+    store: &mut Store,
+    p: &mut Persistence<'_>,
+    host: &mut dyn LoadHost,
+) -> std::io::Result<()> {
     let path = rdb_path(p.config);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
@@ -324,7 +352,15 @@ pub fn load_on_start(store: &mut Store, p: &mut Persistence<'_>) -> std::io::Res
         }
     };
     let started = Instant::now();
-    let report = load_file(&data, store, p.config).map_err(|e| {
+    let mut stopped = false;
+    let loaded = load_file_with(&data, store, p.config, &mut |store, bytes| {
+        stopped = !host.progress(store, bytes);
+        !stopped
+    });
+    if stopped {
+        return Err(load_stopped());
+    }
+    let report = loaded.map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("bad RDB file {} {e}; refusing to start", path.display()),
@@ -363,16 +399,31 @@ pub fn load_file(
     store: &mut Store,
     config: &Config,
 ) -> Result<LoadReport, rdb::load::LoadError> {
+    load_file_with(data, store, config, &mut |_, _| true)
+}
+
+/// [`load_file`] with a progress hook (see [`rdb::load::load_rdb_with`]).
+pub fn load_file_with(
+    data: &[u8],
+    store: &mut Store,
+    config: &Config,
+    progress: &mut dyn FnMut(&mut Store, u64) -> bool,
+) -> Result<LoadReport, rdb::load::LoadError> {
     let now = clock::now_ms();
     store.set_now(now);
-    let report = load_rdb(
+    let report = load_rdb_with(
         data,
         store,
         LoadOptions {
             verify_checksum: config.rdbchecksum,
             now_ms: now,
             key_delay_us: config.get_i64("key-load-delay").unwrap_or(0),
+            events_interval: config
+                .get_i64("loading-process-events-interval-bytes")
+                .unwrap_or(0)
+                .max(0) as u64,
         },
+        progress,
     )?;
     store.stats.dirty = 0;
     Ok(report)

@@ -230,6 +230,20 @@ fn run(
                     Ok(id)
                 })
                 .and_then(|id| {
+                    // While the data set loads, only commands flagged
+                    // `loading` run (the AOF's own commands are the load).
+                    if server.loading
+                        && caller != Caller::Aof
+                        && !server.table.commands[id].has(flag::LOADING)
+                    {
+                        return Err((
+                            Some(id),
+                            Error::raw("LOADING Redis is loading the dataset in memory"),
+                        ));
+                    }
+                    Ok(id)
+                })
+                .and_then(|id| {
                     if caller == Caller::Busy && !server.table.commands[id].has(flag::ALLOW_BUSY) {
                         return Err((Some(id), server.busy_error()));
                     }

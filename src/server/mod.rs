@@ -68,6 +68,29 @@ pub struct ReplyBuffers {
     pub never_reset_peak: bool,
 }
 
+/// A load in progress: Redis's loading_start_time, loading_total_bytes and
+/// loading_loaded_bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadProgress {
+    /// Unix time the load started, in seconds.
+    pub start_time: u64,
+    /// Bytes of the files being loaded.
+    pub total_bytes: u64,
+    /// Bytes read so far.
+    pub loaded_bytes: u64,
+}
+
+impl LoadProgress {
+    /// Starts counting a load of `total_bytes`.
+    pub fn start(total_bytes: u64) -> LoadProgress {
+        LoadProgress {
+            start_time: crate::util::clock::real_now_ms() / 1000,
+            total_bytes,
+            loaded_bytes: 0,
+        }
+    }
+}
+
 /// Everything the executor owns besides the store and the client running a
 /// command; handlers reach it through `ctx.server`.
 pub struct ServerState {
@@ -158,8 +181,8 @@ pub struct ServerState {
     /// The memory of every client's buffers together, kept by the network
     /// side (INFO mem_clients_normal, client eviction).
     pub clients_mem: Rc<std::cell::Cell<usize>>,
-    /// Serves other clients while a script is busy (the event loop's
-    /// processEventsWhileBlocked, installed by `exec`).
+    /// Serves other clients while a script is busy or the data set loads
+    /// (the event loop's processEventsWhileBlocked, installed by `exec`).
     pub serve_while_busy: fn(&mut ServerState, &mut Store),
     /// The clients in MONITOR mode.
     pub monitors: Vec<u64>,
@@ -169,8 +192,12 @@ pub struct ServerState {
     pub slowlog: slowlog::SlowLog,
     /// Latency events (LATENCY).
     pub latency: latency::Monitor,
-    /// The data set is being loaded at start-up (Redis's `server.loading`).
+    /// The data set is being loaded at start-up or by DEBUG LOADAOF
+    /// (Redis's `server.loading`): clients get -LOADING but for the
+    /// commands flagged `loading`.
     pub loading: bool,
+    /// How far the load has come (INFO's `loading_*` figures).
+    pub load_progress: LoadProgress,
     /// The active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: bool,
     /// The cluster, with `cluster-enabled yes`.
@@ -370,6 +397,7 @@ impl ServerState {
             slowlog: slowlog::SlowLog::default(),
             latency: latency::Monitor::default(),
             loading: false,
+            load_progress: LoadProgress::default(),
             active_expire: true,
             cluster: None,
             migrate_sockets: HashMap::new(),

@@ -470,3 +470,116 @@ fn bitmaps_hlls_and_geo_sets_move_between_redis_and_ferrokv() {
     let loaded = spawn_redis_with(&["--dir", &back.s(), "--dbfilename", "ours.rdb"]);
     assert_eq!(answers(loaded.port), want, "ferrokv's file in redis");
 }
+
+/// What a client sees of a server loading its data set at start: INFO's
+/// loading figures (names), and the replies to commands with and without
+/// the `loading` flag, a transaction's included.
+fn seen_while_loading(r: &mut Raw) -> Vec<String> {
+    let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+    let mut seen: Vec<String> = info
+        .lines()
+        .filter(|l| l.starts_with("loading"))
+        .map(|l| {
+            if l == "loading:1" {
+                l.to_string()
+            } else {
+                l.split(':').next().unwrap_or("").to_string()
+            }
+        })
+        .collect();
+    for args in [
+        &["PING"][..],
+        &["DBSIZE"],
+        &["GET", "key:1"],
+        &["CONFIG", "GET", "loading-process-events-interval-bytes"],
+        &["MULTI"],
+        &["SET", "a", "b"],
+        &["EXEC"],
+        &["CLIENT", "SETNAME", "loader"],
+    ] {
+        seen.push(String::from_utf8_lossy(&r.cmd_str(args)).into_owned());
+    }
+    seen
+}
+
+/// While the data set loads at start, ferrokv, like redis-server, accepts
+/// clients, reports `loading:1` with the `loading_*` figures, answers
+/// -LOADING to commands not flagged `loading` (and so aborts an open
+/// MULTI), and runs those flagged; a SIGTERM then stops the load, the
+/// process exits 0 and the file is left as it was (nothing is saved, save
+/// rules or not).
+#[test]
+fn clients_are_served_while_loading_as_redis() {
+    let src = TempDir::new("load-src");
+    let image = {
+        let dir = src.path().to_str().expect("utf8").to_string();
+        let redis = spawn_redis_with(&[
+            "--dir",
+            &dir,
+            "--rdbcompression",
+            "no",
+            "--enable-debug-command",
+            "yes",
+        ]);
+        let mut r = Raw::connect(redis.port);
+        assert_eq!(
+            r.cmd_str(&["DEBUG", "POPULATE", "20000", "key", "1000"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+        std::fs::read(src.path().join("dump.rdb")).expect("redis-server wrote dump.rdb")
+    };
+    let (ours_dir, redis_dir) = (TempDir::new("load-ours"), TempDir::new("load-redis"));
+    for d in [&ours_dir, &redis_dir] {
+        std::fs::write(d.path().join("dump.rdb"), &image).expect("write the image");
+    }
+    // 20,000 keys at 500 µs each: a load of about ten seconds.
+    let args = |d: &TempDir| -> Vec<String> {
+        [
+            "--dir",
+            d.path().to_str().expect("utf8"),
+            "--key-load-delay",
+            "500",
+            "--loading-process-events-interval-bytes",
+            "1024",
+            "--save",
+            "1 1",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let ours_args = args(&ours_dir);
+    let redis_args = args(&redis_dir);
+    let mut ours =
+        spawn_ferrokv_process_with(&ours_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut redis = spawn_redis_with(&redis_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let a = seen_while_loading(&mut Raw::connect(ours.port));
+    let b = seen_while_loading(&mut Raw::connect(redis.port));
+    assert_eq!(a, b, "ferrokv, then redis-server");
+    assert_eq!(a[0], "loading:1");
+    assert!(
+        a.iter()
+            .any(|l| l.starts_with("-LOADING Redis is loading the dataset in memory")),
+        "{a:?}"
+    );
+    // SAFETY: kill(2) on the two servers this test started.
+    unsafe {
+        libc::kill(ours.pid() as i32, libc::SIGTERM);
+        libc::kill(redis.pid() as i32, libc::SIGTERM);
+    }
+    for (status, d) in [
+        (ours.wait_exit(Duration::from_secs(10)), &ours_dir),
+        (redis.wait_exit(Duration::from_secs(10)), &redis_dir),
+    ] {
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(0),
+            "{}",
+            d.path().display()
+        );
+        assert!(
+            std::fs::read(d.path().join("dump.rdb")).expect("file") == image,
+            "nothing saved"
+        );
+    }
+}

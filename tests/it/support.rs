@@ -175,6 +175,21 @@ impl RedisServer {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Its exit status once it exits within `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        wait_exit(&mut self.child, deadline)
+    }
+}
+
+/// `child`'s exit status once it exits within `deadline`.
+pub fn wait_exit(child: &mut Child, deadline: Duration) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    wait_until(deadline, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    status
 }
 
 /// The ferrokv binary running as a process of its own, killed on drop.
@@ -193,6 +208,11 @@ impl FerrokvProcess {
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Its exit status once it exits within `deadline`.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        wait_exit(&mut self.child, deadline)
     }
 }
 

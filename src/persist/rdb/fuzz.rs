@@ -82,6 +82,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
             verify_checksum: verify,
             now_ms: 1_000,
             key_delay_us: 0,
+            events_interval: 0,
         },
     )
     .map(|r| r.keys_loaded)
@@ -181,6 +182,7 @@ fn legacy_records_and_duplicates() {
             verify_checksum: true,
             now_ms: now,
             key_delay_us: 0,
+            events_interval: 0,
         },
     )
     .expect("loads");
@@ -244,6 +246,7 @@ fn compact_encodings_load_as_redis_has_them() {
             verify_checksum: true,
             now_ms: 1_000,
             key_delay_us: 0,
+            events_interval: 0,
         },
     )
     .expect("loads");

@@ -388,6 +388,10 @@ pub struct LoadOptions {
     /// `key-load-delay`: microseconds to wait after each key (a test hook
     /// that keeps a load in progress long enough to observe).
     pub key_delay_us: i64,
+    /// `loading-process-events-interval-bytes`: the progress hook of
+    /// [`load_rdb_with`] is called each time the load crosses a multiple
+    /// of it (0: never).
+    pub events_interval: u64,
 }
 
 /// What a load found.
@@ -411,6 +415,20 @@ pub fn load_rdb(
     store: &mut Store,
     opts: LoadOptions,
 ) -> Result<LoadReport, LoadError> {
+    load_rdb_with(data, store, opts, &mut |_, _| true)
+}
+
+/// [`load_rdb`], calling `progress` with the store and the bytes read
+/// since its last call whenever the load crosses a multiple of
+/// `opts.events_interval` (Redis's rdbLoadProgressCallback, where the
+/// server serves its clients); `progress` answering false stops the load.
+pub fn load_rdb_with(
+    data: &[u8],
+    store: &mut Store,
+    opts: LoadOptions,
+    progress: &mut dyn FnMut(&mut Store, u64) -> bool,
+) -> Result<LoadReport, LoadError> {
+    let mut reported = 0usize;
     let mut d = Dec::new(data);
     let mut report = LoadReport::default();
     let magic = d.take(9)?;
@@ -533,6 +551,16 @@ pub fn load_rdb(
         report.keys_loaded += 1;
         if opts.key_delay_us != 0 {
             crate::util::clock::debug_delay(opts.key_delay_us);
+        }
+        let interval = opts.events_interval as usize;
+        if interval != 0 && d.pos / interval > reported / interval {
+            if !progress(store, (d.pos - reported) as u64) {
+                return Err(LoadError {
+                    offset: d.pos,
+                    reason: "loading stopped".into(),
+                });
+            }
+            reported = d.pos;
         }
     }
     let sum_end = d.pos;
