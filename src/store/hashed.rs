@@ -96,7 +96,7 @@ type Link<V> = Option<Box<Node<V>>>;
 pub struct HashedMap<V> {
     /// `[0]` the table (the old one while rehashing); `[1]` the new one
     /// while rehashing, empty otherwise.
-    tables: [Vec<Link<V>>; 2],
+    tables: [Box<[Link<V>]>; 2],
     /// Entries in each table.
     used: [usize; 2],
     /// While rehashing, the buckets of table 0 before this one are moved.
@@ -106,7 +106,7 @@ pub struct HashedMap<V> {
 impl<V> Default for HashedMap<V> {
     fn default() -> Self {
         HashedMap {
-            tables: [Vec::new(), Vec::new()],
+            tables: [Box::default(), Box::default()],
             used: [0, 0],
             rehash_at: 0,
         }
@@ -136,10 +136,8 @@ fn chain_link<'a, V>(mut link: &'a mut Link<V>, key: &[u8]) -> &'a mut Link<V> {
     link
 }
 
-fn empty_table<V>(n: usize) -> Vec<Link<V>> {
-    let mut t = Vec::with_capacity(n);
-    t.resize_with(n, || None);
-    t
+fn empty_table<V>(n: usize) -> Box<[Link<V>]> {
+    std::iter::repeat_with(|| None).take(n).collect()
 }
 
 /// Frees a chain without recursing once per node.
