@@ -110,44 +110,64 @@ def throughput(args, name):
 
 
 def del_latency(args):
+    """One DEL per started server (a fresh 10,000,000-member set each
+    time), `--rounds` times, servers interleaved; a line per DEL, then the
+    medians."""
+    answered = {"ferrokv": [], "redis": []}
+    p99s = {"ferrokv": [], "redis": []}
+    for _ in range(args.rounds):
+        for kind in ("ferrokv", "redis"):
+            del_ms, p99 = del_once(args, kind)
+            answered[kind].append(del_ms)
+            p99s[kind].append(p99)
     for kind in ("ferrokv", "redis"):
-        proc, port = start(kind, args.ferrokv, ["--lazyfree-lazy-user-del", "yes"])
-        try:
-            n = 10_000_000
-            mem.pipeline(port, (mem.enc("SADD", "bigset", *[b"m%d" % (i * 1000 + j) for j in range(1000)])
-                                for i in range(n // 1000)), batch=20)
-            samples = []
-            done = threading.Event()
+        a, p = answered[kind], p99s[kind]
+        print(f"DEL median  {kind:8} answered in {statistics.median(a):.3f} ms "
+              f"[{min(a):.3f}-{max(a):.3f}]; PING p99 meanwhile {statistics.median(p):.3f} ms "
+              f"[{min(p):.3f}-{max(p):.3f}]")
 
-            def probe():
-                s = socket.create_connection(("127.0.0.1", port))
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                while not done.is_set():
-                    t = time.perf_counter()
-                    s.sendall(b"PING\r\n")
-                    s.recv(64)
-                    samples.append((time.perf_counter() - t) * 1000)
-                s.close()
 
-            th = threading.Thread(target=probe)
-            th.start()
-            time.sleep(0.5)
-            before = len(samples)
-            c = socket.create_connection(("127.0.0.1", port))
-            t = time.perf_counter()
-            c.sendall(mem.enc("DEL", "bigset"))
-            reply = c.recv(64)
-            del_ms = (time.perf_counter() - t) * 1000
-            time.sleep(1.0)
-            done.set()
-            th.join()
-            during = sorted(samples[before:])
-            p99 = during[int(len(during) * 0.99)] if during else float("nan")
-            print(f"DEL of a 10,000,000-member set  {kind:8} answered {reply.strip().decode()} in "
-                  f"{del_ms:.3f} ms; PING meanwhile: p99 {p99:.3f} ms, max {during[-1]:.3f} ms "
-                  f"({len(during)} pings)")
-        finally:
-            stop(proc)
+def del_once(args, kind):
+    """One DEL of a fresh 10,000,000-member set on a new `kind` server,
+    with a client PINGing meanwhile: (answer ms, PING p99 ms)."""
+    proc, port = start(kind, args.ferrokv, ["--lazyfree-lazy-user-del", "yes"])
+    try:
+        n = 10_000_000
+        mem.pipeline(port, (mem.enc("SADD", "bigset", *[b"m%d" % (i * 1000 + j) for j in range(1000)])
+                            for i in range(n // 1000)), batch=20)
+        samples = []
+        done = threading.Event()
+
+        def probe():
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while not done.is_set():
+                t = time.perf_counter()
+                s.sendall(b"PING\r\n")
+                s.recv(64)
+                samples.append((time.perf_counter() - t) * 1000)
+            s.close()
+
+        th = threading.Thread(target=probe)
+        th.start()
+        time.sleep(0.5)
+        before = len(samples)
+        c = socket.create_connection(("127.0.0.1", port))
+        t = time.perf_counter()
+        c.sendall(mem.enc("DEL", "bigset"))
+        reply = c.recv(64)
+        del_ms = (time.perf_counter() - t) * 1000
+        time.sleep(1.0)
+        done.set()
+        th.join()
+        during = sorted(samples[before:])
+        p99 = during[int(len(during) * 0.99)] if during else float("nan")
+        print(f"DEL of a 10,000,000-member set  {kind:8} answered {reply.strip().decode()} in "
+              f"{del_ms:.3f} ms; PING meanwhile: p99 {p99:.3f} ms, max {during[-1]:.3f} ms "
+              f"({len(during)} pings)", flush=True)
+        return del_ms, p99
+    finally:
+        stop(proc)
 
 
 def main():

@@ -81,7 +81,6 @@ impl Executor {
     pub fn attach_net(&mut self, net: Rc<RefCell<crate::net::event_loop::Net>>) {
         self.server.clients_mem = net.borrow().clients_mem();
         self.server.net = Some(net);
-        self.server.serve_while_busy = busy::serve_while_busy;
     }
 
     /// Runs the event loop until SHUTDOWN or a signal: poll the sockets,
