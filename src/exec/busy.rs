@@ -44,6 +44,9 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
             Request::Disconnect { id } => {
                 server.blocking.forget(id);
                 server.forget_disconnected(id);
+                server.repl.forget(id);
+                server.monitors.retain(|&m| m != id);
+                store.watches.unwatch_all(id);
                 if let Some(run) = &run {
                     if server.clients.remove(&id).is_none() && id == run.caller_id.get() {
                         // The script's caller went away: close it once the
