@@ -127,7 +127,7 @@ impl Hash {
         }
     }
 
-    /// Every field and value, in listpack order or hash order.
+    /// Every field and value, in listpack order or bucket order.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
             Hash::Listpack(p) => Box::new(pairs(p)),

@@ -126,7 +126,7 @@ impl Set {
         }
     }
 
-    /// Every member, ascending for an intset, hash order for a table.
+    /// Every member, ascending for an intset, bucket order for a table.
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             Set::Intset(v) => Box::new(v.iter().map(Member::Int)),
