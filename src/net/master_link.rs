@@ -114,24 +114,40 @@ impl Handshake {
     }
 }
 
+/// Most of a snapshot's announced length reserved before its bytes
+/// arrive: a master's `$<length>` is not trusted with an allocation.
+const PAYLOAD_RESERVE_MAX: usize = 64 * 1024 * 1024;
+
 /// Reads lines and payloads off the socket through one buffer.
-struct Reader {
-    sock: TcpStream,
+struct Reader<S> {
+    sock: S,
     buf: Vec<u8>,
     pos: usize,
+    /// Each read's landing place, zeroed once rather than per read.
+    chunk: Box<[u8]>,
 }
 
-impl Reader {
+impl<S> Reader<S> {
+    fn new(sock: S) -> Self {
+        Reader {
+            sock,
+            buf: Vec::new(),
+            pos: 0,
+            chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
+        }
+    }
+}
+
+impl<S: Read + Write> Reader<S> {
     fn fill(&mut self) -> Result<(), String> {
         if self.pos > 0 && self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
         }
-        let mut chunk = [0u8; 16 * 1024];
-        match self.sock.read(&mut chunk) {
+        match self.sock.read(&mut self.chunk) {
             Ok(0) => Err("connection closed by the master".into()),
             Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
+                self.buf.extend_from_slice(&self.chunk[..n]);
                 Ok(())
             }
             Err(e) => Err(format!("reading from the master: {e}")),
@@ -157,7 +173,7 @@ impl Reader {
 
     /// Exactly `n` bytes.
     fn exact(&mut self, n: usize) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n.min(PAYLOAD_RESERVE_MAX));
         loop {
             let take = (self.buf.len() - self.pos).min(n - out.len());
             out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
@@ -212,11 +228,37 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     sock.set_write_timeout(Some(conf.timeout))
         .map_err(|e| e.to_string())?;
     let _ = sock.set_nodelay(true);
-    let mut r = Reader {
+    let mut r = Reader::new(sock);
+    let synced = converse(&mut r, conf, reached)?;
+    let leftover = r.buf[r.pos..].to_vec();
+    let sock = r.sock;
+    sock.set_read_timeout(None).map_err(|e| e.to_string())?;
+    sock.set_write_timeout(None).map_err(|e| e.to_string())?;
+    Ok(Linked {
         sock,
-        buf: Vec::new(),
-        pos: 0,
-    };
+        leftover,
+        synced,
+    })
+}
+
+/// Runs the handshake over any byte stream, as [`Handshake`] does over its
+/// socket: returns what PSYNC gave and the stream bytes read past it. The
+/// fuzz target `repl_handshake` plays the master through this.
+pub fn handshake_over<S: Read + Write>(
+    sock: S,
+    conf: &HandshakeConf,
+) -> Result<(Synced, Vec<u8>), String> {
+    let mut r = Reader::new(sock);
+    let synced = converse(&mut r, conf, &AtomicU8::new(stage::HANDSHAKE))?;
+    Ok((synced, r.buf[r.pos..].to_vec()))
+}
+
+/// The conversation with the master, from PING to the end of the snapshot.
+fn converse<S: Read + Write>(
+    r: &mut Reader<S>,
+    conf: &HandshakeConf,
+    reached: &AtomicU8,
+) -> Result<Synced, String> {
     // A master that wants a password answers PING with -NOAUTH; that is
     // still a live master (Redis accepts -NOPERM and this -ERR too).
     let pong = r.ask(&[b"PING"])?;
@@ -288,7 +330,7 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
             .ok_or_else(|| format!("bad FULLRESYNC reply: '{reply}'"))?;
         tracing::info!("Full resync from master: {id}:{offset}");
         reached.store(stage::TRANSFER, Ordering::Relaxed);
-        let rdb = read_payload(&mut r)?;
+        let rdb = read_payload(r)?;
         Synced::Full {
             replid: id,
             offset,
@@ -303,21 +345,13 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     } else {
         return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
     };
-    let leftover = r.buf[r.pos..].to_vec();
-    let sock = r.sock;
-    sock.set_read_timeout(None).map_err(|e| e.to_string())?;
-    sock.set_write_timeout(None).map_err(|e| e.to_string())?;
-    Ok(Linked {
-        sock,
-        leftover,
-        synced,
-    })
+    Ok(synced)
 }
 
 /// The snapshot after `+FULLRESYNC`: newlines the master sends while it
 /// prepares, then `$<length>` and the bytes, or `$EOF:<40-byte mark>`, the
 /// bytes and the mark.
-fn read_payload(r: &mut Reader) -> Result<Vec<u8>, String> {
+fn read_payload<S: Read + Write>(r: &mut Reader<S>) -> Result<Vec<u8>, String> {
     let header = loop {
         let line = r.line()?;
         if !line.is_empty() {

@@ -82,6 +82,11 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
             ))
         }
     };
+    parse_manifest(&text).map(Some)
+}
+
+/// Parses a manifest's text (the fuzz target `aof_manifest` feeds it).
+pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
     let mut m = Manifest::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -125,7 +130,7 @@ pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
             _ => return Err(format!("Unknown AOF file type {kind} at line {}", n + 1)),
         }
     }
-    Ok(Some(m))
+    Ok(m)
 }
 
 /// The bytes of the files the manifest names (Redis's
@@ -322,6 +327,51 @@ fn replay_file(
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let data =
         std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
+    let Replayed::Cut(cut) = replay_data(store, host, &data, name)? else {
+        return Ok(());
+    };
+    if !truncate_ok {
+        return Err(bad(format!(
+            "Unexpected end of file reading the append only file {name}. You can: 1) Make a \
+             backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) \
+             Alternatively you can set the 'aof-load-truncated' configuration option to yes and \
+             restart the server."
+        )));
+    }
+    tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
+    tracing::warn!("!!! Truncating the AOF {name} at offset {cut} !!!");
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.set_len(cut as u64)?;
+    f.sync_all()?;
+    tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
+    if !last {
+        return Err(bad(
+            "Fatal error: the truncated file is not the last file".into()
+        ));
+    }
+    Ok(())
+}
+
+/// How a file's commands ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replayed {
+    /// Every command was whole and every MULTI reached its EXEC.
+    Whole,
+    /// The file ends inside a command or an open transaction: what follows
+    /// this offset was not applied (aof-load-truncated cuts it).
+    Cut(usize),
+}
+
+/// Replays the commands in one file's bytes through `host`; malformed
+/// bytes refuse the load with Redis's message. The fuzz target `aof_load`
+/// feeds it.
+pub fn replay_data(
+    store: &mut Store,
+    host: &mut dyn LoadHost,
+    data: &[u8],
+    name: &str,
+) -> std::io::Result<Replayed> {
+    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let mut pos = 0;
     let mut reported = 0;
     let mut commands = 0u64;
@@ -335,7 +385,7 @@ fn replay_file(
                 .map_or(data.len(), |i| pos + i + 1);
             continue;
         }
-        match parse_command(&data, pos) {
+        match parse_command(data, pos) {
             Ok((argv, next)) => {
                 let a = argv.argv();
                 if a.get(0).eq_ignore_ascii_case(b"multi") {
@@ -370,32 +420,12 @@ fn replay_file(
         }
     }
     if pos == data.len() && txn_start.is_none() {
-        return Ok(());
+        return Ok(Replayed::Whole);
     }
     if pos == data.len() {
         // Every command is whole, but a MULTI never reached its EXEC: its
         // commands were queued, never applied.
         tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
     }
-    if !truncate_ok {
-        return Err(bad(format!(
-            "Unexpected end of file reading the append only file {name}. You can: 1) Make a \
-             backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) \
-             Alternatively you can set the 'aof-load-truncated' configuration option to yes and \
-             restart the server."
-        )));
-    }
-    let cut = txn_start.unwrap_or(pos);
-    tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
-    tracing::warn!("!!! Truncating the AOF {name} at offset {cut} !!!");
-    let f = std::fs::OpenOptions::new().write(true).open(path)?;
-    f.set_len(cut as u64)?;
-    f.sync_all()?;
-    tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
-    if !last {
-        return Err(bad(
-            "Fatal error: the truncated file is not the last file".into()
-        ));
-    }
-    Ok(())
+    Ok(Replayed::Cut(txn_start.unwrap_or(pos)))
 }

@@ -1,0 +1,51 @@
+//! The compact encodings inside RDB files and RESTORE payloads, each
+//! validated as Redis's `*ValidateIntegrity` functions do with deep
+//! sanitization: listpacks, ziplists, intsets, zipmaps, and the stream
+//! encoding. The first byte picks the decoder.
+
+#![no_main]
+
+use ferrokv::persist::rdb::compact;
+use ferrokv::persist::rdb::load::Dec;
+use ferrokv::persist::rdb::{listpack, stream};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, blob)) = data.split_first() else {
+        return;
+    };
+    match which % 8 {
+        0 => {
+            let mut n = 0usize;
+            let _ = listpack::decode(blob, |e| n += e.len());
+        }
+        1 => {
+            let mut n = 0usize;
+            let _ = listpack::decode_ziplist(blob, |e| n += e.len());
+        }
+        2 => {
+            let _ = compact::intset(blob);
+        }
+        3 => {
+            if let Ok(items) = compact::zipmap(blob) {
+                let _ = compact::hash(&items, true);
+            }
+        }
+        4 => {
+            if let Ok(items) = compact::elements(blob, false) {
+                let _ = compact::hash(&items, false);
+            }
+        }
+        5 => {
+            if let Ok(items) = compact::elements(blob, true) {
+                let _ = compact::zset(&items);
+            }
+        }
+        6 => {
+            let _ = stream::load(&mut Dec::new(blob), true);
+        }
+        _ => {
+            let _ = stream::load(&mut Dec::new(blob), false);
+        }
+    }
+});
