@@ -27,10 +27,33 @@ use libfuzzer_sys::fuzz_target;
 /// First arguments not run: they save, fork, connect, change the
 /// configuration, or run scripts that may loop forever.
 const SKIPPED: &[&[u8]] = &[
-    b"acl", b"bgrewriteaof", b"bgsave", b"client", b"cluster", b"config", b"debug",
-    b"eval", b"eval_ro", b"evalsha", b"evalsha_ro", b"failover", b"fcall", b"fcall_ro",
-    b"function", b"migrate", b"module", b"monitor", b"psync", b"replconf", b"replicaof",
-    b"save", b"script", b"shutdown", b"slaveof", b"sync", b"wait",
+    b"acl",
+    b"bgrewriteaof",
+    b"bgsave",
+    b"client",
+    b"cluster",
+    b"config",
+    b"debug",
+    b"eval",
+    b"eval_ro",
+    b"evalsha",
+    b"evalsha_ro",
+    b"failover",
+    b"fcall",
+    b"fcall_ro",
+    b"function",
+    b"migrate",
+    b"module",
+    b"monitor",
+    b"psync",
+    b"replconf",
+    b"replicaof",
+    b"save",
+    b"script",
+    b"shutdown",
+    b"slaveof",
+    b"sync",
+    b"wait",
 ];
 
 struct Host<'a> {
@@ -47,7 +70,14 @@ impl LoadHost for Host<'_> {
             return;
         }
         let Executor { server, store, .. } = &mut *self.exec;
-        call(server, store, &mut self.client, argv, &mut self.out, Caller::Aof);
+        call(
+            server,
+            store,
+            &mut self.client,
+            argv,
+            &mut self.out,
+            Caller::Aof,
+        );
         server.blocking.pending = None;
         self.out.clear();
         self.ran += 1;
@@ -89,7 +119,14 @@ fuzz_target!(|data: &[u8]| {
             let Executor { server, store, .. } = &mut *exec;
             let mut client = Client::internal();
             let mut out = Vec::new();
-            call(server, store, &mut client, flush.argv(), &mut out, Caller::Aof);
+            call(
+                server,
+                store,
+                &mut client,
+                flush.argv(),
+                &mut out,
+                Caller::Aof,
+            );
         }
     });
 });

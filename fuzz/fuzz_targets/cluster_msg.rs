@@ -13,5 +13,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let bytes = encode(&header, &body);
     let (h2, b2) = decode(&bytes).expect("a message ferrokv encoded decodes");
-    assert_eq!(encode(&h2, &b2), bytes, "encode, decode, encode is not stable");
+    assert_eq!(
+        encode(&h2, &b2),
+        bytes,
+        "encode, decode, encode is not stable"
+    );
 });

@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut dense = v.clone();
     if hll::to_dense(&mut dense).is_ok() {
-        assert!(hll::is_hll(&dense), "sparse to dense left a value that is not an HLL");
+        assert!(
+            hll::is_hll(&dense),
+            "sparse to dense left a value that is not an HLL"
+        );
         hll::count(&dense).expect("a dense HLL ferrokv made counts");
     }
 });

@@ -7,8 +7,8 @@
 
 #![no_main]
 
-use ferrokv::persist::rdb::load::{payload_value, verify_payload};
 use ferrokv::cmd::debug::digest_value;
+use ferrokv::persist::rdb::load::{payload_value, verify_payload};
 use ferrokv::persist::rdb::save::dump_payload;
 use libfuzzer_sys::fuzz_target;
 
@@ -18,7 +18,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let dumped = dump_payload(&value, true);
-    assert!(verify_payload(&dumped), "a payload ferrokv dumped fails its own check");
+    assert!(
+        verify_payload(&dumped),
+        "a payload ferrokv dumped fails its own check"
+    );
     let again = payload_value(&dumped).expect("a payload ferrokv dumped decodes");
     assert_eq!(
         digest_value(&again),
