@@ -8,8 +8,9 @@ recording proxy.
     scripts/fuzz-seeds.py --check    # exit 1 if a target has no seeds
 
 Needs redis-server, redis-cli and redis-benchmark (7.0) on PATH. Seeds are
-named by their SHA-1, as libFuzzer names its corpus files, so running the
-script again adds nothing twice.
+named by their SHA-1, as libFuzzer names its corpus files; the script
+rewrites fuzz/seeds/ whole. Inputs that once crashed a target are kept in
+fuzz/regressions/TARGET/, which this script leaves alone.
 """
 
 import argparse
@@ -104,7 +105,7 @@ class Server:
             ["redis-server", "--port", str(self.port), "--dir", self.dir, "--save", "",
              "--daemonize", "no", "--logfile", os.path.join(self.dir, "log"), *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while True:
             try:
                 self.c = Conn(self.port)
@@ -511,6 +512,47 @@ def configs(seeds, srv):
         proc.wait()
 
 
+def dicts(srv):
+    """libFuzzer dictionaries (fuzz/dicts/TARGET.dict): command names,
+    subcommands and argument tokens from COMMAND DOCS for the targets that
+    run commands, directive names from CONFIG GET * for config files."""
+    words = set()
+
+    def tokens(args):
+        for a in args or []:
+            if isinstance(a, list):
+                d = dict(zip(a[0::2], a[1::2]))
+                if d.get(b"token"):
+                    words.add(d[b"token"])
+                tokens(d.get(b"arguments"))
+
+    docs = srv.c("COMMAND", "DOCS")
+    for name, doc in zip(docs[0::2], docs[1::2]):
+        words.update(name.split(b"|"))
+        d = dict(zip(doc[0::2], doc[1::2]))
+        tokens(d.get(b"arguments"))
+        subs = d.get(b"subcommands") or []
+        for sub, sdoc in zip(subs[0::2], subs[1::2]):
+            words.update(sub.split(b"|"))
+            sd = dict(zip(sdoc[0::2], sdoc[1::2]))
+            tokens(sd.get(b"arguments"))
+    directives = set(srv.c("CONFIG", "GET", "*")[0::2])
+    os.makedirs(os.path.join(ROOT, "fuzz", "dicts"), exist_ok=True)
+
+    def write(target, items, extra=()):
+        with open(os.path.join(ROOT, "fuzz", "dicts", target + ".dict"), "w") as f:
+            for w in sorted(set(items)) + list(extra):
+                esc = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "\\x%02x" % ord(c)
+                              for c in w.decode("latin-1"))
+                f.write('"%s"\n' % esc)
+
+    resp = [b"\r\n", b"*1\r\n$", b"*2\r\n", b"*3\r\n", b"$-1\r\n"]
+    write("request", words, [w.decode() and w for w in resp])
+    write("aof_load", words, resp)
+    write("config_file", directives, [b"yes", b"no", b"include", b"rename-command", b"user", b"save"])
+    return len(words), len(directives)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="only check every target has seeds")
@@ -522,6 +564,10 @@ def main():
             print("no seeds for: " + " ".join(empty))
             return 1
         return 0
+    # The seeds are rewritten whole: files carry timestamps, so a second
+    # run would otherwise add near-copies. Crash inputs live apart, in
+    # fuzz/regressions/.
+    shutil.rmtree(SEEDS, ignore_errors=True)
     seeds = Seeds()
     srv = Server("--appendonly", "no")
     try:
@@ -531,6 +577,7 @@ def main():
         requests(seeds, srv)
         lua(seeds, srv)
         configs(seeds, srv)
+        nwords, ndirectives = dicts(srv)
     finally:
         srv.stop()
     aof_files(seeds)
@@ -538,6 +585,7 @@ def main():
     cluster(seeds)
     for t in TARGETS:
         print("%-16s %d seeds" % (t, seeds.counts.get(t, 0)))
+    print("dictionaries: %d command words, %d directives" % (nwords, ndirectives))
     return 0
 
 

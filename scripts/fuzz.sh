@@ -10,14 +10,17 @@
 #   scripts/fuzz.sh list                   the targets
 #
 # Seeds (fuzz/seeds/TARGET, written by scripts/fuzz-seeds.py from what
-# redis-server 7.0 and real clients produce) are read, never written: what
-# a run finds grows fuzz/corpus/TARGET (ignored by git). A crash lands in
-# fuzz/artifacts/TARGET; once fixed, copy it into fuzz/seeds/TARGET so that
-# every smoke run replays it.
+# redis-server 7.0 and real clients produce) and past crash inputs
+# (fuzz/regressions/TARGET) are read, never written: what a run finds grows
+# fuzz/corpus/TARGET (ignored by git). A crash lands in fuzz/artifacts/;
+# once fixed, copy it into fuzz/regressions/TARGET so that every smoke run
+# replays it. Dictionaries (fuzz/dicts/TARGET.dict: command words,
+# directive names) are passed where one exists.
 #
-# Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`);
-# without them the smoke run says so and stops (exit 0 only with
-# FUZZ_OPTIONAL=1).
+# Needs the nightly toolchain (and a C++ compiler for libFuzzer); without
+# it the smoke run says so and fails (exit 0 only with FUZZ_OPTIONAL=1).
+# The builds are cargo fuzz's; `cargo +nightly fuzz run TARGET` and
+# `cargo fuzz coverage` work on the same targets.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
@@ -28,13 +31,24 @@ TARGETS=(request rdb_load restore aof_load aof_manifest cluster_msg repl_handsha
 MAX_LEN=65536
 
 have_tools() {
-  rustup toolchain list 2>/dev/null | grep -q '^nightly' && cargo fuzz --version >/dev/null 2>&1
+  rustup toolchain list 2>/dev/null | grep -q '^nightly'
 }
 
+TRIPLE=x86_64-unknown-linux-gnu
+# What `cargo fuzz build` passes: coverage for libFuzzer, AddressSanitizer,
+# debug assertions (the keyspace's layout checks among them).
+SANCOV="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address -Cdebug-assertions"
+# `run` builds as cargo fuzz does (the release profile, one codegen unit);
+# `smoke` with the quicker-to-build smoke profile.
+PROFILE=release
+
 build() {
-  local blog
+  local blog flags="$SANCOV"
+  [ "$PROFILE" = release ] && flags="$flags -Ccodegen-units=1"
   blog="$(mktemp)"
-  if ! cargo +nightly fuzz build >"$blog" 2>&1; then
+  if ! RUSTFLAGS="$flags" cargo +nightly build --profile "$PROFILE" --target $TRIPLE --bins >"$blog" 2>&1; then
     cat "$blog"
     rm -f "$blog"
     exit 1
@@ -43,7 +57,14 @@ build() {
 }
 
 binary() {
-  echo "target/x86_64-unknown-linux-gnu/release/$1"
+  echo "target/$TRIPLE/$PROFILE/$1"
+}
+
+# The input folders and options of target $1.
+inputs() {
+  mkdir -p "corpus/$1" "regressions/$1"
+  echo "corpus/$1 seeds/$1 regressions/$1"
+  if [ -f "dicts/$1.dict" ]; then echo "-dict=dicts/$1.dict"; fi
 }
 
 case "${1:-}" in
@@ -52,17 +73,18 @@ case "${1:-}" in
     ;;
   smoke)
     secs="${2:-5}"
+    PROFILE=smoke
     if ! have_tools; then
-      echo "fuzz smoke: the nightly toolchain or cargo-fuzz is missing"
+      echo "fuzz smoke: the nightly toolchain is missing"
       [ "${FUZZ_OPTIONAL:-0}" = 1 ] && exit 0
       exit 1
     fi
     build
     status=0
     for t in "${TARGETS[@]}"; do
-      mkdir -p "corpus/$t"
       log="$(mktemp)"
-      if "$(binary "$t")" "corpus/$t" "seeds/$t" -max_total_time="$secs" -max_len=$MAX_LEN \
+      # shellcheck disable=SC2046
+      if "$(binary "$t")" $(inputs "$t") -max_total_time="$secs" -max_len=$MAX_LEN \
            -timeout=10 -rss_limit_mb=4096 -artifact_prefix="artifacts/$t-" >"$log" 2>&1; then
         echo "fuzz smoke $t: ok, $(grep -Eo 'Done [0-9]+ runs' "$log" | tail -1 | cut -d' ' -f2) runs"
       else
@@ -79,11 +101,12 @@ case "${1:-}" in
     secs="${3:-600}"
     jobs="${4:-1}"
     build
-    mkdir -p "corpus/$t" artifacts
+    mkdir -p artifacts
     log="artifacts/$t.log"
     start=$(date +%s)
     rc=0
-    "$(binary "$t")" "corpus/$t" "seeds/$t" -max_total_time="$secs" -runs=10000000 \
+    # shellcheck disable=SC2046
+    "$(binary "$t")" $(inputs "$t") -max_total_time="$secs" -runs=10000000 \
       -max_len=$MAX_LEN -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="artifacts/$t-" >"$log" 2>&1 || rc=$?
     end=$(date +%s)

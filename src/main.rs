@@ -1,9 +1,15 @@
 //! The `ferrokv` binary: parse the command line like redis-server, load the
 //! configuration, start the server, wait for SHUTDOWN or a signal.
 
-#[cfg(not(target_env = "msvc"))]
+// Under a sanitizer the system allocator stays, so the sanitizer sees
+// every allocation.
+#[cfg(not(any(target_env = "msvc", ferrokv_sanitize)))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(ferrokv_sanitize)]
+#[global_allocator]
+static GLOBAL: ferrokv::util::counting_alloc::Counting = ferrokv::util::counting_alloc::Counting;
 
 use ferrokv::config::cli::{self, Action};
 use ferrokv::config::{file, Config};

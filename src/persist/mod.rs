@@ -148,15 +148,7 @@ pub fn rdb_path(config: &Config) -> PathBuf {
 
 /// Bytes allocated, for the `used-mem` AUX field.
 fn used_memory() -> u64 {
-    #[cfg(not(target_env = "msvc"))]
-    {
-        let _ = tikv_jemalloc_ctl::epoch::advance();
-        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
-    }
-    #[cfg(target_env = "msvc")]
-    {
-        0
-    }
+    crate::util::counting_alloc::allocated()
 }
 
 /// The options of an RDB save under `config`.

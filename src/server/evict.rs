@@ -101,7 +101,7 @@ impl Memory {
 }
 
 /// Pointers to the calling thread's jemalloc allocation counters.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(not(any(target_env = "msvc", ferrokv_sanitize)))]
 fn thread_counters() -> Option<(*const u64, *const u64)> {
     use tikv_jemalloc_ctl::raw;
     // SAFETY: reading these two mallctl names yields pointers (uint64_t *)
@@ -118,17 +118,15 @@ fn thread_counters() -> Option<(*const u64, *const u64)> {
     None
 }
 
+/// The counting allocator's, in a sanitizer build.
+#[cfg(ferrokv_sanitize)]
+fn thread_counters() -> Option<(*const u64, *const u64)> {
+    crate::util::counting_alloc::thread_counters()
+}
+
 /// The allocator's bytes in use, all threads (jemalloc `stats.allocated`).
 pub fn allocated() -> u64 {
-    #[cfg(not(target_env = "msvc"))]
-    {
-        let _ = tikv_jemalloc_ctl::epoch::advance();
-        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
-    }
-    #[cfg(target_env = "msvc")]
-    {
-        0
-    }
+    crate::util::counting_alloc::allocated()
 }
 
 /// Returns the allocator's dirty pages to the system (MEMORY PURGE, the

@@ -265,12 +265,56 @@ pub(super) unsafe fn next_of(p: *const u8) -> *mut u8 {
     untag(unsafe { *p.cast::<*mut u8>() })
 }
 
+/// Checks the layout's invariants on the entry at `p` (debug builds:
+/// tests, the fuzz targets, the AddressSanitizer build): the address
+/// leaves the flag bits free, the key-length byte and its escape agree,
+/// the expiry marks agree with the TTL flag, an embedded string fits, and
+/// an object or set part is 8-aligned.
+///
+/// # Safety
+/// `p` is a live entry.
+#[cfg(debug_assertions)]
+unsafe fn assert_layout(p: *const u8) {
+    // SAFETY: the caller's entry has its header, key and value parts.
+    unsafe {
+        debug_assert_eq!(p.addr() & FLAGS, 0, "entry address is not 8-aligned");
+        let word = (*p.cast::<*mut u8>()).addr();
+        let kbyte = *p.add(HEAD);
+        let (key_at, klen) = key_span(p);
+        if kbyte & !WIDE_TTL == LONG_KEY {
+            debug_assert!(
+                klen >= usize::from(LONG_KEY),
+                "long-key escape on a short key"
+            );
+        }
+        debug_assert!(
+            word & TTL != 0 || kbyte & WIDE_TTL == 0,
+            "wide expiry mark without a TTL"
+        );
+        let kind = word & KIND;
+        let at = value_start(kind, key_at + klen + ttl_len(p));
+        match kind {
+            EMB => debug_assert!(
+                usize::from(*p.add(at)) <= EMB_MAX,
+                "embedded string too long"
+            ),
+            OBJ | SET => debug_assert_eq!(at % 8, 0, "value part is not 8-aligned"),
+            _ => {}
+        }
+    }
+}
+
 /// The entry at `p`.
 ///
 /// # Safety
 /// `p` is a live entry not mutably borrowed for `'a`.
 #[inline(always)]
 pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
+    #[cfg(debug_assertions)]
+    // SAFETY: per the caller.
+    unsafe {
+        assert_layout(p)
+    };
     // SAFETY: the fat pointer spans the entry's bytes, within its
     // allocation (rounded up to 8, as the reference's size is).
     unsafe { &*(ptr::slice_from_raw_parts(p, end_of(p) - HEAD) as *const Entry) }
@@ -282,6 +326,11 @@ pub(super) unsafe fn entry_ref<'a>(p: *const u8) -> &'a Entry {
 /// `p` is a live entry not otherwise borrowed for `'a`.
 #[inline(always)]
 pub(super) unsafe fn entry_mut<'a>(p: *mut u8) -> &'a mut Entry {
+    #[cfg(debug_assertions)]
+    // SAFETY: per the caller.
+    unsafe {
+        assert_layout(p)
+    };
     // SAFETY: as entry_ref.
     unsafe { &mut *(ptr::slice_from_raw_parts_mut(p, end_of(p) - HEAD) as *mut Entry) }
 }
@@ -350,6 +399,11 @@ fn alloc_entry(
             Incoming::Value(Value::Set(s)) if kind == SET => v.cast::<Set>().write(s),
             Incoming::Value(Value::Str(s)) if kind == EMB => embed(s.as_slice()),
             other => v.cast::<Value>().write(other.into_value()),
+        }
+        #[cfg(debug_assertions)]
+        {
+            assert_layout(p);
+            debug_assert_eq!(end_of(p), end, "the header decodes to another size");
         }
         p
     }

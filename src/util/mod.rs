@@ -2,6 +2,7 @@
 //! matching, `sdssplitargs` and `sdscatrepr`, the clock and the
 //! rate-limit algorithm.
 pub mod clock;
+pub mod counting_alloc;
 pub mod crc16;
 pub mod gcra;
 pub mod geohash;
