@@ -316,3 +316,12 @@ fn compact_encodings_load_as_redis_has_them() {
     let e = load(&file(b"0010", &[&dup]), true).expect_err("duplicate refused");
     assert_eq!(e, "at offset 12: duplicate field in a pairs encoding");
 }
+
+/// Found by the fuzz target `restore`: a stream whose nodes repeat entry
+/// IDs loaded with fewer entries than it counted, and dumped to another
+/// stream. It is refused.
+#[test]
+fn stream_with_repeated_ids_is_refused() {
+    let payload = include_bytes!("../../../fuzz/regressions/restore/stream-ids-out-of-order");
+    assert!(payload_value(payload).is_none());
+}

@@ -145,6 +145,8 @@ pub fn save(e: &mut Enc, s: &Stream) {
 pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
     let mut s = Stream::default();
     let nodes = d.length()?;
+    // The last entry ID read: IDs ascend through the nodes.
+    let mut prev = None;
     for _ in 0..nodes {
         let at = d.pos;
         let key = d.string()?;
@@ -163,7 +165,7 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
         };
         let mut elems: Vec<Vec<u8>> = Vec::new();
         listpack::decode(&lp, |e| elems.push(e.to_vec())).map_err(bad)?;
-        parse_node(&mut s, master, lp.len(), elems).map_err(bad)?;
+        parse_node(&mut s, master, lp.len(), elems, &mut prev).map_err(bad)?;
     }
     let _length = d.length()?;
     let at = d.pos;
@@ -277,12 +279,17 @@ fn raw8(d: &mut Dec<'_>) -> Result<[u8; 8], LoadError> {
     Ok(k)
 }
 
-/// Rebuilds one node from its listpack elements.
+/// Rebuilds one node from its listpack elements. Entry IDs must ascend
+/// strictly from `prev`, the last one read before: ferrokv keys entries by
+/// ID, so a repeated or misplaced ID would lose entries or leave a node
+/// holding IDs outside its range. (Redis 7.0's deep check does not look
+/// at the order and keeps such a stream, in node order.)
 fn parse_node(
     s: &mut Stream,
     master: StreamId,
     lp_bytes: usize,
     elems: Vec<Vec<u8>>,
+    prev: &mut Option<StreamId>,
 ) -> Result<(), &'static str> {
     let mut it = elems.into_iter();
     let int = |it: &mut std::vec::IntoIter<Vec<u8>>| -> Result<i64, &'static str> {
@@ -317,7 +324,12 @@ fn parse_node(
             }
         }
         int(&mut it)?;
-        entries.push((StreamId::new(ms, seq), flags & FLAG_DELETED != 0, fields));
+        let id = StreamId::new(ms, seq);
+        if prev.is_some_and(|p| id <= p) || id < master {
+            return Err("entry IDs out of order");
+        }
+        *prev = Some(id);
+        entries.push((id, flags & FLAG_DELETED != 0, fields));
     }
     s.load_node(master, master_fields, lp_bytes, entries);
     Ok(())
