@@ -84,7 +84,7 @@ case "${1:-}" in
     for t in "${TARGETS[@]}"; do
       log="$(mktemp)"
       # shellcheck disable=SC2046
-      if "$(binary "$t")" $(inputs "$t") -max_total_time="$secs" -max_len=$MAX_LEN \
+      if "$(binary "$t")" $(inputs "$t") -max_total_time="$secs" -seed=1 -max_len=$MAX_LEN \
            -timeout=10 -rss_limit_mb=4096 -artifact_prefix="artifacts/$t-" >"$log" 2>&1; then
         echo "fuzz smoke $t: ok, $(grep -Eo 'Done [0-9]+ runs' "$log" | tail -1 | cut -d' ' -f2) runs"
       else
