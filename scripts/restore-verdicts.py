@@ -69,7 +69,7 @@ def verdict(c, port, payload):
         c("RESTORE", "k", "0", payload, "REPLACE")
         return "ok", c
     except RuntimeError as e:
-        return str(e).split(" ")[0] + " " + str(e), c
+        return str(e), c
     except (OSError, EOFError):
         return "connection lost", seeds.Conn(port)
 
@@ -90,11 +90,17 @@ def main():
     rp, rc = start(["redis-server"], ports[1], dirs[1])
     same = differ = 0
     accepted = 0
+    # Disagreements by the payload's RDB type byte: (ferrokv only, redis only).
+    by_type = {}
     shown = 0
     try:
         for f in files:
-            with open(f, "rb") as fh:
-                p = with_footer(fh.read())
+            try:
+                with open(f, "rb") as fh:
+                    p = with_footer(fh.read())
+            except FileNotFoundError:
+                # A fuzzer running on the folder dropped it meanwhile.
+                continue
             fv, fc = verdict(fc, ports[0], p)
             rv, rc = verdict(rc, ports[1], p)
             if rp.poll() is not None:
@@ -110,6 +116,8 @@ def main():
                 accepted += fv == "ok"
             else:
                 differ += 1
+                k = by_type.setdefault(p[0], [0, 0])
+                k[0 if fv == "ok" else 1] += 1
                 if shown < args.show:
                     shown += 1
                     print("%s\n  ferrokv: %s\n  redis:   %s" % (f, fv[:120], rv[:120]))
@@ -118,6 +126,8 @@ def main():
         rp.terminate()
         fp.wait()
         rp.wait()
+    for t, (fo, ro) in sorted(by_type.items()):
+        print("  type %3d: accepted by ferrokv only %d, by redis-server only %d" % (t, fo, ro))
     print("payloads: %d, same verdict: %d (%d accepted by both), different: %d"
           % (len(files), same, accepted, differ))
     return 1 if differ else 0

@@ -131,6 +131,12 @@ impl<'a> Dec<'a> {
                 let len = self.length()?;
                 let at = self.pos;
                 let c = self.take(clen)?;
+                // Redis decompresses into a buffer of the announced length:
+                // with 0, lzf_decompress yields 0 bytes, which is what was
+                // asked, so the string loads empty whatever the data.
+                if len == 0 {
+                    return Ok(Str::Bytes(Cow::Borrowed(&[])));
+                }
                 // An LZF run expands at most ~40x (a 3-byte back reference
                 // yields 264 bytes), which bounds what a hostile length may
                 // make us allocate.
