@@ -100,21 +100,25 @@ class Server:
 
     def __init__(self, *args):
         self.dir = tempfile.mkdtemp(prefix="fuzz-seeds-")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--dir", self.dir, "--save", "",
-             "--daemonize", "no", "--logfile", os.path.join(self.dir, "log"), *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        while True:
-            try:
-                self.c = Conn(self.port)
-                self.c("PING")
-                break
-            except (OSError, EOFError, RuntimeError):
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+        # A port picked free may be taken meanwhile (a cluster node's bus
+        # port is its port + 10000): try another.
+        for attempt in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--dir", self.dir, "--save", "",
+                 "--daemonize", "no", "--logfile", os.path.join(self.dir, "log"), *args],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 30
+            while self.proc.poll() is None:
+                try:
+                    self.c = Conn(self.port)
+                    self.c("PING")
+                    return
+                except (OSError, EOFError, RuntimeError):
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.05)
+        raise RuntimeError("redis-server did not start: see %s/log" % self.dir)
 
     def wait(self, what, check, timeout=20):
         deadline = time.time() + timeout
@@ -419,7 +423,9 @@ def cluster(seeds):
     try:
         opts = ["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"]
         a = Server(*opts)
-        b = Server(*opts, "--cluster-announce-bus-port", str(proxy.port))
+        # A hostname, so its packets carry the hostname extension.
+        b = Server(*opts, "--cluster-announce-bus-port", str(proxy.port),
+                   "--cluster-announce-hostname", "node-b.example")
         c = Server(*opts)
         nodes = [a, b, c]
         proxy.to_port = b.port + 10000
@@ -446,6 +452,19 @@ def cluster(seeds):
                         break
                     seeds.add("cluster_msg", stream[pos: pos + n])
                     pos += n
+        # The bodies no capture brought, on a captured header: FAIL (a
+        # node name), UPDATE (epoch, name, slot bitmap), failover auth
+        # request and ack and MFSTART (no body). clusterMsg's header is
+        # 2256 bytes; its type is at 12, its total length at 4.
+        header = bytes(proxy.records[0][0][:2256]) if proxy.records else b""
+        if len(header) == 2256:
+            name = b"0123456789abcdef0123456789abcdef01234567"
+            for kind, body in ((3, name), (7, (5).to_bytes(8, "big") + name + b"\xff" * 2048),
+                               (5, b""), (6, b""), (8, b"")):
+                m = bytearray(header + body)
+                m[4:8] = len(m).to_bytes(4, "big")
+                m[12:14] = kind.to_bytes(2, "big")
+                seeds.add("cluster_msg", bytes(m))
     finally:
         proxy.close()
         for n in nodes:
