@@ -8,7 +8,7 @@
 #![no_main]
 
 use bytes::BytesMut;
-use ferrokv::net::request::{Batch, Limits, RequestParser};
+use ferrokv::net::request::{take_big_start, Batch, Limits, RequestParser};
 use libfuzzer_sys::fuzz_target;
 use redis_protocol::resp2::decode::decode;
 use redis_protocol::resp2::types::OwnedFrame;
@@ -137,13 +137,7 @@ impl Conn {
                 break;
             };
             let at = self.parser.cursor();
-            let have = (self.inbuf.len() - at).min(want);
-            let mut big = Vec::with_capacity(want);
-            big.extend_from_slice(&self.inbuf[at..at + have]);
-            let rest = self.inbuf[at + have..].to_vec();
-            self.inbuf.truncate(at);
-            self.inbuf.extend_from_slice(&rest);
-            self.big = Some(big);
+            self.big = Some(take_big_start(&mut self.inbuf, at, want));
         }
     }
 }

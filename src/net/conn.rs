@@ -18,7 +18,7 @@ use mio::net::UnixStream;
 use super::addr::PeerAddr;
 
 use super::event_loop::NetLimits;
-use super::request::{Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
+use super::request::{take_big_start, Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
 use crate::net::link::ConnBuffers;
 
 /// Redis closes a client whose query buffer passes client-query-buffer-limit
@@ -291,16 +291,8 @@ impl Conn {
             let Some(want) = self.parser.big_wanted() else {
                 return;
             };
-            // The bulk's first bytes move to its own buffer; what follows
-            // them (part of its CRLF at most) stays for the parser.
             let at = self.parser.cursor();
-            let have = (self.inbuf.len() - at).min(want);
-            let mut big = Vec::with_capacity(want);
-            big.extend_from_slice(&self.inbuf[at..at + have]);
-            let rest = self.inbuf[at + have..].to_vec();
-            self.inbuf.truncate(at);
-            self.inbuf.extend_from_slice(&rest);
-            self.big = Some(big);
+            self.big = Some(take_big_start(&mut self.inbuf, at, want));
         }
     }
 

@@ -43,6 +43,20 @@ const BIG_BIT: usize = 1 << (usize::BITS - 2);
 /// query buffer grows, and SET keeps that buffer as the value.
 pub const BIG_ARG: usize = 32 * 1024;
 
+/// Moves the first bytes of a large bulk announced by
+/// [`RequestParser::big_wanted`] (`want` bytes from `at`, the parser's
+/// cursor) out of the query buffer into a buffer of its own, sized once;
+/// what follows them (part of the CRLF at most) stays for the parser.
+pub fn take_big_start(inbuf: &mut bytes::BytesMut, at: usize, want: usize) -> Vec<u8> {
+    let have = (inbuf.len() - at).min(want);
+    let mut big = Vec::with_capacity(want);
+    big.extend_from_slice(&inbuf[at..at + have]);
+    let rest = inbuf[at + have..].to_vec();
+    inbuf.truncate(at);
+    inbuf.extend_from_slice(&rest);
+    big
+}
+
 /// Complete commands parsed from one read, handed to the executor at once.
 #[derive(Default)]
 pub struct Batch {
