@@ -566,7 +566,7 @@ def dicts(srv):
                 f.write('"%s"\n' % esc)
 
     resp = [b"\r\n", b"*1\r\n$", b"*2\r\n", b"*3\r\n", b"$-1\r\n"]
-    write("request", words, [w.decode() and w for w in resp])
+    write("request", words, resp)
     write("aof_load", words, resp)
     write("config_file", directives, [b"yes", b"no", b"include", b"rename-command", b"user", b"save"])
     return len(words), len(directives)

@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     let parser = &conn.parser;
     // Differential check: a whole input of multibulk commands only, all
     // accepted, decodes to the same arguments with redis-protocol.
-    if failed || !parser_idle(parser) || !rest.starts_with(b"*") {
+    if failed || parser.in_progress() || !rest.starts_with(b"*") {
         return;
     }
     let mut pos = 0;
@@ -76,10 +76,6 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(commands, oracle, "parser and redis-protocol disagree");
 });
-
-fn parser_idle(p: &RequestParser) -> bool {
-    !p.in_progress()
-}
 
 /// The connection's side of framing (`net::conn`): the query buffer, and a
 /// large argument read into a buffer of its own.
