@@ -247,10 +247,12 @@ fn process_title_follows_the_template_as_redis() {
             b"+OK\r\n"
         );
         assert_eq!(c.cmd_str(&["BGSAVE"]), b"+Background saving started\r\n");
+        // A forked child shows its parent's title until it sets its own:
+        // wait for the child's title, not only for the child.
         let mut kids = Vec::new();
         assert!(wait_until(Duration::from_secs(5), || {
             kids = children(pid);
-            kids.len() == 1
+            kids.len() == 1 && cmdline(kids[0]).iter().any(|w| w == "redis-rdb-bgsave")
         }));
         steps.push(shape(cmdline(kids[0]), 2));
         // SAFETY: kill(2) of the save child this test started.
