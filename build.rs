@@ -12,7 +12,15 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(ferrokv_sanitize)");
     println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if flags.split('\x1f').any(|f| f.contains("sanitizer=")) {
+    let sanitized = flags.split('\x1f').any(|f| f.contains("sanitizer="));
+    if sanitized {
         println!("cargo:rustc-cfg=ferrokv_sanitize");
+    }
+    // jemalloc is the allocator except on MSVC and under a sanitizer, whose
+    // allocator does the checking (Cargo.toml then leaves it out).
+    println!("cargo::rustc-check-cfg=cfg(ferrokv_jemalloc)");
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if env != "msvc" && !sanitized {
+        println!("cargo:rustc-cfg=ferrokv_jemalloc");
     }
 }

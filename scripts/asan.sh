@@ -21,6 +21,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TARGET=x86_64-unknown-linux-gnu
+# The unit tests build where the fuzz targets do (the workspace's target
+# directory, or the caller's CARGO_TARGET_DIR); the rest in target/asan.
+SHARED_TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
 export CARGO_TARGET_DIR="$PWD/target/asan"
 export RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes"
 # Build scripts and proc macros are built for the host without the flag,
@@ -47,8 +50,14 @@ check_reports() {
 }
 
 unit() {
-  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
-    "${CARGO[@]}" test --target $TARGET --lib -- ${1:+"$1"}
+  # Built as the fuzz smoke builds (the same flags, profile and target
+  # directory: AddressSanitizer, debug assertions, libFuzzer's coverage
+  # hooks, which the sanitizer runtime answers), so that CI builds the
+  # dependencies once for both.
+  CARGO_UNSTABLE_FEATURE_UNIFICATION=true CARGO_RESOLVER_FEATURE_UNIFICATION=workspace \
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" RUSTFLAGS="$(scripts/fuzz.sh rustflags)" \
+    CARGO_TARGET_DIR="$SHARED_TARGET" \
+    "${CARGO[@]}" test --profile smoke --target $TARGET -p ferrokv --lib -- ${1:+"$1"}
 }
 
 it() {

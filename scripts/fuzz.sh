@@ -8,6 +8,9 @@
 #                                          or 10 million executions, whichever
 #                                          comes first; prints its figures
 #   scripts/fuzz.sh list                   the targets
+#   scripts/fuzz.sh coverage TARGET        line coverage of the target's door
+#                                          over its corpus, seeds, regressions
+#   scripts/fuzz.sh rustflags              the flags the builds take
 #
 # Seeds (fuzz/seeds/TARGET, written by scripts/fuzz-seeds.py from what
 # redis-server 7.0 and real clients produce) and past crash inputs
@@ -40,15 +43,21 @@ TRIPLE=x86_64-unknown-linux-gnu
 SANCOV="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Zsanitizer=address -Cdebug-assertions"
-# `run` builds as cargo fuzz does (the release profile, one codegen unit);
-# `smoke` with the quicker-to-build smoke profile.
-PROFILE=release
+# `run` builds with the fuzz profile (optimized, one codegen unit, as
+# cargo fuzz builds); `smoke` with the quicker-to-build smoke profile,
+# which scripts/asan.sh unit shares. Both are in the workspace's
+# Cargo.toml; the builds land in its target directory.
+PROFILE=fuzz
+# Features are unified over the whole workspace (fuzz targets, the server's
+# tests): every build picks the same dependency builds, so the smoke build
+# and scripts/asan.sh unit share theirs.
+export CARGO_UNSTABLE_FEATURE_UNIFICATION=true CARGO_RESOLVER_FEATURE_UNIFICATION=workspace
 
 build() {
-  local blog flags="$SANCOV"
-  [ "$PROFILE" = release ] && flags="$flags -Ccodegen-units=1"
+  local blog
   blog="$(mktemp)"
-  if ! RUSTFLAGS="$flags" cargo +nightly build --profile "$PROFILE" --target $TRIPLE --bins >"$blog" 2>&1; then
+  if ! RUSTFLAGS="$SANCOV" cargo +nightly build --profile "$PROFILE" --target $TRIPLE \
+       -p ferrokv-fuzz --bins >"$blog" 2>&1; then
     cat "$blog"
     rm -f "$blog"
     exit 1
@@ -57,7 +66,7 @@ build() {
 }
 
 binary() {
-  echo "target/$TRIPLE/$PROFILE/$1"
+  echo "${CARGO_TARGET_DIR:-../target}/$TRIPLE/$PROFILE/$1"
 }
 
 # The input folders and options of target $1.
@@ -67,7 +76,29 @@ inputs() {
   if [ -f "dicts/$1.dict" ]; then echo "-dict=dicts/$1.dict"; fi
 }
 
+# The door each target exercises: the files whose line coverage
+# `coverage` reports.
+door_files() {
+  case "$1" in
+    request) echo src/net/request.rs ;;
+    rdb_load|restore) echo src/persist/rdb/load.rs src/persist/rdb/stream.rs src/persist/rdb/listpack.rs ;;
+    aof_load|aof_manifest) echo src/persist/aof_load.rs ;;
+    cluster_msg) echo src/server/cluster/msg.rs ;;
+    repl_handshake) echo src/net/master_link.rs ;;
+    lua_cjson) echo src/script/lib/cjson.rs src/script/lib/json_decode.rs ;;
+    lua_cmsgpack) echo src/script/lib/cmsgpack.rs ;;
+    lua_struct) echo src/script/lib/structlib.rs ;;
+    hll) echo src/store/hll.rs ;;
+    compact) echo src/persist/rdb/compact.rs src/persist/rdb/listpack.rs src/store/intset.rs src/store/listpack.rs ;;
+    config_file) echo src/config/file.rs src/config/value.rs ;;
+  esac
+}
+
 case "${1:-}" in
+  rustflags)
+    # For scripts/asan.sh unit, which builds with the same flags.
+    echo "$SANCOV"
+    ;;
   list)
     printf '%s\n' "${TARGETS[@]}"
     ;;
@@ -116,6 +147,25 @@ case "${1:-}" in
     echo "$t: rc=$rc seconds=$((end - start)) executions=$runs corpus=$(ls "corpus/$t" | wc -l) edges=$cov features=$ft"
     grep -E 'panicked|ERROR:|SUMMARY|Test unit written' "$log" | head -20 || true
     exit $rc
+    ;;
+  coverage)
+    # Replays the corpus, seeds and regressions of a target under
+    # -Cinstrument-coverage (cargo fuzz coverage) and reports the line
+    # coverage of the files of its door.
+    t="${2:?which target}"
+    mkdir -p "corpus/$t" "regressions/$t"
+    log="$(mktemp)"
+    if ! cargo +nightly fuzz coverage "$t" "corpus/$t" "seeds/$t" "regressions/$t" >"$log" 2>&1; then
+      tail -30 "$log"
+      rm -f "$log"
+      exit 1
+    fi
+    rm -f "$log"
+    bin="$(find ../target -path "*/coverage/*/release/$t" -type f | head -1)"
+    llvm_cov="$(rustc +nightly --print sysroot)/lib/rustlib/$TRIPLE/bin/llvm-cov"
+    files=()
+    for f in $(door_files "$t"); do files+=("../$f"); done
+    "$llvm_cov" report "$bin" -instr-profile="coverage/$t/coverage.profdata" "${files[@]}"
     ;;
   *)
     sed -n '2,20p' "$0"

@@ -441,7 +441,7 @@ fn prepare(
 /// OS. Its default of 10 s makes memory freed by expiry or DEL show up in
 /// RSS only slowly; one second keeps reuse cheap and still lets RSS follow
 /// the dataset.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(ferrokv_jemalloc)]
 const DIRTY_DECAY_MS: isize = 1000;
 
 /// Asks jemalloc to purge freed pages from a background thread (as Redis's
@@ -450,7 +450,7 @@ const DIRTY_DECAY_MS: isize = 1000;
 /// Failures are ignored: when jemalloc is not the global allocator these
 /// settings only concern an unused heap.
 fn tune_allocator() {
-    #[cfg(not(target_env = "msvc"))]
+    #[cfg(ferrokv_jemalloc)]
     {
         use tikv_jemalloc_ctl::raw;
         if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {

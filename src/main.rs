@@ -3,7 +3,7 @@
 
 // Under a sanitizer the system allocator stays, so the sanitizer sees
 // every allocation.
-#[cfg(not(any(target_env = "msvc", ferrokv_sanitize)))]
+#[cfg(ferrokv_jemalloc)]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

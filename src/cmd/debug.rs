@@ -650,6 +650,31 @@ fn mallctl_error(errno: i32) -> Error {
     ))
 }
 
+/// jemalloc's mallctl; without jemalloc (a sanitizer build) every key is
+/// unknown (ENOENT).
+///
+/// # Safety
+/// As jemalloc's mallctl: `name` is NUL-terminated, and each non-null
+/// pointer points to as many bytes as its length says.
+unsafe fn mallctl(
+    name: *const std::ffi::c_char,
+    oldp: *mut std::ffi::c_void,
+    oldlenp: *mut usize,
+    newp: *mut std::ffi::c_void,
+    newlen: usize,
+) -> std::ffi::c_int {
+    #[cfg(ferrokv_jemalloc)]
+    {
+        // SAFETY: the caller's contract is mallctl's.
+        unsafe { tikv_jemalloc_sys::mallctl(name, oldp, oldlenp, newp, newlen) }
+    }
+    #[cfg(not(ferrokv_jemalloc))]
+    {
+        let _ = (name, oldp, oldlenp, newp, newlen);
+        libc::ENOENT
+    }
+}
+
 /// MALLCTL key [val]: reads (and with `val` sets, answering the old
 /// value) a jemalloc integer, trying 8-, 4-, 2- and 1-byte sizes as Redis's
 /// mallctl_int; a write-only key is written and answered +OK.
@@ -673,7 +698,7 @@ fn mallctl_int(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         // SAFETY: `old` and `new` are 8 bytes, at least the `sz` bytes
         // given as their lengths; the name is NUL-terminated.
         let mut ret = unsafe {
-            tikv_jemalloc_sys::mallctl(
+            mallctl(
                 name.as_ptr(),
                 &mut old as *mut i64 as *mut c_void,
                 &mut old_len,
@@ -689,7 +714,7 @@ fn mallctl_int(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             // A write-only key: just write it.
             // SAFETY: as above, with no old value asked for.
             ret = unsafe {
-                tikv_jemalloc_sys::mallctl(
+                mallctl(
                     name.as_ptr(),
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
@@ -723,7 +748,7 @@ fn mallctl_str(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // SAFETY: `old` receives a pointer-sized value; the name is
     // NUL-terminated.
     let rret = unsafe {
-        tikv_jemalloc_sys::mallctl(
+        mallctl(
             name.as_ptr(),
             &mut old as *mut *const c_char as *mut c_void,
             &mut sz,
@@ -749,7 +774,7 @@ fn mallctl_str(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         };
         // SAFETY: `ptr` is a NUL-terminated string alive for the call.
         wret = unsafe {
-            tikv_jemalloc_sys::mallctl(
+            mallctl(
                 name.as_ptr(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),

@@ -123,9 +123,17 @@ impl Overhead {
     }
 }
 
-/// (allocated, active, resident) bytes from jemalloc.
+/// (allocated, active, resident) bytes from jemalloc. A sanitizer build
+/// allocates through the sanitizer's allocator, counted as jemalloc's
+/// `stats.allocated`; pages are not tracked there, so active is the same
+/// count and resident the process's RSS.
 pub(super) fn allocator() -> (u64, u64, u64) {
-    #[cfg(not(target_env = "msvc"))]
+    #[cfg(ferrokv_sanitize)]
+    {
+        let allocated = crate::util::counting_alloc::allocated();
+        (allocated, allocated, rss())
+    }
+    #[cfg(ferrokv_jemalloc)]
     {
         use tikv_jemalloc_ctl::{epoch, stats};
         let _ = epoch::advance();
@@ -135,7 +143,7 @@ pub(super) fn allocator() -> (u64, u64, u64) {
             stats::resident::read().unwrap_or(0) as u64,
         )
     }
-    #[cfg(target_env = "msvc")]
+    #[cfg(all(not(ferrokv_jemalloc), not(ferrokv_sanitize)))]
     {
         (0, 0, 0)
     }
@@ -326,7 +334,7 @@ const MANY_SCRIPTS: &str = " * Many scripts: There seem to be many cached script
 /// MALLOC-STATS: jemalloc's own statistics report.
 fn malloc_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let mut text = Vec::new();
-    #[cfg(not(target_env = "msvc"))]
+    #[cfg(ferrokv_jemalloc)]
     let _ = tikv_jemalloc_ctl::stats_print::stats_print(&mut text, Default::default());
     if text.is_empty() {
         ctx.reply

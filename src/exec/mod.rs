@@ -168,6 +168,10 @@ impl Executor {
             self.cluster_cron = Instant::now();
             cron::cron(&mut self.server, &mut self.store);
             if !self.server.blocking.parked.is_empty() {
+                // A command of this round (DELSLOTS, a failover) may have
+                // left the cluster's state to update: blocked clients are
+                // judged on the state it leads to, not the one before.
+                cron::before_sleep(&mut self.server);
                 self.cluster_redirect_blocked();
                 self.handle_ready();
             }

@@ -101,7 +101,7 @@ impl Memory {
 }
 
 /// Pointers to the calling thread's jemalloc allocation counters.
-#[cfg(not(any(target_env = "msvc", ferrokv_sanitize)))]
+#[cfg(ferrokv_jemalloc)]
 fn thread_counters() -> Option<(*const u64, *const u64)> {
     use tikv_jemalloc_ctl::raw;
     // SAFETY: reading these two mallctl names yields pointers (uint64_t *)
@@ -113,7 +113,7 @@ fn thread_counters() -> Option<(*const u64, *const u64)> {
     }
 }
 
-#[cfg(target_env = "msvc")]
+#[cfg(not(any(ferrokv_jemalloc, ferrokv_sanitize)))]
 fn thread_counters() -> Option<(*const u64, *const u64)> {
     None
 }
@@ -132,7 +132,7 @@ pub fn allocated() -> u64 {
 /// Returns the allocator's dirty pages to the system (MEMORY PURGE, the
 /// `arena.<all>.purge` control); false when that failed.
 pub fn purge() -> bool {
-    #[cfg(not(target_env = "msvc"))]
+    #[cfg(ferrokv_jemalloc)]
     {
         // MALLCTL_ARENAS_ALL is 4096; the control takes no value.
         // SAFETY: a NUL-terminated name, and no old or new value pointers,
@@ -148,7 +148,7 @@ pub fn purge() -> bool {
         };
         r == 0
     }
-    #[cfg(target_env = "msvc")]
+    #[cfg(not(ferrokv_jemalloc))]
     {
         true
     }

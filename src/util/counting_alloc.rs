@@ -78,12 +78,12 @@ pub fn allocated() -> u64 {
     {
         IN_USE.load(Ordering::Relaxed)
     }
-    #[cfg(all(not(target_env = "msvc"), not(ferrokv_sanitize)))]
+    #[cfg(all(ferrokv_jemalloc, not(ferrokv_sanitize)))]
     {
         let _ = tikv_jemalloc_ctl::epoch::advance();
         tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
     }
-    #[cfg(all(target_env = "msvc", not(ferrokv_sanitize)))]
+    #[cfg(all(not(ferrokv_jemalloc), not(ferrokv_sanitize)))]
     {
         0
     }

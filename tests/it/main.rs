@@ -4,6 +4,13 @@
 
 mod support;
 
+/// In the AddressSanitizer build (scripts/asan.sh), servers started inside
+/// this process count their bytes as the ferrokv binary does there, so
+/// `used_memory` and `maxmemory` act on them.
+#[cfg(ferrokv_sanitize)]
+#[global_allocator]
+static GLOBAL: ferrokv::util::counting_alloc::Counting = ferrokv::util::counting_alloc::Counting;
+
 mod acl;
 mod aof;
 mod aof_rewrite;

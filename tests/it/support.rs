@@ -293,9 +293,14 @@ pub fn spawn_redis() -> RedisServer {
     spawn_redis_with(&[])
 }
 
-/// Polls `cond` until it holds or `deadline` passes; returns whether it held.
+/// How many times longer work takes in the AddressSanitizer build
+/// (scripts/asan.sh): deadlines and read timeouts are stretched by it.
+pub const SLOWDOWN: u32 = if cfg!(ferrokv_sanitize) { 5 } else { 1 };
+
+/// Polls `cond` until it holds or `deadline` (times [`SLOWDOWN`]) passes;
+/// returns whether it held.
 pub fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
+    let end = Instant::now() + deadline * SLOWDOWN;
     loop {
         if cond() {
             return true;
@@ -396,7 +401,7 @@ impl Raw {
 
     /// A connection made by the caller (from a chosen source address).
     pub fn from_stream(sock: TcpStream) -> Raw {
-        sock.set_read_timeout(Some(Duration::from_secs(10)))
+        sock.set_read_timeout(Some(Duration::from_secs(10) * SLOWDOWN))
             .expect("timeout");
         sock.set_nodelay(true).expect("nodelay");
         Raw {
