@@ -393,6 +393,11 @@ impl RequestParser {
             }
             let first = batch.spans.len() as u32;
             batch.spans.append(&mut self.partial);
+            // A command of many arguments need not leave its span list's
+            // capacity with the connection (Batch::clear shrinks its own).
+            if self.partial.capacity() > 4096 {
+                self.partial = Vec::new();
+            }
             batch.cmds.push((first, batch.spans.len() as u32 - first));
             self.consumed = self.cursor;
             if limits.unauthenticated {
@@ -563,6 +568,25 @@ mod tests {
         unauthenticated: false,
         big_arg: 0,
     };
+
+    /// A 100,000-argument command leaves no large span list behind with
+    /// the parser or the batch (INFO's used_memory comes back after it).
+    #[test]
+    fn many_arguments_leave_no_large_buffers() {
+        let n = 100_000;
+        let mut req = format!("*{n}\r\n").into_bytes();
+        for _ in 0..n {
+            req.extend_from_slice(b"$1\r\nx\r\n");
+        }
+        let mut p = RequestParser::default();
+        let mut batch = Batch::default();
+        p.parse(&req, &mut batch, LIMITS).expect("parses");
+        assert_eq!(batch.len(), 1);
+        assert_eq!(batch.argv(0).len(), n);
+        batch.clear();
+        assert!(p.partial.capacity() <= 4096, "{}", p.partial.capacity());
+        assert!(batch.spans.capacity() <= 4096, "{}", batch.spans.capacity());
+    }
 
     fn parse_all(chunks: &[&[u8]]) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
         let mut p = RequestParser::default();

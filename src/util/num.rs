@@ -75,6 +75,18 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     (ok == 1).then_some(out)
 }
 
+/// A listpack score as Redis's `zzlStrtod` reads it: C strtod over the
+/// text's first 127 bytes, taking the longest number it starts with and 0
+/// when it starts with none.
+pub fn zzl_strtod(s: &[u8]) -> f64 {
+    let mut buf = [0u8; 128];
+    let n = s.len().min(127);
+    buf[..n].copy_from_slice(&s[..n]);
+    // SAFETY: `buf` is NUL-terminated (its last byte is never written) and
+    // outlives the call; a null end pointer is allowed.
+    unsafe { libc::strtod(buf.as_ptr().cast(), std::ptr::null_mut()) }
+}
+
 /// A blocking command's timeout in seconds converted to milliseconds as
 /// Redis 7.0.15 does (`long double` times 1000, rounded up); None when the text
 /// is not a float.
@@ -236,6 +248,22 @@ pub fn parse_memory(s: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zzl_strtod_reads_a_prefix_as_redis() {
+        assert_eq!(zzl_strtod(b"1.5"), 1.5);
+        assert_eq!(zzl_strtod(b"1.5abc"), 1.5);
+        assert_eq!(zzl_strtod(b" -2e3x"), -2000.0);
+        assert_eq!(zzl_strtod(b"in]"), 0.0);
+        assert_eq!(zzl_strtod(b""), 0.0);
+        assert_eq!(zzl_strtod(b"inf"), f64::INFINITY);
+        assert!(zzl_strtod(b"nan").is_nan());
+        assert_eq!(zzl_strtod(b"7\08"), 7.0);
+        // Only the first 127 bytes are read.
+        let mut long = vec![b'0'; 127];
+        long.push(b'9');
+        assert_eq!(zzl_strtod(&long), 0.0);
+    }
 
     #[test]
     fn string2ll_rules() {

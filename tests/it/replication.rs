@@ -976,6 +976,10 @@ fn redis_cli_rdb_and_replica_against_ferrokv() {
 /// left out of maxmemory, as in Redis: a replica that does not read makes
 /// the master evict nothing.
 #[test]
+#[cfg_attr(
+    ferrokv_sanitize,
+    ignore = "used_memory of a server inside the test process counts every test's allocations there"
+)]
 fn replica_buffers_are_not_counted_against_maxmemory() {
     let master = start_with(|c| {
         conf(c, "repl-diskless-sync-delay", "0");

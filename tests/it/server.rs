@@ -604,6 +604,10 @@ fn activedefrag_is_refused_as_debians_redis_refuses_it() {
 /// the keyspace table's size and element count for the same keys, the
 /// refusals, jemalloc's page size, a write-only mallctl.
 #[test]
+#[cfg_attr(
+    ferrokv_sanitize,
+    ignore = "DEBUG MALLCTL reads jemalloc, which the sanitizer build does not link"
+)]
 fn debug_table_and_allocator_subcommands_answer_as_redis() {
     let mut p = Pair::new_with(
         |c| {

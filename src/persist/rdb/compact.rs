@@ -134,7 +134,9 @@ pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static s
 
 /// A sorted set from member/score elements (types 12 and 17); None when
 /// empty. Scores are text or listpack integers, read as `zzlGetScore`
-/// does; a NaN or unreadable score is refused.
+/// does: strtod's reading of the text, so a score that is not a number
+/// reads as its numeric prefix or 0, as Redis accepts it. A NaN score is
+/// refused (Redis would keep it, with a sorted set out of order).
 pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
     let pairs = pairs(items)?;
     if pairs.is_empty() {
@@ -142,7 +144,10 @@ pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
     }
     let mut entries = Vec::with_capacity(pairs.len());
     for (m, s) in pairs {
-        let score = num::parse_f64(s).ok_or("invalid sorted set score")?;
+        let score = num::zzl_strtod(s);
+        if score.is_nan() {
+            return Err("invalid sorted set score");
+        }
         // Listpack scores are text, where -0 reads back as 0.
         entries.push((m, if score == 0.0 { 0.0 } else { score }));
     }

@@ -147,6 +147,7 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
     let nodes = d.length()?;
     // The last entry ID read: IDs ascend through the nodes.
     let mut prev = None;
+    let mut keys = std::collections::HashSet::new();
     for _ in 0..nodes {
         let at = d.pos;
         let key = d.string()?;
@@ -156,6 +157,12 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
                 reason: "stream node key is not 128 bits".into(),
             });
         };
+        if !keys.insert(key) {
+            return Err(LoadError {
+                offset: at,
+                reason: "Listpack re-added with existing key".into(),
+            });
+        }
         let master = id_of(&key);
         let at = d.pos;
         let lp = d.string()?;
@@ -167,7 +174,13 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
         listpack::decode(&lp, |e| elems.push(e.to_vec())).map_err(bad)?;
         parse_node(&mut s, master, lp.len(), elems, &mut prev).map_err(bad)?;
     }
-    let _length = d.length()?;
+    let at = d.pos;
+    if d.length()? != 0 && nodes == 0 {
+        return Err(LoadError {
+            offset: at,
+            reason: "Stream length inconsistent with rax entries".into(),
+        });
+    }
     let at = d.pos;
     s.last_id = StreamId::new(d.length()?, d.length()?);
     // As Redis's loader: entries past the last ID would break XADD.
@@ -296,8 +309,14 @@ fn parse_node(
         let e = it.next().ok_or("truncated")?;
         num::parse_i64(&e).ok_or("integer expected")
     };
-    let _live = int(&mut it)?;
-    let _deleted = int(&mut it)?;
+    // As Redis's deep check (streamValidateListpackIntegrity): exactly
+    // live + deleted entries follow the master entry.
+    let live = int(&mut it)?;
+    let deleted = int(&mut it)?;
+    let count = live
+        .checked_add(deleted)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or("bad entry count")?;
     let nfields = usize::try_from(int(&mut it)?).map_err(|_| "negative field count")?;
     let mut master_fields = Vec::with_capacity(nfields.min(1024));
     for _ in 0..nfields {
@@ -312,24 +331,38 @@ fn parse_node(
         let ms = master.ms.wrapping_add(int(&mut it)? as u64);
         let seq = master.seq.wrapping_add(int(&mut it)? as u64);
         let mut fields = Vec::new();
+        // What the entry's closing lp-count must say: flags, the ID's two
+        // parts and the values, plus the field count and names when the
+        // entry has its own fields.
+        let elements;
         if flags & FLAG_SAMEFIELDS != 0 {
             for f in &master_fields {
                 fields.push(f.clone());
                 fields.push(it.next().ok_or("truncated")?);
             }
+            elements = master_fields.len() as i64 + 3;
         } else {
             let n = usize::try_from(int(&mut it)?).map_err(|_| "negative field count")?;
             for _ in 0..n.saturating_mul(2) {
                 fields.push(it.next().ok_or("truncated")?);
             }
+            elements = n as i64 * 2 + 4;
         }
-        int(&mut it)?;
+        if int(&mut it)? != elements {
+            return Err("entry element count mismatch");
+        }
         let id = StreamId::new(ms, seq);
         if prev.is_some_and(|p| id <= p) || id < master {
             return Err("entry IDs out of order");
         }
         *prev = Some(id);
         entries.push((id, flags & FLAG_DELETED != 0, fields));
+        if entries.len() > count {
+            return Err("more entries than counted");
+        }
+    }
+    if entries.len() != count {
+        return Err("fewer entries than counted");
     }
     s.load_node(master, master_fields, lp_bytes, entries);
     Ok(())
