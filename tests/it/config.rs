@@ -542,7 +542,11 @@ fn oom_score_adj_sets_the_process_score() {
     };
     // The score is set once the server is up, as Redis sets it after
     // initServer: the port may answer a moment before.
-    assert!(wait_until(Duration::from_secs(5), || score() == 10), "{}", score());
+    assert!(
+        wait_until(Duration::from_secs(5), || score() == 10),
+        "{}",
+        score()
+    );
     let mut c = Raw::connect(ours.port);
     assert_eq!(
         c.cmd_str(&["CONFIG", "SET", "oom-score-adj-values", "15 20 30"]),

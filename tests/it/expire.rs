@@ -306,7 +306,10 @@ fn vm_rss_kb(pid: u32) -> u64 {
 }
 
 #[test]
-#[cfg_attr(ferrokv_sanitize, ignore = "RSS: the sanitizer allocator keeps freed memory in quarantine; jemalloc returns it")]
+#[cfg_attr(
+    ferrokv_sanitize,
+    ignore = "RSS: the sanitizer allocator keeps freed memory in quarantine; jemalloc returns it"
+)]
 fn expired_keys_return_memory_to_the_os() {
     let server = spawn_ferrokv_process();
     let (port, pid) = (server.port, server.pid());

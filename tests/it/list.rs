@@ -400,7 +400,10 @@ fn list_growth(pid: u32, port: u16) -> u64 {
 }
 
 #[test]
-#[cfg_attr(ferrokv_sanitize, ignore = "RSS: the sanitizer adds redzones and shadow memory to every allocation")]
+#[cfg_attr(
+    ferrokv_sanitize,
+    ignore = "RSS: the sanitizer adds redzones and shadow memory to every allocation"
+)]
 fn million_small_elements_cost_no_more_than_redis() {
     let ours = spawn_ferrokv_process();
     let ours_growth = list_growth(ours.pid(), ours.port);

@@ -174,7 +174,11 @@ fn corrupt_payload_verdicts_match_redis() {
         let (mine, theirs) = (o.cmd(&restore), r.cmd(&restore));
         assert_eq!(mine, theirs, "{}", f.display());
         if mine == b"+OK\r\n" {
-            for read in [&["XRANGE", "k", "-", "+"][..], &["XLEN", "k"], &["ZCARD", "k"]] {
+            for read in [
+                &["XRANGE", "k", "-", "+"][..],
+                &["XLEN", "k"],
+                &["ZCARD", "k"],
+            ] {
                 assert_eq!(o.cmd_str(read), r.cmd_str(read), "{} {read:?}", f.display());
             }
             // Members and scores: Redis keeps a damaged listpack's order,
