@@ -161,7 +161,8 @@ case "${1:-}" in
       exit 1
     fi
     rm -f "$log"
-    bin="$(find ../target -path "*/coverage/*/release/$t" -type f | head -1)"
+    # cargo fuzz coverage builds into fuzz/target/TRIPLE/coverage.
+    bin="target/$TRIPLE/coverage/$TRIPLE/release/$t"
     llvm_cov="$(rustc +nightly --print sysroot)/lib/rustlib/$TRIPLE/bin/llvm-cov"
     files=()
     for f in $(door_files "$t"); do files+=("../$f"); done

@@ -333,6 +333,7 @@ const MANY_SCRIPTS: &str = " * Many scripts: There seem to be many cached script
 
 /// MALLOC-STATS: jemalloc's own statistics report.
 fn malloc_stats(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    #[cfg_attr(not(ferrokv_jemalloc), allow(unused_mut))]
     let mut text = Vec::new();
     #[cfg(ferrokv_jemalloc)]
     let _ = tikv_jemalloc_ctl::stats_print::stats_print(&mut text, Default::default());

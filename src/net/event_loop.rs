@@ -791,6 +791,11 @@ impl Net {
     /// At shutdown: writes what can be written without waiting, then
     /// closes every connection and the listening sockets.
     pub fn close_all(&mut self) {
+        // Listeners first: once a client sees its connection close, a new
+        // one is refused, as when Redis's process exits.
+        self.close_listeners();
+        #[cfg(unix)]
+        self.close_unix();
         self.deliver();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
@@ -799,9 +804,6 @@ impl Net {
             }
             self.drop_conn(id, false);
         }
-        self.close_listeners();
-        #[cfg(unix)]
-        self.close_unix();
         self.bus.close_all(self.poll.registry());
     }
 }
