@@ -120,6 +120,8 @@ impl Executor {
     }
 
     fn repl_every_second(&mut self, now: u64) {
+        let loops = self.server.repl.cron_loops;
+        self.server.repl.cron_loops += 1;
         self.server.repl.refresh_good_replicas();
         let timeout_ms = self
             .server
@@ -157,18 +159,17 @@ impl Executor {
                 .config
                 .get_i64("repl-ping-replica-period")
                 .unwrap_or(10)
-                .max(1) as u64
-                * 1000;
-            // No PING while a failover waits: it would move the offset the
+                .max(1) as u64;
+            // As Redis: on the cron runs that are a multiple of the period
+            // (so a period raised by CONFIG SET holds at once), and not
+            // while a failover waits, as a PING would move the offset the
             // replica must reach.
             if !repl.replicas.is_empty()
                 && repl.failover.is_none()
-                && now.saturating_sub(repl.last_ping_ms) >= period
+                && loops % period == 0
+                && repl.feeding()
             {
-                repl.last_ping_ms = now;
-                if repl.feeding() {
-                    repl.feed_raw_command(&[b"PING"]);
-                }
+                repl.feed_raw_command(&[b"PING"]);
             }
             let ttl = self
                 .server

@@ -257,7 +257,16 @@ mod tests {
         assert!(hash(&items(&[b"f", b"v", b"g"]), false).is_err());
         assert!(hash(&items(&[b"f", b"v", b"f", b"w"]), false).is_err());
         assert!(zset(&items(&[b"m", b"1", b"m", b"2"])).is_err());
-        assert!(zset(&items(&[b"m", b"x"])).is_err());
+        // A score that is not a number reads as strtod reads it (Redis's
+        // zzlStrtod); NaN is refused.
+        match zset(&items(&[b"m", b"x"])) {
+            Ok(Some(Value::ZSet(z))) => {
+                let all: Vec<_> = z.iter_from(0).map(|(m, s)| (m.to_vec(), s)).collect();
+                assert_eq!(all, vec![(b"m".to_vec(), 0.0)]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(zset(&items(&[b"m", b"nan"])).is_err());
         assert!(matches!(hash(&[], false), Ok(None)));
         match zset(&items(&[b"b", b"2", b"a", b"2", b"c", b"-1.5"])) {
             Ok(Some(Value::ZSet(z))) => {

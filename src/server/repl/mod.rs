@@ -230,8 +230,10 @@ pub struct Replication {
     pub stats: SyncStats,
     /// Real Unix ms since when no replica is attached (backlog TTL).
     pub no_replicas_since_ms: u64,
-    /// Real Unix ms of the last PING fed to replicas.
-    pub last_ping_ms: u64,
+    /// Runs of the once-a-second replication cron (Redis's
+    /// `replication_cron_loops`): replicas are pinged when it is a multiple
+    /// of `repl-ping-replica-period`.
+    pub cron_loops: u64,
     /// A WAIT asks replicas to acknowledge (REPLCONF GETACK before the
     /// loop sleeps).
     pub get_ack: bool,
@@ -266,7 +268,7 @@ impl Default for Replication {
             master: None,
             stats: SyncStats::default(),
             no_replicas_since_ms: clock::real_now_ms(),
-            last_ping_ms: 0,
+            cron_loops: 0,
             get_ack: false,
             snapshot: None,
             obuf: super::obuf::Limits::default(),
