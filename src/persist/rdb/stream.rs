@@ -346,7 +346,8 @@ fn parse_node(
             for _ in 0..n.saturating_mul(2) {
                 fields.push(it.next().ok_or("truncated")?);
             }
-            elements = n as i64 * 2 + 4;
+            // n fields were read, so 2n + 4 fits.
+            elements = (n as i64).saturating_mul(2).saturating_add(4);
         }
         if int(&mut it)? != elements {
             return Err("entry element count mismatch");
