@@ -71,7 +71,9 @@ binary() {
 
 # The input folders and options of target $1.
 inputs() {
-  mkdir -p "corpus/$1" "regressions/$1"
+  # artifacts/ is ignored by git, so a fresh clone lacks it; libFuzzer
+  # refuses to start without the folder its -artifact_prefix names.
+  mkdir -p "corpus/$1" "regressions/$1" artifacts
   echo "corpus/$1 seeds/$1 regressions/$1"
   if [ -f "dicts/$1.dict" ]; then echo "-dict=dicts/$1.dict"; fi
 }
