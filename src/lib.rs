@@ -359,10 +359,36 @@ fn prepare(
     config_file: Option<String>,
     on_bound: Option<OnBound>,
 ) -> std::io::Result<(Executor, Rc<RefCell<net::event_loop::Net>>, ServerHandle)> {
-    let listeners = net::listener::bind_all(&config.bind, config.port)?;
+    // TLS first, as Redis's initServer: a configuration that cannot be
+    // applied stops the start before any port opens.
+    let tls = if net::tls::wanted(&config) {
+        match net::tls::configure(&config) {
+            Ok(ctx) => Some(ctx),
+            Err(why) => {
+                tracing::warn!("{why}");
+                return Err(std::io::Error::other(
+                    "Failed to configure TLS. Check logs for more info.",
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let tls_port: u16 = config.get("tls-port").parse().unwrap_or(0);
+    // `port 0` next to a TLS port means no plain TCP port, as in Redis;
+    // alone, ferrokv takes a free port (embedding, tests).
+    let listeners = if config.port == 0 && tls_port != 0 {
+        Vec::new()
+    } else {
+        net::listener::bind_all(&config.bind, config.port)?
+    };
     let shared = Arc::new(Shared::default());
     let mut net = net::event_loop::Net::new(listeners, shared.clone())?;
     net.load_config(&config);
+    net.set_tls(tls);
+    if tls_port != 0 {
+        net.listen_tls(&config.bind, tls_port)?;
+    }
     let unixsocket = config.get("unixsocket");
     if !unixsocket.is_empty() {
         #[cfg(unix)]

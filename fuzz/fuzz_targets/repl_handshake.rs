@@ -55,6 +55,7 @@ fuzz_target!(|data: &[u8]| {
         psync: (head & 4 != 0).then(|| ("8de1787ba490483314a4d30f1c628bc5025eb761".into(), 15)),
         timeout: Duration::from_secs(1),
         failover: head & 8 != 0,
+        tls: None,
     };
     let master = Master {
         bytes: rest,

@@ -177,10 +177,84 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
         }
     }
+    // TLS (Redis's applyTlsCfg and applyTLSPort): new contexts for new
+    // connections, then the TLS port.
+    let tls_changed = found
+        .iter()
+        .find(|(p, _, _)| TLS_APPLIED.contains(&p.name) && next.get(p.name) != cur.get(p.name));
+    let tls_port_changed = next.get("tls-port") != cur.get("tls-port");
+    if tls_changed.is_some() || tls_port_changed {
+        let net = ctx.server.net.clone();
+        let configured = net.as_ref().is_some_and(|n| n.borrow().tls().is_some());
+        let tls_failed = |name: &str| {
+            let registered = found
+                .iter()
+                .find(|(p, _, _)| p.name == name)
+                .map_or(name, |f| f.1);
+            set_failed(registered, "Unable to update TLS configuration. Check server logs.")
+        };
+        let contexts = if tls_changed.is_some() || !configured {
+            let contexts = if tls_changed.is_some() {
+                crate::net::tls::reconfigure(&next)
+            } else {
+                crate::net::tls::configure(&next)
+                    .map(Some)
+                    .map_err(|why| tracing::warn!("{why}"))
+            };
+            let name = tls_changed.map_or("tls-port", |f| f.0.name);
+            Some(contexts.map_err(|()| tls_failed(name))?)
+        } else {
+            None
+        };
+        if let Some(net) = net {
+            let mut net = net.borrow_mut();
+            if let Some(Some(c)) = contexts {
+                net.set_tls(Some(c));
+            }
+            if tls_port_changed {
+                let port = next.get("tls-port").parse().unwrap_or(0);
+                if let Err(e) = net.listen_tls(&next.bind, port) {
+                    tracing::warn!("Failed to listen: {e}");
+                    let registered = found
+                        .iter()
+                        .find(|(p, _, _)| p.name == "tls-port")
+                        .map_or("tls-port", |f| f.1);
+                    return Err(set_failed(
+                        registered,
+                        "Unable to listen on this port. Check server logs.",
+                    ));
+                }
+            }
+        }
+    }
     apply(ctx, next);
     ctx.reply.ok();
     Ok(())
 }
+
+/// The directives whose change rebuilds the TLS contexts (Redis's
+/// applyTlsCfg); `tls-port` has its own step and `tls-auth-clients` takes
+/// effect at the next connection.
+const TLS_APPLIED: &[&str] = &[
+    "tls-session-cache-size",
+    "tls-session-cache-timeout",
+    "tls-cluster",
+    "tls-replication",
+    "tls-prefer-server-ciphers",
+    "tls-session-caching",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-key-file-pass",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+    "tls-protocols",
+    "tls-ciphers",
+    "tls-ciphersuites",
+];
 
 /// Installs a new configuration, with the limits the network side applies.
 fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {

@@ -8,9 +8,7 @@ use super::Config;
 
 /// (parameter, what ferrokv lacks for it).
 pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    ("tls-port", "TLS"),
-    ("tls-replication", "TLS"),
-    ("tls-cluster", "TLS"),
+    ("tls-cluster", "TLS for the cluster bus"),
     (
         "io-threads",
         "I/O threads: one event loop serves every connection",

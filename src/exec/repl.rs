@@ -294,11 +294,22 @@ impl Executor {
         let ip = c.get("replica-announce-ip");
         let announced_port = c.get_i64("replica-announce-port").unwrap_or(0);
         let repl = &self.server.repl;
+        let tls = c.get_bool("tls-replication");
+        let tls_port: u16 = c.get("tls-port").parse().unwrap_or(0);
+        let contexts = if tls {
+            self.server.net.as_ref().and_then(|n| n.borrow().tls().cloned())
+        } else {
+            None
+        };
         Some(HandshakeConf {
             host: m.host.clone(),
             port: m.port,
+            // Redis's: the announced port, else the TLS port when the
+            // replica speaks TLS to its master, else the port.
             listening_port: if announced_port > 0 {
                 announced_port as u16
+            } else if tls && tls_port != 0 {
+                tls_port
             } else {
                 self.server.port
             },
@@ -312,6 +323,7 @@ impl Executor {
                 .failover
                 .as_ref()
                 .is_some_and(|f| f.state == FailoverState::InProgress),
+            tls: contexts,
         })
     }
 

@@ -55,10 +55,14 @@ pub enum ReadOutcome {
     Closed,
 }
 
-/// A client's socket: TCP, or the unix socket (`unixsocket`).
+/// A client's socket: TCP, TLS over TCP (`tls-port`), or the unix socket
+/// (`unixsocket`).
 pub enum Stream {
     /// A TCP connection.
     Tcp(TcpStream),
+    /// A TLS connection (boxed: OpenSSL's state is behind a pointer
+    /// anyway, and the TCP case stays small).
+    Tls(Box<super::tls::TlsStream>),
     /// A unix socket connection.
     #[cfg(unix)]
     Unix(UnixStream),
@@ -69,9 +73,20 @@ impl Stream {
     pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.shutdown(how),
+            Stream::Tls(s) => s.shutdown(how),
             #[cfg(unix)]
             Stream::Unix(s) => s.shutdown(how),
         }
+    }
+
+    /// A TLS read that stopped because OpenSSL must write first.
+    pub fn read_wants_write(&self) -> bool {
+        matches!(self, Stream::Tls(s) if s.read_wants_write())
+    }
+
+    /// A TLS write that stopped because OpenSSL must read first.
+    pub fn write_wants_read(&self) -> bool {
+        matches!(self, Stream::Tls(s) if s.write_wants_read())
     }
 }
 
@@ -80,6 +95,7 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             #[cfg(unix)]
             Stream::Unix(s) => s.read(buf),
         }
@@ -91,6 +107,7 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
             #[cfg(unix)]
             Stream::Unix(s) => s.write(buf),
         }
@@ -106,6 +123,7 @@ impl std::os::fd::AsRawFd for Stream {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.tcp().as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
         }
     }
@@ -120,6 +138,7 @@ impl mio::event::Source for Stream {
     ) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.register(registry, token, interests),
+            Stream::Tls(s) => s.tcp_mut().register(registry, token, interests),
             #[cfg(unix)]
             Stream::Unix(s) => s.register(registry, token, interests),
         }
@@ -133,6 +152,7 @@ impl mio::event::Source for Stream {
     ) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.reregister(registry, token, interests),
+            Stream::Tls(s) => s.tcp_mut().reregister(registry, token, interests),
             #[cfg(unix)]
             Stream::Unix(s) => s.reregister(registry, token, interests),
         }
@@ -141,6 +161,7 @@ impl mio::event::Source for Stream {
     fn deregister(&mut self, registry: &mio::Registry) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.deregister(registry),
+            Stream::Tls(s) => s.tcp_mut().deregister(registry),
             #[cfg(unix)]
             Stream::Unix(s) => s.deregister(registry),
         }
@@ -373,6 +394,9 @@ impl Conn {
 /// Reads once from `sock` into the spare capacity of `buf`, at most `room`
 /// bytes (which the capacity must allow).
 fn read_into<B: ReadBuf>(sock: &mut Stream, buf: &mut B, room: usize) -> ReadOutcome {
+    if let Stream::Tls(tls) = sock {
+        return read_tls(tls, buf, room);
+    }
     let spare = buf.spare();
     let room = room.min(spare.len());
     // SAFETY: `read` only writes into the slice and reports how many bytes
@@ -395,6 +419,41 @@ fn read_into<B: ReadBuf>(sock: &mut Stream, buf: &mut B, room: usize) -> ReadOut
             Err(_) => ReadOutcome::Closed,
         };
     }
+}
+
+/// [`read_into`] for TLS: OpenSSL hands over one record per call, and a
+/// record may leave more bytes in the socket or in OpenSSL's own buffer,
+/// so a short read says nothing; reads go on until the room is full or
+/// nothing is left (the poll reports only new bytes).
+fn read_tls<B: ReadBuf>(sock: &mut super::tls::TlsStream, buf: &mut B, room: usize) -> ReadOutcome {
+    let room = room.min(buf.spare().len());
+    let mut got = 0;
+    while got < room {
+        let spare = &mut buf.spare()[..room - got];
+        // SAFETY: as in `read_into`: `read` only writes into the slice and
+        // reports how much; `advance` then covers exactly those bytes.
+        let dst = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
+        match sock.read(dst) {
+            Ok(0) if got == 0 => return ReadOutcome::Closed,
+            // Data first; the next read finds the end.
+            Ok(0) => break,
+            Ok(n) => {
+                // SAFETY: `n` bytes past the old length were just written.
+                unsafe { buf.advance(n) };
+                got += n;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if got == 0 {
+                    return ReadOutcome::WouldBlock;
+                }
+                return ReadOutcome::Data { n: got, drained: true };
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) if got > 0 => break,
+            Err(_) => return ReadOutcome::Closed,
+        }
+    }
+    ReadOutcome::Data { n: got, drained: false }
 }
 
 /// A byte buffer a socket reads into: the query buffer or a large

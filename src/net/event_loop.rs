@@ -40,6 +40,9 @@ const LISTENER_BASE: usize = usize::MAX - 1;
 const MAX_LISTENERS: usize = 64;
 /// The unix socket's listener (`unixsocket`), just below the TCP ones.
 const UNIX_LISTENER: Token = Token(LISTENER_BASE - MAX_LISTENERS);
+/// TLS listener `i` (`tls-port`) has token `TLS_LISTENER_BASE - i`, below
+/// the unix socket's.
+const TLS_LISTENER_BASE: usize = UNIX_LISTENER.0 - 1;
 
 /// Retry delay after accept failed for want of resources (EMFILE).
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
@@ -89,6 +92,12 @@ pub struct Net {
     poll: Poll,
     events: Events,
     listeners: Vec<TcpListener>,
+    /// The TLS port's listening sockets (`tls-port`).
+    tls_listeners: Vec<TcpListener>,
+    /// The TLS contexts, while TLS is configured.
+    tls: Option<super::tls::Contexts>,
+    /// `tls-auth-clients`.
+    tls_auth: super::tls::AuthClients,
     /// The unix socket listened on, and its path.
     #[cfg(unix)]
     unix: Option<(mio::net::UnixListener, std::sync::Arc<str>)>,
@@ -125,6 +134,9 @@ impl Net {
             poll,
             events: Events::with_capacity(1024),
             listeners: Vec::new(),
+            tls_listeners: Vec::new(),
+            tls: None,
+            tls_auth: super::tls::AuthClients::default(),
             #[cfg(unix)]
             unix: None,
             conns: HashMap::new(),
@@ -213,6 +225,7 @@ impl Net {
     /// Takes the limits from the configuration (at start and after CONFIG
     /// SET).
     pub fn load_config(&mut self, c: &crate::config::Config) {
+        self.tls_auth = super::tls::AuthClients::from_config(c);
         self.limits = NetLimits {
             proto_max_bulk_len: c.proto_max_bulk_len,
             maxclients: c.maxclients,
@@ -300,6 +313,9 @@ impl Net {
             for i in 0..self.listeners.len() {
                 self.accept(i);
             }
+            for i in 0..self.tls_listeners.len() {
+                self.accept_tls(i);
+            }
             #[cfg(unix)]
             self.accept_unix();
         }
@@ -311,6 +327,8 @@ impl Net {
                     .ready(self.poll.registry(), token, readable, writable);
             } else if token.0 > LISTENER_BASE - MAX_LISTENERS {
                 self.accept(LISTENER_BASE - token.0);
+            } else if token.0 <= TLS_LISTENER_BASE && token.0 > TLS_LISTENER_BASE - MAX_LISTENERS {
+                self.accept_tls(TLS_LISTENER_BASE - token.0);
             } else if token == UNIX_LISTENER {
                 #[cfg(unix)]
                 self.accept_unix();
@@ -319,11 +337,15 @@ impl Net {
                 let Some(c) = self.conns.get_mut(&id) else {
                     continue;
                 };
-                if writable && !c.dirty {
+                // A TLS read or write may wait for the other direction
+                // (Redis's TLS_CONN_FLAG_READ_WANT_WRITE and its twin).
+                let write = writable || (readable && c.sock.write_wants_read());
+                let read = readable || (writable && c.sock.read_wants_write());
+                if write && !c.dirty {
                     c.dirty = true;
                     self.dirty.push(id);
                 }
-                if readable && !c.readable {
+                if read && !c.readable {
                     c.readable = true;
                     self.unread.push(id);
                 }
@@ -376,7 +398,19 @@ impl Net {
                         self.unread.push(id);
                     }
                 }
-                ReadOutcome::WouldBlock => c.readable = false,
+                ReadOutcome::WouldBlock => {
+                    c.readable = false;
+                    if c.sock.read_wants_write() && !c.want_write {
+                        // The handshake's reply did not fit the socket:
+                        // writability lets the read go on.
+                        c.want_write = true;
+                        let _ = self.poll.registry().reregister(
+                            &mut c.sock,
+                            Token(id as usize),
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
+                    }
+                }
                 ReadOutcome::Closed => {
                     c.readable = false;
                     c.eof = true;
@@ -590,6 +624,34 @@ impl Net {
         }
     }
 
+    /// Accepts every pending connection on TLS listener `i`; each starts
+    /// its handshake with its first read.
+    fn accept_tls(&mut self, i: usize) {
+        loop {
+            let Some(l) = self.tls_listeners.get(i) else {
+                return;
+            };
+            let accepted = l.accept();
+            let accepted = match (accepted, &self.tls) {
+                (Ok((sock, addr)), Some(ctx)) => {
+                    match super::tls::TlsStream::accept(ctx, self.tls_auth, sock) {
+                        Ok(tls) => Ok((Stream::Tls(Box::new(tls)), PeerAddr::Tcp(addr))),
+                        Err(e) => {
+                            tracing::warn!("Error accepting a client connection: {e}");
+                            continue;
+                        }
+                    }
+                }
+                // TLS was configured away meanwhile: nothing to speak.
+                (Ok(_), None) => continue,
+                (Err(e), _) => Err(e),
+            };
+            if !self.on_accept(accepted) {
+                return;
+            }
+        }
+    }
+
     /// Acts on one accept's outcome; false when the listener has nothing
     /// more to give now.
     fn on_accept(&mut self, accepted: std::io::Result<(Stream, PeerAddr)>) -> bool {
@@ -634,7 +696,13 @@ impl Net {
             let _ = sock.shutdown(std::net::Shutdown::Write);
             return;
         }
-        if let Stream::Tcp(tcp) = &sock {
+        let tcp = match &sock {
+            Stream::Tcp(tcp) => Some(tcp),
+            Stream::Tls(tls) => Some(tls.tcp()),
+            #[cfg(unix)]
+            Stream::Unix(_) => None,
+        };
+        if let Some(tcp) = tcp {
             let _ = tcp.set_nodelay(true);
             if self.limits.tcp_keepalive > 0 {
                 set_keepalive(tcp, self.limits.tcp_keepalive);
@@ -664,6 +732,7 @@ impl Net {
         self.stats.connected_clients += 1;
         let laddr = match &sock {
             Stream::Tcp(tcp) => tcp.local_addr().map_or(addr.clone(), PeerAddr::Tcp),
+            Stream::Tls(tls) => tls.tcp().local_addr().map_or(addr.clone(), PeerAddr::Tcp),
             // Redis shows the socket's path for both ends.
             #[cfg(unix)]
             Stream::Unix(_) => addr.clone(),
@@ -691,12 +760,22 @@ impl Net {
     /// instead of queueing a Connect.
     pub fn adopt(
         &mut self,
-        sock: std::net::TcpStream,
+        sock: super::master_link::LinkSock,
         leftover: &[u8],
     ) -> std::io::Result<NewClient> {
-        sock.set_nonblocking(true)?;
-        let addr = sock.peer_addr()?;
-        let nc = self.register(Stream::Tcp(TcpStream::from_std(sock)), addr.into(), true)?;
+        let (sock, addr) = match sock {
+            super::master_link::LinkSock::Plain(sock) => {
+                sock.set_nonblocking(true)?;
+                let addr = sock.peer_addr()?;
+                (Stream::Tcp(TcpStream::from_std(sock)), addr)
+            }
+            super::master_link::LinkSock::Tls(tls) => {
+                socket2::SockRef::from(tls.get_ref()).set_nonblocking(true)?;
+                let addr = tls.get_ref().peer_addr()?;
+                (Stream::Tls(Box::new(super::tls::TlsStream::established(tls))), addr)
+            }
+        };
+        let nc = self.register(sock, addr.into(), true)?;
         // The stream bytes read with the handshake come first, and the
         // socket may hold more already.
         if let Some(c) = self.conns.get_mut(&nc.id) {
@@ -788,12 +867,58 @@ impl Net {
         }
     }
 
+    /// Installs the TLS contexts new connections are made from (at start
+    /// and when CONFIG SET changes a `tls-*` directive); connections
+    /// already open keep theirs.
+    pub fn set_tls(&mut self, ctx: Option<super::tls::Contexts>) {
+        self.tls = ctx;
+    }
+
+    /// The TLS contexts, while TLS is configured.
+    pub fn tls(&self) -> Option<&super::tls::Contexts> {
+        self.tls.as_ref()
+    }
+
+    /// Listens for TLS clients on `bind` at `port` instead of the TLS
+    /// sockets open now (none for port 0), as Redis's changeListenPort:
+    /// the old sockets close only once the new ones are bound. Returns the
+    /// port bound.
+    pub fn listen_tls(&mut self, bind: &[String], port: u16) -> std::io::Result<u16> {
+        if port == 0 {
+            self.close_tls_listeners();
+            return Ok(0);
+        }
+        let bound = match bind_all(bind, port) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !self.tls_listeners.is_empty() => {
+                self.close_tls_listeners();
+                bind_all(bind, port)
+            }
+            other => other,
+        }?;
+        self.close_tls_listeners();
+        for mut l in bound.into_iter().take(MAX_LISTENERS) {
+            let token = Token(TLS_LISTENER_BASE - self.tls_listeners.len());
+            self.poll
+                .registry()
+                .register(&mut l, token, Interest::READABLE)?;
+            self.tls_listeners.push(l);
+        }
+        Ok(port)
+    }
+
+    fn close_tls_listeners(&mut self) {
+        for mut l in self.tls_listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+    }
+
     /// At shutdown: writes what can be written without waiting, then
     /// closes every connection and the listening sockets.
     pub fn close_all(&mut self) {
         // Listeners first: once a client sees its connection close, a new
         // one is refused, as when Redis's process exits.
         self.close_listeners();
+        self.close_tls_listeners();
         #[cfg(unix)]
         self.close_unix();
         self.deliver();

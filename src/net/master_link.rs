@@ -36,6 +36,38 @@ pub struct HandshakeConf {
     /// Ask the master to become this server's replica (`PSYNC ...
     /// FAILOVER`: this server is the old master of a FAILOVER).
     pub failover: bool,
+    /// `tls-replication`: the contexts to dial the master over TLS with.
+    pub tls: Option<super::tls::Contexts>,
+}
+
+/// The link's socket: plain, or TLS (`tls-replication`).
+pub enum LinkSock {
+    /// A plain TCP connection.
+    Plain(TcpStream),
+    /// A TLS connection, its handshake done.
+    Tls(openssl::ssl::SslStream<mio::net::TcpStream>),
+}
+
+impl Read for LinkSock {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            LinkSock::Plain(s) => s.read(buf),
+            LinkSock::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for LinkSock {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            LinkSock::Plain(s) => s.write(buf),
+            LinkSock::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How far a handshake got ([`Handshake::stage`]).
@@ -70,7 +102,7 @@ pub enum Synced {
 /// A link ready to carry the stream.
 pub struct Linked {
     /// The socket, blocking, to be adopted by the event loop.
-    pub sock: TcpStream,
+    pub sock: LinkSock,
     /// Stream bytes read past the snapshot.
     pub leftover: Vec<u8>,
     /// What PSYNC gave.
@@ -228,12 +260,23 @@ fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
     sock.set_write_timeout(Some(conf.timeout))
         .map_err(|e| e.to_string())?;
     let _ = sock.set_nodelay(true);
+    let sock = match &conf.tls {
+        Some(ctx) => LinkSock::Tls(
+            super::tls::connect_blocking(ctx, sock)
+                .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?,
+        ),
+        None => LinkSock::Plain(sock),
+    };
     let mut r = Reader::new(sock);
     let synced = converse(&mut r, conf, reached)?;
     let leftover = r.buf[r.pos..].to_vec();
     let sock = r.sock;
-    sock.set_read_timeout(None).map_err(|e| e.to_string())?;
-    sock.set_write_timeout(None).map_err(|e| e.to_string())?;
+    let raw = match &sock {
+        LinkSock::Plain(s) => socket2::SockRef::from(s),
+        LinkSock::Tls(s) => socket2::SockRef::from(s.get_ref()),
+    };
+    raw.set_read_timeout(None).map_err(|e| e.to_string())?;
+    raw.set_write_timeout(None).map_err(|e| e.to_string())?;
     Ok(Linked {
         sock,
         leftover,

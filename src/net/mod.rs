@@ -11,6 +11,7 @@ pub mod listener;
 pub mod master_link;
 pub mod reply;
 pub mod request;
+pub mod tls;
 
 /// The value [`crate::ServerHandle::stop`] stores where a signal number
 /// would go: stop as on SIGTERM, without logging a signal.
