@@ -191,18 +191,22 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 .iter()
                 .find(|(p, _, _)| p.name == name)
                 .map_or(name, |f| f.1);
-            set_failed(registered, "Unable to update TLS configuration. Check server logs.")
+            set_failed(
+                registered,
+                "Unable to update TLS configuration. Check server logs.",
+            )
         };
         let contexts = if tls_changed.is_some() || !configured {
             let contexts = if tls_changed.is_some() {
                 crate::net::tls::reconfigure(&next)
             } else {
-                crate::net::tls::configure(&next)
-                    .map(Some)
-                    .map_err(|why| tracing::warn!("{why}"))
+                crate::net::tls::configure(&next).map(Some)
             };
             let name = tls_changed.map_or("tls-port", |f| f.0.name);
-            Some(contexts.map_err(|()| tls_failed(name))?)
+            Some(contexts.map_err(|why| {
+                tracing::warn!("{why}");
+                tls_failed(name)
+            })?)
         } else {
             None
         };

@@ -297,7 +297,10 @@ impl Executor {
         let tls = c.get_bool("tls-replication");
         let tls_port: u16 = c.get("tls-port").parse().unwrap_or(0);
         let contexts = if tls {
-            self.server.net.as_ref().and_then(|n| n.borrow().tls().cloned())
+            self.server
+                .net
+                .as_ref()
+                .and_then(|n| n.borrow().tls().cloned())
         } else {
             None
         };

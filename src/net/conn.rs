@@ -432,7 +432,8 @@ fn read_tls<B: ReadBuf>(sock: &mut super::tls::TlsStream, buf: &mut B, room: usi
         let spare = &mut buf.spare()[..room - got];
         // SAFETY: as in `read_into`: `read` only writes into the slice and
         // reports how much; `advance` then covers exactly those bytes.
-        let dst = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
+        let dst =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
         match sock.read(dst) {
             Ok(0) if got == 0 => return ReadOutcome::Closed,
             // Data first; the next read finds the end.
@@ -446,14 +447,20 @@ fn read_tls<B: ReadBuf>(sock: &mut super::tls::TlsStream, buf: &mut B, room: usi
                 if got == 0 {
                     return ReadOutcome::WouldBlock;
                 }
-                return ReadOutcome::Data { n: got, drained: true };
+                return ReadOutcome::Data {
+                    n: got,
+                    drained: true,
+                };
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) if got > 0 => break,
             Err(_) => return ReadOutcome::Closed,
         }
     }
-    ReadOutcome::Data { n: got, drained: false }
+    ReadOutcome::Data {
+        n: got,
+        drained: false,
+    }
 }
 
 /// A byte buffer a socket reads into: the query buffer or a large

@@ -772,7 +772,10 @@ impl Net {
             super::master_link::LinkSock::Tls(tls) => {
                 socket2::SockRef::from(tls.get_ref()).set_nonblocking(true)?;
                 let addr = tls.get_ref().peer_addr()?;
-                (Stream::Tls(Box::new(super::tls::TlsStream::established(tls))), addr)
+                (
+                    Stream::Tls(Box::new(super::tls::TlsStream::established(tls))),
+                    addr,
+                )
             }
         };
         let nc = self.register(sock, addr.into(), true)?;
@@ -889,7 +892,9 @@ impl Net {
             return Ok(0);
         }
         let bound = match bind_all(bind, port) {
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !self.tls_listeners.is_empty() => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse && !self.tls_listeners.is_empty() =>
+            {
                 self.close_tls_listeners();
                 bind_all(bind, port)
             }

@@ -69,7 +69,9 @@ impl Contexts {
 /// Whether the configuration asks for TLS at all (Redis configures it only
 /// then: `tls-port`, `tls-replication` or `tls-cluster`).
 pub fn wanted(config: &Config) -> bool {
-    config.get("tls-port") != "0" || config.get_bool("tls-replication") || config.get_bool("tls-cluster")
+    config.get("tls-port") != "0"
+        || config.get_bool("tls-replication")
+        || config.get_bool("tls-cluster")
 }
 
 /// A `tls-*` string directive, `None` when empty (Redis's
@@ -125,7 +127,11 @@ fn first_error(e: &openssl::error::ErrorStack) -> String {
 /// `client` picks the client certificate and key.
 fn base_context(config: &Config, on: [bool; 4], client: bool) -> Result<SslContextBuilder, String> {
     let (cert, key, pass) = if client {
-        ("tls-client-cert-file", "tls-client-key-file", "tls-client-key-file-pass")
+        (
+            "tls-client-cert-file",
+            "tls-client-key-file",
+            "tls-client-key-file-pass",
+        )
     } else {
         ("tls-cert-file", "tls-key-file", "tls-key-file-pass")
     };
@@ -154,9 +160,8 @@ fn base_context(config: &Config, on: [bool; 4], client: bool) -> Result<SslConte
     b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
     b.set_certificate_chain_file(&cert)
         .map_err(|e| format!("Failed to load certificate: {cert}: {}", first_error(&e)))?;
-    let pem = std::fs::read(&key).map_err(|e| {
-        format!("Failed to load private key: {key}: {}", e)
-    })?;
+    let pem =
+        std::fs::read(&key).map_err(|e| format!("Failed to load private key: {key}: {}", e))?;
     // A key with a passphrase and no tls-key-file-pass fails, as Redis's
     // password callback does (OpenSSL would otherwise ask the terminal).
     PKey::private_key_from_pem_callback(&pem, |buf| {
@@ -212,38 +217,53 @@ pub fn configure(config: &Config) -> Result<Contexts, String> {
     let needs_ca = AuthClients::from_config(config) != AuthClients::No
         || config.get_bool("tls-cluster")
         || config.get_bool("tls-replication");
-    if needs_ca && opt(config, "tls-ca-cert-file").is_none() && opt(config, "tls-ca-cert-dir").is_none() {
+    if needs_ca
+        && opt(config, "tls-ca-cert-file").is_none()
+        && opt(config, "tls-ca-cert-dir").is_none()
+    {
         return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
     }
     let on = protocols(opt(config, "tls-protocols").as_deref())?;
     let mut b = base_context(config, on, false)?;
     if config.get_bool("tls-session-caching") {
         b.set_session_cache_mode(SslSessionCacheMode::SERVER);
-        let size = config.get("tls-session-cache-size").parse().unwrap_or(20 * 1024);
+        let size = config
+            .get("tls-session-cache-size")
+            .parse()
+            .unwrap_or(20 * 1024);
         b.set_session_cache_size(size);
-        let timeout: libc::c_long = config.get("tls-session-cache-timeout").parse().unwrap_or(300);
+        let timeout: libc::c_long = config
+            .get("tls-session-cache-timeout")
+            .parse()
+            .unwrap_or(300);
         // SAFETY: the pointer is the builder's own live context; the call
         // only stores the number.
         unsafe { SSL_CTX_set_timeout(b.as_ptr(), timeout) };
-        b.set_session_id_context(b"redis").map_err(|e| first_error(&e))?;
+        b.set_session_id_context(b"redis")
+            .map_err(|e| first_error(&e))?;
     } else {
         b.set_session_cache_mode(SslSessionCacheMode::OFF);
     }
-    let mut options = SslOptions::from_bits_retain(NO_CLIENT_RENEGOTIATION) | SslOptions::SINGLE_DH_USE;
+    let mut options =
+        SslOptions::from_bits_retain(NO_CLIENT_RENEGOTIATION) | SslOptions::SINGLE_DH_USE;
     if config.get_bool("tls-prefer-server-ciphers") {
         options |= SslOptions::CIPHER_SERVER_PREFERENCE;
     }
     b.set_options(options);
     if let Some(file) = opt(config, "tls-dh-params-file") {
         let pem = std::fs::read(&file).map_err(|e| format!("Failed to load {file}: {e}"))?;
-        let dh = Dh::params_from_pem(&pem).map_err(|_| format!("{file}: failed to read DH params."))?;
+        let dh =
+            Dh::params_from_pem(&pem).map_err(|_| format!("{file}: failed to read DH params."))?;
         b.set_tmp_dh(&dh)
             .map_err(|e| format!("Failed to load DH params file: {file}: {}", first_error(&e)))?;
     } else {
         // SAFETY: as above, the builder's own context.
         unsafe { openssl_sys::SSL_CTX_set_dh_auto(b.as_ptr(), 1) };
     }
-    let client = match (opt(config, "tls-client-cert-file"), opt(config, "tls-client-key-file")) {
+    let client = match (
+        opt(config, "tls-client-cert-file"),
+        opt(config, "tls-client-key-file"),
+    ) {
         (Some(_), Some(_)) => Some(base_context(config, on, true)?.build()),
         _ => None,
     };
@@ -254,12 +274,12 @@ pub fn configure(config: &Config) -> Result<Contexts, String> {
 }
 
 /// Builds the contexts for a change of the `tls-*` directives by CONFIG
-/// SET (Redis's applyTlsCfg), logging why when it fails.
-pub fn reconfigure(config: &Config) -> Result<Option<Contexts>, ()> {
+/// SET (Redis's applyTlsCfg): none while nothing asks for TLS.
+pub fn reconfigure(config: &Config) -> Result<Option<Contexts>, String> {
     if !wanted(config) {
         return Ok(None);
     }
-    configure(config).map(Some).map_err(|why| tracing::warn!("{why}"))
+    configure(config).map(Some)
 }
 
 /// A TLS connection: OpenSSL's stream over the non-blocking socket, with
@@ -279,7 +299,11 @@ pub struct TlsStream {
 impl TlsStream {
     /// The server's side of an accepted socket; the handshake runs in the
     /// first reads.
-    pub fn accept(ctx: &Contexts, auth: AuthClients, tcp: mio::net::TcpStream) -> std::io::Result<TlsStream> {
+    pub fn accept(
+        ctx: &Contexts,
+        auth: AuthClients,
+        tcp: mio::net::TcpStream,
+    ) -> std::io::Result<TlsStream> {
         let mut ssl = Ssl::new(&ctx.server).map_err(std::io::Error::other)?;
         match auth {
             AuthClients::No => ssl.set_verify(SslVerifyMode::NONE),
@@ -329,7 +353,11 @@ impl TlsStream {
 
     /// Maps OpenSSL's outcome as Redis's updateStateAfterSSLIO: wanting
     /// I/O is WouldBlock (noting which), a clean close is Ok(0).
-    fn outcome(&mut self, r: Result<usize, openssl::ssl::Error>, reading: bool) -> std::io::Result<usize> {
+    fn outcome(
+        &mut self,
+        r: Result<usize, openssl::ssl::Error>,
+        reading: bool,
+    ) -> std::io::Result<usize> {
         let e = match r {
             Ok(n) => {
                 self.established = true;

@@ -58,6 +58,7 @@ mod stream_group;
 mod string;
 mod string_random;
 mod throttle;
+mod tls;
 mod tracking;
 mod types_random;
 mod unordered;
