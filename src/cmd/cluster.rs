@@ -461,20 +461,27 @@ fn myid(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn nodes(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    let use_pport = ctx.server.use_pport(ctx.client);
     let c = state(ctx)?;
-    let text = c.describe_all(0);
+    let text = c.describe_all(0, use_pport);
     ctx.reply.verbatim(text.as_bytes());
     Ok(())
 }
 
 /// CLUSTER REPLICAS / SLAVES node-id: the replicas' CLUSTER NODES lines.
 fn replicas(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let use_pport = ctx.server.use_pport(ctx.client);
     let c = state(ctx)?;
     let n = node_arg(c, argv.get(2))?;
     if c.node(n).is_replica() {
         return Err(Error::err("The specified node is not a master"));
     }
-    let lines: Vec<String> = c.node(n).replicas.iter().map(|&r| c.describe(r)).collect();
+    let lines: Vec<String> = c
+        .node(n)
+        .replicas
+        .iter()
+        .map(|&r| c.describe(r, use_pport))
+        .collect();
     ctx.reply.array(lines.len());
     for l in lines {
         ctx.reply.bulk(l.as_bytes());
@@ -665,12 +672,16 @@ struct Endpoint {
     name: String,
 }
 
-fn endpoint(c: &ClusterState, n: NodeKey) -> Endpoint {
+fn endpoint(c: &ClusterState, n: NodeKey, use_pport: bool) -> Endpoint {
     let node = c.node(n);
     Endpoint {
         ip: node.ip.clone(),
         hostname: node.hostname.clone(),
-        port: node.port,
+        port: if use_pport && node.pport != 0 {
+            node.pport
+        } else {
+            node.port
+        },
         name: node.name.clone(),
     }
 }
@@ -695,12 +706,13 @@ fn slots(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         return Err(disabled());
     };
     let endpoint_type = ctx.server.config.get("cluster-preferred-endpoint-type");
+    let use_pport = ctx.server.use_pport(ctx.client);
     let mut rows = Vec::new();
     for (start, end, n) in c.slot_ranges() {
-        let mut nodes = vec![endpoint(c, n)];
+        let mut nodes = vec![endpoint(c, n, use_pport)];
         for &r in &c.node(n).replicas {
             if replica_available(ctx, c, r) {
-                nodes.push(endpoint(c, r));
+                nodes.push(endpoint(c, r, use_pport));
             }
         }
         rows.push((start, end, nodes));
@@ -744,6 +756,7 @@ fn shards(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         return Err(disabled());
     };
     let ranges = c.slot_ranges();
+    let tls_cluster = ctx.server.config.get_bool("tls-cluster");
     let my_offset = ctx.server.repl.replica_offset();
     let master_offset = ctx.server.repl.current_offset();
     let masters: Vec<NodeKey> = c
@@ -772,9 +785,20 @@ fn shards(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
             r.bulk(b"id");
             r.bulk(n.name.as_bytes());
             fields += 1;
-            if n.port != 0 {
+            // A TLS cluster shows both: the plaintext port and the TLS one.
+            let (plain, tls) = if tls_cluster {
+                (n.pport, n.port)
+            } else {
+                (n.port, 0)
+            };
+            if plain != 0 {
                 r.bulk(b"port");
-                r.int(i64::from(n.port));
+                r.int(i64::from(plain));
+                fields += 1;
+            }
+            if tls != 0 {
+                r.bulk(b"tls-port");
+                r.int(i64::from(tls));
                 fields += 1;
             }
             r.bulk(b"ip");

@@ -7,13 +7,10 @@
 use super::Config;
 
 /// (parameter, what ferrokv lacks for it).
-pub const NOT_ACTED_ON: &[(&str, &str)] = &[
-    ("tls-cluster", "TLS for the cluster bus"),
-    (
-        "io-threads",
-        "I/O threads: one event loop serves every connection",
-    ),
-];
+pub const NOT_ACTED_ON: &[(&str, &str)] = &[(
+    "io-threads",
+    "I/O threads: one event loop serves every connection",
+)];
 
 /// What ferrokv lacks for parameter `name`, when it does not act on it.
 pub fn lacking(name: &str) -> Option<&'static str> {

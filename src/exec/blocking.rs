@@ -299,7 +299,12 @@ impl Executor {
             let Some(c) = self.server.cluster.as_deref() else {
                 return;
             };
-            let e = r.error(c);
+            let use_pport = self
+                .server
+                .clients
+                .get(&id)
+                .is_some_and(|cl| self.server.use_pport(cl));
+            let e = r.error(c, use_pport);
             if let Some(mut p) = self.server.blocking.unblock(id) {
                 let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
                 ReplyBuf::new(&mut p.out, resp3).error(&e);

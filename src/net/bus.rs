@@ -13,6 +13,9 @@ use std::net::SocketAddr;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 
+use super::conn::Stream;
+use super::tls::{AuthClients, Contexts, TlsStream};
+
 /// A bus message's first bytes.
 pub const SIGNATURE: &[u8; 4] = b"RCmb";
 /// The smallest valid message: the header without data
@@ -47,7 +50,8 @@ pub enum BusEvent {
 }
 
 struct Link {
-    sock: TcpStream,
+    /// TCP, or TLS in a TLS cluster (`tls-cluster yes`).
+    sock: Stream,
     /// An outgoing connect not yet completed.
     connecting: bool,
     rbuf: Vec<u8>,
@@ -65,9 +69,16 @@ pub struct Bus {
     links: HashMap<u64, Link>,
     next_id: u64,
     events: Vec<BusEvent>,
+    /// The TLS contexts links are made with (`tls-cluster yes`).
+    tls: Option<Contexts>,
 }
 
 impl Bus {
+    /// Makes new links TLS ones with `ctx` (None: plain TCP).
+    pub fn set_tls(&mut self, ctx: Option<Contexts>) {
+        self.tls = ctx;
+    }
+
     /// Whether `token` is one of the bus's.
     pub fn owns(token: Token) -> bool {
         token.0 >= TOKEN_BASE && token.0 < TOKEN_BASE + (1 << 60)
@@ -99,7 +110,7 @@ impl Bus {
     /// Starts connecting to `addr`; the link's id. Completion (or failure)
     /// comes as an event.
     pub fn connect(&mut self, registry: &Registry, addr: SocketAddr) -> std::io::Result<u64> {
-        let mut sock = TcpStream::connect(addr)?;
+        let mut sock = Stream::Tcp(TcpStream::connect(addr)?);
         self.next_id += 1;
         let id = self.next_id;
         registry.register(
@@ -139,12 +150,16 @@ impl Bus {
 
     /// The local address of link `id` (how the peer sees this node).
     pub fn local_addr(&self, id: u64) -> Option<SocketAddr> {
-        self.links.get(&id).and_then(|l| l.sock.local_addr().ok())
+        self.links
+            .get(&id)
+            .and_then(|l| l.sock.tcp()?.local_addr().ok())
     }
 
     /// The peer address of link `id`.
     pub fn peer_addr(&self, id: u64) -> Option<SocketAddr> {
-        self.links.get(&id).and_then(|l| l.sock.peer_addr().ok())
+        self.links
+            .get(&id)
+            .and_then(|l| l.sock.tcp()?.peer_addr().ok())
     }
 
     /// (allocated, used) bytes of link `id`'s send buffer.
@@ -196,11 +211,17 @@ impl Bus {
             return;
         };
         if l.connecting && (writable || readable) {
+            let Stream::Tcp(tcp) = &l.sock else {
+                return;
+            };
             // A connect completed, or failed: the socket says which.
-            match (l.sock.take_error(), l.sock.peer_addr()) {
+            match (tcp.take_error(), tcp.peer_addr()) {
                 (Ok(None), Ok(_)) => {
                     l.connecting = false;
-                    let _ = l.sock.set_nodelay(true);
+                    let _ = tcp.set_nodelay(true);
+                    if self.tls.is_some() && !self.start_tls(id) {
+                        return;
+                    }
                     self.events.push(BusEvent::Connected { link: id });
                 }
                 // A wakeup before the connect finished.
@@ -211,12 +232,51 @@ impl Bus {
                 }
             }
         }
-        if writable {
+        // A TLS link may wait on either direction for the other, so both
+        // are tried on every event (each stops at WouldBlock).
+        let tls = self.links.get(&id).is_some_and(|l| l.sock.is_tls());
+        if writable || tls {
             self.write(registry, id);
         }
-        if readable {
+        if readable || tls {
             self.read(registry, id);
         }
+    }
+
+    /// Turns link `id`, just connected, into a TLS link; its handshake
+    /// follows, driven by the first writes and reads (Redis's
+    /// SSL_connect). False when it failed (the link is gone).
+    fn start_tls(&mut self, id: u64) -> bool {
+        let (Some(ctx), Some(link)) = (&self.tls, self.links.remove(&id)) else {
+            return false;
+        };
+        let Link {
+            sock,
+            connecting,
+            rbuf,
+            wbuf,
+        } = link;
+        let sock = match sock {
+            Stream::Tcp(tcp) => match TlsStream::connect(ctx, tcp) {
+                Ok(tls) => Stream::Tls(Box::new(tls)),
+                Err(e) => {
+                    tracing::debug!("Cannot start TLS on a cluster link: {e}");
+                    self.events.push(BusEvent::Closed { link: id });
+                    return false;
+                }
+            },
+            other => other,
+        };
+        self.links.insert(
+            id,
+            Link {
+                sock,
+                connecting,
+                rbuf,
+                wbuf,
+            },
+        );
+        true
     }
 
     fn accept(&mut self, registry: &Registry, i: usize) {
@@ -225,8 +285,20 @@ impl Bus {
                 return;
             };
             match l.accept() {
-                Ok((mut sock, _)) => {
-                    let _ = sock.set_nodelay(true);
+                Ok((tcp, _)) => {
+                    let _ = tcp.set_nodelay(true);
+                    // Bus peers always show a certificate from the CA
+                    // (Redis accepts them with TLS_CLIENT_AUTH_YES).
+                    let mut sock = match &self.tls {
+                        Some(ctx) => match TlsStream::accept(ctx, AuthClients::Yes, tcp) {
+                            Ok(tls) => Stream::Tls(Box::new(tls)),
+                            Err(e) => {
+                                tracing::debug!("Error accepting cluster node: {e}");
+                                continue;
+                            }
+                        },
+                        None => Stream::Tcp(tcp),
+                    };
                     self.next_id += 1;
                     let id = self.next_id;
                     if registry

@@ -79,6 +79,21 @@ impl Stream {
         }
     }
 
+    /// The TCP socket under it (none for the unix socket).
+    pub fn tcp(&self) -> Option<&TcpStream> {
+        match self {
+            Stream::Tcp(s) => Some(s),
+            Stream::Tls(s) => Some(s.tcp()),
+            #[cfg(unix)]
+            Stream::Unix(_) => None,
+        }
+    }
+
+    /// Whether it is a TLS connection.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Stream::Tls(_))
+    }
+
     /// A TLS read that stopped because OpenSSL must write first.
     pub fn read_wants_write(&self) -> bool {
         matches!(self, Stream::Tls(s) if s.read_wants_write())

@@ -98,6 +98,8 @@ pub struct Net {
     tls: Option<super::tls::Contexts>,
     /// `tls-auth-clients`.
     tls_auth: super::tls::AuthClients,
+    /// `tls-cluster`: the bus's links speak TLS.
+    tls_cluster: bool,
     /// The unix socket listened on, and its path.
     #[cfg(unix)]
     unix: Option<(mio::net::UnixListener, std::sync::Arc<str>)>,
@@ -137,6 +139,7 @@ impl Net {
             tls_listeners: Vec::new(),
             tls: None,
             tls_auth: super::tls::AuthClients::default(),
+            tls_cluster: false,
             #[cfg(unix)]
             unix: None,
             conns: HashMap::new(),
@@ -226,6 +229,8 @@ impl Net {
     /// SET).
     pub fn load_config(&mut self, c: &crate::config::Config) {
         self.tls_auth = super::tls::AuthClients::from_config(c);
+        self.tls_cluster = c.get_bool("tls-cluster");
+        self.sync_bus_tls();
         self.limits = NetLimits {
             proto_max_bulk_len: c.proto_max_bulk_len,
             maxclients: c.maxclients,
@@ -741,6 +746,7 @@ impl Net {
         let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
         #[cfg(not(unix))]
         let fd = -1;
+        let tls = sock.is_tls();
         let conn = Conn::new(sock, addr.clone(), authenticated, self.clients_mem.clone());
         let nc = NewClient {
             id,
@@ -748,6 +754,7 @@ impl Net {
             laddr,
             tx: ConnTx::new(id, self.outbox.clone()),
             fd,
+            tls,
             bufs: conn.bufs.clone(),
         };
         self.conns.insert(id, conn);
@@ -875,6 +882,17 @@ impl Net {
     /// already open keep theirs.
     pub fn set_tls(&mut self, ctx: Option<super::tls::Contexts>) {
         self.tls = ctx;
+        self.sync_bus_tls();
+    }
+
+    /// New bus links speak TLS in a TLS cluster.
+    fn sync_bus_tls(&mut self) {
+        let ctx = if self.tls_cluster {
+            self.tls.clone()
+        } else {
+            None
+        };
+        self.bus.set_tls(ctx);
     }
 
     /// The TLS contexts, while TLS is configured.

@@ -44,6 +44,8 @@ pub struct NewClient {
     pub tx: ConnTx,
     /// The socket's file descriptor (CLIENT LIST).
     pub fd: i64,
+    /// A TLS connection (`tls-port`).
+    pub tls: bool,
     /// Output accounting shared with the connection.
     pub bufs: Rc<ConnBuffers>,
 }

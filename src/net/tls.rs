@@ -294,6 +294,8 @@ pub struct TlsStream {
     /// The handshake finished: a failure from here on is a dropped
     /// connection, not a refused one.
     established: bool,
+    /// This server opened the connection (a cluster bus link).
+    outgoing: bool,
 }
 
 impl TlsStream {
@@ -317,6 +319,23 @@ impl TlsStream {
             read_wants_write: false,
             write_wants_read: false,
             established: false,
+            outgoing: false,
+        })
+    }
+
+    /// The client side over a socket whose connect completed (a cluster
+    /// bus link); the handshake runs in the first reads and writes. The
+    /// peer's certificate is checked against the CA.
+    pub fn connect(ctx: &Contexts, tcp: mio::net::TcpStream) -> std::io::Result<TlsStream> {
+        let mut ssl = Ssl::new(ctx.client()).map_err(std::io::Error::other)?;
+        ssl.set_connect_state();
+        let inner = SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
+        Ok(TlsStream {
+            inner,
+            read_wants_write: false,
+            write_wants_read: false,
+            established: false,
+            outgoing: true,
         })
     }
 
@@ -328,6 +347,7 @@ impl TlsStream {
             read_wants_write: false,
             write_wants_read: false,
             established: true,
+            outgoing: true,
         }
     }
 
@@ -386,9 +406,11 @@ impl TlsStream {
                     .map(ToString::to_string)
                     .or_else(|| e.ssl_error().map(first_error))
                     .unwrap_or_else(|| e.to_string());
-                if !self.established {
+                if !self.established && !self.outgoing {
                     // Redis's clientAcceptHandler: the handshake failed.
                     tracing::warn!("Error accepting a client connection: {why}");
+                } else if !self.established {
+                    tracing::debug!("TLS handshake failed: {why}");
                 }
                 Err(std::io::Error::other(why))
             }

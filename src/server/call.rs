@@ -636,7 +636,7 @@ fn cluster_check(
     };
     routed
         .map(|slot| slot.map_or(-1, i32::from))
-        .map_err(|r| (Some(id), r.error(cluster)))
+        .map_err(|r| (Some(id), r.error(cluster, server.use_pport(client))))
 }
 
 /// scriptVerifyClusterState: a script's command may touch only keys this

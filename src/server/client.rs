@@ -61,6 +61,8 @@ pub struct Client {
     pub authenticated: bool,
     /// The socket's file descriptor (CLIENT LIST `fd`).
     pub fd: i64,
+    /// A TLS connection.
+    pub tls: bool,
     /// Peer address.
     pub addr: PeerAddr,
     /// Local address.
@@ -146,6 +148,7 @@ impl Client {
             name: Vec::new(),
             authenticated: false,
             fd: -1,
+            tls: false,
             addr,
             laddr,
             created_ms: now_ms,

@@ -478,12 +478,19 @@ impl ServerState {
     pub fn connect(&mut self, nc: NewClient) {
         let mut c = Client::new(nc.id, nc.addr, nc.laddr, nc.tx, clock::real_now_ms());
         c.fd = nc.fd;
+        c.tls = nc.tls;
         c.bufs = nc.bufs;
         c.bufs.held.set(client_mem::CLIENT_FIXED);
         c.bufs.recount();
         c.user = Some(self.acl.default.clone());
         c.set_authenticated(!self.acl.auth_required());
         self.clients.insert(nc.id, c);
+    }
+
+    /// Whether `client` is shown the nodes' plaintext ports: a plain
+    /// connection in a TLS cluster (Redis's `use_pport`).
+    pub fn use_pport(&self, client: &Client) -> bool {
+        client.fd >= 0 && !client.tls && self.config.get_bool("tls-cluster")
     }
 
     /// Tells the network side whether connections must authenticate,

@@ -528,8 +528,16 @@ fn tls_directives_are_set_and_refused_as_redis() {
             "tls-protocols".into(),
             "".into(),
         ],
-        vec!["CONFIG".into(), "GET".into(), "tls-session-cache-size".into()],
-        vec!["CONFIG".into(), "GET".into(), "tls-session-cache-timeout".into()],
+        vec![
+            "CONFIG".into(),
+            "GET".into(),
+            "tls-session-cache-size".into(),
+        ],
+        vec![
+            "CONFIG".into(),
+            "GET".into(),
+            "tls-session-cache-timeout".into(),
+        ],
         vec!["CONFIG".into(), "GET".into(), "tls-auth-clients".into()],
         vec![
             "CONFIG".into(),

@@ -37,12 +37,25 @@ pub struct LinkInfo {
     pub sndbuf_used: usize,
 }
 
+/// The port clients reach this node on: the TLS port in a TLS cluster
+/// (`tls-cluster yes`), else the plain one (Redis's clusterInit).
+pub fn client_port(server: &ServerState) -> u16 {
+    if server.config.get_bool("tls-cluster") {
+        server.config.get("tls-port").parse().unwrap_or(0)
+    } else {
+        server.port
+    }
+}
+
 /// The ports this node announces (deriveAnnouncedPorts): client port,
-/// plaintext port, bus port.
+/// plaintext port (a TLS cluster's plain port, for plain clients), bus
+/// port.
 pub fn announced_ports(server: &ServerState) -> (u16, u16, u16) {
     let cfg = &server.config;
-    let port = server.port;
+    let tls = cfg.get_bool("tls-cluster");
+    let port = client_port(server);
     let announce = cfg.get_i64("cluster-announce-port").unwrap_or(0) as u16;
+    let announce_tls = cfg.get_i64("cluster-announce-tls-port").unwrap_or(0) as u16;
     let bus = cfg.get_i64("cluster-announce-bus-port").unwrap_or(0) as u16;
     let cluster_port = cfg.get_i64("cluster-port").unwrap_or(0) as u16;
     let cport = if bus != 0 {
@@ -52,7 +65,14 @@ pub fn announced_ports(server: &ServerState) -> (u16, u16, u16) {
     } else {
         (u32::from(port) + PORT_INCR).min(65535) as u16
     };
-    (if announce != 0 { announce } else { port }, 0, cport)
+    let (port, pport) = if tls && announce_tls != 0 {
+        (announce_tls, announce)
+    } else if announce != 0 {
+        (announce, if tls { server.port } else { 0 })
+    } else {
+        (port, if tls { server.port } else { 0 })
+    };
+    (port, pport, cport)
 }
 
 fn name_bytes(name: &str) -> [u8; NAME_LEN] {

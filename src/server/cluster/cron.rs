@@ -29,7 +29,7 @@ pub fn init(server: &mut ServerState) -> Result<u16, String> {
         c.save_config(true)
             .map_err(|e| format!("Fatal: can't update cluster config file: {e}"))?;
     }
-    let port = server.port;
+    let port = bus::client_port(server);
     let cluster_port = server.config.get_i64("cluster-port").unwrap_or(0) as u16;
     if cluster_port == 0 && u32::from(port) > 65535 - super::PORT_INCR {
         return Err(

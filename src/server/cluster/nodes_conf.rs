@@ -13,10 +13,17 @@ impl ClusterState {
     /// One node's line, without the newline (clusterGenNodeDescription):
     /// id, address, flags, master, ping and pong times, epoch, link state,
     /// slots, and for this node the slots it migrates or imports.
-    pub fn describe(&self, key: NodeKey) -> String {
+    /// `use_pport` shows the plaintext port (a plain client of a TLS
+    /// cluster); nodes.conf has the announced one.
+    pub fn describe(&self, key: NodeKey, use_pport: bool) -> String {
         let n = self.node(key);
         let mut s = String::with_capacity(128);
-        let _ = write!(s, "{} {}:{}@{}", n.name, n.ip, n.port, n.cport);
+        let port = if use_pport && n.pport != 0 {
+            n.pport
+        } else {
+            n.port
+        };
+        let _ = write!(s, "{} {}:{}@{}", n.name, n.ip, port, n.cport);
         if !n.hostname.is_empty() {
             let _ = write!(s, ",{}", n.hostname);
         }
@@ -58,13 +65,13 @@ impl ClusterState {
 
     /// Every node's line but those with a flag of `skip`, each ending
     /// with a newline (clusterGenNodesDescription).
-    pub fn describe_all(&self, skip: u16) -> String {
+    pub fn describe_all(&self, skip: u16, use_pport: bool) -> String {
         let mut out = String::new();
         for (k, n) in self.nodes() {
             if n.flags & skip != 0 {
                 continue;
             }
-            out.push_str(&self.describe(k));
+            out.push_str(&self.describe(k, use_pport));
             out.push('\n');
         }
         out
@@ -76,7 +83,7 @@ impl ClusterState {
     /// the old file or the new one.
     pub fn save_config(&mut self, fsync: bool) -> std::io::Result<()> {
         self.todo &= !super::todo::SAVE_CONFIG;
-        let mut text = self.describe_all(nf::HANDSHAKE);
+        let mut text = self.describe_all(nf::HANDSHAKE, false);
         let _ = writeln!(
             text,
             "vars currentEpoch {} lastVoteEpoch {}",

@@ -29,8 +29,9 @@ pub enum Redirect {
 }
 
 impl Redirect {
-    /// The error a client gets (clusterRedirectClient).
-    pub fn error(self, cluster: &ClusterState) -> Error {
+    /// The error a client gets (clusterRedirectClient); `use_pport`
+    /// names the node's plaintext port (a plain client of a TLS cluster).
+    pub fn error(self, cluster: &ClusterState, use_pport: bool) -> Error {
         let msg = match self {
             Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
             Redirect::Unstable => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
@@ -45,7 +46,12 @@ impl Redirect {
                 } else {
                     "MOVED"
                 };
-                let port = cluster.node(n).port;
+                let node = cluster.node(n);
+                let port = if use_pport && node.pport != 0 {
+                    node.pport
+                } else {
+                    node.port
+                };
                 format!("{kind} {slot} {}:{port}", cluster.endpoint(n))
             }
         };
