@@ -677,3 +677,116 @@ fn bad_tls_configuration_stops_the_start_as_redis() {
         assert_eq!(run(ferrokv_bin()), (Some(1), true), "{args:?}");
     }
 }
+
+/// A server with a plain port and a TLS port, TLS on its cluster bus
+/// (`tls-cluster yes`): (guard, plain port, TLS port).
+fn spawn_tls_cluster_node(program: &str) -> (TlsServer, u16) {
+    // The bus port is the TLS port + 10000: TLS ports below 55535.
+    loop {
+        let plain = crate::support::free_port();
+        let s = spawn_tls(
+            program,
+            &[
+                "--port",
+                &plain.to_string(),
+                "--cluster-enabled",
+                "yes",
+                "--tls-cluster",
+                "yes",
+                "--tls-replication",
+                "yes",
+            ],
+        );
+        if s.port < 55_000 {
+            return (s, plain);
+        }
+    }
+}
+
+#[test]
+fn a_mixed_cluster_speaks_tls_on_its_bus() {
+    let (f, f_plain) = spawn_tls_cluster_node(ferrokv_bin());
+    let (r, r_plain) = spawn_tls_cluster_node("redis-server");
+    let mut fc = tls_connect(f.port, Some("client")).expect("ferrokv");
+    let mut rc = tls_connect(r.port, Some("client")).expect("redis");
+    // The bus port follows the TLS port.
+    let meet = fc
+        .cmd(&[
+            "CLUSTER",
+            "MEET",
+            "127.0.0.1",
+            &r.port.to_string(),
+            &(r.port + 10000).to_string(),
+        ])
+        .expect("meet");
+    assert_eq!(meet, b"+OK\r\n");
+    let mut add = vec![
+        "CLUSTER".to_string(),
+        "ADDSLOTSRANGE".into(),
+        "0".into(),
+        "8191".into(),
+    ];
+    let args: Vec<&str> = add.iter().map(String::as_str).collect();
+    assert_eq!(fc.cmd(&args).expect("addslots"), b"+OK\r\n");
+    add[2] = "8192".into();
+    add[3] = "16383".into();
+    let args: Vec<&str> = add.iter().map(String::as_str).collect();
+    assert_eq!(rc.cmd(&args).expect("addslots"), b"+OK\r\n");
+    let ok = |c: &mut TlsClient| {
+        c.cmd(&["CLUSTER", "INFO"])
+            .is_ok_and(|i| String::from_utf8_lossy(&i).contains("cluster_state:ok"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(30), || ok(&mut fc) && ok(&mut rc)),
+        "both nodes see the whole cluster over the TLS bus"
+    );
+    // TLS clients see TLS ports; plain clients the plaintext ones, as
+    // Redis shows them.
+    let nodes = |c: &mut TlsClient| {
+        String::from_utf8_lossy(&c.cmd(&["CLUSTER", "NODES"]).expect("nodes")).into_owned()
+    };
+    let shown = nodes(&mut rc);
+    assert!(
+        shown.contains(&format!("127.0.0.1:{}@{}", f.port, f.port + 10000)),
+        "{shown}"
+    );
+    let mut plain = Raw::connect(f_plain);
+    let text = String::from_utf8_lossy(&plain.cmd_str(&["CLUSTER", "NODES"])).into_owned();
+    assert!(
+        text.contains(&format!("127.0.0.1:{r_plain}@{}", r.port + 10000)),
+        "{text}"
+    );
+    // A redirection names the port of the client's kind; key "a" is in
+    // slot 15495 (redis-server's half).
+    let moved_plain = plain.cmd_str(&["GET", "a"]);
+    assert_eq!(
+        moved_plain,
+        format!("-MOVED 15495 127.0.0.1:{r_plain}\r\n").as_bytes()
+    );
+    let moved_tls = fc.cmd(&["GET", "a"]).expect("reply");
+    assert_eq!(
+        moved_tls,
+        format!("-MOVED 15495 127.0.0.1:{}\r\n", r.port).as_bytes()
+    );
+    // redis-server redirects ferrokv's keys the same way: "b" is in slot
+    // 3300.
+    let mut rplain = Raw::connect(r_plain);
+    assert_eq!(
+        rplain.cmd_str(&["GET", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{f_plain}\r\n").as_bytes()
+    );
+    assert_eq!(
+        rc.cmd(&["GET", "b"]).expect("reply"),
+        format!("-MOVED 3300 127.0.0.1:{}\r\n", f.port).as_bytes()
+    );
+    // CLUSTER SHARDS shows both ports.
+    let shards =
+        String::from_utf8_lossy(&fc.cmd(&["CLUSTER", "SHARDS"]).expect("shards")).into_owned();
+    assert!(
+        shards.contains(&format!(
+            "$4\r\nport\r\n:{f_plain}\r\n$8\r\ntls-port\r\n:{}\r\n",
+            f.port
+        )),
+        "{shards}"
+    );
+}
