@@ -330,6 +330,8 @@ fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
         c.usec = 0;
         c.rejected_calls = 0;
         c.failed_calls = 0;
+        // Redis frees each command's latency histogram too.
+        c.latency = None;
     }
     if let Some(net) = &s.net {
         net.borrow_mut().reset_stats();

@@ -131,6 +131,13 @@ pub fn call(
     }
     match client.reply_mode {
         _ if !top => {}
+        // Subscription confirmations are pushed whatever CLIENT REPLY
+        // says (Redis 7.0's CLIENT_PUSHING).
+        ReplyMode::Off | ReplyMode::SkipThis if is_subscription(argv.get(0)) => {
+            if client.reply_mode == ReplyMode::SkipThis {
+                client.reply_mode = ReplyMode::On;
+            }
+        }
         ReplyMode::On | ReplyMode::Skip => {}
         ReplyMode::Off => drop_replies(out, mark, client.resp3),
         ReplyMode::SkipThis => {
@@ -154,6 +161,21 @@ pub fn call(
 }
 
 /// CLIENT REPLY OFF/SKIP: the command's replies go, RESP3 pushes stay.
+/// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE, whose confirmations CLIENT REPLY
+/// OFF and SKIP leave alone.
+fn is_subscription(name: &[u8]) -> bool {
+    [
+        &b"subscribe"[..],
+        b"psubscribe",
+        b"ssubscribe",
+        b"unsubscribe",
+        b"punsubscribe",
+        b"sunsubscribe",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
 fn drop_replies(out: &mut Vec<u8>, mark: usize, resp3: bool) {
     if resp3 {
         crate::net::reply::retain_pushes(out, mark);

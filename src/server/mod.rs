@@ -424,6 +424,19 @@ impl ServerState {
         }
     }
 
+    /// A blocked command answered with an error from outside (CLIENT
+    /// UNBLOCK ... ERROR): counted as a call that failed, its error by
+    /// prefix (Redis's afterErrorReply).
+    pub fn count_unblocked_error(&mut self, argv: Argv<'_>, prefix: &str) {
+        self.count_unblocked(argv);
+        let table = &mut self.table;
+        if let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) {
+            table.commands[id].failed_calls += 1;
+            self.stats.failed_calls += 1;
+        }
+        *self.stats.errors.entry(prefix.to_string()).or_insert(0) += 1;
+    }
+
     /// Function libraries and functions loaded (FUNCTION STATS, INFO
     /// memory). While a script runs the engine is out of the server; its
     /// run state kept the counts from when it started.

@@ -414,3 +414,84 @@ fn resp3_pushes_survive_client_reply_off_and_skip() {
         String::from_utf8_lossy(&theirs)
     );
 }
+
+#[test]
+fn subscription_confirmations_ignore_client_reply_off_and_skip() {
+    let p = Pair::new();
+    let (mut a, mut b) = p.connect_again();
+    for c in [&mut a, &mut b] {
+        c.send(b"CLIENT REPLY OFF\r\nPSUBSCRIBE *\r\nPUNSUBSCRIBE *\r\nSUBSCRIBE a\r\nPING\r\n");
+    }
+    for _ in 0..3 {
+        assert_eq!(a.read_reply(), b.read_reply());
+    }
+    let (mut a, mut b) = p.connect_again();
+    for c in [&mut a, &mut b] {
+        c.send(b"CLIENT REPLY SKIP\r\nSUBSCRIBE x\r\n");
+    }
+    let (ra, rb) = (a.read_reply(), b.read_reply());
+    assert_eq!(ra, rb);
+    assert_eq!(ra, b"*3\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n:1\r\n");
+}
+
+#[test]
+fn client_unblock_error_counts_as_a_failed_call_and_resetstat_clears_latency() {
+    let mut p = Pair::new();
+    let (mut a, mut b) = p.connect_again();
+    p.same(&["CONFIG", "RESETSTAT"]);
+    let ids: Vec<String> = [&mut a, &mut b]
+        .into_iter()
+        .map(|c| {
+            let r = c.cmd_str(&["CLIENT", "ID"]);
+            String::from_utf8_lossy(&r[1..r.len() - 2]).into_owned()
+        })
+        .collect();
+    for c in [&mut a, &mut b] {
+        c.send(&crate::support::encode(&[b"BLPOP", b"list1", b"0"]));
+    }
+    let (ours, theirs) = p.ports();
+    for (port, id) in [(ours, &ids[0]), (theirs, &ids[1])] {
+        let mut admin = Raw::connect(port);
+        assert!(wait_until(Duration::from_secs(5), || {
+            String::from_utf8_lossy(&admin.cmd_str(&["INFO", "clients"]))
+                .contains("blocked_clients:1")
+        }));
+        assert_eq!(
+            admin.cmd_str(&["CLIENT", "UNBLOCK", id, "ERROR"]),
+            b":1\r\n"
+        );
+    }
+    assert_eq!(a.read_reply(), b.read_reply());
+    let stats = |c: &mut Raw, section: &str, prefix: &str| -> Vec<String> {
+        String::from_utf8_lossy(&c.cmd_str(&["INFO", section]))
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| {
+                l.split("usec=").next().unwrap_or(l).to_string()
+                    + &l.split("rejected").nth(1).unwrap_or("").to_string()
+            })
+            .collect()
+    };
+    for (section, prefix) in [
+        ("errorstats", "errorstat_"),
+        ("commandstats", "cmdstat_blpop"),
+        ("stats", "total_error_replies"),
+    ] {
+        assert_eq!(
+            stats(&mut a, section, prefix),
+            stats(&mut b, section, prefix),
+            "{section}"
+        );
+    }
+    assert_eq!(
+        stats(&mut a, "errorstats", "errorstat_"),
+        vec!["errorstat_UNBLOCKED:count=1".to_string()]
+    );
+    // CONFIG RESETSTAT drops the per-command latency histograms.
+    p.same(&["SET", "a", "b"]);
+    p.same(&["CONFIG", "RESETSTAT"]);
+    for c in [&mut a, &mut b] {
+        let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "latencystats"])).into_owned();
+        assert!(!info.contains("latency_percentiles_usec_set"), "{info}");
+    }
+}
