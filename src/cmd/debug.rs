@@ -536,12 +536,15 @@ fn reload(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::raw("ERR"));
     }
     if flush {
+        // Redis's emptyData: the functions go with the keys.
         drop(ctx.store.flush_all());
+        ctx.store.functions.clear();
     }
     let path = crate::persist::rdb_path(&ctx.server.config);
     let loaded = std::fs::read(&path)
         .ok()
         .and_then(|data| crate::persist::load_file(&data, ctx.store, &ctx.server.config).ok());
+    ctx.server.install_functions(ctx.store);
     if loaded.is_none() {
         return Err(Error::err("Error trying to load the RDB dump"));
     }

@@ -81,6 +81,7 @@ fn function_load(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let mut engine = take_engine(ctx)?;
     let result = engine.load_library(code, replace);
+    ctx.store.functions = engine.library_codes();
     ctx.server.scripting.put(engine);
     ctx.reply.bulk(result?.as_bytes());
     Ok(())
@@ -164,6 +165,7 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let deleted = match ctx.server.scripting.take() {
         Some(mut engine) => {
             let d = engine.delete_library(&name);
+            ctx.store.functions = engine.library_codes();
             ctx.server.scripting.put(engine);
             d
         }
@@ -189,6 +191,7 @@ fn function_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         engine.flush_libraries();
         ctx.server.scripting.put(engine);
     }
+    ctx.store.functions.clear();
     ctx.reply.ok();
     Ok(())
 }
@@ -402,6 +405,7 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if result.is_err() {
         engine.libraries = backup;
     }
+    ctx.store.functions = engine.library_codes();
     ctx.server.scripting.put(engine);
     result?;
     ctx.reply.ok();

@@ -351,8 +351,11 @@ impl Executor {
                 // background thread (Redis's EMPTYDB_ASYNC).
                 let lazy = self.server.config.get_bool("replica-lazy-flush");
                 crate::store::lazyfree::free_dicts(self.store.flush_all(), lazy);
+                // The master's functions replace this server's.
+                self.store.functions.clear();
                 tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
                 let loaded = crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
+                self.server.install_functions(&mut self.store);
                 if let Err(e) = loaded {
                     tracing::warn!(
                         "Failed trying to load the MASTER synchronization DB from socket: {e:?}"

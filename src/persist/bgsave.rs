@@ -39,6 +39,7 @@ pub struct Bgsave {
 /// A point-in-time copy of the keyspace for a background save.
 struct Snapshot {
     dbs: Vec<Vec<(CompactBytes, Value, u64)>>,
+    functions: Vec<Vec<u8>>,
     processed: Arc<AtomicU64>,
 }
 
@@ -55,13 +56,21 @@ impl Snapshot {
                 v
             })
             .collect();
-        Snapshot { dbs, processed }
+        Snapshot {
+            dbs,
+            functions: store.functions.clone(),
+            processed,
+        }
     }
 }
 
 impl DbSource for Snapshot {
     fn db_count(&self) -> usize {
         self.dbs.len()
+    }
+
+    fn functions(&self) -> &[Vec<u8>] {
+        &self.functions
     }
 
     fn db_sizes(&self, db: usize) -> (usize, usize) {

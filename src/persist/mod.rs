@@ -168,6 +168,10 @@ impl DbSource for Store {
         self.dbs.len()
     }
 
+    fn functions(&self) -> &[Vec<u8>] {
+        &self.functions
+    }
+
     fn db_sizes(&self, db: usize) -> (usize, usize) {
         (self.dbs[db].len(), self.dbs[db].volatile())
     }
@@ -361,13 +365,6 @@ pub fn load_on_start(
     p.state.last_load_keys_loaded = report.keys_loaded;
     p.state.last_load_keys_expired = report.keys_expired;
     p.state.loaded_repl = ReplInfo::from_aux(&report.aux);
-    if report.functions_skipped > 0 {
-        tracing::warn!(
-            "{} function libraries in {} were not loaded (functions are not supported)",
-            report.functions_skipped,
-            path.display()
-        );
-    }
     tracing::info!(
         "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
         started.elapsed().as_secs_f64(),

@@ -333,6 +333,27 @@ impl Engine {
         self.libraries.remove(name).is_some()
     }
 
+    /// Every library's code, in name order (what an RDB file saves).
+    pub fn library_codes(&self) -> Vec<Vec<u8>> {
+        self.libraries
+            .libs
+            .values()
+            .map(|l| l.code.clone())
+            .collect()
+    }
+
+    /// Whether the libraries are exactly `codes` (in name order), without
+    /// copying them.
+    pub fn has_library_codes(&self, codes: &[Vec<u8>]) -> bool {
+        self.libraries.libs.len() == codes.len()
+            && self
+                .libraries
+                .libs
+                .values()
+                .zip(codes)
+                .all(|(l, c)| l.code == *c)
+    }
+
     /// FUNCTION FLUSH.
     pub fn flush_libraries(&mut self) {
         self.libraries = Libraries::default();

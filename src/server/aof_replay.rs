@@ -22,6 +22,9 @@ struct Host<'a> {
 
 impl LoadHost for Host<'_> {
     fn replay(&mut self, store: &mut Store, argv: Argv<'_>) {
+        // Libraries from the base file's RDB preamble exist before the
+        // commands after it run.
+        self.server.install_functions(store);
         call(
             self.server,
             store,
@@ -101,6 +104,9 @@ fn run(server: &mut ServerState, store: &mut Store, what: What) -> std::io::Resu
     server.loading = false;
     server.persist = state;
     server.aof = aof;
+    if result.is_ok() {
+        server.install_functions(store);
+    }
     match result {
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted && server.shutdown => {
             tracing::warn!("Loading stopped by a shutdown; nothing is saved");

@@ -500,6 +500,38 @@ impl ServerState {
         self.clients.insert(nc.id, c);
     }
 
+    /// Makes the scripting engine's function libraries those of
+    /// `store.functions`, as a load left them (the RDB's FUNCTION2
+    /// records): nothing when they already are. A library that does not
+    /// compile is logged and left out.
+    pub fn install_functions(&mut self, store: &mut Store) {
+        let same = match self.scripting.get() {
+            Some(e) => e.has_library_codes(&store.functions),
+            None => store.functions.is_empty(),
+        };
+        if same {
+            return;
+        }
+        let mut engine = match self.scripting.take() {
+            Some(e) => e,
+            None => match crate::script::Engine::new(self.config.lua_memory_limit) {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!("Failed loading functions: {}", e.message());
+                    return;
+                }
+            },
+        };
+        engine.flush_libraries();
+        for code in &store.functions {
+            if let Err(e) = engine.load_library(code, true) {
+                tracing::warn!("Failed loading library: {}", e.message());
+            }
+        }
+        store.functions = engine.library_codes();
+        self.scripting.put(engine);
+    }
+
     /// Whether `client` is shown the nodes' plaintext ports: a plain
     /// connection in a TLS cluster (Redis's `use_pport`).
     pub fn use_pport(&self, client: &Client) -> bool {

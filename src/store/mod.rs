@@ -92,6 +92,10 @@ pub struct KeyStats {
 pub struct Store {
     /// The databases, indexed by SELECT number.
     pub dbs: Vec<Db>,
+    /// The function libraries' source code (FUNCTION LOAD), saved ahead
+    /// of the keys as Redis's RDB_OPCODE_FUNCTION2 and filled by a load;
+    /// the scripting engine keeps it current after each FUNCTION command.
+    pub functions: Vec<Vec<u8>>,
     /// Counters for INFO.
     pub stats: KeyStats,
     /// The command's time in Unix milliseconds; set before each command so
@@ -168,6 +172,7 @@ impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Self {
         Store {
+            functions: Vec::new(),
             expired_events: None,
             new_events: None,
             dbs: (0..databases).map(|_| Db::default()).collect(),

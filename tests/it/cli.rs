@@ -181,54 +181,44 @@ fn multi_argument_directives_given_as_one_value_are_split_as_redis_splits_them()
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Parameters ferrokv does not act on yet (TLS's, until TLS exists):
-/// CONFIG SET refuses to move them from their defaults, naming what is
-/// missing; back to the default is fine. Given at start-up they load and
-/// are named in a warning. (redis-server refuses these values without
-/// certificates, so there is nothing to compare with.)
+/// The TLS switches without certificates: CONFIG SET refuses them as
+/// redis-server does, and a start with them stops as Redis's ("Failed to
+/// configure TLS", exit 1).
 #[test]
-fn parameters_not_acted_on_are_refused_at_config_set_and_load_at_startup() {
-    let cases: &[(&str, &str)] = &[("tls-replication", "yes"), ("tls-cluster", "yes")];
-    let server = start();
-    let mut c = server.raw();
-    for (name, value) in cases {
-        let before = c.cmd_str(&["CONFIG", "GET", name]);
-        let reply =
-            String::from_utf8_lossy(&c.cmd_str(&["CONFIG", "SET", name, value])).into_owned();
+fn tls_switches_without_certificates_are_refused_as_redis() {
+    let mut p = crate::support::Pair::new();
+    for (name, value) in [("tls-replication", "yes"), ("tls-cluster", "yes")] {
+        let reply = p.same(&["CONFIG", "SET", name, value]);
         assert!(
-            reply.starts_with(&format!(
-                "-ERR CONFIG SET failed (possibly related to argument '{name}') - ferrokv does not support "
+            String::from_utf8_lossy(&reply).starts_with(&format!(
+                "-ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration"
             )),
-            "{reply}"
+            "{}",
+            String::from_utf8_lossy(&reply)
         );
-        assert_eq!(c.cmd_str(&["CONFIG", "GET", name]), before);
+        p.same(&["CONFIG", "GET", name]);
+        p.same(&["CONFIG", "SET", name, "no"]);
     }
-    assert_eq!(
-        c.cmd_str(&["CONFIG", "SET", "tls-cluster", "no"]),
-        b"+OK\r\n"
-    );
-    let mut args: Vec<String> = Vec::new();
-    for (name, value) in cases {
-        args.push(format!("--{name}"));
-        args.push(value.to_string());
-    }
-    let dir = temp_dir("notacted");
-    let log = dir.join("log");
-    let mut with_log = vec!["--logfile".to_string(), log.display().to_string()];
-    with_log.extend(args.iter().cloned());
-    let with_log: Vec<&str> = with_log.iter().map(String::as_str).collect();
-    let ours = spawn_bin(&with_log);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let mut o = Raw::connect(ours.1);
-    for (name, value) in cases {
-        assert!(
-            text.contains(&format!(
-                "WARNING: '{name}' is set, but ferrokv does not support"
-            )),
-            "{text}"
-        );
-        let get = String::from_utf8_lossy(&o.cmd_str(&["CONFIG", "GET", name])).into_owned();
-        assert!(get.ends_with(&format!("{value}\r\n")), "{get}");
+    for args in [["--tls-replication", "yes"], ["--tls-cluster", "yes"]] {
+        let ours = run({
+            let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+            c.args(["--port", "0"]).args(args);
+            c
+        });
+        let theirs = run({
+            let mut c = Command::new("redis-server");
+            c.args(["--port", "0"]).args(args);
+            c
+        });
+        assert_eq!(ours.0, theirs.0, "{args:?}");
+        assert_eq!(ours.0, Some(1), "{args:?}");
+        for out in [&ours.1, &theirs.1] {
+            assert!(out.contains("No tls-cert-file configured!"), "{out}");
+            assert!(
+                out.contains("Failed to configure TLS. Check logs for more info."),
+                "{out}"
+            );
+        }
     }
 }
 

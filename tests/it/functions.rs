@@ -1,6 +1,8 @@
 //! Redis 7.0 functions (`functions.tcl` unit): FUNCTION LOAD and friends,
 //! FCALL/FCALL_RO, DUMP/RESTORE across ferrokv and redis-server.
 
+use std::time::Duration;
+
 use crate::support::*;
 
 const LIB1: &str = "#!lua name=lib1\nredis.register_function{function_name='f2', callback=function(keys, args) return redis.call('set', keys[1], args[1]) end, flags={'no-writes'}, description='desc'}";
@@ -241,4 +243,87 @@ fn ten_thousand_functions_register_and_run() {
     assert!(c
         .cmd_str(&["FCALL", "f0", "0"])
         .starts_with(b"-ERR Function not found"));
+}
+
+/// Function libraries are saved with the keys (RDB_OPCODE_FUNCTION2): a
+/// DEBUG RELOAD, a restart, redis-server reading ferrokv's file and an
+/// AOF rewrite without the RDB preamble all keep them, as in Redis.
+#[test]
+fn function_libraries_persist_with_the_data_set_as_redis() {
+    let lib1 = "#!lua name=lib1\nredis.register_function('func1', function() return 123 end)";
+    let lib2 = "#!lua name=lib2\nredis.register_function('func2', function() return 456 end)";
+    let ours = unique_temp_path("ferrokv-fn-reload");
+    std::fs::create_dir_all(&ours).expect("dir");
+    let ours_dir = ours.display().to_string();
+    let mut p = Pair::new_with(
+        |c| {
+            c.dir = ours_dir;
+            if let Some((param, _)) = ferrokv::config::params::lookup(b"enable-debug-command") {
+                let _ = c.set_args(param, &[b"yes"], false);
+            }
+        },
+        &["--enable-debug-command", "yes"],
+    );
+    p.same(&["FUNCTION", "LOAD", lib1]);
+    p.same(&["SET", "k", "v"]);
+    p.same(&["DEBUG", "RELOAD"]);
+    p.same(&["FUNCTION", "LIST"]);
+    p.same(&["FCALL", "func1", "0"]);
+    // Loaded after the save: a reload without saving drops it.
+    p.same(&["FUNCTION", "LOAD", lib2]);
+    p.same(&["DEBUG", "RELOAD", "NOSAVE"]);
+    p.same(&["FUNCTION", "LIST"]);
+    p.same(&["FCALL", "func2", "0"]);
+
+    // A restart of the binary, then redis-server reading the same file.
+    let dir = unique_temp_path("ferrokv-fn-persist");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let d = dir.display().to_string();
+    let mut f = spawn_ferrokv_process_with(&["--dir", &d]);
+    let mut c = Raw::connect(f.port);
+    assert_eq!(c.cmd_str(&["FUNCTION", "LOAD", lib1]), b"$4\r\nlib1\r\n");
+    assert_eq!(c.cmd_str(&["SAVE"]), b"+OK\r\n");
+    drop(c);
+    drop(f);
+    f = spawn_ferrokv_process_with(&["--dir", &d]);
+    let mut c = Raw::connect(f.port);
+    assert_eq!(c.cmd_str(&["FCALL", "func1", "0"]), b":123\r\n");
+    let r = spawn_redis_with(&["--dir", &d]);
+    let mut rc = Raw::connect(r.port);
+    assert_eq!(rc.cmd_str(&["FCALL", "func1", "0"]), b":123\r\n");
+    // The command form of an AOF base (no RDB preamble) loads them first.
+    let aof_dir = unique_temp_path("ferrokv-fn-aof");
+    std::fs::create_dir_all(&aof_dir).expect("dir");
+    let ad = aof_dir.display().to_string();
+    let args = [
+        "--dir",
+        &ad,
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+    ];
+    let f = spawn_ferrokv_process_with(&args);
+    let mut c = Raw::connect(f.port);
+    assert_eq!(c.cmd_str(&["FUNCTION", "LOAD", lib1]), b"$4\r\nlib1\r\n");
+    assert!(c.cmd_str(&["BGREWRITEAOF"]).starts_with(b"+"));
+    assert!(wait_until(Duration::from_secs(10), || {
+        String::from_utf8_lossy(&c.cmd_str(&["INFO", "persistence"]))
+            .contains("aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+    }));
+    let base = std::fs::read_dir(aof_dir.join("appendonlydir"))
+        .expect("aof dir")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().contains(".base.aof"))
+        .map(|e| std::fs::read(e.path()).expect("base"))
+        .expect("a base file");
+    assert!(base.starts_with(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"));
+    drop(c);
+    drop(f);
+    let f = spawn_ferrokv_process_with(&args);
+    let mut c = Raw::connect(f.port);
+    assert_eq!(c.cmd_str(&["FCALL", "func1", "0"]), b":123\r\n");
+    let _ = std::fs::remove_dir_all(&aof_dir);
+    let _ = std::fs::remove_dir_all(&ours);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -431,6 +431,10 @@ pub fn write_commands<W: Write>(
 ) -> std::io::Result<u64> {
     let mut buf = Vec::with_capacity(1 << 16);
     let mut total = 0u64;
+    // The function libraries first (Redis's rewriteFunctions).
+    for code in src.functions() {
+        encode(&mut buf, &[b"FUNCTION", b"LOAD", code]);
+    }
     for db in 0..src.db_count() {
         if src.db_sizes(db).0 == 0 {
             continue;

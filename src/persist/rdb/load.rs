@@ -411,8 +411,8 @@ pub struct LoadReport {
     pub empty_skipped: u64,
     /// AUX fields.
     pub aux: Vec<(String, String)>,
-    /// Function libraries present in the file and not loaded.
-    pub functions_skipped: u64,
+    /// Function libraries read (into the store's `functions`).
+    pub functions: u64,
 }
 
 /// Loads a whole RDB file image into `store` (which should be empty).
@@ -509,10 +509,11 @@ pub fn load_rdb_with(
                 continue;
             }
             op::FUNCTION2 => {
-                // A function library's source; ferrokv has no functions, so
-                // the library is skipped and the keys still load.
-                d.string()?;
-                report.functions_skipped += 1;
+                // A function library's source: the server compiles it
+                // once the file is loaded (ServerState::install_functions).
+                let code = d.string()?;
+                store.functions.push(code.to_vec());
+                report.functions += 1;
                 continue;
             }
             op::FUNCTION_PRE_GA | op::MODULE_AUX => {

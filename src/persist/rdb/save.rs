@@ -248,6 +248,10 @@ pub trait DbSource {
     /// Calls `f(key, value, expire_at_ms /* 0 = none */)` for every key of
     /// `db`, stopping at the first error.
     fn each(&self, db: usize, f: &mut EachKey<'_>) -> std::io::Result<()>;
+    /// The function libraries' code, written before the keys.
+    fn functions(&self) -> &[Vec<u8>] {
+        &[]
+    }
 }
 
 /// Options of a file save.
@@ -336,6 +340,11 @@ pub fn write_rdb<W: Write>(
         e.aux("repl-offset", r.offset.to_string().as_bytes());
     }
     e.aux("aof-base", if opts.aof_base { b"1" } else { b"0" });
+    // Function libraries come before the keys (rdbSaveFunctions).
+    for code in src.functions() {
+        e.buf.push(op::FUNCTION2);
+        e.string(code);
+    }
     let mut flush =
         |e: &mut Enc, digest: &mut crc::Digest<'_, u64, crc::Table<16>>, out: &mut W| {
             digest.update(&e.buf);
