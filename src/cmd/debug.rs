@@ -518,9 +518,10 @@ fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
 /// RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the RDB file, empty the data
 /// set and load the file back.
 fn reload(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let (mut save, mut flush) = (true, true);
+    let (mut save, mut flush, mut merge) = (true, true, false);
     for opt in argv.iter_from(2) {
         if is(opt, "merge") {
+            merge = true;
         } else if is(opt, "noflush") {
             flush = false;
         } else if is(opt, "nosave") {
@@ -541,11 +542,34 @@ fn reload(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.store.functions.clear();
     }
     let path = crate::persist::rdb_path(&ctx.server.config);
+    let kept = ctx.store.functions.len();
     let loaded = std::fs::read(&path)
         .ok()
         .and_then(|data| crate::persist::load_file(&data, ctx.store, &ctx.server.config).ok());
+    // A library loaded under the name of one kept (NOFLUSH) fails the load,
+    // as Redis's rdbFunctionLoad; MERGE lets the file's replace it.
+    let name = |code: &Vec<u8>| {
+        crate::script::function::parse_metadata(code)
+            .ok()
+            .map(|m| m.0)
+    };
+    let loaded_names: Vec<Option<String>> = ctx.store.functions[kept..].iter().map(name).collect();
+    let clash = |code: &Vec<u8>| loaded_names.contains(&name(code));
+    let duplicate = ctx.store.functions[..kept].iter().any(clash);
+    let failed = loaded.is_none() || (duplicate && !merge);
+    if duplicate {
+        if merge {
+            let mut i = 0;
+            ctx.store.functions.retain(|code| {
+                i += 1;
+                i > kept || !clash(code)
+            });
+        } else {
+            ctx.store.functions.truncate(kept);
+        }
+    }
     ctx.server.install_functions(ctx.store);
-    if loaded.is_none() {
+    if failed {
         return Err(Error::err("Error trying to load the RDB dump"));
     }
     tracing::warn!("DB reloaded by DEBUG RELOAD");

@@ -84,16 +84,20 @@ fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 }
             }
         } else if is(opt, "rdb-filter-only") {
-            // Only "functions" may be kept; an empty list keeps nothing
-            // (redis-cli --replica wants the stream alone).
+            // Only "functions" may be kept (redis-cli --functions-rdb); an
+            // empty list keeps nothing (redis-cli --replica wants the
+            // stream alone).
+            let mut functions = false;
             for f in String::from_utf8_lossy(val).split_ascii_whitespace() {
                 if !f.eq_ignore_ascii_case("functions") {
                     return Err(Error::err_owned(format!(
                         "Unsupported rdb-filter-only option: {f}"
                     )));
                 }
+                functions = true;
             }
             conf(ctx).exclude_data = true;
+            conf(ctx).exclude_functions = !functions;
         } else {
             return Err(Error::err_owned(format!(
                 "Unrecognized REPLCONF option: {}",

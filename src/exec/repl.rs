@@ -534,12 +534,17 @@ impl Executor {
             }
         };
         let diskless = self.server.config.get_bool("repl-diskless-sync");
-        let empty = crate::persist::empty_rdb(&self.server.config);
+        let empty = crate::persist::empty_rdb(&self.server.config, &[]);
+        let functions_only = crate::persist::empty_rdb(&self.server.config, &self.store.functions);
         for r in &mut repl.replicas {
             if r.state != ReplicaState::WaitSnapshotEnd {
                 continue;
             }
-            let rdb = if r.conf.exclude_data { &empty } else { &rdb };
+            let rdb = match (r.conf.exclude_data, r.conf.exclude_functions) {
+                (false, _) => &rdb,
+                (true, true) => &empty,
+                (true, false) => &functions_only,
+            };
             let mut payload = Vec::with_capacity(rdb.len() + 100);
             if diskless && r.conf.capa_eof {
                 let mark = new_replid();

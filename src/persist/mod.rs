@@ -374,11 +374,14 @@ pub fn load_on_start(
     Ok(())
 }
 
-/// An RDB image with no keys (a replica that asked for no data).
-pub fn empty_rdb(config: &Config) -> Vec<u8> {
+/// An RDB image with no keys and the function libraries `functions` (a
+/// replica that asked for no data, or for the functions alone).
+pub fn empty_rdb(config: &Config, functions: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
+    let mut store = Store::new(1);
+    store.functions = functions.to_vec();
     // Writing into memory cannot fail.
-    let _ = write_rdb(&mut out, &Store::new(1), save_options(config), None);
+    let _ = write_rdb(&mut out, &store, save_options(config), None);
     out
 }
 

@@ -1065,6 +1065,13 @@ fn add_rebalance_manual_failover_and_del_node() {
     assert!(wait_until(Duration::from_secs(20), || all_know_each_other(
         &nodes
     )));
+    // Knowing the node is not yet agreeing on it (its epoch, its flags):
+    // add-node checks the whole configuration first.
+    assert!(wait_until(Duration::from_secs(20), || cluster_tool(&[
+        "check".into(),
+        at(seed)
+    ])
+    .0));
     let (ok, out) = cluster_tool(&[
         "add-node".into(),
         at(replica.port),

@@ -71,6 +71,8 @@ pub struct ReplicaConf {
     pub rdb_only: bool,
     /// `rdb-filter-only`: its snapshot holds no keys.
     pub exclude_data: bool,
+    /// `rdb-filter-only` without `functions`: nor function libraries.
+    pub exclude_functions: bool,
 }
 
 /// A replica attached to this server.
