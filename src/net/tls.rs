@@ -314,13 +314,7 @@ impl TlsStream {
         }
         ssl.set_accept_state();
         let inner = SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
-        Ok(TlsStream {
-            inner,
-            read_wants_write: false,
-            write_wants_read: false,
-            established: false,
-            outgoing: false,
-        })
+        Ok(TlsStream::over(inner, false, false))
     }
 
     /// The client side over a socket whose connect completed (a cluster
@@ -330,24 +324,22 @@ impl TlsStream {
         let mut ssl = Ssl::new(ctx.client()).map_err(std::io::Error::other)?;
         ssl.set_connect_state();
         let inner = SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
-        Ok(TlsStream {
-            inner,
-            read_wants_write: false,
-            write_wants_read: false,
-            established: false,
-            outgoing: true,
-        })
+        Ok(TlsStream::over(inner, false, true))
     }
 
     /// An established connection this server opened (the link to its
     /// master once adopted by the event loop).
     pub fn established(inner: SslStream<mio::net::TcpStream>) -> TlsStream {
+        TlsStream::over(inner, true, true)
+    }
+
+    fn over(inner: SslStream<mio::net::TcpStream>, established: bool, outgoing: bool) -> TlsStream {
         TlsStream {
             inner,
             read_wants_write: false,
             write_wants_read: false,
-            established: true,
-            outgoing: true,
+            established,
+            outgoing,
         }
     }
 
