@@ -31,6 +31,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import cpu_seconds, free_port, wait_port  # noqa: E402
 
 
 def make_certs(d):
@@ -45,36 +47,6 @@ def make_certs(d):
             "-out", f"{name}.csr")
         run("x509", "-req", "-sha256", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
             "-CAcreateserial", "-days", "30", "-out", f"{name}.crt")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port, deadline=10.0):
-    end = time.time() + deadline
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-def cpu_seconds(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total / 1e9
 
 
 def start(binary, certs):

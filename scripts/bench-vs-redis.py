@@ -48,6 +48,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import cpu_seconds, free_port, wait_port  # noqa: E402
+
 RATE_LIMITER = ("local c = redis.call('incr', KEYS[1]) "
                 "if c == 1 then redis.call('expire', KEYS[1], 60) end return c")
 
@@ -193,39 +196,6 @@ def test_args(test, kind, plain=False):
 
 def same_command(test):
     return not isinstance(TESTS[test], dict) or "loadgen" in TESTS[test]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port, deadline=10.0):
-    end = time.time() + deadline
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-def cpu_seconds(pid):
-    """CPU time (user + system) of every thread of `pid`, from
-    /proc/<pid>/task/*/schedstat: nanoseconds, where utime+stime in
-    /proc/<pid>/stat count 10 ms ticks, too coarse for a 100 ms run."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass  # a thread that ended meanwhile
-    return total / 1e9
 
 
 def start(kind, binary):

@@ -18,13 +18,19 @@ struct Host<'a> {
     server: &'a mut ServerState,
     client: Client,
     out: Vec<u8>,
+    /// The base file's libraries are in the engine (done before the first
+    /// command; FUNCTION commands keep them in step from then on).
+    functions_installed: bool,
 }
 
 impl LoadHost for Host<'_> {
     fn replay(&mut self, store: &mut Store, argv: Argv<'_>) {
         // Libraries from the base file's RDB preamble exist before the
         // commands after it run.
-        self.server.install_functions(store);
+        if !self.functions_installed {
+            self.server.install_functions(store);
+            self.functions_installed = true;
+        }
         call(
             self.server,
             store,
@@ -86,6 +92,7 @@ fn run(server: &mut ServerState, store: &mut Store, what: What) -> std::io::Resu
             server: &mut *server,
             client: Client::internal(),
             out: Vec::new(),
+            functions_installed: false,
         };
         let mut p = crate::persist::Persistence {
             config: &config,
