@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         now_ms: 1_000_000,
         key_delay_us: 0,
         events_interval: 64,
+        allow_dup: false,
     };
     let mut store = Store::new(16);
     let mut calls = 0u32;

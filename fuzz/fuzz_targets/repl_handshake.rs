@@ -71,6 +71,7 @@ fuzz_target!(|data: &[u8]| {
             now_ms: 1_000_000,
             key_delay_us: 0,
             events_interval: 0,
+            allow_dup: false,
         };
         let _ = load_rdb(&rdb, &mut Store::new(16), opts);
     }

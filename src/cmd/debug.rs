@@ -543,9 +543,14 @@ fn reload(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let path = crate::persist::rdb_path(&ctx.server.config);
     let kept = ctx.store.functions.len();
-    let loaded = std::fs::read(&path)
-        .ok()
-        .and_then(|data| crate::persist::load_file(&data, ctx.store, &ctx.server.config).ok());
+    let loaded = std::fs::read(&path).ok().and_then(|data| {
+        let config = &ctx.server.config;
+        if merge {
+            crate::persist::load_file_merging(&data, ctx.store, config).ok()
+        } else {
+            crate::persist::load_file(&data, ctx.store, config).ok()
+        }
+    });
     // A library loaded under the name of one kept (NOFLUSH) fails the load,
     // as Redis's rdbFunctionLoad; MERGE lets the file's replace it.
     let name = |code: &Vec<u8>| {

@@ -394,11 +394,31 @@ pub fn load_file(
     load_file_with(data, store, config, &mut |_, _| true)
 }
 
+/// [`load_file`] into a store that keeps its keys, the file's replacing
+/// those it names (DEBUG RELOAD MERGE: Redis's RDBFLAGS_ALLOW_DUP).
+pub fn load_file_merging(
+    data: &[u8],
+    store: &mut Store,
+    config: &Config,
+) -> Result<LoadReport, rdb::load::LoadError> {
+    load_image(data, store, config, true, &mut |_, _| true)
+}
+
 /// [`load_file`] with a progress hook (see [`rdb::load::load_rdb_with`]).
 pub fn load_file_with(
     data: &[u8],
     store: &mut Store,
     config: &Config,
+    progress: &mut dyn FnMut(&mut Store, u64) -> bool,
+) -> Result<LoadReport, rdb::load::LoadError> {
+    load_image(data, store, config, false, progress)
+}
+
+fn load_image(
+    data: &[u8],
+    store: &mut Store,
+    config: &Config,
+    allow_dup: bool,
     progress: &mut dyn FnMut(&mut Store, u64) -> bool,
 ) -> Result<LoadReport, rdb::load::LoadError> {
     let now = clock::now_ms();
@@ -414,6 +434,7 @@ pub fn load_file_with(
                 .get_i64("loading-process-events-interval-bytes")
                 .unwrap_or(0)
                 .max(0) as u64,
+            allow_dup,
         },
         progress,
     )?;

@@ -327,3 +327,40 @@ fn function_libraries_persist_with_the_data_set_as_redis() {
     let _ = std::fs::remove_dir_all(&ours);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// DEBUG RELOAD NOFLUSH over a data set that holds the file's keys and
+/// libraries fails; MERGE lets the file's replace them and keeps the rest
+/// (Redis's RDBFLAGS_ALLOW_DUP), side by side with redis-server.
+#[test]
+fn debug_reload_noflush_and_merge_as_redis() {
+    let ours = unique_temp_path("ferrokv-fn-merge");
+    std::fs::create_dir_all(&ours).expect("dir");
+    let ours_dir = ours.display().to_string();
+    let mut p = Pair::new_with(
+        |c| {
+            c.dir = ours_dir;
+            if let Some((param, _)) = ferrokv::config::params::lookup(b"enable-debug-command") {
+                let _ = c.set_args(param, &[b"yes"], false);
+            }
+        },
+        &["--enable-debug-command", "yes"],
+    );
+    let test1 = "#!lua name=test1\nredis.register_function('test1', function() return 'hello' end)";
+    let test2 = "#!lua name=test2\nredis.register_function('test2', function() return 'hello' end)";
+    p.same(&["SET", "x", "1"]);
+    p.same(&["FUNCTION", "LOAD", test1]);
+    p.same(&["DEBUG", "RELOAD"]);
+    p.same(&["SET", "x", "2"]);
+    p.same(&["SET", "y", "3"]);
+    p.same(&["FUNCTION", "LOAD", test2]);
+    let failed = p.same(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH"]);
+    assert!(failed.starts_with(b"-ERR Error trying to load the RDB dump"));
+    p.same(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]);
+    p.same(&["GET", "x"]);
+    p.same(&["GET", "y"]);
+    p.same(&["FCALL", "test1", "0"]);
+    p.same(&["FCALL", "test2", "0"]);
+    // FUNCTION LIST's order is Redis's dict order; the counts compare.
+    p.same(&["FUNCTION", "STATS"]);
+    let _ = std::fs::remove_dir_all(&ours);
+}

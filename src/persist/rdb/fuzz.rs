@@ -83,6 +83,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
             now_ms: 1_000,
             key_delay_us: 0,
             events_interval: 0,
+            allow_dup: false,
         },
     )
     .map(|r| r.keys_loaded)
@@ -183,6 +184,7 @@ fn legacy_records_and_duplicates() {
             now_ms: now,
             key_delay_us: 0,
             events_interval: 0,
+            allow_dup: false,
         },
     )
     .expect("loads");
@@ -247,6 +249,7 @@ fn compact_encodings_load_as_redis_has_them() {
             now_ms: 1_000,
             key_delay_us: 0,
             events_interval: 0,
+            allow_dup: false,
         },
     )
     .expect("loads");

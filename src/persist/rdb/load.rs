@@ -398,6 +398,9 @@ pub struct LoadOptions {
     /// [`load_rdb_with`] is called each time the load crosses a multiple
     /// of it (0: never).
     pub events_interval: u64,
+    /// A key already in the store is replaced rather than refused
+    /// (Redis's RDBFLAGS_ALLOW_DUP: DEBUG RELOAD MERGE).
+    pub allow_dup: bool,
 }
 
 /// What a load found.
@@ -548,6 +551,9 @@ pub fn load_rdb_with(
         }
         let expire_at = exp.map_or(0, |e| e.max(0) as u64);
         let lru = lru_now.saturating_sub(idl.map_or(0, |i| i.min(u64::from(u32::MAX)) as u32));
+        if opts.allow_dup {
+            store.remove(db, &key);
+        }
         if !store.insert_loaded(db, &key, value, expire_at, lru) {
             d.pos = at;
             return d.fail(format!(
