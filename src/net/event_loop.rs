@@ -697,7 +697,11 @@ impl Net {
         if let Some(msg) = refusal {
             self.stats.rejected_connections += 1;
             // Best effort, as Redis: the socket is fresh, the line fits.
-            let _ = sock.write(msg);
+            // A TLS client gets nothing: no handshake was done, so the
+            // connection just drops (Redis's acceptCommonHandler).
+            if !sock.is_tls() {
+                let _ = sock.write(msg);
+            }
             let _ = sock.shutdown(std::net::Shutdown::Write);
             return;
         }
