@@ -81,10 +81,20 @@ fn function_load(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let mut engine = take_engine(ctx)?;
     let result = engine.load_library(code, replace);
-    ctx.store.functions = engine.library_codes();
+    if result.is_ok() {
+        libraries_changed(ctx, &engine);
+    }
     ctx.server.scripting.put(engine);
     ctx.reply.bulk(result?.as_bytes());
     Ok(())
+}
+
+/// The libraries changed: the store's copy follows (it is saved with the
+/// keys), and the command counts as a change of the data set, so it
+/// reaches replicas and the AOF (Redis's `server.dirty++`).
+fn libraries_changed(ctx: &mut Ctx<'_>, engine: &crate::script::Engine) {
+    ctx.store.functions = engine.library_codes();
+    ctx.store.stats.dirty += 1;
 }
 
 fn function_list(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -165,7 +175,9 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let deleted = match ctx.server.scripting.take() {
         Some(mut engine) => {
             let d = engine.delete_library(&name);
-            ctx.store.functions = engine.library_codes();
+            if d {
+                libraries_changed(ctx, &engine);
+            }
             ctx.server.scripting.put(engine);
             d
         }
@@ -192,6 +204,7 @@ fn function_flush(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.server.scripting.put(engine);
     }
     ctx.store.functions.clear();
+    ctx.store.stats.dirty += 1;
     ctx.reply.ok();
     Ok(())
 }
@@ -404,8 +417,9 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // RESTORE is all or nothing.
     if result.is_err() {
         engine.libraries = backup;
+    } else {
+        libraries_changed(ctx, &engine);
     }
-    ctx.store.functions = engine.library_codes();
     ctx.server.scripting.put(engine);
     result?;
     ctx.reply.ok();

@@ -364,3 +364,47 @@ fn debug_reload_noflush_and_merge_as_redis() {
     p.same(&["FUNCTION", "STATS"]);
     let _ = std::fs::remove_dir_all(&ours);
 }
+
+/// FUNCTION LOAD, DELETE and FLUSH change the data set as Redis counts
+/// it: they reach a redis-server replica and a ferrokv replica, and the
+/// AOF, which a restart replays.
+#[test]
+fn function_changes_reach_replicas_and_the_aof() {
+    let lib = "#!lua name=test\nredis.register_function{function_name='test', callback=function() return 'hello' end, flags={'no-writes'}}";
+    let dir = unique_temp_path("ferrokv-fn-aof-repl");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let d = dir.display().to_string();
+    let args = ["--dir", d.as_str(), "--appendonly", "yes"];
+    let master = spawn_ferrokv_process_with(&args);
+    let port = master.port.to_string();
+    let theirs = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let ours = spawn_ferrokv_process_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut m = Raw::connect(master.port);
+    let mut replicas = [Raw::connect(theirs.port), Raw::connect(ours.port)];
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(20), || {
+            String::from_utf8_lossy(&r.cmd_str(&["INFO", "replication"]))
+                .contains("master_link_status:up")
+        }));
+    }
+    assert_eq!(m.cmd_str(&["FUNCTION", "LOAD", lib]), b"$4\r\ntest\r\n");
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["FCALL", "test", "0"])
+            == b"$5\r\nhello\r\n"));
+    }
+    assert_eq!(m.cmd_str(&["FUNCTION", "DELETE", "test"]), b"+OK\r\n");
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["FCALL", "test", "0"])
+            .starts_with(b"-ERR Function not found")));
+    }
+    // The AOF has the load again; a restart replays it.
+    assert_eq!(m.cmd_str(&["FUNCTION", "LOAD", lib]), b"$4\r\ntest\r\n");
+    drop(m);
+    drop(master);
+    let master = spawn_ferrokv_process_with(&args);
+    let mut m = Raw::connect(master.port);
+    assert_eq!(m.cmd_str(&["FCALL", "test", "0"]), b"$5\r\nhello\r\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
