@@ -5,6 +5,7 @@ use super::args::{int, is, lossy};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::script::{Engine, Run};
+use crate::server::client::ClientKind;
 use crate::server::script_host::{script_client, ScriptHost};
 
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -104,6 +105,8 @@ pub(super) fn run_on_host(
         client.script_caller_info = Some(info);
     }
     let run = engine.run.clone();
+    run.obey_caller
+        .set(ctx.client.kind == ClientKind::Master || ctx.client.id == 0);
     ctx.server.running_script = Some(run.clone());
     let busy_threshold_ms = ctx.server.config.busy_reply_threshold;
     let oom = ctx.server.config.maxmemory != 0 && ctx.server.memory.pre_command_oom;

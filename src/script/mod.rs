@@ -102,6 +102,10 @@ pub struct RunState {
     pub resp3: Cell<bool>,
     /// Id of the client that called the script.
     pub caller_id: Cell<u64>,
+    /// The caller is this server's master or the AOF (id 0, no
+    /// connection): its writes run even on a read-only replica (Redis's
+    /// mustObeyClient).
+    pub obey_caller: Cell<bool>,
     /// Write commands are refused (EVAL_RO, `no-writes`).
     pub read_only: Cell<bool>,
     /// A write command ran: SCRIPT KILL is refused from now on.
@@ -152,6 +156,7 @@ impl RunState {
             host: Cell::new(None),
             resp3: Cell::new(false),
             caller_id: Cell::new(0),
+            obey_caller: Cell::new(false),
             allow_cross_slot: Cell::new(false),
             read_only: Cell::new(false),
             wrote: Cell::new(false),

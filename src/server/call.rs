@@ -11,6 +11,7 @@ use super::{multi, Ctx, ServerState};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::net::request::Argv;
+use crate::script::sflag;
 use crate::store::Store;
 use crate::util::clock;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -284,7 +285,7 @@ fn run(
                 })
                 .and_then(|id| {
                     if server.repl.master.is_some() || server.repl.min_replicas.0 != 0 {
-                        replication_check(server, client, id)?;
+                        replication_check(server, client, id, argv)?;
                     }
                     Ok(id)
                 });
@@ -336,6 +337,24 @@ fn script_check(
     // Redis counts may-replicate commands (PUBLISH) as writes here.
     if read_only && cmd.flags & (flag::WRITE | flag::MAY_REPLICATE) != 0 {
         return refuse("Write commands are not allowed from read-only scripts.");
+    }
+    // Redis's scriptVerifyWriteCommandAllow: a read-only replica runs a
+    // script's writes only for its master (or the AOF, whose client is
+    // no connection).
+    if cmd.has(flag::WRITE)
+        && server.repl.master.is_some()
+        && server.config.get_bool("replica-read-only")
+    {
+        let obeyed = server
+            .running_script
+            .as_ref()
+            .is_none_or(|r| r.obey_caller.get());
+        if !obeyed {
+            return Err((
+                Some(id),
+                Error::raw("READONLY You can't write against a read only replica."),
+            ));
+        }
     }
     // Redis's scriptVerifyOOM: over maxmemory when the script started, its
     // first denyoom write fails; once it wrote, it may not stop halfway.
@@ -479,7 +498,8 @@ fn oom_check(
     let queued_flags = client.multi.as_ref().map_or(0, |m| m.flags);
     let denyoom = cmd.has(flag::DENYOOM)
         || (name == "exec" && queued_flags & flag::DENYOOM != 0)
-        || script_denyoom(server, name, argv);
+        || declared_script_flags(server, name, argv)
+            .is_some_and(|f| f & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0);
     let in_multi = client.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset");
     if denyoom || in_multi {
         return Err((Some(id), OOM));
@@ -487,34 +507,35 @@ fn oom_check(
     Ok(())
 }
 
-/// Whether an EVAL, EVALSHA or FCALL may grow memory, from its script's
-/// flags (Redis's getCommandFlags): a script with a shebang or a function
-/// is denyoom unless it declares `allow-oom` or `no-writes`; an EVAL
-/// without a shebang is not.
-fn script_denyoom(server: &ServerState, name: &str, argv: Argv<'_>) -> bool {
-    use crate::script::sflag;
+/// The flags an EVAL, EVALSHA or FCALL's script declares (a shebang's, or
+/// a function's), which stand for the command's write, denyoom and stale
+/// flags (Redis's getCommandFlags and scriptFlagsToCmdFlags): it writes
+/// unless `no-writes`, is denyoom unless `allow-oom` or `no-writes`, runs
+/// on a stale replica only with `allow-stale`. None for an EVAL without a
+/// shebang (the command's own flags apply) or a script not known.
+fn declared_script_flags(server: &ServerState, name: &str, argv: Argv<'_>) -> Option<u32> {
     let flags = match name {
         "eval" | "eval_ro" => match crate::script::parse_shebang(argv.get(1)) {
             Ok((flags, _)) => flags,
-            Err(_) => return false,
+            Err(_) => return None,
         },
         "evalsha" | "evalsha_ro" => {
             let sha = String::from_utf8_lossy(argv.get(1)).to_ascii_lowercase();
             match server.scripting.get().and_then(|e| e.scripts.get(&sha)) {
                 Some(s) => s.flags,
-                None => return false,
+                None => return None,
             }
         }
         "fcall" | "fcall_ro" => {
             let f = String::from_utf8_lossy(argv.get(1));
             match server.scripting.get().and_then(|e| e.function(&f)) {
                 Some(func) => func.flags | sflag::HAS_SHEBANG,
-                None => return false,
+                None => return None,
             }
         }
-        _ => return false,
+        _ => return None,
     };
-    flags & sflag::HAS_SHEBANG != 0 && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0
+    (flags & sflag::HAS_SHEBANG != 0).then_some(flags)
 }
 
 /// processCommand's replication checks: on a master, no writes while
@@ -526,19 +547,28 @@ fn replication_check(
     server: &ServerState,
     client: &Client,
     id: CommandId,
+    argv: Argv<'_>,
 ) -> Result<(), (Option<CommandId>, Error)> {
     if client.kind == ClientKind::Master {
         return Ok(());
     }
     let cmd = &server.table.commands[id];
-    let queued_write = cmd.name == "exec"
-        && client
-            .multi
-            .as_ref()
-            .is_some_and(|m| m.flags & flag::WRITE != 0);
-    let write = cmd.has(flag::WRITE) || queued_write;
+    // Only looked at when a check applies: most commands on a master
+    // without min-replicas-to-write need neither.
+    let script = || declared_script_flags(server, cmd.name.as_str(), argv);
+    let write = || match script() {
+        Some(f) => f & sflag::NO_WRITES == 0,
+        None => {
+            cmd.has(flag::WRITE)
+                || (cmd.name == "exec"
+                    && client
+                        .multi
+                        .as_ref()
+                        .is_some_and(|m| m.flags & flag::WRITE != 0))
+        }
+    };
     if server.repl.master.is_none() {
-        if write && server.repl.too_few_replicas() {
+        if server.repl.too_few_replicas() && write() {
             return Err((
                 Some(id),
                 Error::raw("NOREPLICAS Not enough good replicas to write."),
@@ -546,7 +576,7 @@ fn replication_check(
         }
         return Ok(());
     }
-    if write && server.config.get_bool("replica-read-only") {
+    if server.config.get_bool("replica-read-only") && write() {
         return Err((
             Some(id),
             Error::raw("READONLY You can't write against a read only replica."),
@@ -557,7 +587,11 @@ fn replication_check(
         .master
         .as_ref()
         .is_some_and(|m| m.state == super::repl::LinkState::Connected);
-    if !up && !cmd.has(flag::STALE) && !server.config.get_bool("replica-serve-stale-data") {
+    let stale_ok = || match script() {
+        Some(f) => f & sflag::ALLOW_STALE != 0,
+        None => cmd.has(flag::STALE),
+    };
+    if !up && !server.config.get_bool("replica-serve-stale-data") && !stale_ok() {
         return Err((
             Some(id),
             Error::raw(

@@ -1019,3 +1019,41 @@ fn replica_buffers_are_not_counted_against_maxmemory() {
     assert_eq!(info_field(&mut m, "stats", "evicted_keys"), "0");
     assert_eq!(m.cmd_str(&["DBSIZE"]), b":101\r\n");
 }
+
+/// Scripts on a read-only replica, side by side with a redis-server
+/// replica of the same master: a function or shebang script without
+/// `no-writes` is refused up front, a flagless EVAL's write is refused
+/// from inside, and the master's own scripts still write.
+#[test]
+fn scripts_on_a_read_only_replica_as_redis() {
+    let master = spawn_redis();
+    let port = master.port.to_string();
+    let theirs = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    let ours = spawn_ferrokv_process_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut m = Raw::connect(master.port);
+    let lib = "#!lua name=t\nredis.register_function{function_name='ro', callback=function() return 'hello' end, flags={'no-writes'}}\nredis.register_function{function_name='rw', callback=function() return redis.call('set','x','1') end}";
+    m.cmd_str(&["FUNCTION", "LOAD", lib]);
+    m.cmd_str(&["EVAL", "return redis.call('set','y','2')", "0"]);
+    let mut replicas = [Raw::connect(theirs.port), Raw::connect(ours.port)];
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(20), || r
+            .cmd_str(&["GET", "y"])
+            == b"$1\r\n2\r\n"));
+    }
+    for cmd in [
+        vec!["FCALL", "ro", "0"],
+        vec!["FCALL", "rw", "0"],
+        vec!["EVAL", "return redis.call('set','x','1')", "0"],
+        vec!["EVAL", "#!lua\nreturn 1", "0"],
+        vec!["EVAL", "#!lua flags=no-writes\nreturn 1", "0"],
+        vec!["GET", "x"],
+    ] {
+        let a = replicas[0].cmd_str(&cmd);
+        let b = replicas[1].cmd_str(&cmd);
+        assert_eq!(
+            String::from_utf8_lossy(&b),
+            String::from_utf8_lossy(&a),
+            "{cmd:?}"
+        );
+    }
+}
