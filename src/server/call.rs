@@ -329,6 +329,17 @@ fn script_check(
     if cmd.has(flag::NOSCRIPT) {
         return refuse("This Redis command is not allowed from script");
     }
+    // scriptVerifyAllowStale: on a replica whose link is down with
+    // replica-serve-stale-data off, only stale-safe commands run.
+    let stale = server
+        .repl
+        .master
+        .as_ref()
+        .is_some_and(|m| m.state != super::repl::LinkState::Connected)
+        && !server.config.get_bool("replica-serve-stale-data");
+    if stale && !cmd.has(flag::STALE) {
+        return refuse("Can not execute the command on a stale replica");
+    }
     if let Some(d) = denial(server, client, id, argv) {
         log_denial(server, store, client, id, argv, d, Context::Lua);
         return Err((Some(id), Error::err(d.script_error())));

@@ -1056,4 +1056,39 @@ fn scripts_on_a_read_only_replica_as_redis() {
             "{cmd:?}"
         );
     }
+    // A stale replica (link down, replica-serve-stale-data no): only
+    // `allow-stale` scripts run, and inside them only stale-safe commands.
+    let stale = "#!lua name=s\nredis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}\nredis.register_function{function_name='f2', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}\nredis.register_function{function_name='f3', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}";
+    m.cmd_str(&["FUNCTION", "LOAD", stale]);
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["FCALL", "f2", "0"])
+            == b"$5\r\nhello\r\n"));
+        r.cmd_str(&["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+        r.cmd_str(&["REPLICAOF", "127.0.0.1", "1"]);
+    }
+    assert!(replicas[1]
+        .cmd_str(&["FCALL", "f1", "0"])
+        .starts_with(b"-MASTERDOWN"));
+    assert!(replicas[1]
+        .cmd_str(&["FCALL", "f3", "0"])
+        .starts_with(b"-ERR Can not execute the command on a stale replica"));
+    for cmd in [
+        vec!["FCALL", "f1", "0"],
+        vec!["FCALL", "f2", "0"],
+        vec!["FCALL", "f3", "0"],
+        vec![
+            "EVAL",
+            "#!lua flags=no-writes,allow-stale\nreturn redis.call('get','y')",
+            "0",
+        ],
+    ] {
+        let a = replicas[0].cmd_str(&cmd);
+        let b = replicas[1].cmd_str(&cmd);
+        assert_eq!(
+            String::from_utf8_lossy(&b),
+            String::from_utf8_lossy(&a),
+            "{cmd:?}"
+        );
+    }
 }
