@@ -389,8 +389,11 @@ fn logfile_and_loglevel() {
             pid.to_str().expect("path"),
         ]);
         // Written once the ports are bound, as Redis's createPidFile: a
-        // client may connect a moment before it is there.
-        assert!(wait_until(Duration::from_secs(10), || pid.exists()));
+        // client may connect a moment before it is there, and the file
+        // exists a moment before its line is written.
+        assert!(wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&pid).is_ok_and(|s| s.ends_with('\n'))
+        }));
         let written = std::fs::read_to_string(&pid).expect("pidfile written");
         assert_eq!(written.trim(), proc.0.id().to_string());
         let mut c = Raw::connect(port);
