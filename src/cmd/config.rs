@@ -1,7 +1,7 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE/HELP (Redis's config.c command side).
 
 use super::{Argv, Ctx, Handler};
-use crate::config::params::{self, Param, HIDDEN, IMMUTABLE, PROTECTED};
+use crate::config::params::{self, Param, DENY_LOADING, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::config::unsupported;
 use crate::error::{CmdResult, Error};
 use crate::util::glob::glob_match;
@@ -78,6 +78,14 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // name as the client wrote it.
     let mut found: Vec<(&'static Param, &'static str, &[u8])> = Vec::with_capacity(n);
     let mut failed: Option<Error> = None;
+    // Redis gives the loading error precedence over every other.
+    let deny_loading = ctx.server.loading
+        && (0..n).any(|i| {
+            params::lookup(argv.get(2 + i * 2)).is_some_and(|(p, _)| p.flags & DENY_LOADING != 0)
+        });
+    if deny_loading {
+        return Err(Error::raw("LOADING Redis is loading the dataset in memory"));
+    }
     for i in 0..n {
         let name = argv.get(2 + i * 2);
         let value = argv.get(3 + i * 2);

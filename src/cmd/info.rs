@@ -323,11 +323,18 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
             bg.keys_processed.load(Ordering::Relaxed),
             bg.keys_total,
         ),
-        None => (0, -1, 0, 0),
+        // A snapshot for replicas is Redis's RDB child too.
+        None => match &ctx.server.repl.snapshot {
+            Some(s) => (1, s.started.elapsed().as_secs() as i64, 0, 0),
+            None => (0, -1, 0, 0),
+        },
     };
-    f.kv("loading", u8::from(ctx.server.loading));
+    f.kv(
+        "loading",
+        u8::from(ctx.server.loading && !ctx.server.async_loading),
+    );
+    f.kv("async_loading", u8::from(ctx.server.async_loading));
     for k in [
-        "async_loading",
         "current_cow_peak",
         "current_cow_size",
         "current_cow_size_age",

@@ -200,7 +200,9 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     tracing::info!("Replica {} asks for synchronization", ctx.client.addr);
     // A snapshot already being made for other replicas serves this one
     // too: it gets their copy of the stream since the fork.
-    let running = ctx.server.repl.snapshot.is_some();
+    // Not a streamed one: its start has gone by (this one waits for the
+    // next, as Redis's socket target).
+    let running = ctx.server.repl.snapshot.as_ref().is_some_and(|s| !s.streamed());
     let peer = ctx
         .server
         .repl
@@ -251,6 +253,7 @@ fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: b
         ack_ms: now,
         since_ms: now,
         old_sync,
+        transfer_progress: (0, now),
     });
 }
 

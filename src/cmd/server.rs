@@ -61,9 +61,29 @@ fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let lazy = flush_async(ctx, &argv)?;
     let old = ctx.store.flush_all();
     dispose(old, lazy);
+    kill_snapshots(ctx);
     ctx.force_propagation();
     ctx.reply.ok();
     Ok(())
+}
+
+/// FLUSHALL kills the RDB child (Redis's flushAllDataAndResetRDB): a
+/// background save, or a snapshot for replicas, whose replicas are
+/// dropped and sync again from the empty data set.
+fn kill_snapshots(ctx: &mut Ctx<'_>) {
+    crate::persist::cancel_bgsave(&mut ctx.server.persistence());
+    if ctx.server.repl.snapshot.take().is_none() {
+        return;
+    }
+    let waiting: Vec<u64> = (ctx.server.repl.replicas.iter())
+        .filter(|r| r.state == crate::server::repl::ReplicaState::WaitSnapshotEnd)
+        .map(|r| r.client_id)
+        .collect();
+    for id in waiting {
+        tracing::warn!("SYNC failed. BGSAVE child returned an error");
+        ctx.server.kill_client(id);
+        ctx.server.repl.forget(id);
+    }
 }
 
 fn time(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {

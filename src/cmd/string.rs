@@ -306,6 +306,8 @@ fn getset(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     ctx.store.set(db, key, value_arg(argv, 2), Ttl::None);
     super::pubsub::notify(ctx, b'$', "set", key);
+    // Replicas and the AOF get a SET (Redis rewrites argv[0]).
+    ctx.propagate_as(&[b"SET", key, argv.get(2)]);
     Ok(())
 }
 

@@ -10,6 +10,9 @@ pub const PROTECTED: u8 = 2;
 pub const MULTI_ARG: u8 = 4;
 /// Only matched by exact name in CONFIG GET, never by a pattern.
 pub const HIDDEN: u8 = 8;
+/// Refused by CONFIG SET with -LOADING while a data set loads (Redis's
+/// DENY_LOADING_CONFIG).
+pub const DENY_LOADING: u8 = 16;
 
 /// Numeric parsing flags (Redis's `INTEGER_CONFIG`, `MEMORY_CONFIG`...).
 pub const MEMORY: u8 = 1;
@@ -176,7 +179,7 @@ pub const PARAMS: &[Param] = &[
     b("activedefrag", None, M),
     b("syslog-enabled", None, I),
     b("cluster-enabled", None, I),
-    b("appendonly", None, M),
+    b("appendonly", None, DENY_LOADING),
     b("cluster-allow-reads-when-down", None, M),
     b("cluster-allow-pubsubshard-when-down", None, M),
     b("crash-log-enabled", None, M),
@@ -212,7 +215,7 @@ pub const PARAMS: &[Param] = &[
     s("requirepass", None, M),
     e("supervised", I, &["upstart", "systemd", "auto", "no"]),
     e("syslog-facility", I, &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]),
-    e("repl-diskless-load", M, &["disabled", "on-empty-db", "swapdb"]),
+    e("repl-diskless-load", DENY_LOADING, &["disabled", "on-empty-db", "swapdb"]),
     e("loglevel", M, &["debug", "verbose", "notice", "warning"]),
     e("maxmemory-policy", M, &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]),
     e("appendfsync", M, &["everysec", "always", "no"]),
@@ -318,7 +321,7 @@ pub const PARAMS: &[Param] = &[
     s("tls-protocols", None, M),
     s("tls-ciphers", None, M),
     s("tls-ciphersuites", None, M),
-    x("dir", None, PROTECTED),
+    x("dir", None, PROTECTED | DENY_LOADING),
     x("save", None, MULTI_ARG),
     x("client-output-buffer-limit", None, MULTI_ARG),
     x("oom-score-adj-values", None, MULTI_ARG),

@@ -8,14 +8,30 @@
 
 use super::Executor;
 use crate::net::link::ToConn;
-use crate::net::master_link::{stage, Handshake, HandshakeConf, Linked, Synced};
+use crate::net::master_link::{stage, Handshake, HandshakeConf, Linked, Payload, Synced};
 use crate::net::request::Argv;
 use crate::server::client::{ClientKind, ReplyMode};
 use crate::server::repl::{new_replid, FailoverState, LinkState, ReplicaState};
 use crate::util::clock;
 
-/// A handshake under way, for the master link of generation `.0`.
-pub struct PendingLink(pub u64, pub Handshake);
+/// A handshake under way.
+pub struct PendingLink {
+    /// The master link's generation it is for.
+    generation: u64,
+    /// The thread running it.
+    handshake: Handshake,
+    /// A diskless load of the snapshot: with `repl-diskless-load swapdb`
+    /// (true) the old data set may stay served meanwhile.
+    diskless: Option<bool>,
+    /// The load set `loading` (and `async_loading`), cleared at its end.
+    loading: bool,
+}
+
+/// A replica's queued output past which a streamed snapshot waits for it.
+const TRANSFER_QUEUE_MAX: usize = 64 * 1024;
+/// Pieces handed on per loop round at most: the queues' sizes are only
+/// brought up to date between rounds.
+const FEED_PIECES_PER_ROUND: usize = 8;
 
 impl Executor {
     /// Periodic replication work, from the timers.
@@ -133,10 +149,15 @@ impl Executor {
         let repl = &mut self.server.repl;
         // Replicas waiting for their snapshot hear a newline each second,
         // so they do not time out (they skip it before the payload).
+        // Not into a streamed snapshot's bytes, of course.
+        let streaming = repl.snapshot.as_ref().is_some_and(|s| s.streamed());
         let mut timed_out = Vec::new();
         for r in &repl.replicas {
             match r.state {
-                ReplicaState::WaitSnapshotStart | ReplicaState::WaitSnapshotEnd => {
+                ReplicaState::WaitSnapshotStart => {
+                    let _ = r.tx.send(ToConn::Push(b"\n".to_vec()));
+                }
+                ReplicaState::WaitSnapshotEnd if !streaming => {
                     let _ = r.tx.send(ToConn::Push(b"\n".to_vec()));
                 }
                 ReplicaState::Online if !r.old_sync && !r.conf.rdb_only => {
@@ -147,6 +168,7 @@ impl Executor {
                 _ => {}
             }
         }
+        self.transfer_timeouts(now, timeout_ms);
         for id in timed_out {
             tracing::warn!("Disconnecting timedout replica (streaming sync)");
             self.server.kill_client(id);
@@ -213,17 +235,22 @@ impl Executor {
     /// Starts the handshake with the master when the link is down, and
     /// installs the link once the handshake is done.
     fn master_link_cron(&mut self) {
-        let Some(m) = &mut self.server.repl.master else {
-            self.handshake = None;
+        let Some(generation) = self.server.repl.master.as_ref().map(|m| m.generation) else {
+            self.end_handshake();
             return;
         };
-        if self.handshake.as_ref().is_some_and(|h| h.0 != m.generation) {
+        if self.handshake.as_ref().is_some_and(|h| h.generation != generation) {
             // For a master we no longer follow: its thread ends alone.
-            self.handshake = None;
-            if m.state != LinkState::Connected {
-                m.state = LinkState::Connect;
+            self.end_handshake();
+            if let Some(m) = &mut self.server.repl.master {
+                if m.state != LinkState::Connected {
+                    m.state = LinkState::Connect;
+                }
             }
         }
+        let Some(m) = &mut self.server.repl.master else {
+            return;
+        };
         let now = clock::real_now_ms();
         match m.state {
             LinkState::Connect => {
@@ -234,31 +261,55 @@ impl Executor {
                 let Some(conf) = self.handshake_conf() else {
                     return;
                 };
+                let diskless = conf.diskless_load.map(|_| {
+                    self.server.config.get("repl-diskless-load") == "swapdb"
+                });
                 let Some(m) = self.server.repl.master.as_mut() else {
                     return;
                 };
                 tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
                 match Handshake::start(conf) {
-                    Ok(h) => {
-                        self.handshake = Some(PendingLink(m.generation, h));
+                    Ok(handshake) => {
+                        self.handshake = Some(PendingLink {
+                            generation: m.generation,
+                            handshake,
+                            diskless,
+                            loading: false,
+                        });
                         m.state = LinkState::Connecting;
                     }
                     Err(e) => tracing::warn!("Unable to connect to MASTER: {e}"),
                 }
             }
-            LinkState::Connecting | LinkState::Transfer => {
-                let Some(PendingLink(_, h)) = &self.handshake else {
+            LinkState::Connecting | LinkState::Handshake | LinkState::Transfer => {
+                let Some(pending) = &mut self.handshake else {
                     m.state = LinkState::Connect;
                     return;
                 };
-                if h.stage() == stage::TRANSFER {
-                    m.state = LinkState::Transfer;
+                let h = &pending.handshake;
+                m.state = match h.stage() {
+                    stage::CONNECTING => LinkState::Connecting,
+                    stage::TRANSFER => LinkState::Transfer,
+                    _ => LinkState::Handshake,
+                };
+                if m.state == LinkState::Transfer && !pending.loading {
+                    if let Some(swapdb) = pending.diskless {
+                        // Loading from the socket (readSyncBulkPayload):
+                        // with swapdb and the master's history ours, the
+                        // old data set is served meanwhile.
+                        let theirs = h.full_replid.lock().ok().and_then(|id| id.clone());
+                        let same = theirs.as_deref() == Some(self.server.repl.replid.as_str());
+                        pending.loading = true;
+                        self.server.loading = true;
+                        self.server.async_loading = swapdb && same;
+                        self.server.load_progress = crate::server::LoadProgress::start(0);
+                    }
                 }
                 let Some(result) = h.poll() else {
                     return;
                 };
                 let reached = h.stage();
-                self.handshake = None;
+                self.end_handshake();
                 let failing_over = self.server.repl.failover.is_some();
                 match result {
                     Ok(linked) => {
@@ -283,6 +334,14 @@ impl Executor {
                 }
             }
             LinkState::Connected => {}
+        }
+    }
+
+    /// Forgets the handshake under way, and the load it was making.
+    fn end_handshake(&mut self) {
+        if self.handshake.take().is_some_and(|p| p.loading) {
+            self.server.loading = false;
+            self.server.async_loading = false;
         }
     }
 
@@ -327,6 +386,24 @@ impl Executor {
                 .as_ref()
                 .is_some_and(|f| f.state == FailoverState::InProgress),
             tls: contexts,
+            diskless_load: self.diskless_load(),
+        })
+    }
+
+    /// Whether a snapshot from the master is loaded as it arrives
+    /// (useDisklessLoad), and with what.
+    fn diskless_load(&self) -> Option<(usize, crate::persist::rdb::load::LoadOptions)> {
+        let c = &self.server.config;
+        let on = match c.get("repl-diskless-load").as_str() {
+            "swapdb" => true,
+            "on-empty-db" => self.store.total_keys() == 0,
+            _ => false,
+        };
+        on.then(|| {
+            (
+                self.store.dbs.len(),
+                crate::persist::load_options(c, clock::now_ms(), false),
+            )
         })
     }
 
@@ -343,7 +420,7 @@ impl Executor {
             Synced::Full {
                 replid,
                 offset,
-                rdb,
+                payload,
             } => {
                 // Our replicas must resynchronize with the new data set.
                 self.server.repl.disconnect_replicas();
@@ -353,8 +430,18 @@ impl Executor {
                 crate::store::lazyfree::free_dicts(self.store.flush_all(), lazy);
                 // The master's functions replace this server's.
                 self.store.functions.clear();
-                tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-                let loaded = crate::persist::load_file(&rdb, &mut self.store, &self.server.config);
+                let loaded = match payload {
+                    Payload::Rdb(rdb) => {
+                        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+                        crate::persist::load_file(&rdb, &mut self.store, &self.server.config)
+                            .map(|_| ())
+                    }
+                    Payload::Loaded(store, _) => {
+                        tracing::info!("MASTER <-> REPLICA sync: Swapping the loaded data set in");
+                        self.store.adopt_loaded(*store);
+                        Ok(())
+                    }
+                };
                 self.server.install_functions(&mut self.store);
                 if let Err(e) = loaded {
                     tracing::warn!(
@@ -486,8 +573,22 @@ impl Executor {
                 return;
             }
         }
+        // Streamed to the replicas as the child writes it when all of them
+        // read the EOF-marked format (Redis's socket target); a filtered
+        // snapshot (rdb-filter-only) is made here, so theirs is collected.
+        let streamed = c.get_bool("repl-diskless-sync")
+            && (self.server.repl.replicas.iter())
+                .filter(|r| r.state == ReplicaState::WaitSnapshotStart)
+                .all(|r| r.conf.capa_eof && !r.conf.exclude_data);
+        if streamed {
+            tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+        } else {
+            tracing::info!("Starting BGSAVE for SYNC with target: disk");
+        }
+        let mark = streamed.then(new_replid);
         let info = self.server.repl.save_info();
-        let started = crate::persist::SyncSnapshot::start(&self.store, &self.server.config, info);
+        let started =
+            crate::persist::SyncSnapshot::start(&self.store, &self.server.config, info, mark.clone());
         let repl = &mut self.server.repl;
         match started {
             Ok(s) => repl.snapshot = Some(s),
@@ -502,6 +603,7 @@ impl Executor {
         repl.log.db = None;
         let line = format!("+FULLRESYNC {} {}\r\n", repl.replid, repl.offset);
         let offset = repl.offset;
+        let now = clock::real_now_ms();
         for r in &mut repl.replicas {
             if r.state != ReplicaState::WaitSnapshotStart {
                 continue;
@@ -509,9 +611,104 @@ impl Executor {
             r.state = ReplicaState::WaitSnapshotEnd;
             r.sync_offset = offset;
             r.waiting.clear();
+            r.transfer_progress = (0, now);
+            let mut head = Vec::new();
             if !r.old_sync {
-                let _ = r.tx.send(ToConn::Push(line.clone().into_bytes()));
+                head.extend_from_slice(line.as_bytes());
             }
+            if let Some(mark) = &mark {
+                head.extend_from_slice(format!("$EOF:{mark}\r\n").as_bytes());
+            }
+            let _ = r.tx.send(ToConn::Push(head));
+        }
+    }
+
+    /// Hands a streamed snapshot's bytes on to its replicas as the child
+    /// writes them, no faster than the slowest takes them (Redis's
+    /// rdbPipeReadHandler); ends it with the mark, or kills the child
+    /// once no replica is left to receive it.
+    fn feed_snapshot(&mut self) {
+        let repl = &mut self.server.repl;
+        let Some(snap) = repl.snapshot.as_mut().filter(|s| s.streamed()) else {
+            return;
+        };
+        let receiving = |r: &&mut crate::server::repl::Replica| r.state == ReplicaState::WaitSnapshotEnd;
+        if !repl.replicas.iter_mut().any(|r| receiving(&r)) {
+            tracing::warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
+            // Dropping it kills the child.
+            repl.snapshot = None;
+            return;
+        }
+        let now = clock::real_now_ms();
+        for _ in 0..FEED_PIECES_PER_ROUND {
+            let full = (repl.replicas.iter_mut())
+                .filter(receiving)
+                .any(|r| r.bufs.pending.get() >= TRANSFER_QUEUE_MAX);
+            if full {
+                return;
+            }
+            match snap.next_piece() {
+                crate::persist::Piece::Data(bytes) => {
+                    for r in repl.replicas.iter_mut().filter(receiving) {
+                        let _ = r.tx.send(ToConn::Push(bytes.clone()));
+                    }
+                }
+                crate::persist::Piece::Wait => return,
+                crate::persist::Piece::End(Ok(())) => {
+                    let mark = snap.mark.clone().unwrap_or_default();
+                    repl.snapshot = None;
+                    let up = repl.replicas.iter_mut().filter(receiving).count();
+                    tracing::info!(
+                        "Diskless rdb transfer, done reading from pipe, {up} replicas still up."
+                    );
+                    for r in repl.replicas.iter_mut().filter(receiving) {
+                        let _ = r.tx.send(ToConn::Push(mark.clone().into_bytes()));
+                        r.state = ReplicaState::WaitAck;
+                        r.ack_ms = now;
+                        tracing::info!(
+                            "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
+                            r.addr
+                        );
+                    }
+                    return;
+                }
+                crate::persist::Piece::End(Err(e)) => {
+                    repl.snapshot = None;
+                    tracing::warn!("Background transfer error: {e}");
+                    tracing::warn!("SYNC failed. BGSAVE child returned an error");
+                    self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Replicas receiving a streamed snapshot that took nothing for
+    /// `repl-timeout` are dropped (Redis's replicationCron).
+    fn transfer_timeouts(&mut self, now: u64, timeout_ms: u64) {
+        let repl = &mut self.server.repl;
+        if !repl.snapshot.as_ref().is_some_and(|s| s.streamed()) {
+            return;
+        }
+        let mut timed_out = Vec::new();
+        for r in &mut repl.replicas {
+            if r.state != ReplicaState::WaitSnapshotEnd {
+                continue;
+            }
+            let pending = r.bufs.pending.get();
+            let (last, since) = r.transfer_progress;
+            if pending == 0 || pending < last {
+                r.transfer_progress = (pending, now);
+            } else if now.saturating_sub(since) > timeout_ms {
+                timed_out.push((r.client_id, r.addr.to_string()));
+            } else {
+                r.transfer_progress.0 = pending;
+            }
+        }
+        for (id, name) in timed_out {
+            tracing::warn!("Disconnecting timedout replica (full sync): {name}");
+            self.server.kill_client(id);
+            self.server.repl.forget(id);
         }
     }
 
@@ -520,7 +717,19 @@ impl Executor {
     /// for the replica's first acknowledgement, as its reader must see the
     /// end mark last.
     fn collect_snapshot(&mut self) {
+        self.feed_snapshot();
         let repl = &mut self.server.repl;
+        if !repl.snapshot.as_ref().is_some_and(|s| !s.streamed()) {
+            return;
+        }
+        // A snapshot none is waiting for any more is of no use unless save
+        // rules would keep it (Redis's freeClient kills the disk child).
+        let waiting = (repl.replicas.iter()).any(|r| r.state == ReplicaState::WaitSnapshotEnd);
+        if !waiting && self.server.config.save.is_empty() {
+            tracing::info!("Killing the snapshot child: no replica waits for it any more");
+            repl.snapshot = None;
+            return;
+        }
         let Some(result) = repl.snapshot.as_ref().and_then(|s| s.poll()) else {
             return;
         };

@@ -12,7 +12,10 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::persist::rdb::load::{load_rdb_streamed, Incoming, LoadOptions, LoadReport};
+use crate::store::Store;
 use std::time::Duration;
 
 /// What the replica tells its master and asks of it.
@@ -38,6 +41,10 @@ pub struct HandshakeConf {
     pub failover: bool,
     /// `tls-replication`: the contexts to dial the master over TLS with.
     pub tls: Option<super::tls::Contexts>,
+    /// `repl-diskless-load` in force (swapdb, or on-empty-db with no
+    /// keys): a snapshot is loaded as it arrives, into a keyspace of this
+    /// many databases, with these options.
+    pub diskless_load: Option<(usize, LoadOptions)>,
 }
 
 /// The link's socket: plain, or TLS (`tls-replication`).
@@ -72,12 +79,28 @@ impl Write for LinkSock {
 
 /// How far a handshake got ([`Handshake::stage`]).
 pub mod stage {
-    /// Connecting and introducing itself.
-    pub const HANDSHAKE: u8 = 0;
+    /// Connecting.
+    pub const CONNECTING: u8 = 0;
+    /// Connected, introducing itself (ROLE's `handshake`).
+    pub const HANDSHAKE: u8 = 1;
     /// PSYNC sent: what fails from here on is the master's refusal.
-    pub const PSYNC_SENT: u8 = 1;
+    pub const PSYNC_SENT: u8 = 2;
     /// Receiving the snapshot of a full resynchronization.
-    pub const TRANSFER: u8 = 2;
+    pub const TRANSFER: u8 = 3;
+}
+
+/// Redis's log line for a master silent past `repl-timeout` before the
+/// snapshot (replicationCron's handshake timeout).
+const CONNECT_TIMEOUT: &str = "Timeout connecting to the MASTER...";
+/// The same while the snapshot arrives.
+const TRANSFER_TIMEOUT: &str = "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.";
+
+/// True for the error a read or write past its timeout gives.
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// How the master answered PSYNC.
@@ -88,8 +111,8 @@ pub enum Synced {
         replid: String,
         /// The offset the snapshot stands for.
         offset: u64,
-        /// The RDB payload.
-        rdb: Vec<u8>,
+        /// The snapshot.
+        payload: Payload,
     },
     /// The master continues from the replica's offset; a new ID when it
     /// changed (the master was promoted meanwhile).
@@ -97,6 +120,16 @@ pub enum Synced {
         /// `+CONTINUE <replid>`.
         replid: Option<String>,
     },
+}
+
+/// A full resynchronization's snapshot.
+pub enum Payload {
+    /// The RDB image, to load (`repl-diskless-load disabled`: Redis's
+    /// file on disk).
+    Rdb(Vec<u8>),
+    /// Loaded as it arrived, into a keyspace of its own that takes the
+    /// place of the old one (Redis's diskless load).
+    Loaded(Box<Store>, LoadReport),
 }
 
 /// A link ready to carry the stream.
@@ -114,21 +147,40 @@ pub struct Handshake {
     done: Receiver<Result<Linked, String>>,
     /// How far it got (a [`stage`] constant).
     pub stage: Arc<AtomicU8>,
+    /// The master's replication ID, once it answered `+FULLRESYNC`.
+    pub full_replid: Arc<Mutex<Option<String>>>,
+}
+
+/// What the link thread tells the executor as it goes.
+#[derive(Clone, Default)]
+struct Progress {
+    stage: Arc<AtomicU8>,
+    full_replid: Arc<Mutex<Option<String>>>,
+}
+
+impl Progress {
+    fn reach(&self, stage: u8) {
+        self.stage.store(stage, Ordering::Relaxed);
+    }
 }
 
 impl Handshake {
     /// Starts the handshake with `conf.host:conf.port`.
     pub fn start(conf: HandshakeConf) -> Result<Handshake, String> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let stage = Arc::new(AtomicU8::new(stage::HANDSHAKE));
-        let reached = stage.clone();
+        let progress = Progress::default();
+        let reached = progress.clone();
         std::thread::Builder::new()
             .name("ferrokv-master-link".into())
             .spawn(move || {
                 let _ = tx.send(run(&conf, &reached));
             })
             .map_err(|e| e.to_string())?;
-        Ok(Handshake { done: rx, stage })
+        Ok(Handshake {
+            done: rx,
+            stage: progress.stage,
+            full_replid: progress.full_replid,
+        })
     }
 
     /// How far it got (a [`stage`] constant).
@@ -157,6 +209,8 @@ struct Reader<S> {
     pos: usize,
     /// Each read's landing place, zeroed once rather than per read.
     chunk: Box<[u8]>,
+    /// What a read past the timeout reports.
+    timeout_msg: &'static str,
 }
 
 impl<S> Reader<S> {
@@ -166,6 +220,7 @@ impl<S> Reader<S> {
             buf: Vec::new(),
             pos: 0,
             chunk: vec![0u8; 16 * 1024].into_boxed_slice(),
+            timeout_msg: CONNECT_TIMEOUT,
         }
     }
 }
@@ -182,6 +237,7 @@ impl<S: Read + Write> Reader<S> {
                 self.buf.extend_from_slice(&self.chunk[..n]);
                 Ok(())
             }
+            Err(e) if timed_out(&e) => Err(self.timeout_msg.into()),
             Err(e) => Err(format!("reading from the master: {e}")),
         }
     }
@@ -234,9 +290,13 @@ impl<S: Read + Write> Reader<S> {
     fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
         let mut buf = Vec::new();
         super::request::encode(&mut buf, args);
-        self.sock
-            .write_all(&buf)
-            .map_err(|e| format!("writing to the master: {e}"))
+        self.sock.write_all(&buf).map_err(|e| {
+            if timed_out(&e) {
+                self.timeout_msg.to_string()
+            } else {
+                format!("writing to the master: {e}")
+            }
+        })
     }
 
     /// Sends a command and reads its one-line reply.
@@ -246,14 +306,20 @@ impl<S: Read + Write> Reader<S> {
     }
 }
 
-fn run(conf: &HandshakeConf, reached: &AtomicU8) -> Result<Linked, String> {
+fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     let addr = (conf.host.as_str(), conf.port)
         .to_socket_addrs()
         .map_err(|e| format!("resolving {}: {e}", conf.host))?
         .next()
         .ok_or_else(|| format!("no address for {}", conf.host))?;
-    let sock = TcpStream::connect_timeout(&addr, conf.timeout)
-        .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
+    let sock = TcpStream::connect_timeout(&addr, conf.timeout).map_err(|e| {
+        if timed_out(&e) {
+            CONNECT_TIMEOUT.to_string()
+        } else {
+            format!("Error condition on socket for SYNC: {e}")
+        }
+    })?;
+    reached.reach(stage::HANDSHAKE);
     tracing::info!("MASTER <-> REPLICA sync started");
     sock.set_read_timeout(Some(conf.timeout))
         .map_err(|e| e.to_string())?;
@@ -292,7 +358,7 @@ pub fn handshake_over<S: Read + Write>(
     conf: &HandshakeConf,
 ) -> Result<(Synced, Vec<u8>), String> {
     let mut r = Reader::new(sock);
-    let synced = converse(&mut r, conf, &AtomicU8::new(stage::HANDSHAKE))?;
+    let synced = converse(&mut r, conf, &Progress::default())?;
     Ok((synced, r.buf[r.pos..].to_vec()))
 }
 
@@ -300,7 +366,7 @@ pub fn handshake_over<S: Read + Write>(
 fn converse<S: Read + Write>(
     r: &mut Reader<S>,
     conf: &HandshakeConf,
-    reached: &AtomicU8,
+    reached: &Progress,
 ) -> Result<Synced, String> {
     // A master that wants a password answers PING with -NOAUTH; that is
     // still a live master (Redis accepts -NOPERM and this -ERR too).
@@ -351,7 +417,7 @@ fn converse<S: Read + Write>(
             ("?".to_string(), "-1".to_string())
         }
     };
-    reached.store(stage::PSYNC_SENT, Ordering::Relaxed);
+    reached.reach(stage::PSYNC_SENT);
     if conf.failover {
         r.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes(), b"FAILOVER"])?;
     } else {
@@ -372,12 +438,15 @@ fn converse<S: Read + Write>(
             .and_then(|o| o.parse::<u64>().ok())
             .ok_or_else(|| format!("bad FULLRESYNC reply: '{reply}'"))?;
         tracing::info!("Full resync from master: {id}:{offset}");
-        reached.store(stage::TRANSFER, Ordering::Relaxed);
-        let rdb = read_payload(r)?;
+        if let Ok(mut slot) = reached.full_replid.lock() {
+            *slot = Some(id.clone());
+        }
+        r.timeout_msg = TRANSFER_TIMEOUT;
+        let payload = read_payload(r, conf, reached)?;
         Synced::Full {
             replid: id,
             offset,
-            rdb,
+            payload,
         }
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim();
@@ -393,8 +462,12 @@ fn converse<S: Read + Write>(
 
 /// The snapshot after `+FULLRESYNC`: newlines the master sends while it
 /// prepares, then `$<length>` and the bytes, or `$EOF:<40-byte mark>`, the
-/// bytes and the mark.
-fn read_payload<S: Read + Write>(r: &mut Reader<S>) -> Result<Vec<u8>, String> {
+/// bytes and the mark. Read whole, or loaded as it arrives.
+fn read_payload<S: Read + Write>(
+    r: &mut Reader<S>,
+    conf: &HandshakeConf,
+    reached: &Progress,
+) -> Result<Payload, String> {
     let header = loop {
         let line = r.line()?;
         if !line.is_empty() {
@@ -411,18 +484,87 @@ fn read_payload<S: Read + Write>(r: &mut Reader<S>) -> Result<Vec<u8>, String> {
             "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
         ));
     };
-    if let Some(mark) = spec.strip_prefix("EOF:") {
-        if mark.len() != 40 {
-            return Err("bad EOF mark from MASTER".into());
+    reached.reach(stage::TRANSFER);
+    let to = if conf.diskless_load.is_some() {
+        "to parser"
+    } else {
+        "to disk"
+    };
+    let (mark, len) = match spec.strip_prefix("EOF:") {
+        Some(mark) => {
+            if mark.len() != 40 {
+                return Err("bad EOF mark from MASTER".into());
+            }
+            tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {to}");
+            (Some(mark.as_bytes().to_vec()), None)
         }
-        tracing::info!(
-            "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk"
-        );
-        return r.until_mark(mark.as_bytes());
+        None => {
+            let len: usize = spec
+                .parse()
+                .map_err(|_| format!("bad payload length from MASTER: '{header}'"))?;
+            tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master {to}");
+            (None, Some(len))
+        }
+    };
+    let Some((databases, opts)) = conf.diskless_load else {
+        return match (mark, len) {
+            (Some(mark), _) => r.until_mark(&mark).map(Payload::Rdb),
+            (None, Some(len)) => r.exact(len).map(Payload::Rdb),
+            (None, None) => Err("no payload length".into()),
+        };
+    };
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let mut store = Box::new(Store::new(databases));
+    store.set_now(opts.now_ms);
+    let mut incoming = Arriving { r, left: len };
+    let report = load_rdb_streamed(&mut incoming, &mut store, opts)
+        .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from socket: {e}"))?;
+    match (mark, len) {
+        (Some(mark), _) => {
+            let end = r.exact(mark.len())?;
+            if end != mark {
+                return Err("Replication stream EOF marker is broken".into());
+            }
+        }
+        (None, Some(_)) if incoming.left != Some(0) => {
+            return Err("the master's snapshot holds bytes past the RDB's end".into());
+        }
+        _ => {}
     }
-    let len: usize = spec
-        .parse()
-        .map_err(|_| format!("bad payload length from MASTER: '{header}'"))?;
-    tracing::info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
-    r.exact(len)
+    store.stats.dirty = 0;
+    Ok(Payload::Loaded(store, report))
+}
+
+/// The snapshot's bytes as they arrive, for a load that reads them as it
+/// goes; `left` bounds a `$<length>` payload.
+struct Arriving<'r, S> {
+    r: &'r mut Reader<S>,
+    left: Option<usize>,
+}
+
+impl<S: Read + Write> Incoming for Arriving<'_, S> {
+    fn buffered(&self) -> &[u8] {
+        let b = &self.r.buf[self.r.pos..];
+        match self.left {
+            Some(n) => &b[..n.min(b.len())],
+            None => b,
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.r.pos += n;
+        if let Some(left) = &mut self.left {
+            *left -= n;
+        }
+    }
+
+    fn more(&mut self) -> Result<(), String> {
+        if self.left.is_some_and(|n| n <= self.r.buf.len() - self.r.pos) {
+            return Err("the master's snapshot ended inside the RDB".into());
+        }
+        // What was loaded is let go before reading on.
+        self.r.buf.drain(..self.r.pos);
+        self.r.pos = 0;
+        self.r.fill()
+    }
 }

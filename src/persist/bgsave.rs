@@ -292,24 +292,52 @@ fn reap(pid: i32) -> Result<(), String> {
 }
 
 /// A snapshot for replicas (Redis's rdbSaveToSlavesSockets): a forked
-/// child writes the RDB into a pipe and a thread of this process collects
-/// it, so the executor keeps serving and no file is written.
+/// child writes the RDB into a pipe and a thread of this process reads
+/// it, so the executor keeps serving and no file is written. Collected
+/// whole, or streamed: handed on in pieces as the child writes them, the
+/// thread waiting while the executor has not taken the last ones, so the
+/// slowest replica paces the child (Redis's rdbPipeReadHandler).
 pub struct SyncSnapshot {
     pid: i32,
     done: Receiver<Result<Vec<u8>, String>>,
+    /// The pieces of a streamed snapshot.
+    pieces: Option<Receiver<Vec<u8>>>,
+    /// The outcome, once the thread sent it (a streamed snapshot's pieces
+    /// are taken first).
+    outcome: Option<Result<Vec<u8>, String>>,
     /// Bytes collected so far (memory not counted against maxmemory).
     held: Arc<std::sync::atomic::AtomicUsize>,
     /// When it started.
     pub started: Instant,
+    /// The end mark of a streamed (diskless) transfer.
+    pub mark: Option<String>,
 }
 
+/// What a streamed snapshot has next.
+pub enum Piece {
+    /// The next bytes of the RDB.
+    Data(Vec<u8>),
+    /// Nothing yet.
+    Wait,
+    /// The child is done: Ok once it wrote everything.
+    End(Result<(), String>),
+}
+
+/// How many pieces a streamed snapshot's reader may hold ahead of the
+/// executor, each up to [`PIECE`] bytes.
+const PIECES_AHEAD: usize = 4;
+/// A streamed snapshot's piece, Redis's PROTO_IOBUF_LEN.
+const PIECE: usize = 16 * 1024;
+
 impl SyncSnapshot {
-    /// Forks the child writing `store`.
+    /// Forks the child writing `store`; with `mark`, the snapshot is
+    /// streamed (a diskless transfer ending with that mark).
     #[cfg(unix)]
     pub fn start(
         store: &Store,
         config: &crate::config::Config,
         repl: Option<super::ReplInfo>,
+        mark: Option<String>,
     ) -> Result<SyncSnapshot, String> {
         use std::io::{Read, Write};
         use std::os::fd::FromRawFd;
@@ -323,7 +351,12 @@ impl SyncSnapshot {
             return Err(std::io::Error::last_os_error().to_string());
         }
         let (rfd, wfd) = (fds[0], fds[1]);
-        let pid = fork_child(Some(wfd), "redis-rdb-to-slaves", || {
+        let title = if mark.is_some() {
+            "redis-rdb-to-slaves"
+        } else {
+            "redis-rdb-bgsave"
+        };
+        let pid = fork_child(Some(wfd), title, || {
             // SAFETY: the child owns the pipe's write end from here on.
             let file = unsafe { std::fs::File::from_raw_fd(wfd) };
             let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
@@ -336,6 +369,12 @@ impl SyncSnapshot {
         let reader = unsafe { std::fs::File::from_raw_fd(rfd) };
         let pid = pid?;
         let (tx, rx) = std::sync::mpsc::channel();
+        let (piece_tx, pieces) = if mark.is_some() {
+            let (t, r) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+            (Some(t), Some(r))
+        } else {
+            (None, None)
+        };
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = held.clone();
         let spawned = std::thread::Builder::new()
@@ -345,16 +384,27 @@ impl SyncSnapshot {
                 let mut reader = reader;
                 let mut chunk = vec![0u8; 1 << 16];
                 let read = loop {
-                    match reader.read(&mut chunk) {
+                    let want = if piece_tx.is_some() { PIECE } else { chunk.len() };
+                    match reader.read(&mut chunk[..want]) {
                         Ok(0) => break Ok(()),
-                        Ok(n) => {
-                            data.extend_from_slice(&chunk[..n]);
-                            counter.store(data.capacity(), Ordering::Relaxed);
-                        }
+                        Ok(n) => match &piece_tx {
+                            // The executor dropped the snapshot: the
+                            // child is being killed, the pipe closes.
+                            Some(t) => {
+                                if t.send(chunk[..n].to_vec()).is_err() {
+                                    break Err("the transfer was cancelled".to_string());
+                                }
+                            }
+                            None => {
+                                data.extend_from_slice(&chunk[..n]);
+                                counter.store(data.capacity(), Ordering::Relaxed);
+                            }
+                        },
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(e) => break Err(e.to_string()),
                     }
                 };
+                drop(reader);
                 let r = wait_child(pid).and(read).map(|_| data);
                 let _ = tx.send(r);
             });
@@ -367,13 +417,25 @@ impl SyncSnapshot {
             crate::store::hashed::child_ended();
             return Err(format!("Can't start the snapshot reader: {e}"));
         }
-        tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
+        if mark.is_some() {
+            tracing::info!("Background RDB transfer started by pid {pid}");
+        } else {
+            tracing::info!("Background saving started by pid {pid}");
+        }
         Ok(SyncSnapshot {
             pid,
             done: rx,
+            pieces,
+            outcome: None,
             held,
             started: Instant::now(),
+            mark,
         })
+    }
+
+    /// True for a streamed (diskless) snapshot.
+    pub fn streamed(&self) -> bool {
+        self.pieces.is_some()
     }
 
     /// Bytes collected so far.
@@ -381,7 +443,7 @@ impl SyncSnapshot {
         self.held.load(Ordering::Relaxed)
     }
 
-    /// The snapshot's bytes once the child is done.
+    /// The snapshot's bytes once the child is done (a collected one).
     pub fn poll(&self) -> Option<Result<Vec<u8>, String>> {
         match self.done.try_recv() {
             Ok(r) => Some(r),
@@ -389,12 +451,28 @@ impl SyncSnapshot {
             Err(TryRecvError::Disconnected) => Some(Err("snapshot reader died".into())),
         }
     }
+
+    /// A streamed snapshot's next piece. The thread sends every piece
+    /// before the outcome, so once the outcome is in, pieces are taken
+    /// until none is left and only then is the end reported.
+    pub fn next_piece(&mut self) -> Piece {
+        if self.outcome.is_none() {
+            self.outcome = self.poll();
+        }
+        if let Some(Ok(p)) = self.pieces.as_ref().map(|r| r.try_recv()) {
+            return Piece::Data(p);
+        }
+        match self.outcome.take() {
+            Some(r) => Piece::End(r.map(|_| ())),
+            None => Piece::Wait,
+        }
+    }
 }
 
 impl Drop for SyncSnapshot {
     fn drop(&mut self) {
         #[cfg(unix)]
-        if self.done.try_recv().is_err() {
+        if self.outcome.is_none() && self.done.try_recv().is_err() {
             // SAFETY: the child this snapshot forked; the reader thread
             // reaps it and then ends on the closed pipe.
             unsafe { libc::kill(self.pid, libc::SIGKILL) };

@@ -17,7 +17,7 @@ mod bgsave;
 pub mod cmdlog;
 pub mod rdb;
 
-pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave, SyncSnapshot};
+pub use self::bgsave::{bgsave_poll, bgsave_start, cancel_bgsave, Bgsave, Piece, SyncSnapshot};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -414,6 +414,20 @@ pub fn load_file_with(
     load_image(data, store, config, false, progress)
 }
 
+/// The options a load takes from the configuration, at `now_ms`.
+pub fn load_options(config: &Config, now_ms: u64, allow_dup: bool) -> LoadOptions {
+    LoadOptions {
+        verify_checksum: config.rdbchecksum,
+        now_ms,
+        key_delay_us: config.get_i64("key-load-delay").unwrap_or(0),
+        events_interval: config
+            .get_i64("loading-process-events-interval-bytes")
+            .unwrap_or(0)
+            .max(0) as u64,
+        allow_dup,
+    }
+}
+
 fn load_image(
     data: &[u8],
     store: &mut Store,
@@ -423,21 +437,7 @@ fn load_image(
 ) -> Result<LoadReport, rdb::load::LoadError> {
     let now = clock::now_ms();
     store.set_now(now);
-    let report = load_rdb_with(
-        data,
-        store,
-        LoadOptions {
-            verify_checksum: config.rdbchecksum,
-            now_ms: now,
-            key_delay_us: config.get_i64("key-load-delay").unwrap_or(0),
-            events_interval: config
-                .get_i64("loading-process-events-interval-bytes")
-                .unwrap_or(0)
-                .max(0) as u64,
-            allow_dup,
-        },
-        progress,
-    )?;
+    let report = load_rdb_with(data, store, load_options(config, now, allow_dup), progress)?;
     store.stats.dirty = 0;
     Ok(report)
 }

@@ -255,10 +255,13 @@ fn run(
                 .and_then(|id| {
                     // While the data set loads, only commands flagged
                     // `loading` run (the AOF's own commands are the load).
-                    if server.loading
-                        && caller != Caller::Aof
-                        && !server.table.commands[id].has(flag::LOADING)
-                    {
+                    let cmd = &server.table.commands[id];
+                    let refused = if server.async_loading {
+                        cmd.has(flag::NO_ASYNC_LOADING)
+                    } else {
+                        !cmd.has(flag::LOADING)
+                    };
+                    if server.loading && caller != Caller::Aof && refused {
                         return Err((
                             Some(id),
                             Error::raw("LOADING Redis is loading the dataset in memory"),

@@ -196,6 +196,10 @@ pub struct ServerState {
     /// (Redis's `server.loading`): clients get -LOADING but for the
     /// commands flagged `loading`.
     pub loading: bool,
+    /// A replica loads its master's snapshot while serving the old data
+    /// set (Redis's `server.async_loading`, with `loading` set too):
+    /// only commands flagged `no-async-loading` get -LOADING.
+    pub async_loading: bool,
     /// How far the load has come (INFO's `loading_*` figures).
     pub load_progress: LoadProgress,
     /// The active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
@@ -397,6 +401,7 @@ impl ServerState {
             slowlog: slowlog::SlowLog::default(),
             latency: latency::Monitor::default(),
             loading: false,
+            async_loading: false,
             load_progress: LoadProgress::default(),
             active_expire: true,
             cluster: None,

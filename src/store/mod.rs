@@ -628,6 +628,17 @@ impl Store {
         d.dict.take()
     }
 
+    /// Takes the databases and function libraries of `loaded` in place of
+    /// this store's (a replica's diskless load: Redis swaps in the
+    /// databases it loaded aside). The caller emptied this store first
+    /// (`flush_all`), which told watchers and client caches.
+    pub fn adopt_loaded(&mut self, mut loaded: Store) {
+        for (mine, theirs) in self.dbs.iter_mut().zip(std::mem::take(&mut loaded.dbs)) {
+            *mine = theirs;
+        }
+        self.functions = std::mem::take(&mut loaded.functions);
+    }
+
     /// Swaps two databases (SWAPDB).
     pub fn swap_db(&mut self, a: usize, b: usize) {
         // Watchers stay with their database number, so each sees the other

@@ -247,6 +247,15 @@ pub fn notify_systemd(_msg: &str) -> bool {
 /// Work a forked child does first, as Redis's redisFork: it takes the
 /// child's OOM score and its title ("redis-rdb-bgsave"...).
 pub fn after_fork_in_child(title: &str) {
+    // Redis's child notices a dead parent when its next report to it
+    // fails; this one is told by the kernel, whatever it is doing, so a
+    // killed server leaves no child writing on (a child of a thread that
+    // ended is told too: the executor forks, and outlives its children).
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) on this (child) process's own attribute.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
     super::proctitle::set_titled(title);
     if let Err(e) = apply_oom_score(Some(OomClass::BgChild)) {
         tracing::warn!("{e}");

@@ -1092,3 +1092,108 @@ fn scripts_on_a_read_only_replica_as_redis() {
         );
     }
 }
+
+/// A raw replica of the server on `port`: it syncs the old way (`$len`
+/// snapshot), skips the snapshot, and hands back the socket positioned
+/// at the stream and the stream bytes already read.
+fn stream_reader(port: u16) -> (std::net::TcpStream, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(&encode(&[b"PSYNC", b"?", b"-1"]))
+        .expect("write");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let mut fill = |s: &mut std::net::TcpStream, buf: &mut Vec<u8>| {
+        let n = s.read(&mut chunk).expect("read");
+        assert!(n > 0, "the master closed the link");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    // +FULLRESYNC, keepalive newlines, then `$<len>` and the snapshot.
+    let mut lines = 0;
+    loop {
+        let Some(i) = buf.iter().position(|&b| b == b'\n') else {
+            fill(&mut s, &mut buf);
+            continue;
+        };
+        let line: Vec<u8> = buf.drain(..=i).collect();
+        let line = String::from_utf8_lossy(&line).trim().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        lines += 1;
+        if lines == 1 {
+            assert!(line.starts_with("+FULLRESYNC"), "{line}");
+            continue;
+        }
+        let len: usize = line
+            .strip_prefix('$')
+            .and_then(|l| l.parse().ok())
+            .unwrap_or_else(|| panic!("a snapshot header, got {line}"));
+        while buf.len() < len {
+            fill(&mut s, &mut buf);
+        }
+        buf.drain(..len);
+        return (s, buf);
+    }
+}
+
+/// The next `n` commands of a replication stream, PINGs left out.
+fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> Vec<String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 65536];
+    while out.len() < n {
+        if let Some(len) = frame_len(buf) {
+            let frame: Vec<u8> = buf.drain(..len).collect();
+            let words: Vec<String> = parse_bulks(&frame)
+                .iter()
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            if words.first().is_some_and(|w| w.eq_ignore_ascii_case("ping")) {
+                continue;
+            }
+            out.push(words.join(" "));
+            continue;
+        }
+        let got = s.read(&mut chunk).expect("read the stream");
+        assert!(got > 0, "the master closed the link");
+        buf.extend_from_slice(&chunk[..got]);
+    }
+    out
+}
+
+/// Commands reach replicas in the form redis-server propagates them:
+/// GETSET as SET, GETDEL as DEL, INCRBYFLOAT as SET KEEPTTL (Redis's
+/// rewriteClientCommandVector), read from each master's stream.
+#[test]
+fn commands_are_propagated_in_redis_form() {
+    let mut p = Pair::new_with(
+        |c| {
+            conf(c, "repl-diskless-sync", "no");
+            conf(c, "repl-diskless-sync-delay", "0");
+        },
+        &["--repl-diskless-sync", "no", "--repl-diskless-sync-delay", "0"],
+    );
+    let (ours, theirs) = p.ports();
+    let (mut s1, mut b1) = stream_reader(ours);
+    let (mut s2, mut b2) = stream_reader(theirs);
+    let cmds: &[&[&str]] = &[
+        &["SET", "test", "foo"],
+        &["GETSET", "test", "bar"],
+        &["SET", "test", "vaz", "GET"],
+        &["GETDEL", "test"],
+        &["SET", "f", "1.5"],
+        &["INCRBYFLOAT", "f", "1"],
+        &["GETEX", "f", "PERSIST"],
+    ];
+    for c in cmds {
+        p.same(c);
+    }
+    let n = cmds.len() + 1; // the SELECT first
+    assert_eq!(
+        stream_commands(&mut s1, &mut b1, n),
+        stream_commands(&mut s2, &mut b2, n)
+    );
+}

@@ -336,3 +336,95 @@ fn lzf_string_of_length_zero_loads_empty() {
     let v = payload_value(&[0x00, 0xC3, 0x01, 0x00, 0xE8]).expect("Redis accepts it");
     assert_eq!(super::save::dump_payload(&v, false)[..2], [0x00, 0x00]);
 }
+
+/// Bytes handed to a streamed load in pieces of a chosen size.
+struct Pieces<'a> {
+    rest: &'a [u8],
+    buf: Vec<u8>,
+    step: usize,
+}
+
+impl super::load::Incoming for Pieces<'_> {
+    fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+    fn consume(&mut self, n: usize) {
+        self.buf.drain(..n);
+    }
+    fn more(&mut self) -> Result<(), String> {
+        if self.rest.is_empty() {
+            return Err("end of input".into());
+        }
+        let n = self.step.min(self.rest.len());
+        self.buf.extend_from_slice(&self.rest[..n]);
+        self.rest = &self.rest[n..];
+        Ok(())
+    }
+}
+
+fn opts() -> LoadOptions {
+    LoadOptions {
+        verify_checksum: true,
+        now_ms: 1_000,
+        key_delay_us: 0,
+        events_interval: 0,
+        allow_dup: false,
+    }
+}
+
+/// A replica's diskless load reads the image as it arrives: whatever the
+/// pieces' sizes, it loads what the whole-image loader loads, leaves what
+/// follows the image buffered, and refuses truncations and bad checksums.
+#[test]
+fn streamed_loads_match_whole_loads() {
+    let img = image(true);
+    let mut whole = Store::new(16);
+    load_rdb(&img, &mut whole, opts()).expect("loads");
+    let expected = contents(&whole);
+    let mut stream = img.clone();
+    stream.extend_from_slice(b"after");
+    for step in [1, 2, 3, 7, 64, 1000, 4096, 1 << 20] {
+        let mut src = Pieces {
+            rest: &stream,
+            buf: Vec::new(),
+            step,
+        };
+        let mut s = Store::new(16);
+        let report = super::load::load_rdb_streamed(&mut src, &mut s, opts()).expect("loads");
+        assert_eq!(report.keys_loaded, 56, "pieces of {step}");
+        assert_eq!(contents(&s), expected, "pieces of {step}");
+        let mut left = src.buf.clone();
+        left.extend_from_slice(src.rest);
+        assert_eq!(left, b"after", "pieces of {step}");
+    }
+    for cut in [0, 5, 9, 100, img.len() / 2, img.len() - 1] {
+        let mut src = Pieces {
+            rest: &img[..cut],
+            buf: Vec::new(),
+            step: 100,
+        };
+        assert!(super::load::load_rdb_streamed(&mut src, &mut Store::new(16), opts()).is_err());
+    }
+    let mut bad = img.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    let mut src = Pieces {
+        rest: &bad,
+        buf: Vec::new(),
+        step: 333,
+    };
+    let e = super::load::load_rdb_streamed(&mut src, &mut Store::new(16), opts()).unwrap_err();
+    assert!(e.contains("wrong RDB checksum"), "{e}");
+}
+
+/// Every key of every database with its TTL and DUMP payload, sorted.
+fn contents(s: &Store) -> Vec<(usize, Vec<u8>, u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (db, d) in s.dbs.iter().enumerate() {
+        d.dict.for_each(|e| {
+            out.push((db, e.key().to_vec(), e.expire_at(), dump_payload(&e.value(), false)));
+        });
+    }
+    out.sort();
+    out
+}

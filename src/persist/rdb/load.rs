@@ -30,6 +30,9 @@ pub struct Dec<'a> {
     data: &'a [u8],
     /// Current offset.
     pub pos: usize,
+    /// Set when a read ran past the end: the offset the input would have
+    /// to reach (a streamed load waits for that many bytes and retries).
+    pub short: Option<usize>,
 }
 
 /// A length or a special encoding marker.
@@ -41,7 +44,17 @@ enum Len {
 impl<'a> Dec<'a> {
     /// A cursor at the start of `data`.
     pub fn new(data: &'a [u8]) -> Self {
-        Dec { data, pos: 0 }
+        Dec {
+            data,
+            pos: 0,
+            short: None,
+        }
+    }
+
+    /// Notes that the input ends before `n` more bytes.
+    fn ran_short(&mut self, n: u64) {
+        let need = (self.pos as u64).saturating_add(n);
+        self.short = Some(usize::try_from(need).unwrap_or(usize::MAX));
     }
 
     fn fail<T>(&self, reason: impl Into<String>) -> Result<T, LoadError> {
@@ -57,10 +70,13 @@ impl<'a> Dec<'a> {
                 self.pos += n;
                 Ok(s)
             }
-            None => self.fail(format!(
-                "unexpected end of file (needed {n} more bytes, {} left)",
-                self.data.len().saturating_sub(self.pos)
-            )),
+            None => {
+                self.ran_short(n as u64);
+                self.fail(format!(
+                    "unexpected end of file (needed {n} more bytes, {} left)",
+                    self.data.len().saturating_sub(self.pos)
+                ))
+            }
         }
     }
 
@@ -105,6 +121,7 @@ impl<'a> Dec<'a> {
     fn size(&mut self) -> Result<usize, LoadError> {
         let n = self.length()?;
         if n > (self.data.len() - self.pos) as u64 {
+            self.ran_short(n);
             return self.fail(format!("length {n} runs past the end of the file"));
         }
         Ok(n as usize)
@@ -116,6 +133,7 @@ impl<'a> Dec<'a> {
         match self.len_or_special()? {
             Len::Plain(n) => {
                 if n > (self.data.len() - self.pos) as u64 {
+                    self.ran_short(n);
                     return self.fail(format!(
                         "unexpected end of file (string of {n} bytes, {} left)",
                         self.data.len() - self.pos
@@ -439,7 +457,44 @@ pub fn load_rdb_with(
 ) -> Result<LoadReport, LoadError> {
     let mut reported = 0usize;
     let mut d = Dec::new(data);
-    let mut report = LoadReport::default();
+    let version = read_header(&mut d)?;
+    let mut cursor = LoadCursor::new(version, &opts);
+    while cursor.step(&mut d, store, &opts)? == Step::Record {
+        let interval = opts.events_interval as usize;
+        if interval != 0 && d.pos / interval > reported / interval {
+            if !progress(store, (d.pos - reported) as u64) {
+                return Err(LoadError {
+                    offset: d.pos,
+                    reason: "loading stopped".into(),
+                });
+            }
+            reported = d.pos;
+        }
+    }
+    let sum_end = d.pos;
+    if version >= 5 {
+        let stored = u64::from_le_bytes(d.array()?);
+        if opts.verify_checksum && stored != 0 {
+            let computed = CRC64.checksum(&data[..sum_end]);
+            if computed != stored {
+                return Err(checksum_error(sum_end, stored, computed));
+            }
+        }
+    }
+    Ok(cursor.report)
+}
+
+fn checksum_error(offset: usize, stored: u64, computed: u64) -> LoadError {
+    LoadError {
+        offset,
+        reason: format!(
+            "wrong RDB checksum: file has {stored:016x}, content gives {computed:016x}"
+        ),
+    }
+}
+
+/// The `REDIS<version>` header; the version.
+fn read_header(d: &mut Dec<'_>) -> Result<u16, LoadError> {
     let magic = d.take(9)?;
     if &magic[..5] != b"REDIS" {
         return Err(LoadError {
@@ -460,97 +515,134 @@ pub fn load_rdb_with(
             ),
         });
     }
-    let databases = store.dbs.len();
-    let lru_now = (opts.now_ms / 1000) as u32;
-    let mut db = 0usize;
-    let mut expire: Option<i64> = None;
-    let mut idle: Option<u64> = None;
-    loop {
-        let at = d.pos;
-        let t = d.u8()?;
-        match t {
-            op::EXPIRETIME => {
-                expire = Some(i64::from(i32::from_le_bytes(d.array()?)) * 1000);
-                continue;
-            }
-            op::EXPIRETIME_MS => {
-                expire = Some(i64::from_le_bytes(d.array()?));
-                continue;
-            }
-            op::FREQ => {
-                d.u8()?;
-                continue;
-            }
-            op::IDLE => {
-                idle = Some(d.length()?);
-                continue;
-            }
-            op::EOF => break,
-            op::SELECTDB => {
-                let n = d.length()?;
-                if n >= databases as u64 {
-                    d.pos = at;
-                    return d.fail(format!(
-                        "the file selects database {n} but only {databases} are configured"
+    Ok(version)
+}
+
+/// What a [`LoadCursor::step`] read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A key (loaded, or skipped as expired or empty).
+    Record,
+    /// The end-of-file opcode; the checksum follows.
+    End,
+}
+
+/// A load between two records: what it carries from one to the next.
+struct LoadCursor {
+    db: usize,
+    lru_now: u32,
+    report: LoadReport,
+}
+
+impl LoadCursor {
+    fn new(_version: u16, opts: &LoadOptions) -> Self {
+        LoadCursor {
+            db: 0,
+            lru_now: (opts.now_ms / 1000) as u32,
+            report: LoadReport::default(),
+        }
+    }
+
+    /// Reads the opcodes up to the next key and that key, or up to the
+    /// end-of-file opcode. Nothing is kept of a step that fails, so a
+    /// streamed load may retry it from its start with more bytes.
+    fn step(&mut self, d: &mut Dec<'_>, store: &mut Store, opts: &LoadOptions) -> Result<Step, LoadError> {
+        let databases = store.dbs.len();
+        let mut db = self.db;
+        let mut expire: Option<i64> = None;
+        let mut idle: Option<u64> = None;
+        let mut aux = Vec::new();
+        let mut functions = Vec::new();
+        let t = loop {
+            let at = d.pos;
+            let t = d.u8()?;
+            match t {
+                op::EXPIRETIME => {
+                    expire = Some(i64::from(i32::from_le_bytes(d.array()?)) * 1000);
+                }
+                op::EXPIRETIME_MS => {
+                    expire = Some(i64::from_le_bytes(d.array()?));
+                }
+                op::FREQ => {
+                    d.u8()?;
+                }
+                op::IDLE => {
+                    idle = Some(d.length()?);
+                }
+                op::EOF => break t,
+                op::SELECTDB => {
+                    let n = d.length()?;
+                    if n >= databases as u64 {
+                        d.pos = at;
+                        return d.fail(format!(
+                            "the file selects database {n} but only {databases} are configured"
+                        ));
+                    }
+                    db = n as usize;
+                }
+                op::RESIZEDB => {
+                    d.length()?;
+                    d.length()?;
+                }
+                op::AUX => {
+                    let k = d.string()?;
+                    let v = d.string()?;
+                    aux.push((
+                        String::from_utf8_lossy(&k).into_owned(),
+                        String::from_utf8_lossy(&v).into_owned(),
                     ));
                 }
-                db = n as usize;
-                continue;
+                op::FUNCTION2 => {
+                    // A function library's source: the server compiles it
+                    // once the file is loaded (ServerState::install_functions).
+                    functions.push(d.string()?.into_owned());
+                }
+                op::FUNCTION_PRE_GA | op::MODULE_AUX => {
+                    d.pos = at;
+                    return d.fail(format!(
+                        "unsupported opcode {t} ({})",
+                        if t == op::MODULE_AUX {
+                            "module data"
+                        } else {
+                            "pre-GA function"
+                        }
+                    ));
+                }
+                _ if !supported(t) => {
+                    d.pos = at;
+                    return d.fail(unsupported(t));
+                }
+                _ => break t,
             }
-            op::RESIZEDB => {
-                d.length()?;
-                d.length()?;
-                continue;
-            }
-            op::AUX => {
-                let k = d.string()?;
-                let v = d.string()?;
-                report.aux.push((
-                    String::from_utf8_lossy(&k).into_owned(),
-                    String::from_utf8_lossy(&v).into_owned(),
-                ));
-                continue;
-            }
-            op::FUNCTION2 => {
-                // A function library's source: the server compiles it
-                // once the file is loaded (ServerState::install_functions).
-                let code = d.string()?;
-                store.functions.push(code.to_vec());
-                report.functions += 1;
-                continue;
-            }
-            op::FUNCTION_PRE_GA | op::MODULE_AUX => {
-                d.pos = at;
-                return d.fail(format!(
-                    "unsupported opcode {t} ({})",
-                    if t == op::MODULE_AUX {
-                        "module data"
-                    } else {
-                        "pre-GA function"
-                    }
-                ));
-            }
-            _ if !supported(t) => {
-                d.pos = at;
-                return d.fail(unsupported(t));
-            }
-            _ => {}
+        };
+        let mut commit = |cursor: &mut LoadCursor, store: &mut Store| {
+            cursor.db = db;
+            cursor.report.aux.append(&mut aux);
+            cursor.report.functions += functions.len() as u64;
+            store.functions.append(&mut functions);
+        };
+        if t == op::EOF {
+            commit(self, store);
+            return Ok(Step::End);
         }
+        let at = d.pos - 1;
         let key = d.string()?;
         let value = d.value(t)?;
-        let (exp, idl) = (expire.take(), idle.take());
+        commit(self, store);
         let Some(value) = value else {
-            report.empty_skipped += 1;
-            continue;
+            self.report.empty_skipped += 1;
+            return Ok(Step::Record);
         };
-        if let Some(e) = exp {
+        if let Some(e) = expire {
             if e < opts.now_ms as i64 {
-                report.keys_expired += 1;
-                continue;
+                self.report.keys_expired += 1;
+                return Ok(Step::Record);
             }
         }
-        let expire_at = exp.map_or(0, |e| e.max(0) as u64);
-        let lru = lru_now.saturating_sub(idl.map_or(0, |i| i.min(u64::from(u32::MAX)) as u32));
+        let expire_at = expire.map_or(0, |e| e.max(0) as u64);
+        let lru = self
+            .lru_now
+            .saturating_sub(idle.map_or(0, |i| i.min(u64::from(u32::MAX)) as u32));
         if opts.allow_dup {
             store.remove(db, &key);
         }
@@ -561,35 +653,85 @@ pub fn load_rdb_with(
                 String::from_utf8_lossy(&key)
             ));
         }
-        report.keys_loaded += 1;
+        self.report.keys_loaded += 1;
         if opts.key_delay_us != 0 {
             crate::util::clock::debug_delay(opts.key_delay_us);
         }
-        let interval = opts.events_interval as usize;
-        if interval != 0 && d.pos / interval > reported / interval {
-            if !progress(store, (d.pos - reported) as u64) {
-                return Err(LoadError {
-                    offset: d.pos,
-                    reason: "loading stopped".into(),
-                });
+        Ok(Step::Record)
+    }
+}
+
+/// Where a streamed load reads from: bytes arrive in pieces.
+pub trait Incoming {
+    /// The bytes received and not yet consumed.
+    fn buffered(&self) -> &[u8];
+    /// Drops the first `n` buffered bytes, read.
+    fn consume(&mut self, n: usize);
+    /// Waits for more bytes; fails when none will come.
+    fn more(&mut self) -> Result<(), String>;
+}
+
+/// Loads an RDB image as it arrives (a replica's diskless load, Redis's
+/// rdbLoadRio over the master's socket): each record is read once the
+/// bytes it needs are in, and bytes already loaded are let go. Stops after
+/// the checksum; what follows stays buffered.
+pub fn load_rdb_streamed(
+    src: &mut dyn Incoming,
+    store: &mut Store,
+    opts: LoadOptions,
+) -> Result<LoadReport, String> {
+    let mut crc = CRC64.digest();
+    let mut cursor: Option<(u16, LoadCursor)> = None;
+    let mut consumed = 0usize;
+    let mut need = 0usize;
+    loop {
+        while src.buffered().len() < need {
+            src.more()?;
+        }
+        let data = src.buffered();
+        let mut d = Dec::new(data);
+        let stepped = match &mut cursor {
+            None => read_header(&mut d).map(|v| {
+                cursor = Some((v, LoadCursor::new(v, &opts)));
+                Step::Record
+            }),
+            Some((_, c)) => c.step(&mut d, store, &opts),
+        };
+        match stepped {
+            Ok(step) => {
+                let n = d.pos;
+                crc.update(&data[..n]);
+                src.consume(n);
+                consumed += n;
+                need = 0;
+                if step == Step::End {
+                    break;
+                }
             }
-            reported = d.pos;
+            Err(_) if d.short.is_some() => {
+                need = d.short.unwrap_or(0).max(data.len() + 1);
+            }
+            Err(mut e) => {
+                e.offset += consumed;
+                return Err(e.to_string());
+            }
         }
     }
-    let sum_end = d.pos;
+    let Some((version, cursor)) = cursor else {
+        return Err("the load ended before its header".into());
+    };
     if version >= 5 {
-        let stored = u64::from_le_bytes(d.array()?);
-        if opts.verify_checksum && stored != 0 {
-            let computed = CRC64.checksum(&data[..sum_end]);
-            if computed != stored {
-                return Err(LoadError {
-                    offset: sum_end,
-                    reason: format!(
-                        "wrong RDB checksum: file has {stored:016x}, content gives {computed:016x}"
-                    ),
-                });
-            }
+        while src.buffered().len() < 8 {
+            src.more()?;
+        }
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(&src.buffered()[..8]);
+        src.consume(8);
+        let stored = u64::from_le_bytes(sum);
+        let computed = crc.finalize();
+        if opts.verify_checksum && stored != 0 && computed != stored {
+            return Err(checksum_error(consumed, stored, computed).to_string());
         }
     }
-    Ok(report)
+    Ok(cursor.report)
 }

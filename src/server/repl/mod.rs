@@ -101,6 +101,10 @@ pub struct Replica {
     pub since_ms: u64,
     /// It used SYNC, not PSYNC: no `+FULLRESYNC` line before the snapshot.
     pub old_sync: bool,
+    /// While a streamed snapshot is sent: its output bytes still queued
+    /// when last looked at, and the real Unix ms when they last went down
+    /// (Redis's repl_last_partial_write).
+    pub transfer_progress: (usize, u64),
 }
 
 impl Replica {
@@ -119,8 +123,10 @@ impl Replica {
 pub enum LinkState {
     /// Not connected; connects at the next cron.
     Connect,
-    /// Connecting and handshaking.
+    /// Connecting.
     Connecting,
+    /// Connected, handshaking up to the PSYNC reply.
+    Handshake,
     /// Receiving the snapshot.
     Transfer,
     /// Connected: applying the stream.
@@ -133,6 +139,7 @@ impl LinkState {
         match self {
             LinkState::Connect => "connect",
             LinkState::Connecting => "connecting",
+            LinkState::Handshake => "handshake",
             LinkState::Transfer => "sync",
             LinkState::Connected => "connected",
         }
