@@ -160,6 +160,13 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     let psync = is(argv.get(0), "psync");
+    if psync && args::int(argv.get(2)).is_err() {
+        tracing::warn!(
+            "Replica {} asks for synchronization but with a wrong offset",
+            ctx.client.addr
+        );
+        return Err(Error::NotInteger);
+    }
     let conf = ctx
         .client
         .replica_conf

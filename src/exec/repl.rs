@@ -639,6 +639,13 @@ impl Executor {
             repl.snapshot = None;
             return;
         }
+        if snap.child_failed() {
+            repl.snapshot = None;
+            tracing::warn!("Background transfer terminated by signal or error");
+            tracing::warn!("SYNC failed. BGSAVE child returned an error");
+            self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
+            return;
+        }
         let now = clock::real_now_ms();
         for _ in 0..FEED_PIECES_PER_ROUND {
             let full = (repl.replicas.iter_mut())

@@ -149,6 +149,16 @@ pub struct Handshake {
     pub stage: Arc<AtomicU8>,
     /// The master's replication ID, once it answered `+FULLRESYNC`.
     pub full_replid: Arc<Mutex<Option<String>>>,
+    sock: Arc<Mutex<Option<TcpStream>>>,
+}
+
+impl Drop for Handshake {
+    fn drop(&mut self) {
+        // Given up before it ended: its thread's reads fail at once.
+        if let Some(s) = self.sock.lock().ok().and_then(|mut s| s.take()) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 /// What the link thread tells the executor as it goes.
@@ -156,6 +166,10 @@ pub struct Handshake {
 struct Progress {
     stage: Arc<AtomicU8>,
     full_replid: Arc<Mutex<Option<String>>>,
+    /// The socket while the handshake runs, so that a handshake given up
+    /// closes it at once (Redis's cancelReplicationHandshake): the master
+    /// then sees this replica go.
+    sock: Arc<Mutex<Option<TcpStream>>>,
 }
 
 impl Progress {
@@ -180,6 +194,7 @@ impl Handshake {
             done: rx,
             stage: progress.stage,
             full_replid: progress.full_replid,
+            sock: progress.sock,
         })
     }
 
@@ -319,6 +334,9 @@ fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
             format!("Error condition on socket for SYNC: {e}")
         }
     })?;
+    if let Ok(mut slot) = reached.sock.lock() {
+        *slot = sock.try_clone().ok();
+    }
     reached.reach(stage::HANDSHAKE);
     tracing::info!("MASTER <-> REPLICA sync started");
     sock.set_read_timeout(Some(conf.timeout))
@@ -335,6 +353,10 @@ fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     };
     let mut r = Reader::new(sock);
     let synced = converse(&mut r, conf, reached)?;
+    // The executor adopts the socket: it is no longer the handshake's.
+    if let Ok(mut slot) = reached.sock.lock() {
+        slot.take();
+    }
     let leftover = r.buf[r.pos..].to_vec();
     let sock = r.sock;
     let raw = match &sock {

@@ -433,6 +433,29 @@ impl SyncSnapshot {
         })
     }
 
+    /// True once the child died without finishing (killed, or failed),
+    /// seen without reaping it (the reader thread does): its reader may
+    /// be waiting for the executor, not on the pipe (Redis's
+    /// checkChildrenDone notices a dead child by itself).
+    #[cfg(unix)]
+    pub fn child_failed(&self) -> bool {
+        // SAFETY: waitid(2) with WNOWAIT only looks at the state of a child
+        // this process forked and has not reaped; `info` is a valid out
+        // pointer, zeroed so that si_pid reads 0 when nothing changed.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            r == 0
+                && info.si_pid() == self.pid
+                && !(info.si_code == libc::CLD_EXITED && info.si_status() == 0)
+        }
+    }
+
     /// True for a streamed (diskless) snapshot.
     pub fn streamed(&self) -> bool {
         self.pieces.is_some()

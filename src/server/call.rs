@@ -107,6 +107,9 @@ pub fn call(
         super::tracking::before_command(server, store, client);
     }
     let mark = out.len();
+    // A replica's own commands (REPLCONF ACK) never reply; it is a replica
+    // from its SYNC on, whose reply is not counted.
+    let replica = top && client.kind == ClientKind::Replica;
     // CLIENT REPLY concerns a client's own commands, not those run for it
     // by EXEC or a script.
     if top && client.reply_mode == ReplyMode::Skip {
@@ -118,15 +121,33 @@ pub fn call(
             if !matches!(caller, Caller::Script { .. }) {
                 count_error(server, &e);
             }
+            if top {
+                log_error_to_peer(client, caller, &e);
+            }
             ReplyBuf::new(out, client.resp3).error(&e);
             Outcome::Refused
         }
         Err(Refusal::Handler(e)) => {
             count_error(server, &e);
+            if top {
+                log_error_to_peer(client, caller, &e);
+            }
             ReplyBuf::new(out, client.resp3).error(&e);
             Outcome::Failed
         }
     };
+    if replica && out.len() > mark {
+        // Redis's _addReplyToBufferOrList: a reply on the replication
+        // link would be read as the stream by the replica.
+        out.truncate(mark);
+        let mut info = String::new();
+        super::client::info_line(&mut info, client, server, store, clock::real_now_ms(), Some(&argv));
+        tracing::warn!(
+            "Replica generated a reply to command '{}', disconnecting it: {info}",
+            client.last_cmd
+        );
+        client.close_after_reply = true;
+    }
     if caller == Caller::Client && (tracking || server.tracking.in_use()) {
         super::tracking::after_command(server, store, client, out, mark);
     }
@@ -159,6 +180,26 @@ pub fn call(
         RUNNING_ARGV.store(std::ptr::null_mut(), Ordering::Relaxed);
     }
     outcome
+}
+
+/// An error for the master, a replica or the AOF loader is worth a line
+/// in the log: nobody reads it (Redis's afterErrorReply).
+fn log_error_to_peer(client: &Client, caller: Caller, e: &Error) {
+    let (from, to) = match (caller, client.kind) {
+        (Caller::Aof, _) => ("server", "AOF-loading-client"),
+        (_, ClientKind::Master) => ("replica", "master"),
+        (_, ClientKind::Replica) => ("master", "replica"),
+        _ => return,
+    };
+    let text: String = e.message().chars().take(4096).collect();
+    let name = if client.last_cmd.is_empty() {
+        "<unknown>"
+    } else {
+        client.last_cmd.as_str()
+    };
+    tracing::warn!(
+        "== CRITICAL == This {from} is sending an error to its {to}: '{text}' after processing the command '{name}'"
+    );
 }
 
 /// CLIENT REPLY OFF/SKIP: the command's replies go, RESP3 pushes stay.

@@ -593,18 +593,16 @@ mod tests {
 }
 
 /// Follows `host:port` from now on (replicationSetMaster): the link to any
-/// previous master is dropped, this server's replicas are disconnected so
-/// they resynchronize, and the cron connects.
+/// previous master is dropped and the cron connects. This server's
+/// replicas stay: they may continue from it, and are disconnected only
+/// when its history changes (a full sync's load, a new replication ID).
+/// Its own history (ID, offset, backlog) is what the new link asks the
+/// new master to continue (replicationCacheMasterUsingMyself).
 pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
     crate::config::log::set_role(b'S');
     crate::server::set_oom_class(crate::util::process::OomClass::Replica);
     let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
     drop_master_link(server);
-    server.repl.disconnect_replicas();
-    // A master's history becomes the starting point of the new link, so
-    // the new master may continue it (replicationCacheMasterUsingMyself).
-    server.repl.backlog = None;
-    server.repl.log.buf.clear();
     server.repl.master = Some(MasterLink {
         host,
         port,
