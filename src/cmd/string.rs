@@ -258,6 +258,17 @@ fn set_generic(
             ctx.propagate_as(&[b"SET", key, val, b"PXAT", at]);
         }
     }
+    // GET is no business of replicas: Redis propagates without it (but
+    // for an expiry option, whose own rewrite stands).
+    if opts.get && opts.expire.is_none() {
+        let args: Vec<&[u8]> = (0..argv.len())
+            .map(|j| argv.get(j))
+            .enumerate()
+            .filter(|&(j, a)| j < 3 || !a.eq_ignore_ascii_case(b"get"))
+            .map(|(_, a)| a)
+            .collect();
+        ctx.propagate_as(&args);
+    }
     super::pubsub::notify(ctx, b'$', "set", key);
     if expire_at.is_some() {
         super::pubsub::notify(ctx, b'g', "expire", key);
@@ -317,6 +328,8 @@ fn getdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let db = ctx.db();
         ctx.store.remove(db, key);
         super::pubsub::notify(ctx, b'g', "del", key);
+        // Replicas and the AOF get a DEL (Redis rewrites the command).
+        ctx.propagate_as(&[b"DEL", key]);
     }
     Ok(())
 }

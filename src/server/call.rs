@@ -817,6 +817,9 @@ fn reject(
     server.stats.rejected_calls += 1;
     if let Some(id) = id {
         server.table.commands[id].rejected_calls += 1;
+        // Redis sets lastcmd before its checks (CLIENT LIST's cmd=).
+        client.last_cmd.clear();
+        client.last_cmd.push_str(&server.table.commands[id].name);
     }
     multi::flag_transaction(client);
     let is_exec = id.is_some_and(|id| server.table.commands[id].name == "exec");

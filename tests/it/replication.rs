@@ -1186,7 +1186,6 @@ fn commands_are_propagated_in_redis_form() {
         &["GETDEL", "test"],
         &["SET", "f", "1.5"],
         &["INCRBYFLOAT", "f", "1"],
-        &["GETEX", "f", "PERSIST"],
     ];
     for c in cmds {
         p.same(c);
@@ -1196,4 +1195,79 @@ fn commands_are_propagated_in_redis_form() {
         stream_commands(&mut s1, &mut b1, n),
         stream_commands(&mut s2, &mut b2, n)
     );
+}
+
+/// A diskless transfer whose every replica went away kills its child
+/// (Redis's "Diskless rdb transfer, last replica dropped, killing fork
+/// child"): the RDB child is gone at once, not after the whole save.
+#[test]
+fn a_streamed_snapshot_without_replicas_is_stopped() {
+    let master = start_with(|c| {
+        conf(c, "repl-diskless-sync", "yes");
+        conf(c, "repl-diskless-sync-delay", "0");
+        // 2,000 keys at 5 ms each: ten seconds of saving.
+        conf(c, "rdb-key-save-delay", "5000");
+        conf(c, "enable-debug-command", "yes");
+    });
+    let mut m = master.raw();
+    assert_eq!(m.cmd_str(&["DEBUG", "POPULATE", "2000"]), b"+OK\r\n");
+    let port = master.port.to_string();
+    let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &port]);
+    assert!(
+        wait_until(Duration::from_secs(10), || info_field(
+            &mut m,
+            "persistence",
+            "rdb_bgsave_in_progress"
+        ) == "1"),
+        "the transfer never started"
+    );
+    drop(replica);
+    assert!(
+        wait_until(Duration::from_secs(5), || info_field(
+            &mut m,
+            "persistence",
+            "rdb_bgsave_in_progress"
+        ) == "0"),
+        "the child outlived its last replica"
+    );
+    assert_eq!(m.cmd_str(&["PING"]), b"+PONG\r\n");
+}
+
+/// `repl-diskless-load swapdb`: the replica loads the snapshot as it
+/// arrives, answering -LOADING meanwhile (and refusing CONFIG SET of the
+/// directives Redis refuses while loading), then holds the master's data.
+#[test]
+fn a_diskless_load_reports_loading_and_ends_with_the_masters_data() {
+    let master = start_with(|c| {
+        conf(c, "repl-diskless-sync", "yes");
+        conf(c, "repl-diskless-sync-delay", "0");
+        // 500 keys at 4 ms each: two seconds of transfer.
+        conf(c, "rdb-key-save-delay", "4000");
+        conf(c, "enable-debug-command", "yes");
+    });
+    let mut m = master.raw();
+    assert_eq!(m.cmd_str(&["DEBUG", "POPULATE", "500"]), b"+OK\r\n");
+    let replica = start_with(|c| conf(c, "repl-diskless-load", "swapdb"));
+    let mut r = replica.raw();
+    assert_eq!(r.cmd_str(&["SET", "mine", "1"]), b"+OK\r\n");
+    let port = master.port.to_string();
+    assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+    assert!(
+        wait_until(Duration::from_secs(10), || info_field(
+            &mut r,
+            "persistence",
+            "loading"
+        ) == "1"),
+        "the replica never reported its load"
+    );
+    // A new master's history: not served meanwhile (async_loading 0).
+    assert_eq!(info_field(&mut r, "persistence", "async_loading"), "0");
+    let ping = text(&r.cmd_str(&["PING"]));
+    assert!(ping.starts_with("-LOADING"), "{ping}");
+    let set = text(&r.cmd_str(&["CONFIG", "SET", "appendonly", "no"]));
+    assert!(set.starts_with("-LOADING"), "{set}");
+    wait_link_up(&mut r);
+    assert_eq!(info_field(&mut r, "persistence", "loading"), "0");
+    assert_eq!(r.cmd_str(&["EXISTS", "mine"]), b":0\r\n");
+    assert_same_data(&mut m, &mut r);
 }
