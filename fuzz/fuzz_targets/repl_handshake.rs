@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use ferrokv::net::master_link::{handshake_over, HandshakeConf, Synced};
+use ferrokv::net::master_link::{handshake_over, HandshakeConf, Payload, Synced};
 use ferrokv::net::request::{Batch, Limits, RequestParser};
 use ferrokv::persist::rdb::load::{load_rdb, LoadOptions};
 use ferrokv::store::Store;
@@ -42,6 +42,16 @@ impl Write for Master<'_> {
     }
 }
 
+fn opts() -> LoadOptions {
+    LoadOptions {
+        verify_checksum: true,
+        now_ms: 1_000_000,
+        key_delay_us: 0,
+        events_interval: 0,
+        allow_dup: false,
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Some((&head, rest)) = data.split_first() else {
         return;
@@ -56,24 +66,24 @@ fuzz_target!(|data: &[u8]| {
         timeout: Duration::from_secs(1),
         failover: head & 8 != 0,
         tls: None,
+        // Half the runs load the snapshot as it arrives (a diskless load),
+        // the other half read it whole and load it after.
+        diskless_load: (head & 16 != 0).then(|| (16, opts())),
     };
     let master = Master {
         bytes: rest,
-        // Reads of 1 byte to 32 KiB.
-        step: 1 << (head >> 4),
+        // Reads of 1 byte to 16 KiB.
+        step: 1 << ((head >> 5) * 2),
     };
     let Ok((synced, leftover)) = handshake_over(master, &conf) else {
         return;
     };
-    if let Synced::Full { rdb, .. } = synced {
-        let opts = LoadOptions {
-            verify_checksum: true,
-            now_ms: 1_000_000,
-            key_delay_us: 0,
-            events_interval: 0,
-            allow_dup: false,
-        };
-        let _ = load_rdb(&rdb, &mut Store::new(16), opts);
+    if let Synced::Full {
+        payload: Payload::Rdb(rdb),
+        ..
+    } = synced
+    {
+        let _ = load_rdb(&rdb, &mut Store::new(16), opts());
     }
     let limits = Limits {
         max_bulk: 512 * 1024 * 1024,

@@ -726,7 +726,7 @@ impl Executor {
     fn collect_snapshot(&mut self) {
         self.feed_snapshot();
         let repl = &mut self.server.repl;
-        if !repl.snapshot.as_ref().is_some_and(|s| !s.streamed()) {
+        if repl.snapshot.as_ref().is_none_or(|s| s.streamed()) {
             return;
         }
         // A snapshot none is waiting for any more is of no use unless save
