@@ -459,6 +459,17 @@ fn prepare(
             .get_i64("repl-backlog-size")
             .unwrap_or(1 << 20);
         executor.server.repl.resume(info, size.max(1) as usize);
+        // What expired while the master was down reaches its backlog as
+        // DELs after the loaded offset, so its replicas continue and drop
+        // those keys too (Redis's RDBFLAGS_FEED_REPL).
+        let expired = std::mem::take(&mut executor.server.persist.loaded_expired);
+        let repl = &mut executor.server.repl;
+        if repl.master.is_none() {
+            for (db, key) in &expired {
+                repl.log.feed_del(*db, key);
+            }
+            repl.flush();
+        }
     }
     Ok((executor, net, handle))
 }

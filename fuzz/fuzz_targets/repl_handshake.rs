@@ -49,6 +49,7 @@ fn opts() -> LoadOptions {
         key_delay_us: 0,
         events_interval: 0,
         allow_dup: false,
+        feed_expired: false,
     }
 }
 

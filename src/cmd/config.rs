@@ -332,6 +332,7 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
 fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     let s = &mut ctx.server;
     s.stats = Default::default();
+    s.repl.stats = Default::default();
     crate::store::lazyfree::reset_stats();
     for c in &mut s.table.commands {
         c.calls = 0;

@@ -90,6 +90,10 @@ impl Executor {
         crate::util::watchdog::set_executor_thread(true);
         self.attach_net(net.clone());
         self.server.acl_changed();
+        // Redis's first replicationCron runs as the server starts, before
+        // any replica is there: its loop 0 PINGs nobody, and a replica
+        // that attaches at once waits for the period like any other.
+        self.repl_cron();
         loop {
             let mut timeout = self.next_timeout();
             if let Some(t) = net.borrow().timeout_hint() {

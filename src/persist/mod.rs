@@ -97,6 +97,8 @@ pub struct PersistState {
     pub bgsave_scheduled: bool,
     /// The replication history the file loaded at start-up recorded.
     pub loaded_repl: Option<ReplInfo>,
+    /// The keys that load skipped as expired, for a master's backlog.
+    pub loaded_expired: Vec<(usize, Vec<u8>)>,
 }
 
 impl Default for PersistState {
@@ -112,6 +114,7 @@ impl Default for PersistState {
             last_load_keys_loaded: 0,
             bgsave_scheduled: false,
             loaded_repl: None,
+            loaded_expired: Vec::new(),
         }
     }
 }
@@ -349,9 +352,21 @@ pub fn load_on_start(
     };
     let started = Instant::now();
     let mut stopped = false;
-    let loaded = load_file_with(&data, store, p.config, &mut |store, bytes| {
+    let now = clock::now_ms();
+    store.set_now(now);
+    let opts = LoadOptions {
+        // A master lists what expired, for its backlog (a replica gets its
+        // master's DELs).
+        feed_expired: p.config.get("replicaof").is_empty(),
+        ..load_options(p.config, now, false)
+    };
+    let loaded = load_rdb_with(&data, store, opts, &mut |store, bytes| {
         stopped = !host.progress(store, bytes);
         !stopped
+    })
+    .map(|report| {
+        store.stats.dirty = 0;
+        report
     });
     if stopped {
         return Err(load_stopped());
@@ -365,6 +380,9 @@ pub fn load_on_start(
     p.state.last_load_keys_loaded = report.keys_loaded;
     p.state.last_load_keys_expired = report.keys_expired;
     p.state.loaded_repl = ReplInfo::from_aux(&report.aux);
+    if p.state.loaded_repl.is_some() {
+        p.state.loaded_expired = report.expired;
+    }
     tracing::info!(
         "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
         started.elapsed().as_secs_f64(),
@@ -425,6 +443,7 @@ pub fn load_options(config: &Config, now_ms: u64, allow_dup: bool) -> LoadOption
             .unwrap_or(0)
             .max(0) as u64,
         allow_dup,
+        feed_expired: false,
     }
 }
 

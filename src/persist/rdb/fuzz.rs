@@ -84,6 +84,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
             key_delay_us: 0,
             events_interval: 0,
             allow_dup: false,
+            feed_expired: false,
         },
     )
     .map(|r| r.keys_loaded)
@@ -185,6 +186,7 @@ fn legacy_records_and_duplicates() {
             key_delay_us: 0,
             events_interval: 0,
             allow_dup: false,
+            feed_expired: false,
         },
     )
     .expect("loads");
@@ -250,6 +252,7 @@ fn compact_encodings_load_as_redis_has_them() {
             key_delay_us: 0,
             events_interval: 0,
             allow_dup: false,
+            feed_expired: false,
         },
     )
     .expect("loads");
@@ -369,6 +372,7 @@ fn opts() -> LoadOptions {
         key_delay_us: 0,
         events_interval: 0,
         allow_dup: false,
+        feed_expired: false,
     }
 }
 

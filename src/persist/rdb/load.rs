@@ -419,6 +419,10 @@ pub struct LoadOptions {
     /// A key already in the store is replaced rather than refused
     /// (Redis's RDBFLAGS_ALLOW_DUP: DEBUG RELOAD MERGE).
     pub allow_dup: bool,
+    /// Keys skipped as expired are listed in the report, to reach the
+    /// backlog as DELs (Redis's RDBFLAGS_FEED_REPL: a master restarting
+    /// with its replication history).
+    pub feed_expired: bool,
 }
 
 /// What a load found.
@@ -434,6 +438,9 @@ pub struct LoadReport {
     pub aux: Vec<(String, String)>,
     /// Function libraries read (into the store's `functions`).
     pub functions: u64,
+    /// The keys skipped as expired, with their database, when
+    /// [`LoadOptions::feed_expired`] asks for them.
+    pub expired: Vec<(usize, Vec<u8>)>,
 }
 
 /// Loads a whole RDB file image into `store` (which should be empty).
@@ -636,6 +643,9 @@ impl LoadCursor {
         if let Some(e) = expire {
             if e < opts.now_ms as i64 {
                 self.report.keys_expired += 1;
+                if opts.feed_expired {
+                    self.report.expired.push((db, key.into_owned()));
+                }
                 return Ok(Step::Record);
             }
         }
