@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use ferrokv::net::master_link::{handshake_over, HandshakeConf, Payload, Synced};
+use ferrokv::server::repl::master_link::{handshake_over, HandshakeConf, Payload, Synced};
 use ferrokv::net::request::{Batch, Limits, RequestParser};
 use ferrokv::persist::rdb::load::{load_rdb, LoadOptions};
 use ferrokv::store::Store;

@@ -4,11 +4,11 @@
 //! master's side; on a replica's side, the handshake with the master, the
 //! loading of its snapshot and the master client that applies its stream.
 //! The state lives in `server/repl`; the handshake itself runs on a thread
-//! of its own (`net/master_link.rs`).
+//! of its own (`server/repl/master_link.rs`).
 
 use super::Executor;
 use crate::net::link::ToConn;
-use crate::net::master_link::{stage, Handshake, HandshakeConf, Linked, Payload, Synced};
+use crate::server::repl::master_link::{stage, Handshake, HandshakeConf, Linked, Payload, Synced};
 use crate::net::request::Argv;
 use crate::server::client::{ClientKind, ReplyMode};
 use crate::server::repl::{new_replid, FailoverState, LinkState, ReplicaState};

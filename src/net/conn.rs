@@ -509,3 +509,35 @@ impl ReadBuf for Vec<u8> {
         unsafe { self.set_len(self.len() + n) }
     }
 }
+
+/// A replica's socket to its master, blocking while the handshake runs
+/// (on its thread), then adopted by the event loop: plain, or TLS
+/// (`tls-replication`).
+pub enum LinkSock {
+    /// A plain TCP connection.
+    Plain(std::net::TcpStream),
+    /// A TLS connection, its handshake done.
+    Tls(openssl::ssl::SslStream<mio::net::TcpStream>),
+}
+
+impl std::io::Read for LinkSock {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            LinkSock::Plain(s) => s.read(buf),
+            LinkSock::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl std::io::Write for LinkSock {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            LinkSock::Plain(s) => s.write(buf),
+            LinkSock::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -771,16 +771,16 @@ impl Net {
     /// instead of queueing a Connect.
     pub fn adopt(
         &mut self,
-        sock: super::master_link::LinkSock,
+        sock: super::conn::LinkSock,
         leftover: &[u8],
     ) -> std::io::Result<NewClient> {
         let (sock, addr) = match sock {
-            super::master_link::LinkSock::Plain(sock) => {
+            super::conn::LinkSock::Plain(sock) => {
                 sock.set_nonblocking(true)?;
                 let addr = sock.peer_addr()?;
                 (Stream::Tcp(TcpStream::from_std(sock)), addr)
             }
-            super::master_link::LinkSock::Tls(tls) => {
+            super::conn::LinkSock::Tls(tls) => {
                 socket2::SockRef::from(tls.get_ref()).set_nonblocking(true)?;
                 let addr = tls.get_ref().peer_addr()?;
                 (

@@ -8,7 +8,6 @@ pub mod conn;
 pub mod event_loop;
 pub mod link;
 pub mod listener;
-pub mod master_link;
 pub mod reply;
 pub mod request;
 pub mod tls;

@@ -18,6 +18,7 @@
 //! `replicationFeedStreamFromMasterStream`.
 
 pub mod backlog;
+pub mod master_link;
 
 use std::rc::Rc;
 

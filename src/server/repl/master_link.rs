@@ -13,7 +13,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
-
+pub use crate::net::conn::LinkSock;
 use crate::persist::rdb::load::{load_rdb_streamed, Incoming, LoadOptions, LoadReport};
 use crate::store::Store;
 use std::time::Duration;
@@ -40,41 +40,11 @@ pub struct HandshakeConf {
     /// FAILOVER`: this server is the old master of a FAILOVER).
     pub failover: bool,
     /// `tls-replication`: the contexts to dial the master over TLS with.
-    pub tls: Option<super::tls::Contexts>,
+    pub tls: Option<crate::net::tls::Contexts>,
     /// `repl-diskless-load` in force (swapdb, or on-empty-db with no
     /// keys): a snapshot is loaded as it arrives, into a keyspace of this
     /// many databases, with these options.
     pub diskless_load: Option<(usize, LoadOptions)>,
-}
-
-/// The link's socket: plain, or TLS (`tls-replication`).
-pub enum LinkSock {
-    /// A plain TCP connection.
-    Plain(TcpStream),
-    /// A TLS connection, its handshake done.
-    Tls(openssl::ssl::SslStream<mio::net::TcpStream>),
-}
-
-impl Read for LinkSock {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            LinkSock::Plain(s) => s.read(buf),
-            LinkSock::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for LinkSock {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            LinkSock::Plain(s) => s.write(buf),
-            LinkSock::Tls(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// How far a handshake got ([`Handshake::stage`]).
@@ -304,7 +274,7 @@ impl<S: Read + Write> Reader<S> {
 
     fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
         let mut buf = Vec::new();
-        super::request::encode(&mut buf, args);
+        crate::net::request::encode(&mut buf, args);
         self.sock.write_all(&buf).map_err(|e| {
             if timed_out(&e) {
                 self.timeout_msg.to_string()
@@ -346,7 +316,7 @@ fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     let _ = sock.set_nodelay(true);
     let sock = match &conf.tls {
         Some(ctx) => LinkSock::Tls(
-            super::tls::connect_blocking(ctx, sock)
+            crate::net::tls::connect_blocking(ctx, sock)
                 .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?,
         ),
         None => LinkSock::Plain(sock),
