@@ -11,9 +11,9 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use ferrokv::server::repl::master_link::{handshake_over, HandshakeConf, Payload, Synced};
 use ferrokv::net::request::{Batch, Limits, RequestParser};
 use ferrokv::persist::rdb::load::{load_rdb, LoadOptions};
+use ferrokv::server::repl::master_link::{handshake_over, HandshakeConf, Payload, Synced};
 use ferrokv::store::Store;
 use libfuzzer_sys::fuzz_target;
 

@@ -209,7 +209,12 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // too: it gets their copy of the stream since the fork.
     // Not a streamed one: its start has gone by (this one waits for the
     // next, as Redis's socket target).
-    let running = ctx.server.repl.snapshot.as_ref().is_some_and(|s| !s.streamed());
+    let running = ctx
+        .server
+        .repl
+        .snapshot
+        .as_ref()
+        .is_some_and(|s| !s.streamed());
     let peer = ctx
         .server
         .repl

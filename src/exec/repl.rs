@@ -8,9 +8,9 @@
 
 use super::Executor;
 use crate::net::link::ToConn;
-use crate::server::repl::master_link::{stage, Handshake, HandshakeConf, Linked, Payload, Synced};
 use crate::net::request::Argv;
 use crate::server::client::{ClientKind, ReplyMode};
+use crate::server::repl::master_link::{stage, Handshake, HandshakeConf, Linked, Payload, Synced};
 use crate::server::repl::{new_replid, FailoverState, LinkState, ReplicaState};
 use crate::util::clock;
 
@@ -239,7 +239,11 @@ impl Executor {
             self.end_handshake();
             return;
         };
-        if self.handshake.as_ref().is_some_and(|h| h.generation != generation) {
+        if self
+            .handshake
+            .as_ref()
+            .is_some_and(|h| h.generation != generation)
+        {
             // For a master we no longer follow: its thread ends alone.
             self.end_handshake();
             if let Some(m) = &mut self.server.repl.master {
@@ -261,9 +265,9 @@ impl Executor {
                 let Some(conf) = self.handshake_conf() else {
                     return;
                 };
-                let diskless = conf.diskless_load.map(|_| {
-                    self.server.config.get("repl-diskless-load") == "swapdb"
-                });
+                let diskless = conf
+                    .diskless_load
+                    .map(|_| self.server.config.get("repl-diskless-load") == "swapdb");
                 let Some(m) = self.server.repl.master.as_mut() else {
                     return;
                 };
@@ -587,8 +591,12 @@ impl Executor {
         }
         let mark = streamed.then(new_replid);
         let info = self.server.repl.save_info();
-        let started =
-            crate::persist::SyncSnapshot::start(&self.store, &self.server.config, info, mark.clone());
+        let started = crate::persist::SyncSnapshot::start(
+            &self.store,
+            &self.server.config,
+            info,
+            mark.clone(),
+        );
         let repl = &mut self.server.repl;
         match started {
             Ok(s) => repl.snapshot = Some(s),
@@ -632,7 +640,8 @@ impl Executor {
         let Some(snap) = repl.snapshot.as_mut().filter(|s| s.streamed()) else {
             return;
         };
-        let receiving = |r: &&mut crate::server::repl::Replica| r.state == ReplicaState::WaitSnapshotEnd;
+        let receiving =
+            |r: &&mut crate::server::repl::Replica| r.state == ReplicaState::WaitSnapshotEnd;
         if !repl.replicas.iter_mut().any(|r| receiving(&r)) {
             tracing::warn!("Diskless rdb transfer, last replica dropped, killing fork child.");
             // Dropping it kills the child.

@@ -384,7 +384,11 @@ impl SyncSnapshot {
                 let mut reader = reader;
                 let mut chunk = vec![0u8; 1 << 16];
                 let read = loop {
-                    let want = if piece_tx.is_some() { PIECE } else { chunk.len() };
+                    let want = if piece_tx.is_some() {
+                        PIECE
+                    } else {
+                        chunk.len()
+                    };
                     match reader.read(&mut chunk[..want]) {
                         Ok(0) => break Ok(()),
                         Ok(n) => match &piece_tx {

@@ -141,7 +141,14 @@ pub fn call(
         // link would be read as the stream by the replica.
         out.truncate(mark);
         let mut info = String::new();
-        super::client::info_line(&mut info, client, server, store, clock::real_now_ms(), Some(&argv));
+        super::client::info_line(
+            &mut info,
+            client,
+            server,
+            store,
+            clock::real_now_ms(),
+            Some(&argv),
+        );
         tracing::warn!(
             "Replica generated a reply to command '{}', disconnecting it: {info}",
             client.last_cmd

@@ -1151,7 +1151,10 @@ fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> 
                 .iter()
                 .map(|w| String::from_utf8_lossy(w).into_owned())
                 .collect();
-            if words.first().is_some_and(|w| w.eq_ignore_ascii_case("ping")) {
+            if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("ping"))
+            {
                 continue;
             }
             out.push(words.join(" "));
@@ -1174,7 +1177,12 @@ fn commands_are_propagated_in_redis_form() {
             conf(c, "repl-diskless-sync", "no");
             conf(c, "repl-diskless-sync-delay", "0");
         },
-        &["--repl-diskless-sync", "no", "--repl-diskless-sync-delay", "0"],
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
     );
     let (ours, theirs) = p.ports();
     let (mut s1, mut b1) = stream_reader(ours);

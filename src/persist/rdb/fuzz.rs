@@ -426,7 +426,12 @@ fn contents(s: &Store) -> Vec<(usize, Vec<u8>, u64, Vec<u8>)> {
     let mut out = Vec::new();
     for (db, d) in s.dbs.iter().enumerate() {
         d.dict.for_each(|e| {
-            out.push((db, e.key().to_vec(), e.expire_at(), dump_payload(&e.value(), false)));
+            out.push((
+                db,
+                e.key().to_vec(),
+                e.expire_at(),
+                dump_payload(&e.value(), false),
+            ));
         });
     }
     out.sort();

@@ -553,7 +553,12 @@ impl LoadCursor {
     /// Reads the opcodes up to the next key and that key, or up to the
     /// end-of-file opcode. Nothing is kept of a step that fails, so a
     /// streamed load may retry it from its start with more bytes.
-    fn step(&mut self, d: &mut Dec<'_>, store: &mut Store, opts: &LoadOptions) -> Result<Step, LoadError> {
+    fn step(
+        &mut self,
+        d: &mut Dec<'_>,
+        store: &mut Store,
+        opts: &LoadOptions,
+    ) -> Result<Step, LoadError> {
         let databases = store.dbs.len();
         let mut db = self.db;
         let mut expire: Option<i64> = None;

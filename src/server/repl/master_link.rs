@@ -7,15 +7,17 @@
 //! It runs on a thread of its own with blocking reads bounded by
 //! `repl-timeout`, so the event loop never waits for the master; the
 //! engine collects the outcome and adopts the socket as the master client.
+//! With `repl-diskless-load`, the snapshot is loaded as it arrives, into a
+//! keyspace of its own that the engine swaps in (Redis's diskless load).
 
+pub use crate::net::conn::LinkSock;
+use crate::persist::rdb::load::{load_rdb_streamed, Incoming, LoadOptions, LoadReport};
+use crate::store::Store;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
-pub use crate::net::conn::LinkSock;
-use crate::persist::rdb::load::{load_rdb_streamed, Incoming, LoadOptions, LoadReport};
-use crate::store::Store;
 use std::time::Duration;
 
 /// What the replica tells its master and asks of it.
@@ -487,7 +489,9 @@ fn read_payload<S: Read + Write>(
             if mark.len() != 40 {
                 return Err("bad EOF mark from MASTER".into());
             }
-            tracing::info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {to}");
+            tracing::info!(
+                "MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {to}"
+            );
             (Some(mark.as_bytes().to_vec()), None)
         }
         None => {
@@ -516,7 +520,10 @@ fn read_payload<S: Read + Write>(
     let report = load_rdb_streamed(&mut incoming, &mut store, opts).map_err(|e| {
         // Redis's rdbReportError line (a short read included), which the
         // master's tests wait for, then its readSyncBulkPayload line.
-        tracing::warn!("Internal error in RDB reading offset {}: {e}", incoming.read);
+        tracing::warn!(
+            "Internal error in RDB reading offset {}: {e}",
+            incoming.read
+        );
         "Failed trying to load the MASTER synchronization DB from socket, check server logs."
             .to_string()
     })?;
@@ -563,7 +570,10 @@ impl<S: Read + Write> Incoming for Arriving<'_, S> {
     }
 
     fn more(&mut self) -> Result<(), String> {
-        if self.left.is_some_and(|n| n <= self.r.buf.len() - self.r.pos) {
+        if self
+            .left
+            .is_some_and(|n| n <= self.r.buf.len() - self.r.pos)
+        {
             return Err("the master's snapshot ended inside the RDB".into());
         }
         // What was loaded is let go before reading on.
