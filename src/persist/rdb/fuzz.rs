@@ -243,19 +243,7 @@ fn compact_encodings_load_as_redis_has_them() {
     let refs: Vec<&[u8]> = recs.iter().map(|r| r.as_slice()).collect();
     let img = file(b"0010", &refs);
     let mut st = Store::new(16);
-    let r = load_rdb(
-        &img,
-        &mut st,
-        LoadOptions {
-            verify_checksum: true,
-            now_ms: 1_000,
-            key_delay_us: 0,
-            events_interval: 0,
-            allow_dup: false,
-            feed_expired: false,
-        },
-    )
-    .expect("loads");
+    let r = load_rdb(&img, &mut st, opts()).expect("loads");
     assert_eq!(r.keys_loaded, 4);
     let get = |k: &[u8]| {
         let d = &st.dbs[0].dict;
