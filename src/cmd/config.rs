@@ -354,8 +354,30 @@ fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn rewrite(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
+    match rewrite_file(ctx, false) {
+        Ok(()) => {
+            ctx.reply.ok();
+            Ok(())
+        }
+        Err(RewriteError::NoFile) => Err(Error::err("The server is running without a config file")),
+        Err(RewriteError::Io(e)) => Err(Error::err_owned(format!("Rewriting config file: {e}"))),
+    }
+}
+
+/// Why the configuration file could not be rewritten.
+pub enum RewriteError {
+    /// The server started without one.
+    NoFile,
+    /// Writing it failed.
+    Io(std::io::Error),
+}
+
+/// Rewrites the configuration file (Redis's rewriteConfig); with
+/// `force_all`, every directive is written, defaults included (DEBUG
+/// CONFIG-REWRITE-FORCE-ALL).
+pub fn rewrite_file(ctx: &mut Ctx<'_>, force_all: bool) -> Result<(), RewriteError> {
     let Some(path) = ctx.server.config_file.clone() else {
-        return Err(Error::err("The server is running without a config file"));
+        return Err(RewriteError::NoFile);
     };
     // With an ACL file the users live there; otherwise they are written
     // as `user` lines (rewriteConfigUserOption).
@@ -365,13 +387,8 @@ fn rewrite(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     } else {
         Vec::new()
     };
-    match crate::config::file::rewrite(&path, &ctx.server.config, &users) {
-        Ok(()) => {
-            ctx.reply.ok();
-            Ok(())
-        }
-        Err(e) => Err(Error::err_owned(format!("Rewriting config file: {e}"))),
-    }
+    crate::config::file::rewrite(&path, &ctx.server.config, &users, force_all)
+        .map_err(RewriteError::Io)
 }
 
 const HELP: &[&str] = &[

@@ -21,6 +21,9 @@ const HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -112,6 +115,21 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
         }
         ctx.reply.ok();
+    } else if is(sub, "config-rewrite-force-all") && n == 2 {
+        match super::config::rewrite_file(ctx, true) {
+            Ok(()) => ctx.reply.ok(),
+            Err(super::config::RewriteError::NoFile) => {
+                return Err(Error::err_owned(format!(
+                    "CONFIG-REWRITE-FORCE-ALL failed: {}",
+                    std::io::Error::from_raw_os_error(libc::ENOENT)
+                )))
+            }
+            Err(super::config::RewriteError::Io(e)) => {
+                return Err(Error::err_owned(format!(
+                    "CONFIG-REWRITE-FORCE-ALL failed: {e}"
+                )))
+            }
+        }
     } else if is(sub, "htstats") && n == 3 {
         htstats(ctx, argv.get(2))?;
     } else if is(sub, "htstats-key") && n == 3 {

@@ -290,6 +290,10 @@ fn repr(v: &str) -> String {
 /// The config-file lines for a parameter's current value.
 fn lines_for(p: &params::Param, config: &Config) -> Vec<String> {
     let v = config.get(p.name);
+    // No master, no line (rewriteConfigReplicaOfOption).
+    if p.name == "replicaof" && v.is_empty() {
+        return Vec::new();
+    }
     if p.name == "save" {
         if config.save.is_empty() {
             return vec!["save \"\"".into()];
@@ -312,7 +316,12 @@ fn lines_for(p: &params::Param, config: &Config) -> Vec<String> {
 ///
 /// `users` are the ACL users' `user` lines: they replace the file's (all
 /// of them go when `users` is empty, as with an ACL file).
-pub fn rewrite(path: &str, config: &Config, users: &[String]) -> std::io::Result<()> {
+pub fn rewrite(
+    path: &str,
+    config: &Config,
+    users: &[String],
+    force_all: bool,
+) -> std::io::Result<()> {
     let old = std::fs::read_to_string(path).unwrap_or_default();
     let defaults = Config::default();
     let mut done: Vec<&'static str> = Vec::new();
@@ -347,7 +356,7 @@ pub fn rewrite(path: &str, config: &Config, users: &[String]) -> std::io::Result
     }
     let mut header = false;
     for p in params::PARAMS {
-        if done.contains(&p.name) || config.get(p.name) == defaults.get(p.name) {
+        if done.contains(&p.name) || !force_all && config.get(p.name) == defaults.get(p.name) {
             continue;
         }
         if p.name == "dir" || p.name == "port" && config.port == 0 {
