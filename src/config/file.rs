@@ -395,6 +395,11 @@ mod tests {
         assert_eq!(c.requirepass.as_deref(), Some(&b"a bA"[..]));
         assert_eq!(c.maxmemory, 1 << 30);
         assert_eq!(c.save, vec![(10, 1), (20, 2)]);
+        // `save ""` after other save lines empties them, as Redis's
+        // `--save` without a value after a config file's rules does.
+        let mut c = Config::default();
+        load_str(&mut c, "save 10 1\nsave \"\"\n").unwrap();
+        assert_eq!(c.save, vec![]);
     }
 
     #[test]

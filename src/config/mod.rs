@@ -326,7 +326,10 @@ impl Config {
         let v = match (p.kind, p.name) {
             (Kind::Special, "save") => {
                 let points = value::parse_save(args)?;
-                if append {
+                // `save ""` empties the rules even after other save lines
+                // (setConfigSaveOption's special case).
+                let reset = args.len() == 1 && args[0].is_empty();
+                if append && !reset {
                     self.save.extend(points);
                 } else {
                     self.save = points;
