@@ -133,7 +133,7 @@ impl Default for Config {
             .unwrap_or_else(|_| ".".into());
         let mut c = Config {
             port: 6379,
-            bind: vec!["127.0.0.1".into(), "-::1".into()],
+            bind: vec!["*".into(), "-::*".into()],
             requirepass: None,
             users: Vec::new(),
             databases: 16,

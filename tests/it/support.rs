@@ -116,15 +116,18 @@ impl Drop for RedisServer {
     }
 }
 
-/// A free loopback port (bound then released).
-/// Servers bind `127.0.0.1 -::1` by default, so the port must be free on
-/// ::1 as well (where the machine has it), or a server started by another
-/// test may hold it there.
+/// A free port (bound then released).
+/// Servers bind `* -::*` by default, as Redis, so the port must be free on
+/// every IPv6 address as well (where the machine has them), or a server
+/// started by another test may hold it there.
 pub fn free_port() -> u16 {
     loop {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-        let port = l.local_addr().expect("local addr").port();
-        match std::net::TcpListener::bind(("::1", port)) {
+        let port = std::net::TcpListener::bind("0.0.0.0:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind port 0")
+            .port();
+        // A dual-stack bind: free on every IPv4 and IPv6 address.
+        match std::net::TcpListener::bind(("::", port)) {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
             _ => return port,
         }
