@@ -9,6 +9,7 @@ are rewritten to their documented defaults (6379, and "." meaning the working
 directory at start-up). Usage: scripts/gen-config-defaults.py
 """
 import os
+import sys
 import socket
 import subprocess
 import tempfile
@@ -17,12 +18,8 @@ import time
 out = os.path.join(os.path.dirname(__file__), "..", "src", "config", "defaults.tsv")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port  # noqa: E402
 
 
 def read_reply(f):

@@ -25,12 +25,8 @@ import tempfile
 import time
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port  # noqa: E402
 
 
 class Conn:
