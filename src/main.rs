@@ -102,9 +102,6 @@ fn main() {
         "standalone"
     };
     tracing::info!("Running mode={mode}, port={}.", config.port);
-    for (name, why) in ferrokv::config::unsupported::set_in(&config) {
-        tracing::warn!("{}", ferrokv::config::unsupported::warning(name, why));
-    }
     let disable_thp = config.get_bool("disable-thp");
     let replica = !config.get("replicaof").is_empty();
     let pidfile = config.pidfile.clone();

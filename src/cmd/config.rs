@@ -2,7 +2,6 @@
 
 use super::{Argv, Ctx, Handler};
 use crate::config::params::{self, Param, DENY_LOADING, HIDDEN, IMMUTABLE, PROTECTED};
-use crate::config::unsupported;
 use crate::error::{CmdResult, Error};
 use crate::util::glob::glob_match;
 
@@ -126,19 +125,9 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     // Set every value on a copy, so a failure leaves nothing changed.
     let mut next = ctx.server.config.clone();
-    let mut default = None;
     for (p, registered, value) in &found {
         if let Err(why) = next.set_value(p, value) {
             return Err(set_failed(registered, &why));
-        }
-        // A parameter ferrokv does not act on may only go back to its
-        // default (or stay as it is), never silently elsewhere.
-        if let Some(lacks) = unsupported::lacking(p.name) {
-            let default = default.get_or_insert_with(crate::config::Config::default);
-            let v = next.get(p.name);
-            if v != default.get(p.name) && v != ctx.server.config.get(p.name) {
-                return Err(set_failed(registered, &unsupported::refusal(lacks)));
-            }
         }
     }
     let cur = &ctx.server.config;

@@ -192,7 +192,7 @@ fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("lru_clock", (now_us / 1_000_000) & ((1 << 24) - 1));
     f.kv("executable", &s.executable);
     f.kv("config_file", s.config_file.as_deref().unwrap_or(""));
-    f.kv("io_threads_active", 0);
+    f.kv("io_threads_active", u8::from(s.io_thread_stats().0));
     f.kv("ferrokv_version", crate::VERSION);
 }
 
@@ -480,12 +480,14 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("unexpected_error_replies", 0);
     let errors: u64 = st.errors.values().sum();
     f.kv("total_error_replies", errors);
+    let net = ctx.server.net_stats();
+    f.kv("dump_payload_sanitizations", 0);
+    f.kv("total_reads_processed", net.total_reads);
+    f.kv("total_writes_processed", net.total_writes);
+    let (_, io_reads, io_writes) = ctx.server.io_thread_stats();
+    f.kv("io_threaded_reads_processed", io_reads);
+    f.kv("io_threaded_writes_processed", io_writes);
     for k in [
-        "dump_payload_sanitizations",
-        "total_reads_processed",
-        "total_writes_processed",
-        "io_threaded_reads_processed",
-        "io_threaded_writes_processed",
         "reply_buffer_shrinks",
         "reply_buffer_expands",
     ] {

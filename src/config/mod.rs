@@ -11,7 +11,6 @@ pub mod cli;
 pub mod file;
 pub mod log;
 pub mod params;
-pub mod unsupported;
 pub mod value;
 
 use std::collections::BTreeMap;
@@ -45,8 +44,8 @@ pub struct Config {
     pub logfile: String,
     /// Refuse non-loopback clients when no password is set.
     pub protected_mode: bool,
-    /// io-threads: accepted for compatibility; ferrokv serves every
-    /// connection from its one event-loop thread.
+    /// io-threads: threads reading and writing client sockets, the
+    /// executor's thread included (`net/io_threads.rs`).
     pub io_threads: usize,
     /// Close clients idle for this many seconds (0 = never).
     pub timeout: u64,

@@ -183,12 +183,13 @@ impl mio::event::Source for Stream {
     }
 }
 
-/// One client connection.
-pub struct Conn {
+/// What an I/O thread touches of a connection while the executor's
+/// thread waits for it ([`super::io_threads`]): the socket, the query
+/// buffer and its parser, and the output being written. Nothing in it is
+/// shared with the executor, so it can be lent to another thread whole.
+pub struct ConnIo {
     /// The socket.
     pub sock: Stream,
-    /// Peer address.
-    pub addr: PeerAddr,
     /// Bytes read and not yet handed to the executor.
     pub inbuf: BytesMut,
     /// A large argument being read into a buffer of its own, allocated at
@@ -198,18 +199,33 @@ pub struct Conn {
     pub parser: RequestParser,
     /// Commands parsed and not yet dispatched (its buffers are reused).
     pub batch: Batch,
-    /// The reply buffer that goes with the next batch.
-    pub out: Vec<u8>,
     /// Output not yet written: `wbuf[wpos..]`.
     pub wbuf: Vec<u8>,
     /// Written prefix of `wbuf`.
     pub wpos: usize,
+    /// A protocol error to report once earlier commands are answered.
+    pub error: Option<ProtocolError>,
+    /// The query buffer grew past [`KEEP_BUFFER`]: once empty it is given
+    /// back (its allocation may outlive what is left of its capacity).
+    inbuf_grew: bool,
+    /// The client has authenticated, as the executor said with its last
+    /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
+    /// limits for unauthenticated clients.
+    pub authenticated: bool,
+}
+
+/// One client connection.
+pub struct Conn {
+    /// The socket and buffers an I/O thread may work on.
+    pub io: ConnIo,
+    /// Peer address.
+    pub addr: PeerAddr,
+    /// The reply buffer that goes with the next batch.
+    pub out: Vec<u8>,
     /// A batch is at the executor.
     pub in_flight: bool,
     /// The peer closed its side (or the socket failed).
     pub eof: bool,
-    /// A protocol error to report once earlier commands are answered.
-    pub error: Option<ProtocolError>,
     /// Close once `wbuf` is written (QUIT, protocol error, CLIENT KILL of
     /// itself).
     pub closing: bool,
@@ -219,13 +235,8 @@ pub struct Conn {
     pub want_write: bool,
     /// Listed for the next flush.
     pub dirty: bool,
-    /// The query buffer grew past [`KEEP_BUFFER`]: once empty it is given
-    /// back (its allocation may outlive what is left of its capacity).
-    inbuf_grew: bool,
-    /// The client has authenticated, as the executor said with its last
-    /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
-    /// limits for unauthenticated clients.
-    pub authenticated: bool,
+    /// `io` is lent to the I/O threads for the pass under way.
+    pub lent: bool,
     /// Output accounting shared with the executor.
     pub bufs: Rc<ConnBuffers>,
 }
@@ -239,24 +250,27 @@ impl Conn {
         clients_mem: Rc<std::cell::Cell<usize>>,
     ) -> Self {
         let c = Conn {
-            sock,
+            io: ConnIo {
+                sock,
+                inbuf: BytesMut::with_capacity(READ_CHUNK),
+                big: None,
+                parser: RequestParser::default(),
+                batch: Batch::default(),
+                wbuf: Vec::with_capacity(READ_CHUNK),
+                wpos: 0,
+                error: None,
+                inbuf_grew: false,
+                authenticated,
+            },
             addr,
-            inbuf: BytesMut::with_capacity(READ_CHUNK),
-            big: None,
-            parser: RequestParser::default(),
-            batch: Batch::default(),
             out: Vec::with_capacity(READ_CHUNK),
-            wbuf: Vec::with_capacity(READ_CHUNK),
-            wpos: 0,
             in_flight: false,
             eof: false,
-            error: None,
             closing: false,
             readable: false,
             want_write: false,
             dirty: false,
-            inbuf_grew: false,
-            authenticated,
+            lent: false,
             bufs: Rc::new(ConnBuffers::new(clients_mem)),
         };
         c.account();
@@ -267,19 +281,88 @@ impl Conn {
     /// eviction): a few stores, after each read, batch and write.
     pub fn account(&self) {
         let b = &self.bufs;
-        b.pending.set(self.pending());
-        b.query.set(self.qbuf_len());
+        let io = &self.io;
+        b.pending.set(io.pending());
+        b.query.set(io.qbuf_len());
         b.query_alloc
-            .set(self.inbuf.capacity() + self.big.as_ref().map_or(0, Vec::capacity));
-        b.output_alloc
-            .set(self.out.capacity() + self.wbuf.capacity());
+            .set(io.inbuf.capacity() + io.big.as_ref().map_or(0, Vec::capacity));
+        b.output_alloc.set(self.out.capacity() + io.wbuf.capacity());
         b.recount();
     }
 
+    /// Bytes buffered and not yet handed to the executor.
+    pub fn qbuf_len(&self) -> usize {
+        self.io.qbuf_len()
+    }
+
+    /// Bytes queued and not written.
+    pub fn pending(&self) -> usize {
+        self.io.pending()
+    }
+
+    /// Takes the parsed batch with its input bytes and the reply buffer,
+    /// for the executor.
+    pub fn take_batch(&mut self) -> (Batch, Vec<u8>) {
+        let io = &mut self.io;
+        let n = io.parser.consumed();
+        io.batch.input = io.inbuf.split_to(n).freeze();
+        io.parser.rebase(n);
+        self.in_flight = true;
+        let batch = std::mem::take(&mut io.batch);
+        let out = std::mem::take(&mut self.out);
+        (batch, out)
+    }
+
+    /// Queues reply bytes, taking `out`'s buffer when nothing is pending
+    /// (no copy); returns the spare buffer for the next batch.
+    pub fn queue_output(&mut self, mut out: Vec<u8>) -> Vec<u8> {
+        let io = &mut self.io;
+        if io.wpos == io.wbuf.len() {
+            io.wbuf.clear();
+            io.wpos = 0;
+            std::mem::swap(&mut io.wbuf, &mut out);
+        } else {
+            io.wbuf.extend_from_slice(&out);
+        }
+        out.clear();
+        out
+    }
+
+    /// Gives back buffers a large request or reply grew, once they are
+    /// empty, as Redis shrinks idle query buffers: memory freed by UNLINK
+    /// or FLUSHALL then shows in used_memory instead of staying with the
+    /// connection that carried the data.
+    /// `keep_output` leaves the output buffer as it is.
+    pub fn release_idle_buffers(&mut self, keep_output: bool) {
+        let io = &mut self.io;
+        if io.inbuf.is_empty() && (io.inbuf_grew || io.inbuf.capacity() > KEEP_BUFFER) {
+            io.inbuf = BytesMut::with_capacity(READ_CHUNK);
+            io.inbuf_grew = false;
+        }
+        if !keep_output && self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
+            self.out = Vec::with_capacity(READ_CHUNK);
+        }
+    }
+
+    /// Writes what it can and accounts for it; Ok(n) is the number of
+    /// bytes written, an error means the connection is dead.
+    pub fn write_pending(&mut self) -> std::io::Result<usize> {
+        let r = self.io.write_pending();
+        self.account();
+        r
+    }
+}
+
+impl ConnIo {
     /// Bytes buffered and not yet handed to the executor (CLIENT LIST
     /// `qbuf`, client-query-buffer-limit).
     pub fn qbuf_len(&self) -> usize {
         self.inbuf.len() + self.big.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Bytes queued and not written.
+    pub fn pending(&self) -> usize {
+        self.wbuf.len() - self.wpos
     }
 
     /// One read into the query buffer, or into the large argument being
@@ -332,54 +415,9 @@ impl Conn {
         }
     }
 
-    /// Takes the parsed batch with its input bytes and the reply buffer,
-    /// for the executor.
-    pub fn take_batch(&mut self) -> (Batch, Vec<u8>) {
-        let n = self.parser.consumed();
-        self.batch.input = self.inbuf.split_to(n).freeze();
-        self.parser.rebase(n);
-        self.in_flight = true;
-        let batch = std::mem::take(&mut self.batch);
-        let out = std::mem::take(&mut self.out);
-        (batch, out)
-    }
-
-    /// Queues reply bytes, taking `out`'s buffer when nothing is pending
-    /// (no copy); returns the spare buffer for the next batch.
-    pub fn queue_output(&mut self, mut out: Vec<u8>) -> Vec<u8> {
-        if self.wpos == self.wbuf.len() {
-            self.wbuf.clear();
-            self.wpos = 0;
-            std::mem::swap(&mut self.wbuf, &mut out);
-        } else {
-            self.wbuf.extend_from_slice(&out);
-        }
-        out.clear();
-        out
-    }
-
-    /// Gives back buffers a large request or reply grew, once they are
-    /// empty, as Redis shrinks idle query buffers: memory freed by UNLINK
-    /// or FLUSHALL then shows in used_memory instead of staying with the
-    /// connection that carried the data.
-    /// `keep_output` leaves the output buffer as it is.
-    pub fn release_idle_buffers(&mut self, keep_output: bool) {
-        if self.inbuf.is_empty() && (self.inbuf_grew || self.inbuf.capacity() > KEEP_BUFFER) {
-            self.inbuf = BytesMut::with_capacity(READ_CHUNK);
-            self.inbuf_grew = false;
-        }
-        if !keep_output && self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
-            self.out = Vec::with_capacity(READ_CHUNK);
-        }
-    }
-
-    /// Bytes queued and not written.
-    pub fn pending(&self) -> usize {
-        self.wbuf.len() - self.wpos
-    }
-
     /// Writes what it can; Ok(n) is the number of bytes written, an error
-    /// means the connection is dead.
+    /// means the connection is dead. The caller accounts for it
+    /// ([`Conn::account`]).
     pub fn write_pending(&mut self) -> std::io::Result<usize> {
         let start = self.wpos;
         while self.wpos < self.wbuf.len() {
@@ -401,7 +439,6 @@ impl Conn {
                 self.wbuf.shrink_to(READ_CHUNK);
             }
         }
-        self.account();
         Ok(written)
     }
 }

@@ -27,6 +27,7 @@ use socket2::{Domain, Socket, Type};
 
 use super::addr::PeerAddr;
 use super::conn::{query_buffer_limit, Conn, ReadOutcome, Stream};
+use super::io_threads::{IoThreads, Op, Outcome, Task};
 use super::listener::{bind_all, protected_denies};
 use crate::net::link::{ConnTx, Outbox, ToConn};
 use crate::net::link::{NewClient, Request, Shared};
@@ -85,6 +86,10 @@ pub struct NetStats {
     pub net_input_bytes: u64,
     /// Bytes written to clients.
     pub net_output_bytes: u64,
+    /// Reads from client sockets (total_reads_processed).
+    pub total_reads: u64,
+    /// Writes to client sockets (total_writes_processed).
+    pub total_writes: u64,
 }
 
 /// The sockets and what is queued for and from the executor.
@@ -125,6 +130,11 @@ pub struct Net {
     clients_mem: Rc<Cell<usize>>,
     /// The cluster bus's sockets (cluster mode only).
     bus: super::bus::Bus,
+    /// The I/O threads (`io-threads` above 1).
+    io_threads: Option<IoThreads>,
+    /// The ids of connections lent to the I/O threads (kept for its
+    /// allocation).
+    lent_ids: Vec<u64>,
 }
 
 impl Net {
@@ -157,6 +167,8 @@ impl Net {
             last_id: 0,
             clients_mem: Rc::default(),
             bus: super::bus::Bus::default(),
+            io_threads: None,
+            lent_ids: Vec::new(),
         };
         net.listen(listeners)?;
         Ok(net)
@@ -228,6 +240,13 @@ impl Net {
     /// Takes the limits from the configuration (at start and after CONFIG
     /// SET).
     pub fn load_config(&mut self, c: &crate::config::Config) {
+        // io-threads is immutable: the threads start with the first load.
+        if c.io_threads > 1 && self.io_threads.is_none() {
+            match IoThreads::start(c.io_threads, c.get_bool("io-threads-do-reads")) {
+                Ok(t) => self.io_threads = Some(t),
+                Err(e) => tracing::warn!("cannot start the I/O threads: {e}"),
+            }
+        }
         self.tls_auth = super::tls::AuthClients::from_config(c);
         self.tls_cluster = c.get_bool("tls-cluster");
         self.sync_bus_tls();
@@ -267,8 +286,20 @@ impl Net {
         self.stats
     }
 
+    /// The I/O threads' state for INFO: (io_threads_active,
+    /// io_threaded_reads_processed, io_threaded_writes_processed).
+    pub fn io_thread_stats(&self) -> (bool, u64, u64) {
+        self.io_threads.as_ref().map_or((false, 0, 0), |t| {
+            (t.active(), t.reads_processed, t.writes_processed)
+        })
+    }
+
     /// CONFIG RESETSTAT: zeroes the counters (not the connected clients).
     pub fn reset_stats(&mut self) {
+        if let Some(t) = &mut self.io_threads {
+            t.reads_processed = 0;
+            t.writes_processed = 0;
+        }
         self.stats = NetStats {
             connected_clients: self.stats.connected_clients,
             ..NetStats::default()
@@ -344,8 +375,8 @@ impl Net {
                 };
                 // A TLS read or write may wait for the other direction
                 // (Redis's TLS_CONN_FLAG_READ_WANT_WRITE and its twin).
-                let write = writable || (readable && c.sock.write_wants_read());
-                let read = readable || (writable && c.sock.read_wants_write());
+                let write = writable || (readable && c.io.sock.write_wants_read());
+                let read = readable || (writable && c.io.sock.read_wants_write());
                 if write && !c.dirty {
                     c.dirty = true;
                     self.dirty.push(id);
@@ -386,6 +417,13 @@ impl Net {
     fn read_all(&mut self) {
         let mut unread = std::mem::take(&mut self.unread);
         let limit = query_buffer_limit(&self.limits);
+        if self
+            .io_threads
+            .as_ref()
+            .is_some_and(|t| t.threads_reads(unread.len()))
+        {
+            self.read_threaded(&mut unread, limit);
+        }
         for id in unread.drain(..) {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
@@ -394,39 +432,81 @@ impl Net {
                 // Read again once the buffer is consumed (see `progress`).
                 continue;
             }
-            match c.read() {
-                ReadOutcome::Data { n, drained } => {
-                    self.stats.net_input_bytes += n as u64;
-                    if drained {
-                        c.readable = false;
-                    } else {
-                        self.unread.push(id);
-                    }
-                }
-                ReadOutcome::WouldBlock => {
-                    c.readable = false;
-                    if c.sock.read_wants_write() && !c.want_write {
-                        // The handshake's reply did not fit the socket:
-                        // writability lets the read go on.
-                        c.want_write = true;
-                        let _ = self.poll.registry().reregister(
-                            &mut c.sock,
-                            Token(id as usize),
-                            Interest::READABLE | Interest::WRITABLE,
-                        );
-                    }
-                }
-                ReadOutcome::Closed => {
-                    c.readable = false;
-                    c.eof = true;
-                }
-            }
-            self.progress(id);
+            let read = c.io.read();
+            self.after_read(id, read);
         }
         // Keep the allocation unless a read filled its buffer meanwhile.
         if self.unread.is_empty() {
             self.unread = unread;
         }
+    }
+
+    /// [`Self::read_all`] on the I/O threads: the connections in `unread`
+    /// are read and framed there, then acted on here in the same order;
+    /// `unread` is left empty.
+    fn read_threaded(&mut self, unread: &mut Vec<u64>, limit: usize) {
+        let mut ids = std::mem::take(&mut self.lent_ids);
+        let mut tasks = Vec::with_capacity(unread.len());
+        for id in unread.drain(..) {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if c.lent || c.eof || c.closing || c.qbuf_len() >= limit {
+                continue;
+            }
+            c.lent = true;
+            let parse = !c.in_flight;
+            ids.push(id);
+            tasks.push(Task::new(&mut c.io, parse));
+        }
+        if let Some(t) = &mut self.io_threads {
+            t.run(Op::Read, &mut tasks, &self.limits);
+        }
+        for (id, task) in ids.drain(..).zip(tasks) {
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.lent = false;
+            }
+            if let Outcome::Read(read) = task.outcome {
+                self.after_read(id, read);
+            }
+        }
+        self.lent_ids = ids;
+    }
+
+    /// Acts on one read's outcome for connection `id`, then frames.
+    fn after_read(&mut self, id: u64, read: ReadOutcome) {
+        self.stats.total_reads += 1;
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        match read {
+            ReadOutcome::Data { n, drained } => {
+                self.stats.net_input_bytes += n as u64;
+                if drained {
+                    c.readable = false;
+                } else {
+                    self.unread.push(id);
+                }
+            }
+            ReadOutcome::WouldBlock => {
+                c.readable = false;
+                if c.io.sock.read_wants_write() && !c.want_write {
+                    // The handshake's reply did not fit the socket:
+                    // writability lets the read go on.
+                    c.want_write = true;
+                    let _ = self.poll.registry().reregister(
+                        &mut c.io.sock,
+                        Token(id as usize),
+                        Interest::READABLE | Interest::WRITABLE,
+                    );
+                }
+            }
+            ReadOutcome::Closed => {
+                c.readable = false;
+                c.eof = true;
+            }
+        }
+        self.progress(id);
     }
 
     /// Frames buffered bytes and queues the batch, or acts on end of file,
@@ -452,14 +532,14 @@ impl Net {
         if c.closing {
             return;
         }
-        c.parse(&self.limits);
-        if !c.batch.is_empty() {
+        c.io.parse(&self.limits);
+        if !c.io.batch.is_empty() {
             let (batch, out) = c.take_batch();
             self.requests.push_back(Request::Batch { id, batch, out });
             return;
         }
-        if let Some(e) = c.error.take() {
-            c.wbuf.extend_from_slice(&e.line());
+        if let Some(e) = c.io.error.take() {
+            c.io.wbuf.extend_from_slice(&e.line());
             c.closing = true;
             self.mark_dirty(id);
         } else if c.eof {
@@ -502,7 +582,7 @@ impl Net {
                     ToConn::Push(bytes) => {
                         if let Some(c) = self.conns.get_mut(&id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
-                            c.wbuf.extend_from_slice(&bytes);
+                            c.io.wbuf.extend_from_slice(&bytes);
                             c.account();
                             self.mark_dirty(id);
                         }
@@ -533,9 +613,9 @@ impl Net {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
-        c.batch = batch;
+        c.io.batch = batch;
         c.in_flight = false;
-        c.authenticated = authenticated;
+        c.io.authenticated = authenticated;
         let wrote = !out.is_empty();
         if wrote {
             self.stats.net_output_bytes += out.len() as u64;
@@ -563,37 +643,89 @@ impl Net {
     /// once written, and those whose socket failed.
     pub fn flush(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
+        if self
+            .io_threads
+            .as_mut()
+            .is_some_and(|t| t.threads_writes(dirty.len()))
+        {
+            self.flush_threaded(&mut dirty);
+        }
         for id in dirty.drain(..) {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
             c.dirty = false;
-            if c.write_pending().is_err() {
-                self.drop_conn(id, true);
-                continue;
-            }
-            if c.pending() == 0 {
-                if c.closing {
-                    self.drop_conn(id, true);
-                } else if c.want_write {
-                    c.want_write = false;
-                    let _ = self.poll.registry().reregister(
-                        &mut c.sock,
-                        Token(id as usize),
-                        Interest::READABLE,
-                    );
-                }
-            } else if !c.want_write {
-                c.want_write = true;
-                let _ = self.poll.registry().reregister(
-                    &mut c.sock,
-                    Token(id as usize),
-                    Interest::READABLE | Interest::WRITABLE,
-                );
-            }
+            let wrote = c.io.write_pending();
+            self.after_write(id, wrote);
         }
         if self.dirty.is_empty() {
             self.dirty = dirty;
+        }
+    }
+
+    /// [`Self::flush`] on the I/O threads: the connections in `dirty` are
+    /// written there, then acted on here in the same order; `dirty` is
+    /// left empty.
+    fn flush_threaded(&mut self, dirty: &mut Vec<u64>) {
+        let mut ids = std::mem::take(&mut self.lent_ids);
+        let mut tasks = Vec::with_capacity(dirty.len());
+        for id in dirty.drain(..) {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            c.dirty = false;
+            if c.lent {
+                continue;
+            }
+            c.lent = true;
+            ids.push(id);
+            tasks.push(Task::new(&mut c.io, false));
+        }
+        if let Some(t) = &mut self.io_threads {
+            t.run(Op::Write, &mut tasks, &self.limits);
+        }
+        for (id, task) in ids.drain(..).zip(tasks) {
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.lent = false;
+            }
+            if let Outcome::Wrote(wrote) = task.outcome {
+                self.after_write(id, wrote);
+            }
+        }
+        self.lent_ids = ids;
+    }
+
+    /// Acts on one write's outcome for connection `id`: closes it when the
+    /// socket failed, or when it asked to be closed once written; watches
+    /// for writability while output remains.
+    fn after_write(&mut self, id: u64, wrote: std::io::Result<usize>) {
+        self.stats.total_writes += 1;
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.account();
+        if wrote.is_err() {
+            self.drop_conn(id, true);
+            return;
+        }
+        if c.pending() == 0 {
+            if c.closing {
+                self.drop_conn(id, true);
+            } else if c.want_write {
+                c.want_write = false;
+                let _ = self.poll.registry().reregister(
+                    &mut c.io.sock,
+                    Token(id as usize),
+                    Interest::READABLE,
+                );
+            }
+        } else if !c.want_write {
+            c.want_write = true;
+            let _ = self.poll.registry().reregister(
+                &mut c.io.sock,
+                Token(id as usize),
+                Interest::READABLE | Interest::WRITABLE,
+            );
         }
     }
 
@@ -603,9 +735,9 @@ impl Net {
         let Some(mut c) = self.conns.remove(&id) else {
             return;
         };
-        let _ = self.poll.registry().deregister(&mut c.sock);
+        let _ = self.poll.registry().deregister(&mut c.io.sock);
         if !c.bufs.handed_over.get() {
-            let _ = c.sock.shutdown(std::net::Shutdown::Write);
+            let _ = c.io.sock.shutdown(std::net::Shutdown::Write);
         }
         c.bufs.kill();
         self.stats.connected_clients -= 1;
@@ -793,7 +925,7 @@ impl Net {
         // The stream bytes read with the handshake come first, and the
         // socket may hold more already.
         if let Some(c) = self.conns.get_mut(&nc.id) {
-            c.inbuf.extend_from_slice(leftover);
+            c.io.inbuf.extend_from_slice(leftover);
             c.readable = true;
         }
         self.unread.push(nc.id);

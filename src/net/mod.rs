@@ -6,6 +6,7 @@ pub mod addr;
 pub mod bus;
 pub mod conn;
 pub mod event_loop;
+pub mod io_threads;
 pub mod link;
 pub mod listener;
 pub mod reply;

@@ -481,6 +481,15 @@ impl ServerState {
             .unwrap_or_default()
     }
 
+    /// The I/O threads' state (INFO): (io_threads_active,
+    /// io_threaded_reads_processed, io_threaded_writes_processed).
+    pub fn io_thread_stats(&self) -> (bool, u64, u64) {
+        self.net
+            .as_ref()
+            .map(|n| n.borrow().io_thread_stats())
+            .unwrap_or_default()
+    }
+
     /// Hands a batch and its replies straight back to the client's
     /// connection, with what the connection needs for the next batch
     /// (close after writing, authenticated). Without a network (unit

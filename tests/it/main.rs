@@ -32,6 +32,7 @@ mod geo;
 mod hash;
 mod hll;
 mod incr;
+mod io_threads;
 mod keys;
 mod layers;
 mod ldb;

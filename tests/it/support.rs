@@ -70,7 +70,24 @@ fn test_config() -> Config {
     // As spawn_redis passes `--save ""`: no automatic snapshots, and a
     // directory of its own so no stray dump.rdb is loaded.
     config.save.clear();
+    if let Some(n) = test_io_threads() {
+        for (name, value) in [("io-threads", n.to_string()), ("io-threads-do-reads", "yes".into())] {
+            let (param, _) = ferrokv::config::params::lookup(name.as_bytes()).expect("a parameter");
+            config
+                .set_args(param, &[value.as_bytes()], false)
+                .expect("a valid value");
+        }
+    }
     config
+}
+
+/// `FERROKV_TEST_IO_THREADS=N`: every ferrokv the tests start runs with
+/// `io-threads N` and `io-threads-do-reads yes` (scripts/test-io-threads.sh).
+pub fn test_io_threads() -> Option<usize> {
+    std::env::var("FERROKV_TEST_IO_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 1)
 }
 
 /// A path under the system temp dir that no other test uses (not created).
@@ -286,6 +303,9 @@ pub fn spawn_ferrokv_process_with(extra: &[&str]) -> FerrokvProcess {
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(extra);
+        if let Some(n) = test_io_threads() {
+            cmd.args(["--io-threads", &n.to_string(), "--io-threads-do-reads", "yes"]);
+        }
         cmd
     });
     FerrokvProcess { port, child }

@@ -1,0 +1,343 @@
+//! I/O threads (`io-threads`, `io-threads-do-reads`): Redis's threaded
+//! I/O (networking.c's handleClientsWithPendingReadsUsingThreads and
+//! handleClientsWithPendingWritesUsingThreads), shaped for ferrokv.
+//!
+//! The executor's thread stays the only one that runs commands or touches
+//! the keyspace. When a loop iteration has many connections to read (or to
+//! write), it lends their [`ConnIo`] parts out as one job: the I/O threads
+//! and the executor's thread claim connections one at a time, read and
+//! frame (or write) them, and the executor's thread goes on only once every
+//! claimed connection is done. Then it acts on the outcomes in the order a
+//! single-threaded pass would have, so a command's effects and replies are
+//! exactly those without threads.
+//!
+//! Claiming is dynamic, not a fixed split as in Redis: a thread that is
+//! asleep or descheduled is never waited for, the executor's thread simply
+//! takes its share. Threads spin briefly for the next job, then sleep until
+//! woken. With `io-threads 1` (the default) no thread exists and nothing
+//! here runs.
+
+use std::cell::UnsafeCell;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use super::conn::{ConnIo, ReadOutcome};
+use super::event_loop::NetLimits;
+
+/// Fewer connections than this many per thread are served on the
+/// executor's thread alone (Redis's stopThreadedIOIfNeeded: twice the
+/// thread count).
+const MIN_PER_THREAD: usize = 2;
+
+/// How long an idle I/O thread watches for the next job before it sleeps.
+/// At load a job follows within this; idle, a thread costs no CPU.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// The claim word's value between jobs: no job to claim from.
+const CLOSED: u64 = u64::MAX;
+
+// A connection's I/O part moves between threads: it must hold nothing
+// shared with the executor (an `Rc`, a `Cell` the executor reads).
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<ConnIo>();
+};
+
+/// What a job does to each connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Op {
+    /// Read once, then frame what is buffered unless `parse` is false.
+    Read,
+    /// Write the pending output.
+    Write,
+}
+
+/// One connection lent out for a job, and what became of it.
+pub struct Task {
+    io: NonNull<ConnIo>,
+    /// Frame after reading (the connection has no batch at the executor
+    /// and is not closing).
+    parse: bool,
+    /// What the read or write found, once done.
+    pub outcome: Outcome,
+}
+
+/// A task's result.
+pub enum Outcome {
+    /// Not done yet.
+    Pending,
+    /// The read's outcome.
+    Read(ReadOutcome),
+    /// The write's outcome (bytes written, or the connection is dead).
+    Wrote(io::Result<usize>),
+}
+
+impl Task {
+    /// Lends `io` out until the job that runs this task returns.
+    pub fn new(io: &mut ConnIo, parse: bool) -> Task {
+        Task {
+            io: NonNull::from(io),
+            parse,
+            outcome: Outcome::Pending,
+        }
+    }
+
+    fn run(&mut self, op: Op, limits: &NetLimits) {
+        // SAFETY: a task's connection is lent to exactly one thread: the
+        // one that claimed the task's index (see `Job`). The executor's
+        // thread, which owns the connection table, waits inside
+        // `IoThreads::run` until every task is done, and the table is not
+        // touched meanwhile, so the pointer is valid and unaliased.
+        let io = unsafe { self.io.as_mut() };
+        self.outcome = match op {
+            Op::Read => {
+                let r = io.read();
+                if self.parse && matches!(r, ReadOutcome::Data { .. }) {
+                    io.parse(limits);
+                }
+                Outcome::Read(r)
+            }
+            Op::Write => Outcome::Wrote(io.write_pending()),
+        };
+    }
+}
+
+/// The job being served, shared by every thread.
+///
+/// `claim` holds the job's generation (high 32 bits) and the next task
+/// index (low 32 bits), or [`CLOSED`] between jobs. A thread claims index
+/// `i` by compare-and-swap from `(gen, i)` to `(gen, i + 1)`: it succeeds
+/// only while that job is open and `i` is unclaimed, so each task runs
+/// once, and only while its job's task list is alive.
+struct Job {
+    claim: AtomicU64,
+    tasks: AtomicPtr<Task>,
+    len: AtomicUsize,
+    /// Whether the job reads or writes.
+    write: AtomicBool,
+    /// Tasks of the open job that are done.
+    finished: AtomicUsize,
+    /// The limits the framing applies, set before the job opens.
+    limits: UnsafeCell<NetLimits>,
+    /// Set when the threads are to exit.
+    stop: AtomicBool,
+}
+
+// SAFETY: `limits` is written only by the executor's thread while the job
+// is CLOSED (no thread reads it then: readers hold a claimed task, which
+// needs an open job); every other field is atomic.
+unsafe impl Sync for Job {}
+
+/// One I/O thread as the executor's thread sees it.
+struct Worker {
+    thread: Thread,
+    /// The thread is asleep (or about to be) and must be woken for a job.
+    sleeping: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The I/O threads and their counters.
+pub struct IoThreads {
+    job: Arc<Job>,
+    workers: Vec<Worker>,
+    generation: u64,
+    /// `io-threads-do-reads`: reads are threaded too, not only writes.
+    do_reads: bool,
+    /// The last write pass used the threads (INFO `io_threads_active`).
+    active: bool,
+    /// Connections read in threaded passes (INFO
+    /// `io_threaded_reads_processed`).
+    pub reads_processed: u64,
+    /// Connections written in threaded passes.
+    pub writes_processed: u64,
+}
+
+impl IoThreads {
+    /// Starts `n - 1` I/O threads (the executor's thread is the n-th);
+    /// none for `n <= 1`.
+    pub fn start(n: usize, do_reads: bool) -> io::Result<IoThreads> {
+        let job = Arc::new(Job {
+            claim: AtomicU64::new(CLOSED),
+            tasks: AtomicPtr::new(std::ptr::null_mut()),
+            len: AtomicUsize::new(0),
+            write: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            limits: UnsafeCell::new(NetLimits::default()),
+            stop: AtomicBool::new(false),
+        });
+        let mut workers = Vec::new();
+        for i in 1..n.max(1) {
+            let sleeping = Arc::new(AtomicBool::new(false));
+            let (j, s) = (job.clone(), sleeping.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("io_thd_{i}"))
+                .spawn(move || serve(&j, &s))?;
+            workers.push(Worker {
+                thread: handle.thread().clone(),
+                sleeping,
+                handle: Some(handle),
+            });
+        }
+        Ok(IoThreads {
+            job,
+            workers,
+            generation: 0,
+            do_reads,
+            active: false,
+            reads_processed: 0,
+            writes_processed: 0,
+        })
+    }
+
+    /// Whether the last write pass was threaded (INFO `io_threads_active`).
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Whether `n` connections to read are worth the threads: reads are
+    /// threaded while writes are (Redis reads with threads only while
+    /// they are active) and `io-threads-do-reads` is on.
+    pub fn threads_reads(&self, n: usize) -> bool {
+        self.do_reads && self.active && self.worth(n)
+    }
+
+    /// Whether `n` connections to write are worth the threads; decides
+    /// [`Self::active`] as Redis's stopThreadedIOIfNeeded does.
+    pub fn threads_writes(&mut self, n: usize) -> bool {
+        self.active = self.worth(n);
+        self.active
+    }
+
+    fn worth(&self, n: usize) -> bool {
+        !self.workers.is_empty() && n >= MIN_PER_THREAD * (self.workers.len() + 1)
+    }
+
+    /// Runs `op` on every task, on the I/O threads and this one; returns
+    /// when all are done.
+    pub fn run(&mut self, op: Op, tasks: &mut [Task], limits: &NetLimits) {
+        if tasks.is_empty() {
+            return;
+        }
+        match op {
+            Op::Read => self.reads_processed += tasks.len() as u64,
+            Op::Write => self.writes_processed += tasks.len() as u64,
+        }
+        // 1 ..= 0xffff_fffe: never the high half of CLOSED, nor 0.
+        self.generation = self.generation % 0xffff_fffe + 1;
+        let job = &*self.job;
+        // SAFETY: the job is CLOSED, so no other thread reads `limits`.
+        unsafe { *job.limits.get() = *limits };
+        job.tasks.store(tasks.as_mut_ptr(), Ordering::Relaxed);
+        job.len.store(tasks.len(), Ordering::Relaxed);
+        job.write.store(op == Op::Write, Ordering::Relaxed);
+        job.finished.store(0, Ordering::Relaxed);
+        // Opens the job; SeqCst pairs with each thread's `sleeping` flag
+        // (a thread going to sleep sees the job, or is seen asleep here).
+        job.claim.store(self.generation << 32, Ordering::SeqCst);
+        for w in &self.workers {
+            if w.sleeping.load(Ordering::SeqCst) {
+                w.thread.unpark();
+            }
+        }
+        claim_and_run(job, self.generation);
+        // Wait for the tasks other threads claimed: each is one read or
+        // write that does not block.
+        let mut spins = 0u32;
+        while job.finished.load(Ordering::Acquire) < tasks.len() {
+            spins = spins.wrapping_add(1);
+            if spins % 1024 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        // Every index was claimed and finished: no thread can claim from
+        // this job once it is closed, and `tasks` may go.
+        job.claim.store(CLOSED, Ordering::SeqCst);
+    }
+}
+
+impl Drop for IoThreads {
+    fn drop(&mut self) {
+        self.job.stop.store(true, Ordering::SeqCst);
+        for w in &mut self.workers {
+            w.thread.unpark();
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Claims tasks of job `generation` until none is left, running each.
+fn claim_and_run(job: &Job, generation: u64) {
+    loop {
+        let c = job.claim.load(Ordering::Acquire);
+        if c == CLOSED || c >> 32 != generation {
+            return;
+        }
+        // Read after the claim word showed the job open: if the job was
+        // closed and another opened since, the compare-and-swap below
+        // fails, so values of a newer job are never used with this one.
+        let tasks = job.tasks.load(Ordering::Acquire);
+        let len = job.len.load(Ordering::Acquire);
+        let write = job.write.load(Ordering::Acquire);
+        let i = (c & 0xffff_ffff) as usize;
+        if i >= len {
+            return;
+        }
+        if job
+            .claim
+            .compare_exchange_weak(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            continue;
+        }
+        // SAFETY: the claim succeeded, so job `generation` is open with
+        // `len` tasks at `tasks` (the executor's thread keeps them alive
+        // and untouched until all are finished), and index `i` is this
+        // thread's alone.
+        let task = unsafe { &mut *tasks.add(i) };
+        // SAFETY: the job is open, and `limits` changes only while closed.
+        let limits = unsafe { &*job.limits.get() };
+        task.run(if write { Op::Write } else { Op::Read }, limits);
+        job.finished.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// An I/O thread's life: wait for a job (spinning, then asleep), claim
+/// and run its tasks, until told to stop.
+fn serve(job: &Job, sleeping: &AtomicBool) {
+    let mut last = CLOSED;
+    loop {
+        let mut started = Instant::now();
+        let mut spins = 0u32;
+        let c = loop {
+            if job.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let c = job.claim.load(Ordering::Acquire);
+            if c != CLOSED && c >> 32 != last >> 32 {
+                break c;
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 64 != 0 || started.elapsed() < SPIN {
+                std::hint::spin_loop();
+                continue;
+            }
+            sleeping.store(true, Ordering::SeqCst);
+            let c = job.claim.load(Ordering::SeqCst);
+            if (c == CLOSED || c >> 32 == last >> 32) && !job.stop.load(Ordering::SeqCst) {
+                std::thread::park();
+            }
+            sleeping.store(false, Ordering::SeqCst);
+            started = Instant::now();
+        };
+        last = c;
+        claim_and_run(job, c >> 32);
+    }
+}
