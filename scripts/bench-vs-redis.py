@@ -198,14 +198,15 @@ def same_command(test):
     return not isinstance(TESTS[test], dict) or "loadgen" in TESTS[test]
 
 
-def start(kind, binary):
+def start(kind, binary, extra=(), cpus="0"):
     port = free_port()
     if kind in ("ferrokv", "baseline"):
         cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     else:
         cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                "--appendonly", "no"]
-    proc = subprocess.Popen(["taskset", "-c", "0"] + cmd, stdout=subprocess.DEVNULL,
+    cmd += list(extra)
+    proc = subprocess.Popen(["taskset", "-c", cpus] + cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     if not wait_port(port):
         proc.kill()
@@ -320,6 +321,11 @@ def main():
     ap.add_argument("--ferrokv", default=os.path.join(here, "..", "target", "release", "ferrokv"))
     ap.add_argument("--baseline", default=None,
                     help="another ferrokv binary to compare against in the same rounds")
+    ap.add_argument("--ferrokv-args", default="",
+                    help="extra arguments for ferrokv (say '--io-threads 2')")
+    ap.add_argument("--baseline-args", default="", help="extra arguments for the baseline")
+    ap.add_argument("--server-cpus", default="0",
+                    help="taskset CPU list every server runs on (default 0)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=100000)
     ap.add_argument("--clients", type=int, default=50)
@@ -335,7 +341,9 @@ def main():
 
     kinds = ("ferrokv", "redis") + (("baseline",) if args.baseline else ())
     binaries = {"ferrokv": args.ferrokv, "redis": None, "baseline": args.baseline}
-    servers = {k: start(k, binaries[k]) for k in kinds}
+    extra = {"ferrokv": args.ferrokv_args.split(), "redis": [],
+             "baseline": args.baseline_args.split()}
+    servers = {k: start(k, binaries[k], extra[k], args.server_cpus) for k in kinds}
     results = []
     try:
         for pipeline in pipelines:

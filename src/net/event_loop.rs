@@ -419,7 +419,7 @@ impl Net {
         let limit = query_buffer_limit(&self.limits);
         if self
             .io_threads
-            .as_ref()
+            .as_mut()
             .is_some_and(|t| t.threads_reads(unread.len()))
         {
             self.read_threaded(&mut unread, limit);

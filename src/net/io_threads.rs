@@ -35,7 +35,17 @@ const MIN_PER_THREAD: usize = 2;
 
 /// How long an idle I/O thread watches for the next job before it sleeps.
 /// At load a job follows within this; idle, a thread costs no CPU.
-const SPIN: Duration = Duration::from_micros(50);
+fn spin_time() -> Duration {
+    static SPIN: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        Duration::from_micros(
+            std::env::var("FERROKV_IO_SPIN_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(50),
+        )
+    })
+}
 
 /// The claim word's value between jobs: no job to claim from.
 const CLOSED: u64 = u64::MAX;
@@ -147,6 +157,8 @@ pub struct IoThreads {
     generation: u64,
     /// `io-threads-do-reads`: reads are threaded too, not only writes.
     do_reads: bool,
+    /// Whether the threads are used now, as found by trying.
+    governor: Governor,
     /// The last write pass used the threads (INFO `io_threads_active`).
     active: bool,
     /// Connections read in threaded passes (INFO
@@ -187,6 +199,7 @@ impl IoThreads {
             workers,
             generation: 0,
             do_reads,
+            governor: Governor::new(),
             active: false,
             reads_processed: 0,
             writes_processed: 0,
@@ -201,14 +214,16 @@ impl IoThreads {
     /// Whether `n` connections to read are worth the threads: reads are
     /// threaded while writes are (Redis reads with threads only while
     /// they are active) and `io-threads-do-reads` is on.
-    pub fn threads_reads(&self, n: usize) -> bool {
+    pub fn threads_reads(&mut self, n: usize) -> bool {
+        self.governor.reads += n as u64;
         self.do_reads && self.active && self.worth(n)
     }
 
     /// Whether `n` connections to write are worth the threads; decides
     /// [`Self::active`] as Redis's stopThreadedIOIfNeeded does.
     pub fn threads_writes(&mut self, n: usize) -> bool {
-        self.active = self.worth(n);
+        self.governor.tick(Instant::now());
+        self.active = self.governor.use_threads && self.worth(n);
         self.active
     }
 
@@ -249,7 +264,7 @@ impl IoThreads {
         let mut spins = 0u32;
         while job.finished.load(Ordering::Acquire) < tasks.len() {
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
+            if spins.is_multiple_of(1024) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -270,6 +285,91 @@ impl Drop for IoThreads {
                 let _ = h.join();
             }
         }
+    }
+}
+
+/// A window of the governor's trials.
+const WINDOW: Duration = Duration::from_millis(50);
+
+/// Windows with fewer connection reads than this are too light for the
+/// threads to matter: they are served without threads, and not tried.
+const LIGHT: u64 = 500;
+
+/// Decides whether the threads are used, by trying: every so often four
+/// windows run alternately with and without them (with, without, without,
+/// with), and the mode that read more connections (the clients' request
+/// rate, under the same load) is kept for the next second, three when one
+/// mode led by a fifth. The threads win only where the machine has cores
+/// to spare for them; where it has none (the clients share the server's
+/// cores), their spinning and hand-offs only take CPU from the rest, and
+/// they stay off.
+struct Governor {
+    /// Use the threads now.
+    use_threads: bool,
+    window_start: Instant,
+    /// Connections read in the current window.
+    reads: u64,
+    /// The trial window under way (1 to 4), or 0 outside trials.
+    trial: u8,
+    /// Reads in the trial windows with and without the threads.
+    with: u64,
+    without: u64,
+    /// Windows left before the next trial.
+    until_trial: u32,
+}
+
+impl Governor {
+    fn new() -> Governor {
+        Governor {
+            use_threads: false,
+            window_start: Instant::now(),
+            reads: 0,
+            trial: 0,
+            with: 0,
+            without: 0,
+            until_trial: 0,
+        }
+    }
+
+    /// Ends the window when it is over and moves the trials on.
+    fn tick(&mut self, now: Instant) {
+        if now.duration_since(self.window_start) < WINDOW {
+            return;
+        }
+        self.window_start = now;
+        let reads = std::mem::take(&mut self.reads);
+        if self.trial == 0 {
+            if reads < LIGHT {
+                self.use_threads = false;
+                self.until_trial = 0;
+                return;
+            }
+            if self.until_trial > 0 {
+                self.until_trial -= 1;
+                return;
+            }
+            // Trial window 1 (with the threads) starts now.
+            self.trial = 1;
+            self.with = 0;
+            self.without = 0;
+            self.use_threads = true;
+            return;
+        }
+        if self.use_threads {
+            self.with += reads;
+        } else {
+            self.without += reads;
+        }
+        self.trial += 1;
+        if self.trial <= 4 {
+            // with, without, without, with
+            self.use_threads = self.trial == 4;
+            return;
+        }
+        self.trial = 0;
+        self.use_threads = self.with > self.without + self.without / 50;
+        let clear = self.with.max(self.without) > self.with.min(self.without) * 6 / 5;
+        self.until_trial = if clear { 60 } else { 20 };
     }
 }
 
@@ -325,7 +425,7 @@ fn serve(job: &Job, sleeping: &AtomicBool) {
                 break c;
             }
             spins = spins.wrapping_add(1);
-            if spins % 64 != 0 || started.elapsed() < SPIN {
+            if !spins.is_multiple_of(64) || started.elapsed() < spin_time() {
                 std::hint::spin_loop();
                 continue;
             }
