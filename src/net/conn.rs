@@ -235,8 +235,9 @@ pub struct Conn {
     pub want_write: bool,
     /// Listed for the next flush.
     pub dirty: bool,
-    /// `io` is lent to the I/O threads for the pass under way.
-    pub lent: bool,
+    /// `io` is lent to the I/O threads: the task's index in their open
+    /// job.
+    pub lent: Option<u32>,
     /// Output accounting shared with the executor.
     pub bufs: Rc<ConnBuffers>,
 }
@@ -270,7 +271,7 @@ impl Conn {
             readable: false,
             want_write: false,
             dirty: false,
-            lent: false,
+            lent: None,
             bufs: Rc::new(ConnBuffers::new(clients_mem)),
         };
         c.account();

@@ -32,6 +32,30 @@ use super::listener::{bind_all, protected_denies};
 use crate::net::link::{ConnTx, Outbox, ToConn};
 use crate::net::link::{NewClient, Request, Shared};
 
+/// Connection `id` of a [`Net`], its socket and buffers back from the I/O
+/// threads first if lent: every access to a connection goes through this
+/// (a macro, so the other fields stay free to borrow).
+macro_rules! conn {
+    ($net:ident, $id:expr) => {
+        settled(&mut $net.conns, &mut $net.io_threads, $id)
+    };
+}
+
+/// See [`conn!`].
+fn settled<'a>(
+    conns: &'a mut HashMap<u64, Conn>,
+    threads: &mut Option<IoThreads>,
+    id: u64,
+) -> Option<&'a mut Conn> {
+    let c = conns.get_mut(&id)?;
+    if let Some(i) = c.lent.take() {
+        if let Some(t) = threads {
+            t.settle(i as usize);
+        }
+    }
+    Some(c)
+}
+
 /// The waker's token (signals, [`crate::Server::shutdown`]).
 const WAKER: Token = Token(usize::MAX);
 /// Listener `i` has token `LISTENER_BASE - i`; client tokens are client ids,
@@ -132,9 +156,10 @@ pub struct Net {
     bus: super::bus::Bus,
     /// The I/O threads (`io-threads` above 1).
     io_threads: Option<IoThreads>,
-    /// The ids of connections lent to the I/O threads (kept for its
-    /// allocation).
-    lent_ids: Vec<u64>,
+    /// The connections of the I/O threads' open job, by task index.
+    job_ids: Vec<u64>,
+    /// The open job's next task whose outcome is to be acted on here.
+    job_next: usize,
 }
 
 impl Net {
@@ -168,7 +193,8 @@ impl Net {
             clients_mem: Rc::default(),
             bus: super::bus::Bus::default(),
             io_threads: None,
-            lent_ids: Vec::new(),
+            job_ids: Vec::new(),
+            job_next: 0,
         };
         net.listen(listeners)?;
         Ok(net)
@@ -322,7 +348,7 @@ impl Net {
     /// How long the next poll may wait at most, if the network has work of
     /// its own: none when requests are queued or sockets hold unread bytes.
     pub fn timeout_hint(&self) -> Option<Duration> {
-        if !self.requests.is_empty() || !self.unread.is_empty() {
+        if !self.requests.is_empty() || !self.unread.is_empty() || !self.job_ids.is_empty() {
             Some(Duration::ZERO)
         } else if self.accept_retry {
             Some(ACCEPT_RETRY)
@@ -370,7 +396,7 @@ impl Net {
                 self.accept_unix();
             } else {
                 let id = token.0 as u64;
-                let Some(c) = self.conns.get_mut(&id) else {
+                let Some(c) = conn!(self, id) else {
                     continue;
                 };
                 // A TLS read or write may wait for the other direction
@@ -415,6 +441,8 @@ impl Net {
     /// per readable event too, which keeps a flooding client from starving
     /// the others).
     fn read_all(&mut self) {
+        // A job still open (a script polling mid-batch) is acted on first.
+        self.finish_job();
         let mut unread = std::mem::take(&mut self.unread);
         let limit = query_buffer_limit(&self.limits);
         if self
@@ -425,7 +453,7 @@ impl Net {
             self.read_threaded(&mut unread, limit);
         }
         for id in unread.drain(..) {
-            let Some(c) = self.conns.get_mut(&id) else {
+            let Some(c) = conn!(self, id) else {
                 continue;
             };
             if c.eof || c.closing || c.qbuf_len() >= limit {
@@ -442,41 +470,82 @@ impl Net {
     }
 
     /// [`Self::read_all`] on the I/O threads: the connections in `unread`
-    /// are read and framed there, then acted on here in the same order;
-    /// `unread` is left empty.
+    /// are lent to them to read and frame, and `unread` is left empty.
+    /// Their outcomes are acted on here in the same order, as the executor
+    /// asks for requests ([`Self::next_request`]), so it runs the first
+    /// connection's commands while the threads read the others.
     fn read_threaded(&mut self, unread: &mut Vec<u64>, limit: usize) {
-        let mut ids = std::mem::take(&mut self.lent_ids);
-        let mut tasks = Vec::with_capacity(unread.len());
-        for id in unread.drain(..) {
+        self.lend(Op::Read, unread, |c| {
+            (!(c.eof || c.closing || c.qbuf_len() >= limit)).then_some(!c.in_flight)
+        });
+    }
+
+    /// Opens a job of `op` on the connections in `ids` (left empty) that
+    /// `pick` accepts, `pick` saying whether a read is to be framed.
+    fn lend(&mut self, op: Op, ids: &mut Vec<u64>, pick: impl Fn(&Conn) -> Option<bool>) {
+        self.finish_job();
+        let Some(threads) = &mut self.io_threads else {
+            return;
+        };
+        let mut tasks = Vec::with_capacity(ids.len());
+        for id in ids.drain(..) {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            if c.lent || c.eof || c.closing || c.qbuf_len() >= limit {
+            // Listed twice: lent once.
+            if c.lent.is_some() {
                 continue;
             }
-            c.lent = true;
-            let parse = !c.in_flight;
-            ids.push(id);
+            let Some(parse) = pick(c) else {
+                continue;
+            };
+            c.lent = Some(tasks.len() as u32);
+            self.job_ids.push(id);
             tasks.push(Task::new(&mut c.io, parse));
         }
-        if let Some(t) = &mut self.io_threads {
-            t.run(Op::Read, &mut tasks, &self.limits);
-        }
-        for (id, task) in ids.drain(..).zip(tasks) {
-            if let Some(c) = self.conns.get_mut(&id) {
-                c.lent = false;
+        self.job_next = 0;
+        threads.open(op, tasks, &self.limits);
+    }
+
+    /// Acts on the open job's next outcome; false when none is left (the
+    /// job is then closed).
+    fn process_next(&mut self) -> bool {
+        let Some(threads) = &mut self.io_threads else {
+            return false;
+        };
+        let i = self.job_next;
+        if i >= threads.len() {
+            if !threads.is_empty() || !self.job_ids.is_empty() {
+                threads.close();
+                self.job_ids.clear();
+                self.job_next = 0;
             }
-            if let Outcome::Read(read) = task.outcome {
-                self.after_read(id, read);
-            }
+            return false;
         }
-        self.lent_ids = ids;
+        let outcome = threads.outcome(i);
+        self.job_next += 1;
+        let id = self.job_ids[i];
+        let Some(c) = self.conns.get_mut(&id) else {
+            return true;
+        };
+        c.lent = None;
+        match outcome {
+            Outcome::Read(read) => self.after_read(id, read),
+            Outcome::Wrote(wrote) => self.after_write(id, wrote),
+            Outcome::Pending => {}
+        }
+        true
+    }
+
+    /// Acts on every outcome of the open job, and closes it.
+    fn finish_job(&mut self) {
+        while self.process_next() {}
     }
 
     /// Acts on one read's outcome for connection `id`, then frames.
     fn after_read(&mut self, id: u64, read: ReadOutcome) {
         self.stats.total_reads += 1;
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = conn!(self, id) else {
             return;
         };
         match read {
@@ -513,13 +582,13 @@ impl Net {
     /// a protocol error or an overfull query buffer.
     fn progress(&mut self, id: u64) {
         self.frame(id);
-        if let Some(c) = self.conns.get(&id) {
+        if let Some(c) = conn!(self, id) {
             c.account();
         }
     }
 
     fn frame(&mut self, id: u64) {
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = conn!(self, id) else {
             return;
         };
         if c.in_flight {
@@ -554,7 +623,7 @@ impl Net {
     }
 
     fn mark_dirty(&mut self, id: u64) {
-        if let Some(c) = self.conns.get_mut(&id) {
+        if let Some(c) = conn!(self, id) {
             if !c.dirty {
                 c.dirty = true;
                 self.dirty.push(id);
@@ -562,9 +631,17 @@ impl Net {
         }
     }
 
-    /// The next request for the executor.
+    /// The next request for the executor; with I/O threads reading, the
+    /// next connection they read is acted on first when none is queued.
     pub fn next_request(&mut self) -> Option<Request> {
-        self.requests.pop_front()
+        loop {
+            if let Some(r) = self.requests.pop_front() {
+                return Some(r);
+            }
+            if !self.process_next() {
+                return None;
+            }
+        }
     }
 
     /// Applies what the executor sent: replies and pushes are queued for
@@ -580,7 +657,7 @@ impl Net {
             for (id, msg) in msgs.drain(..) {
                 match msg {
                     ToConn::Push(bytes) => {
-                        if let Some(c) = self.conns.get_mut(&id) {
+                        if let Some(c) = conn!(self, id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
                             c.io.wbuf.extend_from_slice(&bytes);
                             c.account();
@@ -610,7 +687,7 @@ impl Net {
     ) {
         // Pushes queued for it earlier go out first, in order.
         self.deliver();
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = conn!(self, id) else {
             return;
         };
         c.io.batch = batch;
@@ -642,6 +719,7 @@ impl Net {
     /// Writes queued output; closes connections that asked to be closed
     /// once written, and those whose socket failed.
     pub fn flush(&mut self) {
+        self.finish_job();
         let mut dirty = std::mem::take(&mut self.dirty);
         if self
             .io_threads
@@ -651,7 +729,7 @@ impl Net {
             self.flush_threaded(&mut dirty);
         }
         for id in dirty.drain(..) {
-            let Some(c) = self.conns.get_mut(&id) else {
+            let Some(c) = conn!(self, id) else {
                 continue;
             };
             c.dirty = false;
@@ -664,35 +742,16 @@ impl Net {
     }
 
     /// [`Self::flush`] on the I/O threads: the connections in `dirty` are
-    /// written there, then acted on here in the same order; `dirty` is
-    /// left empty.
+    /// written there (this thread taking its share), then acted on here in
+    /// the same order; `dirty` is left empty.
     fn flush_threaded(&mut self, dirty: &mut Vec<u64>) {
-        let mut ids = std::mem::take(&mut self.lent_ids);
-        let mut tasks = Vec::with_capacity(dirty.len());
-        for id in dirty.drain(..) {
-            let Some(c) = self.conns.get_mut(&id) else {
-                continue;
-            };
-            c.dirty = false;
-            if c.lent {
-                continue;
-            }
-            c.lent = true;
-            ids.push(id);
-            tasks.push(Task::new(&mut c.io, false));
-        }
-        if let Some(t) = &mut self.io_threads {
-            t.run(Op::Write, &mut tasks, &self.limits);
-        }
-        for (id, task) in ids.drain(..).zip(tasks) {
+        for &id in dirty.iter() {
             if let Some(c) = self.conns.get_mut(&id) {
-                c.lent = false;
-            }
-            if let Outcome::Wrote(wrote) = task.outcome {
-                self.after_write(id, wrote);
+                c.dirty = false;
             }
         }
-        self.lent_ids = ids;
+        self.lend(Op::Write, dirty, |_| Some(false));
+        self.finish_job();
     }
 
     /// Acts on one write's outcome for connection `id`: closes it when the
@@ -700,7 +759,7 @@ impl Net {
     /// for writability while output remains.
     fn after_write(&mut self, id: u64, wrote: std::io::Result<usize>) {
         self.stats.total_writes += 1;
-        let Some(c) = self.conns.get_mut(&id) else {
+        let Some(c) = conn!(self, id) else {
             return;
         };
         c.account();
@@ -732,6 +791,8 @@ impl Net {
     /// Closes connection `id`; `tell` queues a Disconnect for the executor
     /// (not wanted at shutdown).
     fn drop_conn(&mut self, id: u64, tell: bool) {
+        // Back from the I/O threads first, if lent.
+        let _ = conn!(self, id);
         let Some(mut c) = self.conns.remove(&id) else {
             return;
         };
@@ -924,7 +985,7 @@ impl Net {
         let nc = self.register(sock, addr.into(), true)?;
         // The stream bytes read with the handshake come first, and the
         // socket may hold more already.
-        if let Some(c) = self.conns.get_mut(&nc.id) {
+        if let Some(c) = conn!(self, nc.id) {
             c.io.inbuf.extend_from_slice(leftover);
             c.readable = true;
         }
@@ -1074,6 +1135,7 @@ impl Net {
     /// At shutdown: writes what can be written without waiting, then
     /// closes every connection and the listening sockets.
     pub fn close_all(&mut self) {
+        self.finish_job();
         // Listeners first: once a client sees its connection close, a new
         // one is refused, as when Redis's process exits.
         self.close_listeners();
@@ -1083,12 +1145,21 @@ impl Net {
         self.deliver();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
-            if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(c) = conn!(self, id) {
                 let _ = c.write_pending();
             }
             self.drop_conn(id, false);
         }
         self.bus.close_all(self.poll.registry());
+    }
+}
+
+impl Drop for Net {
+    /// The I/O threads' job ends before the connections it points into go.
+    fn drop(&mut self) {
+        if let Some(t) = &mut self.io_threads {
+            t.close();
+        }
     }
 }
 

@@ -73,7 +73,9 @@ pub struct Task {
     /// and is not closing).
     parse: bool,
     /// What the read or write found, once done.
-    pub outcome: Outcome,
+    outcome: Outcome,
+    /// Set (Release) by the thread that ran the task, once done.
+    done: AtomicBool,
 }
 
 /// A task's result.
@@ -93,26 +95,40 @@ impl Task {
             io: NonNull::from(io),
             parse,
             outcome: Outcome::Pending,
+            done: AtomicBool::new(false),
         }
     }
 
-    fn run(&mut self, op: Op, limits: &NetLimits) {
-        // SAFETY: a task's connection is lent to exactly one thread: the
-        // one that claimed the task's index (see `Job`). The executor's
-        // thread, which owns the connection table, waits inside
-        // `IoThreads::run` until every task is done, and the table is not
-        // touched meanwhile, so the pointer is valid and unaliased.
-        let io = unsafe { self.io.as_mut() };
-        self.outcome = match op {
+    /// Runs the task at `task` and marks it done.
+    ///
+    /// # Safety
+    /// The caller has claimed the task (see `Job`): no other thread runs
+    /// it, and its connection is not touched elsewhere until it is done.
+    /// Only raw places are used, so no reference covers the `done` flag
+    /// the executor's thread may be reading meanwhile.
+    unsafe fn run(task: *mut Task, op: Op, limits: &NetLimits) {
+        // SAFETY: as the caller promises; the connection outlives the
+        // task (the executor's thread settles a task before it removes
+        // or touches the task's connection).
+        let io = unsafe { &mut *(*task).io.as_ptr() };
+        // SAFETY: a plain field read of a claimed task.
+        let parse = unsafe { (*task).parse };
+        let outcome = match op {
             Op::Read => {
                 let r = io.read();
-                if self.parse && matches!(r, ReadOutcome::Data { .. }) {
+                if parse && matches!(r, ReadOutcome::Data { .. }) {
                     io.parse(limits);
                 }
                 Outcome::Read(r)
             }
             Op::Write => Outcome::Wrote(io.write_pending()),
         };
+        // SAFETY: the claimed task's outcome is this thread's to write
+        // until `done` is set.
+        unsafe {
+            std::ptr::addr_of_mut!((*task).outcome).write(outcome);
+            (*task).done.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -129,8 +145,6 @@ struct Job {
     len: AtomicUsize,
     /// Whether the job reads or writes.
     write: AtomicBool,
-    /// Tasks of the open job that are done.
-    finished: AtomicUsize,
     /// The limits the framing applies, set before the job opens.
     limits: UnsafeCell<NetLimits>,
     /// Set when the threads are to exit.
@@ -166,6 +180,10 @@ pub struct IoThreads {
     pub reads_processed: u64,
     /// Connections written in threaded passes.
     pub writes_processed: u64,
+    /// The open job's tasks.
+    tasks: Vec<Task>,
+    /// A job is open.
+    open: bool,
 }
 
 impl IoThreads {
@@ -177,7 +195,6 @@ impl IoThreads {
             tasks: AtomicPtr::new(std::ptr::null_mut()),
             len: AtomicUsize::new(0),
             write: AtomicBool::new(false),
-            finished: AtomicUsize::new(0),
             limits: UnsafeCell::new(NetLimits::default()),
             stop: AtomicBool::new(false),
         });
@@ -199,10 +216,14 @@ impl IoThreads {
             workers,
             generation: 0,
             do_reads,
-            governor: Governor::new(),
+            governor: Governor::new(
+                std::env::var_os("FERROKV_IO_THREADS_ALWAYS").is_some_and(|v| v == "1"),
+            ),
             active: false,
             reads_processed: 0,
             writes_processed: 0,
+            tasks: Vec::new(),
+            open: false,
         })
     }
 
@@ -231,9 +252,11 @@ impl IoThreads {
         !self.workers.is_empty() && n >= MIN_PER_THREAD * (self.workers.len() + 1)
     }
 
-    /// Runs `op` on every task, on the I/O threads and this one; returns
-    /// when all are done.
-    pub fn run(&mut self, op: Op, tasks: &mut [Task], limits: &NetLimits) {
+    /// Opens a job: `op` on every task, by the I/O threads, while this
+    /// thread goes on. Each task's connection stays lent until the task
+    /// is settled ([`Self::settle`]); the job ends with [`Self::close`].
+    pub fn open(&mut self, op: Op, tasks: Vec<Task>, limits: &NetLimits) {
+        self.close();
         if tasks.is_empty() {
             return;
         }
@@ -241,15 +264,16 @@ impl IoThreads {
             Op::Read => self.reads_processed += tasks.len() as u64,
             Op::Write => self.writes_processed += tasks.len() as u64,
         }
+        self.tasks = tasks;
+        self.open = true;
         // 1 ..= 0xffff_fffe: never the high half of CLOSED, nor 0.
         self.generation = self.generation % 0xffff_fffe + 1;
         let job = &*self.job;
         // SAFETY: the job is CLOSED, so no other thread reads `limits`.
         unsafe { *job.limits.get() = *limits };
-        job.tasks.store(tasks.as_mut_ptr(), Ordering::Relaxed);
-        job.len.store(tasks.len(), Ordering::Relaxed);
+        job.tasks.store(self.tasks.as_mut_ptr(), Ordering::Relaxed);
+        job.len.store(self.tasks.len(), Ordering::Relaxed);
         job.write.store(op == Op::Write, Ordering::Relaxed);
-        job.finished.store(0, Ordering::Relaxed);
         // Opens the job; SeqCst pairs with each thread's `sleeping` flag
         // (a thread going to sleep sees the job, or is seen asleep here).
         job.claim.store(self.generation << 32, Ordering::SeqCst);
@@ -258,11 +282,49 @@ impl IoThreads {
                 w.thread.unpark();
             }
         }
-        claim_and_run(job, self.generation);
-        // Wait for the tasks other threads claimed: each is one read or
-        // write that does not block.
+    }
+
+    /// Number of tasks in the open job (0 when none is open).
+    pub fn len(&self) -> usize {
+        if self.open {
+            self.tasks.len()
+        } else {
+            0
+        }
+    }
+
+    /// Whether no job is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Waits until task `i` of the open job is done, running it (and the
+    /// unclaimed ones before it) on this thread when no I/O thread has
+    /// taken it yet; its connection may then be touched here again.
+    pub fn settle(&mut self, i: usize) {
+        if !self.open || i >= self.tasks.len() {
+            return;
+        }
+        let job = &*self.job;
+        let base = self.tasks.as_mut_ptr();
+        // SAFETY: `i` is in bounds; `done` is atomic, read through a raw
+        // pointer so no reference covers tasks other threads write.
+        let done = unsafe { &(*base.add(i)).done };
+        if done.load(Ordering::Acquire) {
+            return;
+        }
+        // Claim in order up to `i`: each claimed index is this thread's.
+        while claim_one(job, self.generation) {
+            if done.load(Ordering::Acquire) {
+                return;
+            }
+            let c = job.claim.load(Ordering::Acquire);
+            if (c & 0xffff_ffff) as usize > i {
+                break;
+            }
+        }
         let mut spins = 0u32;
-        while job.finished.load(Ordering::Acquire) < tasks.len() {
+        while !done.load(Ordering::Acquire) {
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(1024) {
                 std::thread::yield_now();
@@ -270,14 +332,40 @@ impl IoThreads {
                 std::hint::spin_loop();
             }
         }
-        // Every index was claimed and finished: no thread can claim from
-        // this job once it is closed, and `tasks` may go.
-        job.claim.store(CLOSED, Ordering::SeqCst);
+    }
+
+    /// Takes task `i`'s outcome once settled.
+    pub fn outcome(&mut self, i: usize) -> Outcome {
+        self.settle(i);
+        if !self.open || i >= self.tasks.len() {
+            return Outcome::Pending;
+        }
+        // SAFETY: task `i` is done: no other thread touches it any more
+        // (others may still write other tasks, so only this one's field
+        // is borrowed).
+        let outcome = unsafe { &mut *std::ptr::addr_of_mut!((*self.tasks.as_mut_ptr().add(i)).outcome) };
+        std::mem::replace(outcome, Outcome::Pending)
+    }
+
+    /// Settles every task and ends the open job.
+    pub fn close(&mut self) {
+        if !self.open {
+            return;
+        }
+        for i in 0..self.tasks.len() {
+            self.settle(i);
+        }
+        // Every index was claimed and is done: no thread can claim from
+        // this job once it is closed, and the tasks may go.
+        self.job.claim.store(CLOSED, Ordering::SeqCst);
+        self.open = false;
+        self.tasks.clear();
     }
 }
 
 impl Drop for IoThreads {
     fn drop(&mut self) {
+        self.close();
         self.job.stop.store(true, Ordering::SeqCst);
         for w in &mut self.workers {
             w.thread.unpark();
@@ -303,9 +391,14 @@ const LIGHT: u64 = 500;
 /// to spare for them; where it has none (the clients share the server's
 /// cores), their spinning and hand-offs only take CPU from the rest, and
 /// they stay off.
+///
+/// `FERROKV_IO_THREADS_ALWAYS=1` in the environment skips the trials and
+/// keeps the threads on (tests, so that their traffic goes through them).
 struct Governor {
     /// Use the threads now.
     use_threads: bool,
+    /// Never try: always use the threads.
+    always: bool,
     window_start: Instant,
     /// Connections read in the current window.
     reads: u64,
@@ -319,9 +412,10 @@ struct Governor {
 }
 
 impl Governor {
-    fn new() -> Governor {
+    fn new(always: bool) -> Governor {
         Governor {
-            use_threads: false,
+            use_threads: always,
+            always,
             window_start: Instant::now(),
             reads: 0,
             trial: 0,
@@ -333,7 +427,7 @@ impl Governor {
 
     /// Ends the window when it is over and moves the trials on.
     fn tick(&mut self, now: Instant) {
-        if now.duration_since(self.window_start) < WINDOW {
+        if self.always || now.duration_since(self.window_start) < WINDOW {
             return;
         }
         self.window_start = now;
@@ -375,10 +469,16 @@ impl Governor {
 
 /// Claims tasks of job `generation` until none is left, running each.
 fn claim_and_run(job: &Job, generation: u64) {
+    while claim_one(job, generation) {}
+}
+
+/// Claims the next task of job `generation` and runs it; false when the
+/// job has none left (or is no longer open).
+fn claim_one(job: &Job, generation: u64) -> bool {
     loop {
         let c = job.claim.load(Ordering::Acquire);
         if c == CLOSED || c >> 32 != generation {
-            return;
+            return false;
         }
         // Read after the claim word showed the job open: if the job was
         // closed and another opened since, the compare-and-swap below
@@ -388,7 +488,7 @@ fn claim_and_run(job: &Job, generation: u64) {
         let write = job.write.load(Ordering::Acquire);
         let i = (c & 0xffff_ffff) as usize;
         if i >= len {
-            return;
+            return false;
         }
         if job
             .claim
@@ -397,15 +497,13 @@ fn claim_and_run(job: &Job, generation: u64) {
         {
             continue;
         }
-        // SAFETY: the claim succeeded, so job `generation` is open with
-        // `len` tasks at `tasks` (the executor's thread keeps them alive
-        // and untouched until all are finished), and index `i` is this
-        // thread's alone.
-        let task = unsafe { &mut *tasks.add(i) };
         // SAFETY: the job is open, and `limits` changes only while closed.
         let limits = unsafe { &*job.limits.get() };
-        task.run(if write { Op::Write } else { Op::Read }, limits);
-        job.finished.fetch_add(1, Ordering::Release);
+        // SAFETY: the claim succeeded, so job `generation` is open with
+        // `len` tasks at `tasks` (the executor's thread keeps them alive
+        // until each is done), and index `i` is this thread's alone.
+        unsafe { Task::run(tasks.add(i), if write { Op::Write } else { Op::Read }, limits) };
+        return true;
     }
 }
 

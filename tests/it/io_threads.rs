@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::time::Duration;
 
-use crate::support::{encode, start_with, wait_until, Raw};
+use crate::support::{encode, server_command, spawn_on_free_port, wait_until, ChildGuard, Raw};
 
 /// A small deterministic generator (xorshift64*), one per client.
 struct Rng(u64);
@@ -246,13 +246,15 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
 
 #[test]
 fn many_clients_with_io_threads_get_the_replies_a_model_predicts() {
-    let server = start_with(|c| {
-        for (name, value) in [("io-threads", &b"4"[..]), ("io-threads-do-reads", b"yes")] {
-            let (p, _) = ferrokv::config::params::lookup(name.as_bytes()).expect("a parameter");
-            c.set_args(p, &[value], false).expect("a valid value");
-        }
+    // A process of its own, told to use the threads whenever there is work
+    // for them (without, they would serve only where they pay off).
+    let (child, port) = spawn_on_free_port(|port| {
+        let mut cmd = server_command(env!("CARGO_BIN_EXE_ferrokv"), port);
+        cmd.args(["--io-threads", "4", "--io-threads-do-reads", "yes"])
+            .env("FERROKV_IO_THREADS_ALWAYS", "1");
+        cmd
     });
-    let port = server.port;
+    let _server = ChildGuard(child);
     let clients = 24;
     let models: Vec<(usize, Model)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)

@@ -82,7 +82,9 @@ fn test_config() -> Config {
 }
 
 /// `FERROKV_TEST_IO_THREADS=N`: every ferrokv the tests start runs with
-/// `io-threads N` and `io-threads-do-reads yes` (scripts/test-io-threads.sh).
+/// `io-threads N` and `io-threads-do-reads yes`; with
+/// `FERROKV_IO_THREADS_ALWAYS=1` too, the threads serve whenever there is
+/// work for them (scripts/test-io-threads.sh sets both).
 pub fn test_io_threads() -> Option<usize> {
     std::env::var("FERROKV_TEST_IO_THREADS")
         .ok()
