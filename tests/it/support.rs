@@ -187,6 +187,10 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
         cmd.args(["--appendonly", "no"])
             .args(["--dir", dir.to_str().unwrap_or("/tmp")])
             .args(extra);
+        // Side by side with I/O threads too, so both report the same.
+        if let Some(n) = test_io_threads() {
+            cmd.args(["--io-threads", &n.to_string(), "--io-threads-do-reads", "yes"]);
+        }
         cmd
     });
     RedisServer { port, child, dir }
