@@ -519,7 +519,13 @@ fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
                 u8::from(m.state == LinkState::Transfer),
             );
             let applied = repl.offset + repl.log.buf.len() as u64;
-            f.kv("slave_read_repl_offset", applied);
+            // Read but not applied yet: bytes of the master's stream in
+            // its client's buffers (held by CLIENT PAUSE, say).
+            let read = m
+                .client_id
+                .and_then(|id| ctx.server.clients.get(&id))
+                .map_or(applied, |c| m.read_base + c.bufs.read_total.get());
+            f.kv("slave_read_repl_offset", read.max(applied));
             f.kv("slave_repl_offset", applied);
             if !up {
                 let down = if m.down_since_ms == 0 {

@@ -226,7 +226,11 @@ impl Executor {
         self.store.log_expired = self.server.stream_on();
         // A replica leaves expiry to its master's DELs (Redis runs the
         // active cycle on masters only).
-        if self.server.repl.master.is_none() && self.server.active_expire {
+        // Nor while clients are paused: the data set stays as it is.
+        if self.server.repl.master.is_none()
+            && self.server.active_expire
+            && !self.server.pause.active(clock::now_ms())
+        {
             let started = Instant::now();
             self.store.active_expire_cycle(period / 4);
             let ms = started.elapsed().as_millis() as u64;

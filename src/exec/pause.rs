@@ -33,7 +33,7 @@ impl Executor {
             return false;
         };
         let cmd = &table.commands[id];
-        let mut flags = cmd.flags;
+        let mut flags = crate::server::call::command_flags(&self.server, id, argv);
         if cmd.name == "exec" {
             flags |= client.multi.as_ref().map_or(0, |m| m.flags);
         }

@@ -515,8 +515,10 @@ impl Executor {
         c.reply_mode = ReplyMode::Off;
         let tx = c.tx.clone();
         let now = clock::real_now_ms();
+        let applied = self.server.repl.offset + self.server.repl.log.buf.len() as u64;
         if let Some(m) = &mut self.server.repl.master {
             m.client_id = Some(id);
+            m.read_base = applied;
             m.tx = Some(tx.clone());
             m.state = LinkState::Connected;
             m.last_io_ms = now;

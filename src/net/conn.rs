@@ -372,6 +372,20 @@ impl ConnIo {
         if let (Some(big), Some(want)) = (&mut self.big, self.parser.big_wanted()) {
             return read_into(&mut self.sock, big, want - big.len());
         }
+        self.prepare_read();
+        let room = self.inbuf.capacity() - self.inbuf.len();
+        read_into(&mut self.sock, &mut self.inbuf, room)
+    }
+
+    /// Makes room in the query buffer for the next read. The executor's
+    /// thread calls it before lending the connection to an I/O thread, so
+    /// buffers are allocated and freed on one thread, as without threads:
+    /// `used_memory` (jemalloc's count, which includes what a thread's
+    /// cache holds) then does not drift with buffers cached elsewhere.
+    pub fn prepare_read(&mut self) {
+        if self.big.is_some() && self.parser.big_wanted().is_some() {
+            return;
+        }
         // Grow with the buffer, so a large argument arriving in many reads
         // costs few system calls.
         let want = READ_CHUNK.max(self.inbuf.len().min(1 << 20));
@@ -379,8 +393,6 @@ impl ConnIo {
             self.inbuf.reserve(want);
             self.inbuf_grew |= self.inbuf.capacity() > KEEP_BUFFER;
         }
-        let room = self.inbuf.capacity() - self.inbuf.len();
-        read_into(&mut self.sock, &mut self.inbuf, room)
     }
 
     /// Frames what is buffered into `batch`; an error is kept for after

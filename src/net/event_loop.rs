@@ -476,13 +476,17 @@ impl Net {
     /// connection's commands while the threads read the others.
     fn read_threaded(&mut self, unread: &mut Vec<u64>, limit: usize) {
         self.lend(Op::Read, unread, |c| {
-            (!(c.eof || c.closing || c.qbuf_len() >= limit)).then_some(!c.in_flight)
+            if c.eof || c.closing || c.qbuf_len() >= limit {
+                return None;
+            }
+            c.io.prepare_read();
+            Some(!c.in_flight)
         });
     }
 
     /// Opens a job of `op` on the connections in `ids` (left empty) that
     /// `pick` accepts, `pick` saying whether a read is to be framed.
-    fn lend(&mut self, op: Op, ids: &mut Vec<u64>, pick: impl Fn(&Conn) -> Option<bool>) {
+    fn lend(&mut self, op: Op, ids: &mut Vec<u64>, pick: impl Fn(&mut Conn) -> Option<bool>) {
         self.finish_job();
         let Some(threads) = &mut self.io_threads else {
             return;
@@ -551,6 +555,7 @@ impl Net {
         match read {
             ReadOutcome::Data { n, drained } => {
                 self.stats.net_input_bytes += n as u64;
+                c.bufs.read_total.set(c.bufs.read_total.get() + n as u64);
                 if drained {
                     c.readable = false;
                 } else {
@@ -987,6 +992,7 @@ impl Net {
         // socket may hold more already.
         if let Some(c) = conn!(self, nc.id) {
             c.io.inbuf.extend_from_slice(leftover);
+            c.bufs.read_total.set(leftover.len() as u64);
             c.readable = true;
         }
         self.unread.push(nc.id);

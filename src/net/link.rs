@@ -133,6 +133,8 @@ pub struct ConnBuffers {
     pub handed_over: Cell<bool>,
     /// Bytes in the query buffer (a large argument's own buffer included).
     pub query: Cell<usize>,
+    /// Bytes read from the socket so far (a master link's read offset).
+    pub read_total: Cell<u64>,
     /// Bytes allocated for the query buffer.
     pub query_alloc: Cell<usize>,
     /// Bytes allocated for output, queued or spare.

@@ -1,6 +1,7 @@
 //! The network side: accepting connections, framing requests, and writing
 //! replies. It never touches the keyspace; it hands batches to the executor,
-//! on the same thread.
+//! on the same thread (with `io-threads`, other threads read, frame and
+//! write lent connections meanwhile: `io_threads`).
 
 pub mod addr;
 pub mod bus;

@@ -94,6 +94,10 @@ pub fn call(
             store.set_now(now_us / 1000);
             client.last_interaction_ms = real_us / 1000;
             store.expiry = match (&server.repl.master, client.kind) {
+                // While clients are paused the data set stays as it is:
+                // an expired key reads as gone but is not deleted
+                // (Redis's checkClientPauseTimeoutAndReturnIfPaused).
+                (None, _) if server.pause.active(now_us / 1000) => crate::store::Expiry::Hide,
                 (None, _) => crate::store::Expiry::Delete,
                 (Some(_), ClientKind::Master) => crate::store::Expiry::Keep,
                 (Some(_), _) => crate::store::Expiry::Hide,
@@ -567,6 +571,28 @@ fn oom_check(
         return Err((Some(id), OOM));
     }
     Ok(())
+}
+
+/// A command's flags as the checks see them (Redis's getCommandFlags): an
+/// EVAL, EVALSHA or FCALL whose script declares flags writes, is denyoom
+/// and runs stale as the script says (scriptFlagsToCmdFlags), and is no
+/// longer `may-replicate`: what it does is known.
+pub fn command_flags(server: &ServerState, id: CommandId, argv: Argv<'_>) -> u32 {
+    let cmd = &server.table.commands[id];
+    let Some(script) = declared_script_flags(server, cmd.name.as_str(), argv) else {
+        return cmd.flags;
+    };
+    let mut flags = cmd.flags & !(flag::STALE | flag::DENYOOM | flag::WRITE | flag::MAY_REPLICATE);
+    if script & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
+        flags |= flag::DENYOOM;
+    }
+    if script & sflag::NO_WRITES == 0 {
+        flags |= flag::WRITE;
+    }
+    if script & sflag::ALLOW_STALE != 0 {
+        flags |= flag::STALE;
+    }
+    flags
 }
 
 /// The flags an EVAL, EVALSHA or FCALL's script declares (a shebang's, or

@@ -225,6 +225,11 @@ impl ServerState {
             self.memory.running = false;
             return Evicted::Ok;
         };
+        // Nothing is evicted while clients are paused (Redis's
+        // isSafeToPerformEvictions): the data set stays as it is.
+        if self.pause.active(crate::util::clock::now_ms()) {
+            return Evicted::Ok;
+        }
         let policy = Policy::parse(&self.config.maxmemory_policy);
         if policy == Policy::NoEviction {
             return Evicted::Fail;

@@ -112,6 +112,7 @@ pub fn queue(
         return Err(Error::err("EXEC without MULTI"));
     };
     if !m.dirty_exec && !dirty_cas {
+        let flags = super::call::command_flags(server, id, argv);
         let argv = argv.to_owned();
         let size = argv.size() + std::mem::size_of::<Queued>();
         if m.bytes.saturating_add(size) > limit {
@@ -125,7 +126,7 @@ pub fn queue(
         }
         m.bytes += size;
         m.count += 1;
-        m.flags |= server.table.commands[id].flags;
+        m.flags |= flags;
         m.cmds.push(Queued { id, argv });
     }
     ReplyBuf::new(out, client.resp3).simple("QUEUED");

@@ -1279,3 +1279,39 @@ fn a_diskless_load_reports_loading_and_ends_with_the_masters_data() {
     assert_eq!(r.cmd_str(&["EXISTS", "mine"]), b":0\r\n");
     assert_same_data(&mut m, &mut r);
 }
+
+/// A replica paused for writes reads its master's stream but applies none
+/// of it: `slave_read_repl_offset` reaches the master's offset while
+/// `slave_repl_offset` stays; unpaused, it applies the rest (Redis's
+/// unit/pause "Test when replica paused, offset would not grow").
+#[test]
+fn a_paused_replica_reads_its_masters_stream_without_applying_it() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    let (_replica, mut r) = ferrokv_replica_of(master.port);
+    m.cmd_str(&["SET", "foo", "bar"]);
+    let master_offset = |m: &mut Raw| info_field(m, "replication", "master_repl_offset");
+    let want = master_offset(&mut m);
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut r,
+        "replication",
+        "slave_repl_offset"
+    ) == want));
+    assert_eq!(r.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    m.cmd_str(&["SET", "foo2", "bar2"]);
+    let now = master_offset(&mut m);
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut r,
+        "replication",
+        "slave_read_repl_offset"
+    ) == now));
+    assert_eq!(info_field(&mut r, "replication", "slave_repl_offset"), want);
+    assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$-1\r\n");
+    assert_eq!(r.cmd_str(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    assert!(wait_until(Duration::from_secs(10), || info_field(
+        &mut r,
+        "replication",
+        "slave_repl_offset"
+    ) == now));
+    assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$4\r\nbar2\r\n");
+}

@@ -348,6 +348,82 @@ fn clients_held_by_client_pause_match_redis() {
     blocked(&mut p, 0);
 }
 
+/// Under CLIENT PAUSE WRITE, scripts declared `no-writes` (EVAL with a
+/// shebang, EVALSHA of one, FCALL of such a function, and a MULTI that
+/// queues only them) run at once, as in Redis, whose getCommandFlags
+/// takes a script's declared flags for the command's.
+#[test]
+fn no_writes_scripts_are_not_held_by_client_pause_write_like_redis() {
+    let mut p = Pair::new();
+    p.same(&["SET", "x", "y"]);
+    p.same(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=f1\nredis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}",
+    ]);
+    p.same(&["CLIENT", "PAUSE", "60000", "WRITE"]);
+    let (mut a, mut b) = p.connect_again();
+    let ro = "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])";
+    let mut run = |args: &[&str]| {
+        let x = a.cmd_str(args);
+        assert_eq!(x, b.cmd_str(args), "{args:?}");
+        x
+    };
+    assert_eq!(run(&["EVAL", ro, "1", "x"]), b"$1\r\ny\r\n");
+    let sha = String::from_utf8(run(&["SCRIPT", "LOAD", ro])).expect("text");
+    let sha = sha.lines().nth(1).expect("a sha").to_string();
+    run(&["EVALSHA", &sha, "1", "x"]);
+    assert_eq!(run(&["FCALL", "f1", "0"]), b"$5\r\nhello\r\n");
+    run(&["MULTI"]);
+    run(&["EVAL", ro, "1", "x"]);
+    assert_eq!(run(&["EXEC"]), b"*1\r\n$1\r\ny\r\n");
+    p.same(&["CLIENT", "UNPAUSE"]);
+}
+
+/// While clients are paused, keys whose TTL passed read as gone but are not
+/// deleted (neither on access nor by the active cycle); once unpaused,
+/// access deletes them: `expired_keys` as redis-server counts it.
+#[test]
+fn expired_keys_stay_while_clients_are_paused_like_redis() {
+    let mut p = Pair::new();
+    let expired = |p: &mut Pair| -> (String, String) {
+        let (a, b) = p.both(&["INFO", "stats"]);
+        let field = |r: &[u8]| {
+            String::from_utf8_lossy(r)
+                .lines()
+                .find(|l| l.starts_with("expired_keys:"))
+                .unwrap_or("")
+                .to_string()
+        };
+        (field(&a), field(&b))
+    };
+    let before = expired(&mut p);
+    p.same(&["MULTI"]);
+    p.same(&["SET", "foo", "bar", "PX", "10"]);
+    p.same(&["SET", "bar", "foo", "PX", "10"]);
+    p.same(&["CLIENT", "PAUSE", "50000", "WRITE"]);
+    p.same(&["EXEC"]);
+    assert!(wait_until(Duration::from_secs(5), || {
+        p.both(&["MGET", "foo", "bar"]) == (b"*2\r\n$-1\r\n$-1\r\n".to_vec(), b"*2\r\n$-1\r\n$-1\r\n".to_vec())
+    }));
+    // Let a few active expiry cycles pass, by the server's clock.
+    let server_ms = |p: &mut Pair| -> u64 {
+        let t = String::from_utf8_lossy(&p.ours.cmd_str(&["TIME"])).to_string();
+        let v: Vec<u64> = t.lines().filter_map(|l| l.parse().ok()).collect();
+        v[0] * 1000 + v[1] / 1000
+    };
+    let t0 = server_ms(&mut p);
+    assert!(wait_until(Duration::from_secs(5), || server_ms(&mut p) >= t0 + 350));
+    assert_eq!(expired(&mut p), before);
+    p.same(&["DBSIZE"]);
+    p.same(&["CLIENT", "UNPAUSE"]);
+    p.same(&["GET", "foo"]);
+    p.same(&["GET", "bar"]);
+    let (a, b) = expired(&mut p);
+    assert_eq!(a, b);
+    assert_ne!(a, before.0);
+}
+
 /// `used_memory` of INFO memory.
 fn used_memory(r: &[u8]) -> i64 {
     String::from_utf8_lossy(r)

@@ -157,6 +157,9 @@ pub struct MasterLink {
     pub state: LinkState,
     /// The master client, once connected.
     pub client_id: Option<u64>,
+    /// The replication offset the master client's stream started at (its
+    /// bytes read so far are added for INFO's `slave_read_repl_offset`).
+    pub read_base: u64,
     /// Its connection, for REPLCONF ACK.
     pub tx: Option<ConnTx>,
     /// Real Unix ms of the last data from the master.
@@ -609,6 +612,7 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         port,
         state: LinkState::Connect,
         client_id: None,
+        read_base: 0,
         tx: None,
         last_io_ms: 0,
         down_since_ms: 0,
