@@ -323,6 +323,9 @@ fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     s.stats = Default::default();
     s.repl.stats = Default::default();
     crate::store::lazyfree::reset_stats();
+    use std::sync::atomic::Ordering::Relaxed;
+    crate::util::process::TOTAL_FORKS.store(0, Relaxed);
+    crate::util::process::LATEST_FORK_USEC.store(0, Relaxed);
     for c in &mut s.table.commands {
         c.calls = 0;
         c.usec = 0;

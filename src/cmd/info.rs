@@ -459,9 +459,10 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         "pubsubshard_channels",
         ctx.server.pubsub.num_shard_channels(),
     );
+    use std::sync::atomic::Ordering::Relaxed;
+    f.kv("latest_fork_usec", crate::util::process::LATEST_FORK_USEC.load(Relaxed));
+    f.kv("total_forks", crate::util::process::TOTAL_FORKS.load(Relaxed));
     for k in [
-        "latest_fork_usec",
-        "total_forks",
         "migrate_cached_sockets",
         "slave_expires_tracked_keys",
         "active_defrag_hits",

@@ -25,7 +25,11 @@ pub(super) fn eval_debugging(
         // SAFETY: fork on the executor thread, as BGSAVE does; the child
         // serves this one client and leaves with _exit, never returning to
         // the event loop.
+        let fork_started = std::time::Instant::now();
         let pid = unsafe { libc::fork() };
+        if pid > 0 {
+            crate::util::process::note_fork(fork_started);
+        }
         if pid < 0 {
             ctx.client.lua_debug = None;
             return Err(Error::err_owned(format!(

@@ -69,7 +69,11 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// BGREWRITEAOF: a forked child writes a new base while writes go to a
 /// new incremental file; scheduled when a background save runs.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    match persist::aof::bgrewriteaof(ctx.store, &mut ctx.server.persistence()) {
+    // Inside EXEC the rewrite is only scheduled (Redis's server.in_exec):
+    // the transaction's writes come first. A client runs a command with
+    // its MULTI state set only from EXEC.
+    let in_exec = ctx.client.multi.is_some();
+    match persist::aof::bgrewriteaof(ctx.store, &mut ctx.server.persistence(), in_exec) {
         BgStart::Started => ctx
             .reply
             .simple("Background append only file rewriting started"),

@@ -99,7 +99,17 @@ fn do_publish(ctx: &mut Ctx<'_>, argv: Argv<'_>, shard: bool) -> CmdResult {
 }
 
 fn publish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    do_publish(ctx, argv, false)
+    do_publish(ctx, argv, false)?;
+    // Outside a cluster (whose bus carries it) PUBLISH reaches replicas,
+    // so their subscribers get the message too; never the AOF (Redis's
+    // forceCommandPropagation with PROPAGATE_REPL).
+    if ctx.server.cluster.is_none() {
+        let db = ctx.db();
+        ctx.server
+            .propagation
+            .also_to_replicas(db, &[argv.get(0), argv.get(1), argv.get(2)]);
+    }
+    Ok(())
 }
 
 fn spublish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {

@@ -225,7 +225,11 @@ fn fork_child(
     // child's copy is consistent. The child only writes (jemalloc and std
     // file I/O are fork-safe) and leaves with _exit, never running the
     // parent's runtime, destructors or other threads' work.
+    let fork_started = std::time::Instant::now();
     let pid = unsafe { libc::fork() };
+    if pid > 0 {
+        crate::util::process::note_fork(fork_started);
+    }
     if pid < 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }

@@ -677,7 +677,14 @@ fn replication_check(
         .is_some_and(|m| m.state == super::repl::LinkState::Connected);
     let stale_ok = || match script() {
         Some(f) => f & sflag::ALLOW_STALE != 0,
-        None => cmd.has(flag::STALE),
+        None => {
+            cmd.has(flag::STALE)
+                && !(cmd.name == "exec"
+                    && client
+                        .multi
+                        .as_ref()
+                        .is_some_and(|m| m.inv_flags & flag::STALE != 0))
+        }
     };
     if !up && !server.config.get_bool("replica-serve-stale-data") && !stale_ok() {
         return Err((

@@ -47,6 +47,9 @@ pub struct MultiState {
     /// The flags of every queued command together (Redis's
     /// `mstate.cmd_flags`): CLIENT PAUSE WRITE holds an EXEC that writes.
     pub flags: u32,
+    /// The flags some queued command lacks (Redis's `cmd_inv_flags`): a
+    /// stale replica refuses an EXEC with any command not `stale`.
+    pub inv_flags: u32,
 }
 
 impl MultiState {
@@ -127,6 +130,7 @@ pub fn queue(
         m.bytes += size;
         m.count += 1;
         m.flags |= flags;
+        m.inv_flags |= !flags;
         m.cmds.push(Queued { id, argv });
     }
     ReplyBuf::new(out, client.resp3).simple("QUEUED");

@@ -31,6 +31,9 @@ pub struct Propagation {
     /// The running command propagates even if it changed nothing
     /// (Redis's forceCommandPropagation: FLUSHALL of an empty server).
     pub forced: bool,
+    /// Indexes of `pending` that go to replicas only, not the AOF
+    /// (PROPAGATE_REPL: PUBLISH).
+    pub repl_only: Vec<usize>,
 }
 
 impl Propagation {
@@ -45,6 +48,16 @@ impl Propagation {
     /// borrowed, which cannot reach [`super::Ctx::also_propagate`].
     pub fn also(&mut self, db: usize, args: &[&[u8]]) {
         if self.on {
+            self.pending.push((db, argv_of(args)));
+        }
+    }
+
+    /// `args` reaches the replicas, not the AOF, in database `db`, after
+    /// what the running command propagated so far (Redis's alsoPropagate
+    /// with PROPAGATE_REPL).
+    pub fn also_to_replicas(&mut self, db: usize, args: &[&[u8]]) {
+        if self.on {
+            self.repl_only.push(self.pending.len());
             self.pending.push((db, argv_of(args)));
         }
     }
@@ -71,9 +84,22 @@ impl super::ServerState {
     /// Hands what the outermost command propagated to the AOF and the
     /// replicas.
     pub fn feed_ops(&mut self, ops: &[(usize, OwnedArgv)]) {
+        let repl_only = std::mem::take(&mut self.propagation.repl_only);
         if self.aof.on {
             self.aof.annotate();
-            self.aof.log.feed(ops);
+            if repl_only.is_empty() {
+                self.aof.log.feed(ops);
+            } else {
+                let aof_ops: Vec<(usize, OwnedArgv)> = ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !repl_only.contains(i))
+                    .map(|(_, (db, argv))| (*db, argv.clone()))
+                    .collect();
+                if !aof_ops.is_empty() {
+                    self.aof.log.feed(&aof_ops);
+                }
+            }
         }
         if self.repl.feeding() {
             self.repl.log.feed(ops);

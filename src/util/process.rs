@@ -6,7 +6,19 @@
 //! checks of the kernel's memory settings (linuxMemoryWarnings), which
 //! turn transparent huge pages off for the process with `disable-thp`.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+
+/// Children forked (INFO `total_forks`): background saves, snapshots for
+/// replicas, AOF rewrites, Lua debugging sessions (Redis's redisFork).
+pub static TOTAL_FORKS: AtomicU64 = AtomicU64::new(0);
+/// How long the last fork took, in µs (INFO `latest_fork_usec`).
+pub static LATEST_FORK_USEC: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a fork that started at `started`, in the parent once it returned.
+pub fn note_fork(started: std::time::Instant) {
+    TOTAL_FORKS.fetch_add(1, Ordering::Relaxed);
+    LATEST_FORK_USEC.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+}
 
 /// The process classes of `oom-score-adj-values`, in its order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

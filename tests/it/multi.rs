@@ -297,3 +297,61 @@ fn blocking_commands_do_not_block_in_exec() {
         "A EXEC",
     ]);
 }
+
+/// On a replica whose link is down with `replica-serve-stale-data no`, an
+/// EXEC whose queue holds a command not allowed stale (GET, PING) is
+/// refused with EXECABORT ... MASTERDOWN, even when the replica went
+/// stale after the command was queued (Redis's cmd_inv_flags).
+#[test]
+fn exec_on_a_replica_gone_stale_is_refused_like_redis() {
+    let mut p = Pair::new();
+    let (mut admin_a, mut admin_b) = p.connect_again();
+    p.same(&["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+    p.same(&["SET", "xx", "1"]);
+    for queued in ["GET xx", "PING"] {
+        p.same(&["MULTI"]);
+        p.same(&queued.split(' ').collect::<Vec<_>>());
+        for a in [&mut admin_a, &mut admin_b] {
+            assert_eq!(a.cmd_str(&["REPLICAOF", "localhsot", "0"]), b"+OK\r\n");
+        }
+        p.same(&["EXEC"]);
+        for a in [&mut admin_a, &mut admin_b] {
+            assert_eq!(a.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+        }
+    }
+    p.same(&["MULTI"]);
+    p.same(&["GET", "xx"]);
+    p.same(&["EXEC"]);
+}
+
+/// BGREWRITEAOF inside EXEC is only scheduled, as in Redis; the rewrite
+/// then starts from the cron, and INFO's total_forks counts it.
+#[test]
+fn bgrewriteaof_in_exec_is_scheduled_and_counted_like_redis() {
+    // Processes of their own: the fork counters belong to the process.
+    let ours = spawn_ferrokv_process();
+    let theirs = spawn_redis();
+    for port in [ours.port, theirs.port] {
+        let mut c = Raw::connect(port);
+        let forks = |c: &mut Raw| -> u64 {
+            String::from_utf8_lossy(&c.cmd_str(&["INFO", "stats"]))
+                .lines()
+                .find_map(|l| l.strip_prefix("total_forks:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("total_forks")
+        };
+        let before = forks(&mut c);
+        c.cmd_str(&["MULTI"]);
+        c.cmd_str(&["SET", "foo", "bar"]);
+        c.cmd_str(&["BGREWRITEAOF"]);
+        assert_eq!(
+            c.cmd_str(&["EXEC"]),
+            b"*2\r\n+OK\r\n+Background append only file rewriting scheduled\r\n",
+            "port {port}"
+        );
+        assert!(
+            wait_until(Duration::from_secs(10), || forks(&mut c) > before),
+            "port {port}: the rewrite never forked"
+        );
+    }
+}

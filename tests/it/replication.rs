@@ -1315,3 +1315,24 @@ fn a_paused_replica_reads_its_masters_stream_without_applying_it() {
     ) == now));
     assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$4\r\nbar2\r\n");
 }
+
+/// Outside a cluster PUBLISH reaches replicas (Redis's PROPAGATE_REPL), so
+/// a subscriber on a replica gets what is published on its master.
+#[test]
+fn publish_reaches_subscribers_on_a_replica() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    let (replica, _r) = ferrokv_replica_of(master.port);
+    let mut sub = replica.raw();
+    assert_eq!(
+        sub.cmd_str(&["SUBSCRIBE", "news"]),
+        b"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n"
+    );
+    m.cmd_str(&["MULTI"]);
+    m.cmd_str(&["PUBLISH", "news", "hello"]);
+    m.cmd_str(&["EXEC"]);
+    assert_eq!(
+        sub.read_reply(),
+        b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+}

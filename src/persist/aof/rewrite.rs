@@ -60,13 +60,13 @@ pub enum BgStart {
 }
 
 /// BGREWRITEAOF (`bgrewriteaofCommand`).
-pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>) -> BgStart {
+pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> BgStart {
     if p.aof.rewrite.is_some() {
         return BgStart::InProgress;
     }
     // A manual rewrite is never held back by earlier failures.
     p.aof.rewrite_failures = 0;
-    if p.state.bgsave.is_some() {
+    if p.state.bgsave.is_some() || in_exec {
         p.aof.rewrite_scheduled = true;
         return BgStart::Scheduled;
     }
@@ -148,7 +148,11 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
     // child's copy is consistent. The child only writes the file and leaves
     // with _exit, never running the parent's runtime or destructors (see
     // bgsave.rs, which forks the same way).
+    let fork_started = std::time::Instant::now();
     let pid = unsafe { libc::fork() };
+    if pid > 0 {
+        crate::util::process::note_fork(fork_started);
+    }
     if pid < 0 {
         return Err(format!(
             "Can't rewrite append only file in background: fork: {}",
