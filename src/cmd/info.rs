@@ -460,8 +460,14 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         ctx.server.pubsub.num_shard_channels(),
     );
     use std::sync::atomic::Ordering::Relaxed;
-    f.kv("latest_fork_usec", crate::util::process::LATEST_FORK_USEC.load(Relaxed));
-    f.kv("total_forks", crate::util::process::TOTAL_FORKS.load(Relaxed));
+    f.kv(
+        "latest_fork_usec",
+        crate::util::process::LATEST_FORK_USEC.load(Relaxed),
+    );
+    f.kv(
+        "total_forks",
+        crate::util::process::TOTAL_FORKS.load(Relaxed),
+    );
     for k in [
         "migrate_cached_sockets",
         "slave_expires_tracked_keys",
@@ -488,10 +494,7 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let (_, io_reads, io_writes) = ctx.server.io_thread_stats();
     f.kv("io_threaded_reads_processed", io_reads);
     f.kv("io_threaded_writes_processed", io_writes);
-    for k in [
-        "reply_buffer_shrinks",
-        "reply_buffer_expands",
-    ] {
+    for k in ["reply_buffer_shrinks", "reply_buffer_expands"] {
         f.kv(k, 0);
     }
 }

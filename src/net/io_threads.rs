@@ -343,7 +343,8 @@ impl IoThreads {
         // SAFETY: task `i` is done: no other thread touches it any more
         // (others may still write other tasks, so only this one's field
         // is borrowed).
-        let outcome = unsafe { &mut *std::ptr::addr_of_mut!((*self.tasks.as_mut_ptr().add(i)).outcome) };
+        let outcome =
+            unsafe { &mut *std::ptr::addr_of_mut!((*self.tasks.as_mut_ptr().add(i)).outcome) };
         std::mem::replace(outcome, Outcome::Pending)
     }
 
@@ -502,7 +503,13 @@ fn claim_one(job: &Job, generation: u64) -> bool {
         // SAFETY: the claim succeeded, so job `generation` is open with
         // `len` tasks at `tasks` (the executor's thread keeps them alive
         // until each is done), and index `i` is this thread's alone.
-        unsafe { Task::run(tasks.add(i), if write { Op::Write } else { Op::Read }, limits) };
+        unsafe {
+            Task::run(
+                tasks.add(i),
+                if write { Op::Write } else { Op::Read },
+                limits,
+            )
+        };
         return true;
     }
 }

@@ -32,7 +32,9 @@ impl Rng {
             _ => 1 + self.below(24),
         } as usize;
         let seed = self.next() as u8;
-        (0..len).map(|i| b'a' + (seed.wrapping_add(i as u8) % 26)).collect()
+        (0..len)
+            .map(|i| b'a' + (seed.wrapping_add(i as u8) % 26))
+            .collect()
     }
 }
 
@@ -150,7 +152,11 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
     let channel = format!("c{me}:ch");
     assert_eq!(
         sub.cmd_str(&["SUBSCRIBE", &channel]),
-        format!("*3\r\n$9\r\nsubscribe\r\n${}\r\n{channel}\r\n:1\r\n", channel.len()).into_bytes()
+        format!(
+            "*3\r\n$9\r\nsubscribe\r\n${}\r\n{channel}\r\n:1\r\n",
+            channel.len()
+        )
+        .into_bytes()
     );
     let mut dropped = 0usize;
     for step in 0..steps {
@@ -194,7 +200,11 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
                 for r in replies {
                     want.extend_from_slice(&r);
                 }
-                assert_eq!(show(&main.read_reply()), show(&want), "client {me} step {step}");
+                assert_eq!(
+                    show(&main.read_reply()),
+                    show(&want),
+                    "client {me} step {step}"
+                );
             }
             7 => {
                 let key = format!("c{me}:b");
@@ -204,7 +214,11 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
                 let mut want = b"*2\r\n".to_vec();
                 want.extend_from_slice(&bulk(key.as_bytes()));
                 want.extend_from_slice(&bulk(&v));
-                assert_eq!(show(&blk.read_reply()), show(&want), "client {me} step {step}");
+                assert_eq!(
+                    show(&blk.read_reply()),
+                    show(&want),
+                    "client {me} step {step}"
+                );
             }
             8 => {
                 let msg = rng.value();
@@ -212,7 +226,11 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
                 let mut want = b"*3\r\n$7\r\nmessage\r\n".to_vec();
                 want.extend_from_slice(&bulk(channel.as_bytes()));
                 want.extend_from_slice(&bulk(&msg));
-                assert_eq!(show(&sub.read_reply()), show(&want), "client {me} step {step}");
+                assert_eq!(
+                    show(&sub.read_reply()),
+                    show(&want),
+                    "client {me} step {step}"
+                );
             }
             _ => {
                 // A whole INCR, then a SET cut short: the INCR counts, the
@@ -240,7 +258,10 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
         }),
         "client {me}: the dropped connections' INCRs"
     );
-    assert_eq!(main.cmd_str(&["EXISTS", &format!("c{me}:never")]), b":0\r\n");
+    assert_eq!(
+        main.cmd_str(&["EXISTS", &format!("c{me}:never")]),
+        b":0\r\n"
+    );
     model
 }
 
@@ -270,7 +291,11 @@ fn many_clients_with_io_threads_get_the_replies_a_model_predicts() {
     let mut keys = 0;
     for (me, model) in &models {
         for (k, v) in &model.strings {
-            assert_eq!(show(&check.cmd_str(&["GET", k])), show(&bulk(v)), "client {me}");
+            assert_eq!(
+                show(&check.cmd_str(&["GET", k])),
+                show(&bulk(v)),
+                "client {me}"
+            );
         }
         for k in model.lists.keys() {
             assert_eq!(

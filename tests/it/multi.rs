@@ -329,7 +329,9 @@ fn exec_on_a_replica_gone_stale_is_refused_like_redis() {
 #[test]
 fn bgrewriteaof_in_exec_is_scheduled_and_counted_like_redis() {
     // Processes of their own: the fork counters belong to the process.
-    let ours = spawn_ferrokv_process();
+    let dir = unique_temp_path("ferrokv-multi-aofrw");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let ours = spawn_ferrokv_process_with(&["--dir", dir.to_str().expect("a path")]);
     let theirs = spawn_redis();
     for port in [ours.port, theirs.port] {
         let mut c = Raw::connect(port);
@@ -354,4 +356,6 @@ fn bgrewriteaof_in_exec_is_scheduled_and_counted_like_redis() {
             "port {port}: the rewrite never forked"
         );
     }
+    drop(ours);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1289,30 +1289,30 @@ fn a_paused_replica_reads_its_masters_stream_without_applying_it() {
     let master = ferrokv_master();
     let mut m = master.raw();
     let (_replica, mut r) = ferrokv_replica_of(master.port);
+    let reaches = |r: &mut Raw, field: &str, want: &str| {
+        assert!(
+            wait_until(Duration::from_secs(10), || info_field(
+                r,
+                "replication",
+                field
+            ) == want),
+            "{field} never reached {want}"
+        );
+    };
     m.cmd_str(&["SET", "foo", "bar"]);
-    let master_offset = |m: &mut Raw| info_field(m, "replication", "master_repl_offset");
-    let want = master_offset(&mut m);
-    assert!(wait_until(Duration::from_secs(10), || info_field(
-        &mut r,
-        "replication",
-        "slave_repl_offset"
-    ) == want));
-    assert_eq!(r.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    let want = info_field(&mut m, "replication", "master_repl_offset");
+    reaches(&mut r, "slave_repl_offset", &want);
+    assert_eq!(
+        r.cmd_str(&["CLIENT", "PAUSE", "100000", "WRITE"]),
+        b"+OK\r\n"
+    );
     m.cmd_str(&["SET", "foo2", "bar2"]);
-    let now = master_offset(&mut m);
-    assert!(wait_until(Duration::from_secs(10), || info_field(
-        &mut r,
-        "replication",
-        "slave_read_repl_offset"
-    ) == now));
+    let now = info_field(&mut m, "replication", "master_repl_offset");
+    reaches(&mut r, "slave_read_repl_offset", &now);
     assert_eq!(info_field(&mut r, "replication", "slave_repl_offset"), want);
     assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$-1\r\n");
     assert_eq!(r.cmd_str(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
-    assert!(wait_until(Duration::from_secs(10), || info_field(
-        &mut r,
-        "replication",
-        "slave_repl_offset"
-    ) == now));
+    reaches(&mut r, "slave_repl_offset", &now);
     assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$4\r\nbar2\r\n");
 }
 

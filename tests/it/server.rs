@@ -404,7 +404,11 @@ fn expired_keys_stay_while_clients_are_paused_like_redis() {
     p.same(&["CLIENT", "PAUSE", "50000", "WRITE"]);
     p.same(&["EXEC"]);
     assert!(wait_until(Duration::from_secs(5), || {
-        p.both(&["MGET", "foo", "bar"]) == (b"*2\r\n$-1\r\n$-1\r\n".to_vec(), b"*2\r\n$-1\r\n$-1\r\n".to_vec())
+        p.both(&["MGET", "foo", "bar"])
+            == (
+                b"*2\r\n$-1\r\n$-1\r\n".to_vec(),
+                b"*2\r\n$-1\r\n$-1\r\n".to_vec(),
+            )
     }));
     // Let a few active expiry cycles pass, by the server's clock.
     let server_ms = |p: &mut Pair| -> u64 {

@@ -71,7 +71,10 @@ fn test_config() -> Config {
     // directory of its own so no stray dump.rdb is loaded.
     config.save.clear();
     if let Some(n) = test_io_threads() {
-        for (name, value) in [("io-threads", n.to_string()), ("io-threads-do-reads", "yes".into())] {
+        for (name, value) in [
+            ("io-threads", n.to_string()),
+            ("io-threads-do-reads", "yes".into()),
+        ] {
             let (param, _) = ferrokv::config::params::lookup(name.as_bytes()).expect("a parameter");
             config
                 .set_args(param, &[value.as_bytes()], false)
@@ -189,7 +192,12 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
             .args(extra);
         // Side by side with I/O threads too, so both report the same.
         if let Some(n) = test_io_threads() {
-            cmd.args(["--io-threads", &n.to_string(), "--io-threads-do-reads", "yes"]);
+            cmd.args([
+                "--io-threads",
+                &n.to_string(),
+                "--io-threads-do-reads",
+                "yes",
+            ]);
         }
         cmd
     });
@@ -310,7 +318,12 @@ pub fn spawn_ferrokv_process_with(extra: &[&str]) -> FerrokvProcess {
             .args(["--save", ""])
             .args(extra);
         if let Some(n) = test_io_threads() {
-            cmd.args(["--io-threads", &n.to_string(), "--io-threads-do-reads", "yes"]);
+            cmd.args([
+                "--io-threads",
+                &n.to_string(),
+                "--io-threads-do-reads",
+                "yes",
+            ]);
         }
         cmd
     });
