@@ -40,6 +40,31 @@ pub fn is_redacted(name: &str, argv: Argv<'_>, i: usize) -> bool {
             false
         }
         "acl|setuser" => argv.len() >= 3 && i >= 2,
+        // MIGRATE's AUTH password and AUTH2 username password, as its
+        // option parser meets them (it stops at KEYS).
+        "migrate" => {
+            let mut j = 6;
+            while j < argv.len() {
+                let more = argv.len() - 1 - j;
+                let opt = argv.get(j);
+                if opt.eq_ignore_ascii_case(b"copy") || opt.eq_ignore_ascii_case(b"replace") {
+                    j += 1;
+                } else if opt.eq_ignore_ascii_case(b"auth") && more >= 1 {
+                    if i == j + 1 {
+                        return true;
+                    }
+                    j += 2;
+                } else if opt.eq_ignore_ascii_case(b"auth2") && more >= 2 {
+                    if i == j + 1 || i == j + 2 {
+                        return true;
+                    }
+                    j += 3;
+                } else {
+                    return false;
+                }
+            }
+            false
+        }
         "config|set" => {
             i >= 3 && i % 2 == 1 && {
                 let param = argv.get(i - 1);

@@ -38,6 +38,31 @@ const WORKLOAD: &[&[&[u8]]] = &[
     &[b"SET", b"a"],
     &[b"EXEC"],
     &[b"BLPOP", b"nolist", b"0.01"],
+    // MIGRATE's passwords are redacted (the key is missing: NOKEY).
+    &[
+        b"MIGRATE",
+        b"127.0.0.1",
+        b"1",
+        b"key",
+        b"9",
+        b"5000",
+        b"AUTH",
+        b"pw",
+    ],
+    &[
+        b"MIGRATE",
+        b"127.0.0.1",
+        b"1",
+        b"",
+        b"9",
+        b"5000",
+        b"COPY",
+        b"AUTH2",
+        b"u",
+        b"p",
+        b"KEYS",
+        b"key",
+    ],
     &[b"PING"],
 ];
 
@@ -71,7 +96,7 @@ fn monitor_shows_what_redis_shows() {
         for cmd in WORKLOAD {
             c.cmd(cmd);
         }
-        let mut lines = monitor_lines(&mut m, 18);
+        let mut lines = monitor_lines(&mut m, 20);
         // The monitor's own commands: refused on the keyspace, shown
         // otherwise, after their reply.
         assert_eq!(
@@ -91,6 +116,13 @@ fn monitor_shows_what_redis_shows() {
         out[0]
     );
     assert!(out[0].contains(&r#"[0 127.0.0.1] "AUTH" "(redacted)" "(redacted)""#.to_string()));
+    assert!(
+        out[0]
+            .iter()
+            .any(|l| l.ends_with(r#""AUTH2" "(redacted)" "(redacted)" "KEYS" "key""#)),
+        "{:?}",
+        out[0]
+    );
     // MONITOR inside MULTI is refused at EXEC, as Redis does.
     let mut p = Pair::new();
     p.script(&["MULTI", "MONITOR", "EXEC", "PING"]);
