@@ -169,6 +169,9 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 Ok(port) => ctx.server.port = port,
                 Err(e) => {
                     tracing::warn!("Failed to listen: {e}");
+                    // What was applied before is rolled back (Redis's
+                    // restoreBackupConfig): the OOM score adjustment.
+                    let _ = crate::server::apply_oom_config(cur);
                     return Err(set_failed(registered, why));
                 }
             }

@@ -575,3 +575,43 @@ fn oom_score_adj_sets_the_process_score() {
     ]))
     .contains("must be between -2000 and 2000"));
 }
+
+/// A CONFIG SET whose port cannot be bound rolls back what it applied
+/// before: the OOM score adjustment the same call set (Redis's
+/// restoreBackupConfig), and answers Redis's error.
+#[test]
+fn config_set_rolls_back_oom_score_adj_when_the_port_fails() {
+    let server = spawn_ferrokv_process();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let used = taken.local_addr().expect("addr").port().to_string();
+    let score = || {
+        std::fs::read_to_string(format!("/proc/{}/oom_score_adj", server.pid()))
+            .expect("oom_score_adj")
+            .trim()
+            .to_string()
+    };
+    let before = score();
+    let mut c = Raw::connect(server.port);
+    let reply = c.cmd_str(&[
+        "CONFIG",
+        "SET",
+        "oom-score-adj",
+        "yes",
+        "oom-score-adj-values",
+        "1 1 1",
+        "port",
+        &used,
+    ]);
+    assert!(
+        reply.starts_with(
+            b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port"
+        ),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+    assert_eq!(score(), before);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "GET", "oom-score-adj"]),
+        b"*2\r\n$13\r\noom-score-adj\r\n$2\r\nno\r\n"
+    );
+}
