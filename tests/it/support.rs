@@ -95,6 +95,18 @@ pub fn test_io_threads() -> Option<usize> {
         .filter(|&n| n > 1)
 }
 
+/// The command-line arguments for [`test_io_threads`] (none without it).
+pub fn io_threads_args() -> Vec<String> {
+    test_io_threads().map_or_else(Vec::new, |n| {
+        vec![
+            "--io-threads".into(),
+            n.to_string(),
+            "--io-threads-do-reads".into(),
+            "yes".into(),
+        ]
+    })
+}
+
 /// A path under the system temp dir that no other test uses (not created).
 pub fn unique_temp_path(prefix: &str) -> std::path::PathBuf {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -191,14 +203,7 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
             .args(["--dir", dir.to_str().unwrap_or("/tmp")])
             .args(extra);
         // Side by side with I/O threads too, so both report the same.
-        if let Some(n) = test_io_threads() {
-            cmd.args([
-                "--io-threads",
-                &n.to_string(),
-                "--io-threads-do-reads",
-                "yes",
-            ]);
-        }
+        cmd.args(io_threads_args());
         cmd
     });
     RedisServer { port, child, dir }
@@ -317,14 +322,7 @@ pub fn spawn_ferrokv_process_with(extra: &[&str]) -> FerrokvProcess {
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(extra);
-        if let Some(n) = test_io_threads() {
-            cmd.args([
-                "--io-threads",
-                &n.to_string(),
-                "--io-threads-do-reads",
-                "yes",
-            ]);
-        }
+        cmd.args(io_threads_args());
         cmd
     });
     FerrokvProcess { port, child }
