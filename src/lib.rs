@@ -429,6 +429,20 @@ fn prepare(
     }
     executor.server.apply_proc_title();
     tracing::warn!("Server initialized");
+    // Redis's moduleLoadFromQueue: ferrokv loads no modules, so the first
+    // `loadmodule` fails as a module that cannot be loaded does in Redis.
+    if let Some(path) = executor.server.config.modules.first() {
+        if std::fs::metadata(path).is_err() {
+            tracing::warn!(
+                "Module {path} failed to load: {path}: cannot open shared object file: No such file or directory"
+            );
+        } else {
+            tracing::warn!("Module {path} failed to load: ferrokv does not load modules");
+        }
+        return Err(std::io::Error::other(format!(
+            "Can't load module from {path}: server aborting"
+        )));
+    }
     if let Some(f) = on_bound {
         f(handle.clone());
     }

@@ -37,7 +37,9 @@ fn main() {
         } => (file, from_stdin, options),
     };
     let mut config = Config::default();
-    if let Err(e) = file::load(&mut config, file_path.as_deref(), from_stdin, &options) {
+    if let Err(e) = file::load(&mut config, file_path.as_deref(), from_stdin, &options)
+        .and_then(|()| ferrokv::exec::check_config(&config))
+    {
         eprintln!("{e}");
         std::process::exit(1);
     }

@@ -190,9 +190,15 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
                 state.depth -= 1;
                 r?;
             }
-            // Accepted for compatibility; ferrokv has no module loader or
-            // command renaming at load time.
-            b"rename-command" if argc == 3 => {}
+            // Checked and applied against the command table when the
+            // server starts (the table is a layer above this one).
+            b"rename-command" if argc == 3 => {
+                config.renamed_commands.push(super::RenameCommand {
+                    from: args[0].to_vec(),
+                    to: args[1].to_vec(),
+                    line: Some((i + 1, line.to_string())),
+                });
+            }
             b"user" if argc >= 2 => {
                 if config.users.iter().any(|u| u[0] == args[0]) {
                     return Err(bad(format!(
@@ -203,7 +209,11 @@ fn load_string(config: &mut Config, text: &str, state: &mut LoadState) -> Result
                 }
                 config.users.push(args.iter().map(|a| a.to_vec()).collect());
             }
-            b"loadmodule" if argc >= 2 => {}
+            b"loadmodule" if argc >= 2 => {
+                config
+                    .modules
+                    .push(String::from_utf8_lossy(args[0]).into_owned());
+            }
             _ if name.contains(&b'.') => {
                 if argc < 2 {
                     return Err(bad("Module config specified without value".into()));

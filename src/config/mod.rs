@@ -18,6 +18,18 @@ use std::collections::BTreeMap;
 use params::{Kind, Param, MULTI_ARG};
 use value::ValueError;
 
+/// One `rename-command` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenameCommand {
+    /// The command's current name.
+    pub from: Vec<u8>,
+    /// Its new name; empty removes the command.
+    pub to: Vec<u8>,
+    /// Line number and text, for the start-up error when the rename
+    /// cannot be done.
+    pub line: Option<(usize, String)>,
+}
+
 /// The server configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -30,6 +42,12 @@ pub struct Config {
     /// `user <name> <rules...>` lines, in order: ACL users to create at
     /// start-up.
     pub users: Vec<Vec<Vec<u8>>>,
+    /// `rename-command <old> <new>` lines, in order: the command table
+    /// renames (or, with an empty new name, drops) these at start-up.
+    pub renamed_commands: Vec<RenameCommand>,
+    /// `loadmodule` paths: ferrokv loads no modules, so a server given one
+    /// stops at start-up as Redis does when a module fails to load.
+    pub modules: Vec<String>,
     /// Number of databases.
     pub databases: usize,
     /// Background task frequency.
@@ -135,6 +153,8 @@ impl Default for Config {
             bind: vec!["*".into(), "-::*".into()],
             requirepass: None,
             users: Vec::new(),
+            renamed_commands: Vec::new(),
+            modules: Vec::new(),
             databases: 16,
             hz: 10,
             proto_max_bulk_len: 512 * 1024 * 1024,

@@ -50,6 +50,23 @@ pub struct Executor {
     cluster_cron: Instant,
 }
 
+/// What a configuration asks of the server that only the layers above the
+/// config parser can check, as Redis's config loader does with the
+/// command table at hand: each `rename-command` line names a command and
+/// a free new name. The error is the config file's, at the failing line.
+pub fn check_config(config: &Config) -> Result<(), crate::config::file::LoadError> {
+    if config.renamed_commands.is_empty() {
+        return Ok(());
+    }
+    let mut table = crate::server::table::CommandTable::build(crate::cmd::FAMILIES);
+    table
+        .apply_renames(&config.renamed_commands)
+        .map_err(|(i, reason)| crate::config::file::LoadError::Bad {
+            line: config.renamed_commands[i].line.clone(),
+            reason: reason.into(),
+        })
+}
+
 impl Executor {
     /// Creates an executor for `config`.
     pub fn new(config: Config, shared: Arc<Shared>, port: u16) -> Self {

@@ -332,7 +332,10 @@ impl ServerState {
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() % 16))
             .collect();
-        let table = CommandTable::build(families);
+        let mut table = CommandTable::build(families);
+        // Checked before start-up (exec::check_config); a failing line
+        // stops the server there.
+        let _ = table.apply_renames(&config.renamed_commands);
         let obuf_limits = obuf::Limits::from_config(&config.get("client-output-buffer-limit"));
         let client_evict_limit = client_mem::eviction_limit(&config);
         let mut acl = acl::Acl::new(&table.universe);

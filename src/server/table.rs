@@ -197,6 +197,9 @@ pub struct CommandTable {
     /// Commands by id.
     pub commands: Vec<Command>,
     top: HashMap<Vec<u8>, CommandId>,
+    /// Top-level commands `rename-command` removed (renamed to ""): no
+    /// name reaches them, and COMMAND no longer lists them.
+    removed: Vec<CommandId>,
     /// The captured Redis facts, for COMMAND INFO/DOCS.
     pub spec: Spec,
     /// Every command Redis 7.0 has (and ferrokv's own), which ACL rules
@@ -213,6 +216,7 @@ impl CommandTable {
         let mut t = CommandTable {
             commands: Vec::new(),
             top: HashMap::new(),
+            removed: Vec::new(),
             spec,
             universe,
         };
@@ -315,11 +319,42 @@ impl CommandTable {
         }
     }
 
+    /// Applies `rename-command` lines in order, as Redis's config loader
+    /// edits its command dictionary: the command answers to the new name
+    /// only, or to none when the new name is empty. ACL rules, COMMAND
+    /// INFO's names and propagation keep the original name, as in Redis.
+    /// On failure, the index of the line that failed and Redis's reason.
+    pub fn apply_renames(
+        &mut self,
+        renames: &[crate::config::RenameCommand],
+    ) -> Result<(), (usize, &'static str)> {
+        for (i, r) in renames.iter().enumerate() {
+            let from = r.from.to_ascii_lowercase();
+            let Some(id) = self.top.remove(&from) else {
+                return Err((i, "No such command in rename-command"));
+            };
+            if r.to.is_empty() {
+                self.removed.push(id);
+                continue;
+            }
+            let to = r.to.to_ascii_lowercase();
+            if self.top.contains_key(&to) {
+                // Redis has already deleted the old name when it finds the
+                // new one taken.
+                self.removed.push(id);
+                return Err((i, "Target command name already exists"));
+            }
+            self.top.insert(to, id);
+        }
+        Ok(())
+    }
+
     /// Looks a top-level command up by name, case-insensitively.
     pub fn lookup(&self, name: &[u8]) -> Option<CommandId> {
         let mut buf = [0u8; 32];
         if name.len() > buf.len() {
-            return None;
+            // Only a renamed command can have a name this long.
+            return self.top.get(&name.to_ascii_lowercase()).copied();
         }
         let lower = &mut buf[..name.len()];
         lower.copy_from_slice(name);
@@ -344,7 +379,8 @@ impl CommandTable {
 
     /// Ids of the top-level commands, in table order.
     pub fn top_level(&self) -> impl Iterator<Item = CommandId> + '_ {
-        (0..self.commands.len()).filter(|&i| self.commands[i].parent.is_none())
+        (0..self.commands.len())
+            .filter(|&i| self.commands[i].parent.is_none() && !self.removed.contains(&i))
     }
 
     /// The COMMAND INFO entry of `id`, with only implemented subcommands.

@@ -615,3 +615,95 @@ fn config_set_rolls_back_oom_score_adj_when_the_port_fails() {
         b"*2\r\n$13\r\noom-score-adj\r\n$2\r\nno\r\n"
     );
 }
+
+/// `rename-command` as Redis's config loader applies it: the old name is
+/// unknown everywhere (MULTI, scripts, COMMAND INFO), the new one runs the
+/// command, and an empty one removes it.
+#[test]
+fn rename_command_renames_or_removes_like_redis() {
+    let renames = [("flushdb", "badger"), ("get", "")];
+    let mut redis_args = Vec::new();
+    for (from, to) in renames {
+        redis_args.extend(["--rename-command", from, to]);
+    }
+    let mut pair = Pair::new_with(
+        |c| {
+            for (from, to) in renames {
+                c.renamed_commands.push(ferrokv::config::RenameCommand {
+                    from: from.into(),
+                    to: to.into(),
+                    line: None,
+                });
+            }
+        },
+        &redis_args,
+    );
+    pair.same(&["SET", "k", "v"]);
+    pair.same(&["FLUSHDB"]);
+    pair.same(&["GET", "k"]);
+    pair.same(&["DBSIZE"]);
+    pair.same(&["EVAL", "return redis.call('flushdb')", "0"]);
+    pair.same(&["COMMAND", "INFO", "flushdb", "get"]);
+    pair.same(&["MULTI"]);
+    pair.same(&["flushdb"]);
+    pair.same(&["EXEC"]);
+    pair.same(&["BADGER"]);
+    pair.same(&["DBSIZE"]);
+    // COMMAND COUNT drops by the removed command only.
+    let (ours, theirs) = pair.both(&["COMMAND", "COUNT"]);
+    let count = |r: &[u8]| -> i64 {
+        std::str::from_utf8(&r[1..r.len() - 2])
+            .expect("integer")
+            .parse()
+            .expect("integer")
+    };
+    let plain = spawn_redis();
+    let base = count(&Raw::connect(plain.port).cmd_str(&["COMMAND", "COUNT"]));
+    assert_eq!(count(&theirs), base - 1);
+    let ours_base = count(&start().raw().cmd_str(&["COMMAND", "COUNT"]));
+    assert_eq!(count(&ours), ours_base - 1);
+}
+
+/// A `rename-command` that cannot be done, and a `loadmodule`, stop the
+/// server at start-up with Redis's messages and exit status.
+#[test]
+fn rename_command_and_loadmodule_refusals_match_redis() {
+    let run = |program: &str, args: &[&str]| -> (Option<i32>, String) {
+        let mut child = std::process::Command::new(program)
+            .args(["--port", &free_port().to_string(), "--save", ""])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let status = wait_exit(&mut child, Duration::from_secs(10));
+        let mut text = String::new();
+        use std::io::Read as _;
+        let _ = child.stdout.take().map(|mut o| o.read_to_string(&mut text));
+        let _ = child.stderr.take().map(|mut o| o.read_to_string(&mut text));
+        (status.and_then(|s| s.code()), text)
+    };
+    let ours = env!("CARGO_BIN_EXE_ferrokv");
+    for args in [
+        &["--rename-command", "nosuch", "x"][..],
+        &["--rename-command", "get", "set"],
+        &["--rename-command", "get", "g", "--rename-command", "get", "h"],
+    ] {
+        let (code, text) = run(ours, args);
+        let (redis_code, redis_text) = run("redis-server", args);
+        assert_eq!(code, Some(1), "{text}");
+        assert_eq!(redis_code, Some(1), "{redis_text}");
+        assert_eq!(text.trim(), redis_text.trim());
+    }
+    let args = ["--loadmodule", "/nonexistent/module.so"];
+    let (code, text) = run(ours, &args);
+    let (redis_code, redis_text) = run("redis-server", &args);
+    assert_eq!((code, redis_code), (Some(1), Some(1)));
+    for line in [
+        "Module /nonexistent/module.so failed to load: /nonexistent/module.so: cannot open shared object file: No such file or directory",
+        "Can't load module from /nonexistent/module.so: server aborting",
+    ] {
+        assert!(text.contains(line), "{text}");
+        assert!(redis_text.contains(line), "{redis_text}");
+    }
+}
