@@ -231,6 +231,31 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
         }
     }
+    if next.appendonly != ctx.server.aof.enabled() {
+        if next.appendonly {
+            // Redis's updateAppendonly: the AOF starts with a background
+            // rewrite that writes its first base.
+            let in_exec = ctx.client.multi.is_some();
+            let mut p = crate::persist::Persistence {
+                config: &next,
+                state: &mut ctx.server.persist,
+                aof: &mut ctx.server.aof,
+                repl: ctx.server.repl.save_info(),
+            };
+            if crate::persist::aof::enable(ctx.store, &mut p, in_exec).is_err() {
+                let registered = found
+                    .iter()
+                    .find(|(p, _, _)| p.name == "appendonly")
+                    .map_or("appendonly", |f| f.1);
+                return Err(set_failed(
+                    registered,
+                    "Unable to turn on AOF. Check server logs.",
+                ));
+            }
+        } else {
+            ctx.server.aof.stop();
+        }
+    }
     apply(ctx, next);
     ctx.reply.ok();
     Ok(())
@@ -269,16 +294,6 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     ctx.server.aof.timestamps = next.get_bool("aof-timestamp-enabled");
     if next.appendfsync != ctx.server.config.appendfsync {
         ctx.server.aof.set_fsync(&next.appendfsync);
-    }
-    if next.appendonly != ctx.server.aof.on {
-        if next.appendonly {
-            // Redis starts the AOF with a rewrite that creates the base.
-            if let Err(e) = ctx.server.aof.rewrite(ctx.store, &next) {
-                tracing::warn!("{e}");
-            }
-        } else {
-            ctx.server.aof.stop();
-        }
     }
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);

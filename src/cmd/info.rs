@@ -193,13 +193,23 @@ fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("executable", &s.executable);
     f.kv("config_file", s.config_file.as_deref().unwrap_or(""));
     f.kv("io_threads_active", u8::from(s.io_thread_stats().0));
+    if let Some(w) = &s.shutdown_wait {
+        f.kv(
+            "shutdown_in_milliseconds",
+            w.deadline_ms as i64 - crate::util::clock::real_now_ms() as i64,
+        );
+    }
     f.kv("ferrokv_version", crate::VERSION);
 }
 
 fn clients(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let s = &*ctx.server;
-    // The client running INFO is out of the map during its batch.
-    f.kv("connected_clients", s.clients.len() + 1);
+    // The client running INFO is out of the map during its batch;
+    // replicas are not counted (Redis's clients less slaves).
+    f.kv(
+        "connected_clients",
+        (s.clients.len() + 1).saturating_sub(s.repl.replicas.len()),
+    );
     f.kv("cluster_connections", 0);
     f.kv("maxclients", s.config.maxclients);
     // The largest buffers now (Redis keeps the largest of the last few
@@ -358,7 +368,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rdb_last_load_keys_expired", p.last_load_keys_expired);
     f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     let aof = &ctx.server.aof;
-    f.kv("aof_enabled", u8::from(aof.on));
+    f.kv("aof_enabled", u8::from(aof.enabled()));
     f.kv("aof_rewrite_in_progress", u8::from(aof.rewrite.is_some()));
     f.kv("aof_rewrite_scheduled", u8::from(aof.rewrite_scheduled));
     f.kv("aof_last_rewrite_time_sec", aof.last_rewrite_sec);
@@ -381,7 +391,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("aof_last_cow_size", 0);
     f.kv("module_fork_in_progress", 0);
     f.kv("module_fork_last_cow_size", 0);
-    if aof.on {
+    if aof.enabled() {
         f.kv("aof_current_size", aof.base_size + aof.incr_size);
         f.kv("aof_base_size", aof.base_size);
         f.kv("aof_pending_rewrite", u8::from(aof.rewrite_scheduled));

@@ -190,7 +190,17 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let id = args::int(argv.get(2))?;
     let target = u64::try_from(id).ok();
-    let parked = target.and_then(|t| ctx.server.blocking.unblock(t));
+    // A SHUTDOWN caller waits for the shutdown's own outcome.
+    let shutdown = target.is_some_and(|t| {
+        ctx.server
+            .blocking
+            .parked
+            .get(&t)
+            .is_some_and(|p| p.req.kind == crate::server::blocking::WaitKind::Shutdown)
+    });
+    let parked = target
+        .filter(|_| !shutdown)
+        .and_then(|t| ctx.server.blocking.unblock(t));
     let (Some(t), Some(mut p)) = (target, parked) else {
         ctx.reply.int(0);
         return Ok(());

@@ -4,6 +4,7 @@
 use super::args::is;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
+use crate::server::blocking::{BlockRequest, WaitKind};
 
 /// The handlers this family registers.
 pub(super) const COMMANDS: &[(&str, Handler)] = &[
@@ -99,48 +100,41 @@ fn lastsave(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] (shutdownCommand). On
-/// success nothing is replied: the executor stops after this command, the
-/// connections close and the binary exits 0.
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] (shutdownCommand). The
+/// caller blocks while the shutdown waits for lagging replicas
+/// (`server/shutdown.rs`); on success nothing is replied: the executor
+/// stops after this command, the connections close and the binary exits
+/// 0. On failure the caller gets `ERR Errors trying to SHUTDOWN`.
 fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
+    let mut flags = crate::server::shutdown::Flags::default();
+    let mut abort = false;
     for a in argv.iter_from(1) {
         if is(a, "nosave") {
-            nosave = true;
+            flags.nosave = true;
         } else if is(a, "save") {
-            save = true;
+            flags.save = true;
         } else if is(a, "now") {
-            now = true;
+            flags.now = true;
         } else if is(a, "force") {
-            force = true;
+            flags.force = true;
         } else if is(a, "abort") {
             abort = true;
         } else {
             return Err(Error::Syntax);
         }
     }
-    let any_flag = nosave || save || now || force;
-    if (abort && any_flag) || (nosave && save) {
+    let any_flag = flags != crate::server::shutdown::Flags::default();
+    if (abort && any_flag) || (flags.nosave && flags.save) {
         return Err(Error::Syntax);
     }
-    if ctx.server.loading {
-        // Half a data set is never saved.
-        (nosave, save) = (true, false);
-    }
     if abort {
-        // Only a signal's shutdown waits (for the cron) to be aborted.
-        if ctx.server.shutdown_asap.take().is_none() {
+        if !crate::server::shutdown::abort(ctx.server) {
             return Err(Error::err("No shutdown in progress."));
         }
-        ctx.server
-            .shared
-            .shutdown_asap
-            .store(false, std::sync::atomic::Ordering::SeqCst);
-        tracing::info!("Shutdown manually aborted.");
         ctx.reply.ok();
         return Ok(());
     }
-    if !now && ctx.client.deny_blocking {
+    if !flags.now && ctx.client.deny_blocking {
         return Err(Error::err(
             "SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
         ));
@@ -148,7 +142,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if let Some(run) = &ctx.server.running_script {
         // Only the busy loop runs commands while a script runs: there,
         // only NOSAVE may stop the server, and it stops the script too.
-        if !nosave {
+        if !flags.nosave {
             return Err(ctx.server.busy_error());
         }
         run.killed.set(true);
@@ -158,17 +152,22 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.client.close_after_reply = true;
         return Ok(());
     }
-    tracing::warn!("User requested shutdown...");
-    if let Err(e) =
-        crate::persist::save_on_shutdown(ctx.store, &mut ctx.server.persistence(), save, nosave)
-    {
-        tracing::warn!("error saving the dataset on shutdown: {e}");
-        if !force {
-            return Err(Error::err("Errors trying to SHUTDOWN. Check logs."));
+    use crate::server::shutdown::Outcome;
+    match crate::server::shutdown::prepare(ctx.store, ctx.server, flags) {
+        Outcome::Done => {
+            ctx.client.close_after_reply = true;
+            Ok(())
         }
+        Outcome::Waiting => {
+            ctx.server.blocking.pending = Some(BlockRequest {
+                db: ctx.client.db,
+                keys: Vec::new(),
+                deadline: 0,
+                kind: WaitKind::Shutdown,
+                rerun: None,
+            });
+            Ok(())
+        }
+        Outcome::Failed => Err(Error::err("Errors trying to SHUTDOWN. Check logs.")),
     }
-    ctx.server.shutdown_save_done = true;
-    ctx.server.shutdown = true;
-    ctx.client.close_after_reply = true;
-    Ok(())
 }

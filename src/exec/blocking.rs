@@ -257,7 +257,7 @@ impl Executor {
         };
         let mut redirect = Vec::new();
         for (&id, p) in &self.server.blocking.parked {
-            if p.req.kind == WaitKind::Replicas {
+            if matches!(p.req.kind, WaitKind::Replicas | WaitKind::Shutdown) {
                 continue;
             }
             if c.state == Health::Fail {

@@ -231,7 +231,13 @@ impl Executor {
             return;
         }
         self.last_cycle = Instant::now();
-        if let Some(sig) = self.server.shutdown_asap.take() {
+        if self.server.shutdown_wait.is_some() {
+            crate::server::shutdown::cron(&mut self.store, &mut self.server);
+            if self.server.shutdown {
+                return;
+            }
+            self.handle_ready();
+        } else if let Some(sig) = self.server.shutdown_asap.take() {
             self.signal_shutdown(sig);
             if self.server.shutdown {
                 return;
@@ -350,45 +356,20 @@ impl Executor {
     }
 
     /// A shutdown signal, with the flags `shutdown-on-sigint` or
-    /// `shutdown-on-sigterm` give it (Redis's prepareForShutdown with
-    /// server.shutdown_flags): the final save is made here, and when it
-    /// fails the server keeps running unless the flags say `force`.
+    /// `shutdown-on-sigterm` give it (Redis's serverCron calling
+    /// prepareForShutdown with those flags): it may wait for replicas, and
+    /// when the final save fails the server keeps running unless the flags
+    /// say `force`.
     fn signal_shutdown(&mut self, sig: i32) {
         let name = if sig == libc::SIGINT {
             "shutdown-on-sigint"
         } else {
             "shutdown-on-sigterm"
         };
-        let flags = self.server.config.get(name);
-        let has = |f: &str| flags.split(' ').any(|x| x == f);
-        let (save, nosave, force) = (has("save"), has("nosave"), has("force"));
-        let saved = crate::persist::save_on_shutdown(
-            &mut self.store,
-            &mut self.server.persistence(),
-            save,
-            nosave,
-        );
-        if saved.is_err() {
-            // save_now logged the cause.
-            tracing::warn!("Error trying to save the DB, can't exit.");
-            if !force {
-                let sig_name = if sig == libc::SIGINT {
-                    "SIGINT"
-                } else {
-                    "SIGTERM"
-                };
-                tracing::warn!(
-                    "{sig_name} received but errors trying to shut down the server, check the logs for more information"
-                );
-                self.server
-                    .shared
-                    .shutdown_asap
-                    .store(false, Ordering::SeqCst);
-                return;
-            }
-        }
-        self.server.shutdown_save_done = true;
-        self.server.shutdown = true;
+        let flags = crate::server::shutdown::Flags::from_config(&self.server.config.get(name));
+        crate::server::shutdown::prepare(&mut self.store, &mut self.server, flags);
+        // A failed shutdown answered its blocked callers.
+        self.handle_ready();
     }
 
     /// Hook after a batch or cycle: WATCH and blocked clients consume the

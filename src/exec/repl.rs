@@ -463,11 +463,8 @@ impl Executor {
                 repl.clear_replid2();
                 repl.offset = offset;
                 repl.backlog = None;
-                if self.server.aof.on {
-                    let config = self.server.config.clone();
-                    if let Err(e) = self.server.aof.rewrite(&self.store, &config) {
-                        tracing::warn!("Failed to rewrite the AOF after the sync: {e}");
-                    }
+                if self.server.aof.enabled() {
+                    self.restart_aof_after_sync();
                 }
             }
             Synced::Partial { replid } => {
@@ -554,6 +551,30 @@ impl Executor {
     /// Starts the snapshot replicas wait for: at once, or with
     /// `repl-diskless-sync` after `repl-diskless-sync-delay` seconds
     /// unless `repl-diskless-sync-max-replicas` are already waiting.
+    /// The AOF after a full sync replaced the data set (Redis's
+    /// restartAOFAfterSYNC): the old files describe the old data, so the
+    /// AOF starts over with a background rewrite; ten tries a second
+    /// apart, then the replica exits rather than run without its AOF.
+    fn restart_aof_after_sync(&mut self) {
+        self.server.aof.stop();
+        for _ in 0..10 {
+            let mut p = self.server.persistence();
+            if crate::persist::aof::enable(&self.store, &mut p, false).is_ok() {
+                return;
+            }
+            tracing::warn!(
+                "Failed enabling the AOF after successful master synchronization! Trying it \
+                 again in one second."
+            );
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        tracing::warn!(
+            "FATAL: this replica instance finished the synchronization with its master, but \
+             the AOF can't be turned on. Exiting now."
+        );
+        std::process::exit(1);
+    }
+
     fn start_snapshot_if_due(&mut self) {
         let repl = &self.server.repl;
         if repl.snapshot.is_some() {

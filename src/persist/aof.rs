@@ -35,7 +35,7 @@ use crate::store::Store;
 
 mod rewrite;
 
-pub use self::rewrite::{auto_rewrite, bgrewriteaof, write_commands, BgStart, Rewrite};
+pub use self::rewrite::{auto_rewrite, bgrewriteaof, enable, write_commands, BgStart, Rewrite};
 
 /// The fsync policy (`appendfsync`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -62,8 +62,13 @@ impl Fsync {
 /// AOF state, in `ServerState::aof`.
 pub struct Aof {
     /// True while commands are appended (`appendonly yes` and the files
-    /// are open). The one check on the hot path.
+    /// are open, or the temporary file of an enabling AOF while its first
+    /// rewrite runs). The one check on the hot path.
     pub on: bool,
+    /// `appendonly yes` was set and the first background rewrite has not
+    /// finished yet (Redis's AOF_WAIT_REWRITE): the AOF counts as enabled
+    /// but has no base yet.
+    pub enabling: bool,
     /// Commands waiting to be written to the file.
     pub log: CommandLog,
     file: Option<File>,
@@ -109,6 +114,7 @@ impl Default for Aof {
     fn default() -> Self {
         Aof {
             on: false,
+            enabling: false,
             log: CommandLog::default(),
             file: None,
             fsync: Fsync::EverySec,
@@ -372,11 +378,43 @@ impl Aof {
     pub fn stop(&mut self) {
         rewrite::cancel(self);
         self.rewrite_scheduled = false;
+        if self.enabling {
+            // No base was written: what went to the temporary file is
+            // dropped (the file stays, truncated by the next enable, as
+            // Redis leaves it).
+            self.enabling = false;
+            self.on = false;
+            self.file = None;
+            self.log.buf.clear();
+            self.incr_size = 0;
+            return;
+        }
         self.flush();
         if let Some(f) = self.file.take() {
             let _ = f.sync_data();
         }
         self.on = false;
+    }
+
+    /// Kills a background rewrite and removes its files (shutdown).
+    pub fn kill_rewrite(&mut self) {
+        rewrite::cancel(self);
+    }
+
+    /// Writes what is buffered and fsyncs the file (shutdown).
+    pub fn sync_to_disk(&mut self) {
+        self.flush();
+        if let Some(f) = &self.file {
+            if let Err(e) = f.sync_data() {
+                tracing::warn!("Fail to fsync the AOF file: {e}.");
+            }
+        }
+    }
+
+    /// True when `appendonly` is on: appending, or waiting for the first
+    /// rewrite (INFO's `aof_enabled`).
+    pub fn enabled(&self) -> bool {
+        self.on || self.enabling
     }
 }
 

@@ -200,7 +200,7 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// The temp file process `pid` writes next to `path`: `temp-<pid>.rdb`,
 /// or `temp-<pid>-<seq>.rdb` when `seq` is given.
-fn temp_path(path: &Path, pid: u32, seq: Option<u64>) -> PathBuf {
+pub(crate) fn temp_path(path: &Path, pid: u32, seq: Option<u64>) -> PathBuf {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

@@ -23,6 +23,9 @@ pub enum WaitKind {
     StreamGroup,
     /// Acknowledgements from replicas (WAIT); no keys.
     Replicas,
+    /// The end of a shutdown waiting for replicas (SHUTDOWN); no keys,
+    /// no timeout of its own.
+    Shutdown,
 }
 
 /// A handler's request to block the calling client.

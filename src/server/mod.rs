@@ -23,6 +23,7 @@ pub mod propagate;
 pub mod pubsub;
 pub mod repl;
 pub mod script_host;
+pub mod shutdown;
 pub mod slowlog;
 pub mod spec;
 pub mod table;
@@ -117,6 +118,9 @@ pub struct ServerState {
     /// A signal's shutdown waiting for the cron (Redis's shutdown_asap),
     /// which SHUTDOWN ABORT cancels.
     pub shutdown_asap: Option<i32>,
+    /// A shutdown waiting for replicas to catch up (Redis's
+    /// shutdown_mstime), moved on by the cron.
+    pub shutdown_wait: Option<shutdown::Waiting>,
     /// DEBUG PAUSE-CRON: the periodic work is held.
     pub pause_cron: bool,
     /// Set once the shutdown's save question is settled (SHUTDOWN saved or
@@ -368,6 +372,7 @@ impl ServerState {
             run_id,
             shutdown: false,
             shutdown_asap: None,
+            shutdown_wait: None,
             pause_cron: false,
             shutdown_save_done: false,
             pause: pause::Pause::default(),

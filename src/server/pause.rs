@@ -16,12 +16,15 @@ pub struct Pause {
     /// Writes held while a FAILOVER runs, with no end of its own
     /// (PAUSE_DURING_FAILOVER); CLIENT UNPAUSE leaves it.
     pub failover: bool,
+    /// Writes held while a shutdown waits for replicas
+    /// (PAUSE_DURING_SHUTDOWN); CLIENT UNPAUSE leaves it.
+    pub shutdown: bool,
 }
 
 impl Pause {
     /// True while the pause lasts.
     pub fn active(&self, now_ms: u64) -> bool {
-        self.failover || self.end_ms > now_ms
+        self.failover || self.shutdown || self.end_ms > now_ms
     }
 
     /// Extends the pause as Redis does: the later end and the stricter mode
@@ -39,7 +42,8 @@ impl Pause {
     /// True when a command with `flags` must wait.
     pub fn holds(&self, flags: u32, now_ms: u64) -> bool {
         let writes = flags & (flag::WRITE | flag::MAY_REPLICATE) != 0;
-        (self.end_ms > now_ms && (self.all || writes)) || (self.failover && writes)
+        (self.end_ms > now_ms && (self.all || writes))
+            || ((self.failover || self.shutdown) && writes)
     }
 
     /// Ends the pause CLIENT PAUSE started, keeping a failover's.

@@ -49,6 +49,11 @@ pub(crate) struct Proc {
 }
 
 impl Proc {
+    /// Its exit code once it exits within `deadline`.
+    pub(crate) fn child_wait(&mut self, deadline: Duration) -> Option<i32> {
+        wait_exit(&mut self.child, deadline).and_then(|s| s.code())
+    }
+
     pub(crate) fn kill(&mut self) {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
@@ -520,6 +525,12 @@ fn config_set_appendonly_starts_the_aof() {
         b"+OK\r\n"
     );
     r.cmd_str(&["SET", "after", "2"]);
+    // As in Redis, the AOF holds the data once its first background
+    // rewrite has ended.
+    assert!(wait_until(Duration::from_secs(10), || {
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+    }));
     a.kill();
     let b = ferrokv(&dir, "always");
     assert_eq!(

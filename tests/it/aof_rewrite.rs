@@ -392,3 +392,103 @@ fn auto_gc_disabled_keeps_history_as_redis() {
     assert!(seen[0][1].0.contains("type h"), "{:?}", seen[0]);
     assert_eq!(seen[0], seen[1]);
 }
+
+/// A server started with `appendonly no` and the `--logfile` in `dir`.
+fn plain(program: &str, dir: &Dir) -> Proc {
+    launch(|port| {
+        let mut c = std::process::Command::new(program);
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+            .current_dir(&dir.0);
+        c
+    })
+}
+
+fn aof_files(dir: &Dir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// CONFIG SET appendonly yes as Redis's startAppendOnly: the AOF waits for
+/// a background rewrite (scheduled inside EXEC, with its log line), writes
+/// made meanwhile go to a temporary incremental file that becomes the
+/// first incremental file, and the files and manifest end as Redis's;
+/// CONFIG SET appendonly no during that rewrite leaves no files behind.
+#[test]
+fn config_set_appendonly_waits_for_a_background_rewrite_as_redis() {
+    let run = |program: &str| {
+        let dir = Dir::new("ferrokv-aof-enable");
+        let p = plain(program, &dir);
+        let mut r = Raw::connect(p.port);
+        fill(&mut r, 2_000);
+        // Enabled and disabled again while the child runs.
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "1000"]);
+        assert_eq!(
+            r.cmd_str(&["CONFIG", "SET", "appendonly", "yes"]),
+            b"+OK\r\n"
+        );
+        let text = info(&mut r);
+        assert!(text.contains("aof_enabled:1"), "{text}");
+        assert!(text.contains("aof_rewrite_in_progress:1"), "{text}");
+        assert_eq!(
+            r.cmd_str(&["CONFIG", "SET", "appendonly", "no"]),
+            b"+OK\r\n"
+        );
+        assert!(wait_until(Duration::from_secs(10), || aof_files(&dir)
+            .iter()
+            .all(|f| !f.starts_with("temp-rewriteaof"))));
+        let after_disable = aof_files(&dir);
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        // Inside EXEC the rewrite is only scheduled.
+        let replies = batch(
+            &mut r,
+            &[
+                &["MULTI"],
+                &["SET", "foo", "bar"],
+                &["CONFIG", "SET", "appendonly", "yes"],
+                &["EXEC"],
+                &["SET", "after", "exec"],
+            ],
+        );
+        assert_eq!(replies[3], b"*2\r\n+OK\r\n+OK\r\n");
+        assert!(wait_until(Duration::from_secs(10), || rewrite_done(&mut r)));
+        let text = info(&mut r);
+        assert!(text.contains("aof_enabled:1"), "{text}");
+        let rewrites = text
+            .lines()
+            .find(|l| l.starts_with("aof_rewrites:"))
+            .map(str::to_string);
+        let log = std::fs::read_to_string(dir.0.join("log.txt")).expect("log");
+        assert!(
+            log.contains(
+                "AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+            ),
+            "{log}"
+        );
+        r.cmd_str(&["SET", "last", "1"]);
+        let manifest_text = manifest(&dir);
+        let files = aof_files(&dir);
+        let dbsize = r.cmd_str(&["DBSIZE"]);
+        drop(p);
+        (after_disable, manifest_text, files, dbsize, rewrites, dir)
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    let theirs = run("redis-server");
+    assert_eq!(ours.0, theirs.0);
+    assert_eq!(ours.1, theirs.1);
+    assert_eq!(ours.2, theirs.2);
+    assert_eq!(ours.3, theirs.3);
+    assert_eq!(ours.4, theirs.4);
+    // Everything acknowledged is in the files.
+    let b = ferrokv(&ours.5, "everysec");
+    let mut r = Raw::connect(b.port);
+    assert_eq!(r.cmd_str(&["DBSIZE"]), b":2003\r\n");
+    assert_eq!(r.cmd_str(&["GET", "after"]), b"$4\r\nexec\r\n");
+}

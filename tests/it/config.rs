@@ -687,7 +687,14 @@ fn rename_command_and_loadmodule_refusals_match_redis() {
     for args in [
         &["--rename-command", "nosuch", "x"][..],
         &["--rename-command", "get", "set"],
-        &["--rename-command", "get", "g", "--rename-command", "get", "h"],
+        &[
+            "--rename-command",
+            "get",
+            "g",
+            "--rename-command",
+            "get",
+            "h",
+        ],
     ] {
         let (code, text) = run(ours, args);
         let (redis_code, redis_text) = run("redis-server", args);

@@ -1336,3 +1336,92 @@ fn publish_reaches_subscribers_on_a_replica() {
         b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
     );
 }
+
+/// Sends `sig` to process `pid`.
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a child process this test started.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// SHUTDOWN and SIGTERM with a lagging replica, as Redis 7.0's
+/// integration/shutdown: the callers block and writes pause while the
+/// master waits (INFO's shutdown_in_milliseconds), SHUTDOWN ABORT answers
+/// the blocked callers with an error and lets writes go on, and with
+/// `shutdown-timeout 1` the master exits after a second naming the
+/// lagging replica. The same steps against redis-server as the master.
+#[test]
+fn shutdown_waits_for_lagging_replicas_as_redis() {
+    let run = |program: &str| {
+        let dir = crate::aof::Dir::new("ferrokv-shutdown-wait");
+        let mut master = crate::aof::launch(|port| {
+            let mut c = std::process::Command::new(program);
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+                .args(["--repl-diskless-sync-delay", "0"])
+                .current_dir(&dir.0);
+            c
+        });
+        let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        let mut r = Raw::connect(replica.port);
+        wait_link_up(&mut r);
+        let mut m = Raw::connect(master.port);
+        m.cmd_str(&["SET", "k", "1"]);
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["GET", "k"])
+            == b"$1\r\n1\r\n"));
+        signal(replica.pid(), libc::SIGSTOP);
+        assert_eq!(m.cmd_str(&["INCR", "k"]), b":2\r\n");
+        let mut blocked: Vec<Raw> = (0..2).map(|_| Raw::connect(master.port)).collect();
+        for b in &mut blocked {
+            b.send(&encode(&[b"SHUTDOWN"]));
+        }
+        assert!(wait_until(Duration::from_secs(10), || info_field(
+            &mut m,
+            "clients",
+            "blocked_clients"
+        ) == "2"));
+        let clients = info_field(&mut m, "clients", "connected_clients");
+        let in_ms: i64 = info_field(&mut m, "server", "shutdown_in_milliseconds")
+            .parse()
+            .expect("shutdown_in_milliseconds");
+        assert!(in_ms > 0, "{in_ms}");
+        // Writes wait; reads do not.
+        let mut writer = Raw::connect(master.port);
+        writer.send(&encode(&[b"SET", b"during", b"shutdown"]));
+        assert_eq!(m.cmd_str(&["GET", "k"]), b"$1\r\n2\r\n");
+        assert_eq!(m.cmd_str(&["SHUTDOWN", "ABORT"]), b"+OK\r\n");
+        let errors: Vec<Vec<u8>> = blocked.iter_mut().map(|b| b.read_reply()).collect();
+        assert_eq!(writer.read_reply(), b"+OK\r\n");
+        assert_eq!(
+            m.cmd_str(&["SHUTDOWN", "ABORT"]),
+            b"-ERR No shutdown in progress.\r\n"
+        );
+        // With a one-second timeout, SIGTERM ends the wait and the server.
+        m.cmd_str(&["CONFIG", "SET", "shutdown-timeout", "1"]);
+        assert_eq!(m.cmd_str(&["INCR", "k"]), b":3\r\n");
+        signal(master.child.id(), libc::SIGTERM);
+        let exited = master.child_wait(Duration::from_secs(10));
+        signal(replica.pid(), libc::SIGCONT);
+        let log = std::fs::read_to_string(dir.0.join("log.txt")).expect("log");
+        let wanted = [
+            "Waiting for replicas before shutting down.",
+            "Shutdown manually aborted.",
+            "Lagging replica 127.0.0.1:",
+            "0 of 1 replicas are in sync when shutting down.",
+            "ready to exit, bye bye",
+        ];
+        let found: Vec<bool> = wanted.iter().map(|w| log.contains(w)).collect();
+        let _ = replica.wait_exit(Duration::ZERO);
+        (clients, errors, exited, found)
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    let theirs = run("redis-server");
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.0, "3");
+    assert_eq!(
+        ours.1,
+        vec![b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n".to_vec(); 2]
+    );
+    assert_eq!(ours.2, Some(0));
+    assert_eq!(ours.3, vec![true; 5]);
+}

@@ -79,6 +79,52 @@ pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Bg
     }
 }
 
+/// CONFIG SET appendonly yes (`startAppendOnly`): the AOF waits for a
+/// background rewrite to write its first base (Redis's AOF_WAIT_REWRITE),
+/// started now, or scheduled while another child runs or inside EXEC.
+/// Until that rewrite ends, writes go to a temporary incremental file.
+pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Result<(), ()> {
+    p.aof.enabling = true;
+    if p.state.bgsave.is_some() {
+        p.aof.rewrite_scheduled = true;
+        tracing::warn!(
+            "AOF was enabled but there is already another background operation. An AOF \
+             background was scheduled to start when possible."
+        );
+    } else if in_exec {
+        p.aof.rewrite_scheduled = true;
+        tracing::warn!(
+            "AOF was enabled during a transaction. An AOF background was scheduled to start \
+             when possible."
+        );
+    } else {
+        if p.aof.rewrite.is_some() {
+            // That rewrite's base misses the writes it never saw appended.
+            tracing::warn!(
+                "AOF was enabled but there is already an AOF rewriting in background. Stopping \
+                 background AOF and starting a rewrite now."
+            );
+            cancel(p.aof);
+        }
+        if let Err(e) = start(store, p) {
+            tracing::warn!("{e}");
+            p.aof.enabling = false;
+            tracing::warn!(
+                "ferrokv needs to enable the AOF but can't trigger a background AOF rewrite \
+                 operation. Check the above logs for more info about the error."
+            );
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
+/// The file an enabling AOF appends to until its first rewrite ends
+/// (Redis's getTempIncrAofName).
+fn temp_incr_name(config: &Config) -> String {
+    format!("temp-{}.incr", config.appendfilename)
+}
+
 /// Starts a background rewrite; the caller checks no child runs.
 fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
     let config = p.config;
@@ -87,10 +133,20 @@ fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
     let dir = aof_dir(config);
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("Can't create AOF directory {}: {e}", dir.display()))?;
-    if aof.on {
+    if aof.enabling {
+        open_temp_incr(aof, config, &dir)?;
+    } else if aof.on {
         switch_incr(aof, config, &dir)?;
     }
-    let (pid, tmp, thread, done) = fork_child(store, config, &dir)?;
+    let (pid, tmp, thread, done) = match fork_child(store, config, &dir) {
+        Ok(forked) => forked,
+        Err(e) => {
+            if aof.enabling {
+                drop_temp_incr(aof, config);
+            }
+            return Err(e);
+        }
+    };
     // Counted when started, as Redis's stat_aof_rewrites.
     aof.rewrites += 1;
     aof.rewrite = Some(Rewrite {
@@ -102,6 +158,36 @@ fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
     });
     tracing::info!("Background append only file rewriting started by pid {pid}");
     Ok(())
+}
+
+/// Opens the temporary incremental file of an enabling AOF and appends
+/// there from now on: the rewrite starting now snapshots every earlier
+/// write (`openNewIncrAofForAppend` in AOF_WAIT_REWRITE).
+fn open_temp_incr(aof: &mut Aof, config: &Config, dir: &Path) -> Result<(), String> {
+    let name = temp_incr_name(config);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(dir.join(&name))
+        .map_err(|e| format!("Can't open the append-only file {name}: {e}"))?;
+    tracing::info!("Creating AOF incr file {name} on background rewrite");
+    aof.file = Some(file);
+    aof.log.buf.clear();
+    aof.log.db = None;
+    aof.incr_size = 0;
+    aof.on = true;
+    Ok(())
+}
+
+/// Stops appending to an enabling AOF's temporary file and deletes it (its
+/// rewrite failed or was abandoned): the next rewrite snapshots again.
+pub(super) fn drop_temp_incr(aof: &mut Aof, config: &Config) {
+    aof.on = false;
+    aof.file = None;
+    aof.log.buf.clear();
+    aof.incr_size = 0;
+    let _ = std::fs::remove_file(aof_dir(config).join(temp_incr_name(config)));
 }
 
 /// Opens the next incremental file, records it in the manifest and
@@ -232,6 +318,9 @@ pub(super) fn cancel(aof: &mut Aof) {
             let _ = t.join();
         }
         let _ = std::fs::remove_file(&rw.tmp);
+        // An RDB-preamble base is written to the save's own temp file
+        // first (persist::write_file), named after the child.
+        let _ = std::fs::remove_file(crate::persist::temp_path(&rw.tmp, rw.pid as u32, None));
         tracing::info!("Killing running AOF rewrite child: {}", rw.pid);
     }
 }
@@ -322,6 +411,11 @@ fn poll(p: &mut Persistence<'_>) {
             aof.rewrite_failures += 1;
             aof.last_failure = Some(Instant::now());
             tracing::warn!("Background AOF rewrite failed: {e}");
+            if aof.enabling {
+                // The AOF still waits for its first base: try again.
+                drop_temp_incr(aof, p.config);
+                aof.rewrite_scheduled = true;
+            }
         }
     }
 }
@@ -354,6 +448,9 @@ pub(super) fn history_after_rewrite(
 /// naming it and the incremental file opened at the start, then the
 /// replaced files deleted.
 fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
+    if aof.enabling {
+        return install_first(aof, config, tmp);
+    }
     let dir = aof_dir(config);
     let old = if aof.on {
         aof.manifest.clone()
@@ -386,6 +483,66 @@ fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
     if aof.on {
         aof.manifest = m;
     }
+    Ok(())
+}
+
+/// Ends an enabling AOF's first rewrite: the child's file becomes the new
+/// base and the temporary incremental file the next incremental one, both
+/// named by a new manifest; earlier files become history. The AOF is on
+/// from here (AOF_WAIT_REWRITE to AOF_ON).
+fn install_first(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
+    let dir = aof_dir(config);
+    let old = read_manifest(config)?.unwrap_or_default();
+    let mut m = old.clone();
+    m.history = history_after_rewrite(&old, config, false);
+    m.base_seq += 1;
+    m.incr_seq += 1;
+    let base = AofFile {
+        name: base_name(config, m.base_seq),
+        seq: m.base_seq,
+    };
+    let incr = AofFile {
+        name: incr_name(config, m.incr_seq),
+        seq: m.incr_seq,
+    };
+    let base_path = dir.join(&base.name);
+    std::fs::rename(tmp, &base_path).map_err(|e| {
+        format!(
+            "Error trying to rename the temporary AOF base file {} into {}: {e}",
+            tmp.display(),
+            base_path.display()
+        )
+    })?;
+    tracing::info!(
+        "Successfully renamed the temporary AOF base file {} into {}",
+        tmp.display(),
+        base.name
+    );
+    // Everything appended so far reaches the file before it is renamed.
+    aof.flush();
+    let temp_incr = temp_incr_name(config);
+    if let Err(e) = std::fs::rename(dir.join(&temp_incr), dir.join(&incr.name)) {
+        let _ = std::fs::remove_file(&base_path);
+        return Err(format!(
+            "Error trying to rename the temporary AOF incr file {temp_incr} into {}: {e}",
+            incr.name
+        ));
+    }
+    tracing::info!(
+        "Successfully renamed the temporary AOF incr file {temp_incr} into {}",
+        incr.name
+    );
+    m.base = Some(base);
+    m.incrs = vec![incr];
+    if let Err(e) = write_manifest(config, &m) {
+        let _ = std::fs::remove_file(&base_path);
+        let _ = std::fs::remove_file(dir.join(&m.incrs[0].name));
+        return Err(e);
+    }
+    delete_replaced(config, &old, &m);
+    aof.base_size = std::fs::metadata(&base_path).map_or(0, |md| md.len());
+    aof.manifest = m;
+    aof.enabling = false;
     Ok(())
 }
 
