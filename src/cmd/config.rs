@@ -242,7 +242,7 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 aof: &mut ctx.server.aof,
                 repl: ctx.server.repl.save_info(),
             };
-            if crate::persist::aof::enable(ctx.store, &mut p, in_exec).is_err() {
+            if !crate::persist::aof::enable(ctx.store, &mut p, in_exec) {
                 let registered = found
                     .iter()
                     .find(|(p, _, _)| p.name == "appendonly")

@@ -559,7 +559,7 @@ impl Executor {
         self.server.aof.stop();
         for _ in 0..10 {
             let mut p = self.server.persistence();
-            if crate::persist::aof::enable(&self.store, &mut p, false).is_ok() {
+            if crate::persist::aof::enable(&self.store, &mut p, false) {
                 return;
             }
             tracing::warn!(

@@ -86,9 +86,10 @@ pub fn prepare(store: &mut Store, server: &mut ServerState, mut flags: Flags) ->
         tracing::info!("Waiting for replicas before shutting down.");
         return Outcome::Waiting;
     }
-    match finish(store, server, flags) {
-        Ok(()) => Outcome::Done,
-        Err(()) => Outcome::Failed,
+    if finish(store, server, flags) {
+        Outcome::Done
+    } else {
+        Outcome::Failed
     }
 }
 
@@ -108,7 +109,7 @@ pub fn cron(store: &mut Store, server: &mut ServerState) -> bool {
     if clock::real_now_ms() < w.deadline_ms && !ready(server) {
         return false;
     }
-    finish(store, server, w.flags).is_ok()
+    finish(store, server, w.flags)
 }
 
 /// SHUTDOWN ABORT (`abortShutdown`): cancels a shutdown waiting for
@@ -128,9 +129,10 @@ pub fn abort(server: &mut ServerState) -> bool {
     true
 }
 
-/// The last step (`finishShutdown`): on `Ok` the server stops after this
-/// command; on `Err` it was logged and the shutdown cancelled.
-pub fn finish(store: &mut Store, server: &mut ServerState, flags: Flags) -> Result<(), ()> {
+/// The last step (`finishShutdown`): when true the server stops after
+/// this command; when false the failure was logged and the shutdown
+/// cancelled.
+pub fn finish(store: &mut Store, server: &mut ServerState, flags: Flags) -> bool {
     let offset = server.repl.offset;
     let now_s = clock::real_now_ms() / 1000;
     let mut lagging = 0;
@@ -158,21 +160,22 @@ pub fn finish(store: &mut Store, server: &mut ServerState, flags: Flags) -> Resu
             replicas - lagging
         );
     }
-    if finish_persistence(store, server, flags).is_err() {
+    if !finish_persistence(store, server, flags) {
         tracing::warn!(
             "Errors trying to shut down the server. Check the logs for more information."
         );
         cancel(server);
-        return Err(());
+        return false;
     }
     server.shutdown_wait = None;
     server.shutdown_save_done = true;
     server.shutdown = true;
-    Ok(())
+    true
 }
 
-/// The children, the AOF and the final save of [`finish`].
-fn finish_persistence(store: &mut Store, server: &mut ServerState, flags: Flags) -> Result<(), ()> {
+/// The children, the AOF and the final save of [`finish`]; false when
+/// the shutdown cannot go on.
+fn finish_persistence(store: &mut Store, server: &mut ServerState, flags: Flags) -> bool {
     let mut p = server.persistence();
     if p.state.bgsave.is_some() {
         tracing::warn!("There is a child saving an .rdb. Killing it!");
@@ -185,7 +188,7 @@ fn finish_persistence(store: &mut Store, server: &mut ServerState, flags: Flags)
                 tracing::warn!("Writing initial AOF. Exit anyway.");
             } else {
                 tracing::warn!("Writing initial AOF, can't exit.");
-                return Err(());
+                return false;
             }
         }
         tracing::warn!("There is a child rewriting the AOF. Killing it!");
@@ -202,11 +205,11 @@ fn finish_persistence(store: &mut Store, server: &mut ServerState, flags: Flags)
                 tracing::warn!("Error trying to save the DB. Exit anyway.");
             } else {
                 tracing::warn!("Error trying to save the DB, can't exit.");
-                return Err(());
+                return false;
             }
         }
     }
-    Ok(())
+    true
 }
 
 /// Ends a shutdown that will not happen (`cancelShutdown`): writes resume

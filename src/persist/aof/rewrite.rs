@@ -83,7 +83,8 @@ pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Bg
 /// background rewrite to write its first base (Redis's AOF_WAIT_REWRITE),
 /// started now, or scheduled while another child runs or inside EXEC.
 /// Until that rewrite ends, writes go to a temporary incremental file.
-pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Result<(), ()> {
+/// False when no rewrite could start (logged).
+pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> bool {
     p.aof.enabling = true;
     if p.state.bgsave.is_some() {
         p.aof.rewrite_scheduled = true;
@@ -113,10 +114,10 @@ pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Result<(
                 "ferrokv needs to enable the AOF but can't trigger a background AOF rewrite \
                  operation. Check the above logs for more info about the error."
             );
-            return Err(());
+            return false;
         }
     }
-    Ok(())
+    true
 }
 
 /// The file an enabling AOF appends to until its first rewrite ends
