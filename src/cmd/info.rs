@@ -386,7 +386,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("aof_rewrites_consecutive_failures", aof.rewrite_failures);
     f.kv(
         "aof_last_write_status",
-        if aof.last_write_ok { "ok" } else { "err" },
+        if aof.write_ok() { "ok" } else { "err" },
     );
     f.kv("aof_last_cow_size", 0);
     f.kv("module_fork_in_progress", 0);

@@ -112,6 +112,11 @@ pub(super) fn run_on_host(
     let oom = ctx.server.config.maxmemory != 0 && ctx.server.memory.pre_command_oom;
     let caller_id = ctx.client.id;
     let cluster = ctx.server.cluster.is_some();
+    let disk_error = if run.obey_caller.get() {
+        None
+    } else {
+        crate::server::call::script_disk_write_error(ctx.server)
+    };
     let mark = ctx.reply.raw().len();
     let result = {
         let mut host = ScriptHost {
@@ -126,6 +131,7 @@ pub(super) fn run_on_host(
             busy_threshold_ms,
             oom,
             cluster,
+            disk_error,
         };
         start(engine, run)
     };

@@ -24,7 +24,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -90,6 +90,11 @@ pub struct Aof {
     pub base_size: u64,
     /// Outcome of the last write (`aof_last_write_status`).
     pub last_write_ok: bool,
+    /// Why the last write failed (strerror text), for MISCONF.
+    pub last_write_error: String,
+    /// errno of the last background fsync, 0 when it succeeded (Redis's
+    /// aof_bio_fsync_status and aof_bio_fsync_errno).
+    fsync_errno: Arc<AtomicI32>,
     /// Rewrites performed.
     pub rewrites: u64,
     /// Duration of the last rewrite in seconds, -1 when none ran.
@@ -127,6 +132,8 @@ impl Default for Aof {
             incr_size: 0,
             base_size: 0,
             last_write_ok: true,
+            last_write_error: String::new(),
+            fsync_errno: Arc::new(AtomicI32::new(0)),
             rewrites: 0,
             last_rewrite_sec: -1,
             manifest: Manifest::default(),
@@ -222,6 +229,7 @@ impl Aof {
                     tracing::warn!("Error writing to the AOF file: {e}");
                 }
                 self.last_write_ok = false;
+                self.last_write_error = crate::util::process::strerror(&e);
             }
         }
         self.log.buf.clear();
@@ -251,10 +259,19 @@ impl Aof {
             return;
         };
         let flag = self.syncing.clone();
+        let errno = self.fsync_errno.clone();
         let spawned = std::thread::Builder::new()
             .name("ferrokv-aof-fsync".into())
             .spawn(move || {
-                let _ = f.sync_data();
+                match f.sync_data() {
+                    Ok(()) => errno.store(0, Ordering::Release),
+                    Err(e) => {
+                        if errno.swap(e.raw_os_error().unwrap_or(libc::EIO), Ordering::AcqRel) == 0
+                        {
+                            tracing::warn!("Error trying to fsync the AOF file: {e}");
+                        }
+                    }
+                }
                 flag.store(false, Ordering::Release);
             });
         if spawned.is_err() {
@@ -409,6 +426,30 @@ impl Aof {
                 tracing::warn!("Fail to fsync the AOF file: {e}.");
             }
         }
+    }
+
+    /// Why writes are refused for the AOF's sake (Redis's
+    /// writeCommandsDeniedByDiskError, DISK_ERROR_TYPE_AOF): the strerror
+    /// text of a failed write or background fsync while the AOF is on.
+    pub fn disk_error(&self) -> Option<String> {
+        if !self.enabled() {
+            return None;
+        }
+        if !self.last_write_ok {
+            return Some(self.last_write_error.clone());
+        }
+        match self.fsync_errno.load(Ordering::Acquire) {
+            0 => None,
+            errno => Some(crate::util::process::strerror(
+                &std::io::Error::from_raw_os_error(errno),
+            )),
+        }
+    }
+
+    /// True when the last write and background fsync succeeded (INFO's
+    /// `aof_last_write_status`).
+    pub fn write_ok(&self) -> bool {
+        self.last_write_ok && self.fsync_errno.load(Ordering::Acquire) == 0
     }
 
     /// True when `appendonly` is on: appending, or waiting for the first

@@ -82,6 +82,9 @@ pub struct PersistState {
     /// Outcome of the last background (or foreground) save
     /// (`rdb_last_bgsave_status`).
     pub last_bgsave_ok: bool,
+    /// Real Unix ms of the last "applying a command even though it is
+    /// unable to write to disk" warning of a replica.
+    pub disk_error_logged_ms: u64,
     /// Duration of the last background save in seconds, -1 when none ran
     /// (`rdb_last_bgsave_time_sec`).
     pub last_bgsave_time_sec: i64,
@@ -107,6 +110,7 @@ impl Default for PersistState {
             last_save: clock::real_now_ms() / 1000,
             bgsave: None,
             last_bgsave_ok: true,
+            disk_error_logged_ms: 0,
             last_bgsave_time_sec: -1,
             last_bgsave_try: 0,
             saves: 0,

@@ -388,6 +388,11 @@ impl Engine {
                 "Can not run script on cluster, 'no-cluster' flag is set.",
             ));
         }
+        if flagged && flags & sflag::NO_WRITES == 0 {
+            if let Some(e) = r.disk_error {
+                return Err(e);
+            }
+        }
         if r.oom && flagged && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
             return Err(Error::raw(
                 "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
@@ -476,6 +481,9 @@ pub struct Run<'h, 'r> {
     pub oom: bool,
     /// The server runs in cluster mode.
     pub cluster: bool,
+    /// Persistence fails: a script that may write is refused before it
+    /// starts, with this error.
+    pub disk_error: Option<Error>,
 }
 
 /// Parses a `#!<engine> flags=a,b` first line: returns the flags and how

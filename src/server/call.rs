@@ -339,6 +339,14 @@ fn run(
                     Ok(id)
                 })
                 .and_then(|id| {
+                    // Two flags stand for every disk error on the hot path.
+                    if !server.persist.last_bgsave_ok || !server.aof.last_write_ok || server.aof.on
+                    {
+                        disk_error_check(server, client, id, argv)?;
+                    }
+                    Ok(id)
+                })
+                .and_then(|id| {
                     if server.repl.master.is_some() || server.repl.min_replicas.0 != 0 {
                         replication_check(server, client, id, argv)?;
                     }
@@ -420,6 +428,17 @@ fn script_check(
                 Some(id),
                 Error::raw("READONLY You can't write against a read only replica."),
             ));
+        }
+    }
+    // A script that already wrote is not stopped halfway.
+    if cmd.has(flag::WRITE)
+        && !server
+            .running_script
+            .as_ref()
+            .is_some_and(|r| r.wrote.get())
+    {
+        if let Some(e) = disk_write_error(server) {
+            return Err((Some(id), e));
         }
     }
     // Redis's scriptVerifyOOM: over maxmemory when the script started, its
@@ -624,6 +643,103 @@ fn declared_script_flags(server: &ServerState, name: &str, argv: Argv<'_>) -> Op
         _ => return None,
     };
     (flags & sflag::HAS_SHEBANG != 0).then_some(flags)
+}
+
+/// The error that refuses writes after a persistence failure, if any
+/// (Redis's writeCommandsDeniedByDiskError with
+/// writeCommandsGetDiskErrorMessage): a failed background save while
+/// `stop-writes-on-bgsave-error` is on and save rules are set, or a failed
+/// AOF write or fsync.
+pub fn disk_write_error(server: &ServerState) -> Option<Error> {
+    Some(match disk_error(server)? {
+        DiskError::Rdb => Error::raw(
+            "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to \
+             persist to disk. Commands that may modify the data set are disabled, because this \
+             instance is configured to report errors during writes if RDB snapshotting fails \
+             (stop-writes-on-bgsave-error option). Please check the Redis logs for details \
+             about the RDB error.",
+        ),
+        DiskError::Aof(why) => {
+            Error::raw_owned(format!("MISCONF Errors writing to the AOF file: {why}"))
+        }
+    })
+}
+
+/// The error a script that may write gets before it starts while
+/// persistence fails (scriptPrepareForRun's wording).
+pub fn script_disk_write_error(server: &ServerState) -> Option<Error> {
+    Some(match disk_error(server)? {
+        DiskError::Rdb => Error::raw(
+            "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to \
+             persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only \
+             scripts.",
+        ),
+        DiskError::Aof(why) => Error::raw_owned(format!(
+            "MISCONF Redis is configured to persist data to AOF, but it's currently unable to \
+             persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only \
+             scripts. AOF error: {why}"
+        )),
+    })
+}
+
+/// Why writes are refused (Redis's DISK_ERROR_TYPE_*).
+enum DiskError {
+    /// A background save failed and `stop-writes-on-bgsave-error` is on.
+    Rdb,
+    /// An AOF write or fsync failed, with its strerror text.
+    Aof(String),
+}
+
+fn disk_error(server: &ServerState) -> Option<DiskError> {
+    if !server.persist.last_bgsave_ok
+        && !server.config.save.is_empty()
+        && server.config.get_bool("stop-writes-on-bgsave-error")
+    {
+        return Some(DiskError::Rdb);
+    }
+    server.aof.disk_error().map(DiskError::Aof)
+}
+
+/// processCommand's disk error step: while persistence fails, writes
+/// (and PING, so monitors notice) are refused with MISCONF; the master's
+/// stream is applied anyway, with a warning every 10 s, where
+/// `replica-ignore-disk-write-errors` allows it.
+fn disk_error_check(
+    server: &mut ServerState,
+    client: &Client,
+    id: CommandId,
+    argv: Argv<'_>,
+) -> Result<(), (Option<CommandId>, Error)> {
+    let Some(err) = disk_write_error(server) else {
+        return Ok(());
+    };
+    let cmd = &server.table.commands[id];
+    let ping = cmd.name == "ping";
+    let write = command_flags(server, id, argv) & flag::WRITE != 0
+        || (cmd.name == "exec"
+            && client
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.flags & flag::WRITE != 0));
+    if !write && !ping {
+        return Ok(());
+    }
+    if client.kind == ClientKind::Master {
+        if !ping && !server.config.get_bool("replica-ignore-disk-write-errors") {
+            // Redis's serverPanic: a replica that cannot persist what its
+            // master sends stops rather than diverge from its own files.
+            panic!("Replica was unable to write command to disk.");
+        }
+        let now = clock::real_now_ms();
+        if now > server.persist.disk_error_logged_ms + 10_000 {
+            server.persist.disk_error_logged_ms = now;
+            tracing::warn!(
+                "Replica is applying a command even though it is unable to write to disk."
+            );
+        }
+        return Ok(());
+    }
+    Err((Some(id), err))
 }
 
 /// processCommand's replication checks: on a master, no writes while

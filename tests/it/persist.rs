@@ -634,3 +634,67 @@ fn clients_are_served_while_loading_as_redis() {
         );
     }
 }
+
+/// After a failed background save, with `stop-writes-on-bgsave-error` on
+/// and save rules set, writes, PING, script writes and transactions are
+/// refused with Redis's MISCONF errors; reads go on; turning the
+/// directive off lets writes through again.
+#[test]
+fn failed_bgsave_refuses_writes_with_misconf_as_redis() {
+    let run = |program: &str| {
+        let dir = unique_temp_path("ferrokv-misconf");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (child, port) = spawn_on_free_port(|port| {
+            let mut c = std::process::Command::new(program);
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--dir", dir.to_str().expect("utf-8 path")])
+                .args(["--save", "3600 1"]);
+            c
+        });
+        let _guard = FerrokvProcess::adopt(child, port);
+        let mut r = Raw::connect(port);
+        r.cmd_str(&["SET", "a", "1"]);
+        // A directory where the file goes makes the save fail.
+        std::fs::create_dir_all(dir.join("dump.rdb")).expect("dir");
+        r.cmd_str(&["BGSAVE"]);
+        assert!(wait_until(Duration::from_secs(10), || {
+            String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"]))
+                .contains("rdb_last_bgsave_status:err")
+        }));
+        let mut replies = Vec::new();
+        for cmd in [
+            &["SET", "b", "2"][..],
+            &["PING"],
+            &["GET", "a"],
+            &["EVAL", "return redis.call('set','x','1')", "0"],
+            &["EVAL", "#!lua\nreturn redis.call('set','x','1')", "0"],
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('get','a')",
+                "0",
+            ],
+            &["MULTI"],
+            &["SET", "c", "3"],
+            &["EXEC"],
+            &["CONFIG", "SET", "stop-writes-on-bgsave-error", "no"],
+            &["SET", "b", "2"],
+        ] {
+            replies.push(r.cmd_str(cmd));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        replies
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    let theirs = run("redis-server");
+    assert_eq!(
+        ours.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>(),
+        theirs
+            .iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+    );
+    assert!(ours[0].starts_with(b"-MISCONF "));
+    assert_eq!(ours[10], b"+OK\r\n");
+}

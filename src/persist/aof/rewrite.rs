@@ -117,6 +117,17 @@ pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> bool {
             return false;
         }
     }
+    if p.aof
+        .fsync_errno
+        .swap(0, std::sync::atomic::Ordering::AcqRel)
+        != 0
+    {
+        tracing::warn!("AOF reopen, just ignore the AOF fsync error in bio job");
+    }
+    if !p.aof.last_write_ok {
+        tracing::warn!("AOF reopen, just ignore the last error.");
+        p.aof.last_write_ok = true;
+    }
     true
 }
 
