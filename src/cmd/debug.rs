@@ -142,6 +142,10 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         // atoi, as SET-ACTIVE-EXPIRE.
         ctx.server.pause_cron = args::int(argv.get(2)).unwrap_or(0) != 0;
         ctx.reply.ok();
+    } else if is(sub, "set-disable-deny-scripts") && n == 3 {
+        // atoi, as SET-ACTIVE-EXPIRE.
+        ctx.server.script_allow_noscript = args::int(argv.get(2)).unwrap_or(0) != 0;
+        ctx.reply.ok();
     } else if is(sub, "set-active-expire") && n == 3 {
         // atoi: anything but a number reads as 0.
         ctx.server.active_expire = args::int(argv.get(2)).unwrap_or(0) != 0;

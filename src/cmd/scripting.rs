@@ -136,6 +136,7 @@ pub(super) fn run_on_host(
         start(engine, run)
     };
     ctx.server.running_script = None;
+    ctx.server.propagation.script_excluded = 0;
     ctx.server.script_client = Some(client);
     if run.caller_gone.get() {
         // Its disconnect was seen while busy: close it after the reply.

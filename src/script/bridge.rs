@@ -20,7 +20,7 @@ type CallResult = mlua::Result<Value>;
 
 /// Appends one argument of redis.call: strings as they are, numbers as
 /// `%.17g` (Redis avoids Lua's lossy `%.14g` here).
-fn push_arg(v: &Value, argv: &mut OwnedArgv) -> bool {
+pub(super) fn push_arg(v: &Value, argv: &mut OwnedArgv) -> bool {
     match v {
         Value::String(s) => argv.push(&s.as_bytes()),
         Value::Integer(n) => {

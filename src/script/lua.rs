@@ -307,9 +307,10 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
             Ok(Value::Nil)
         })?,
     )?;
+    let st = run.clone();
     r.raw_set(
         "set_repl",
-        lua.create_function(|lua, args: Variadic<Value>| -> Prim {
+        lua.create_function(move |lua, args: Variadic<Value>| -> Prim {
             if args.len() != 1 {
                 return fail(lua, "ERR redis.set_repl() requires one argument.");
             }
@@ -324,6 +325,12 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
                     "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
                 );
             }
+            if st.with_host(|h| h.set_replication(v as u8)).is_none() {
+                return fail(
+                    lua,
+                    "ERR redis.set_repl can only be called inside a script invocation",
+                );
+            }
             Ok(Value::Nil)
         })?,
     )?;
@@ -331,17 +338,30 @@ fn primitives(lua: &Lua, run: Rc<RunState>) -> mlua::Result<Table> {
     r.raw_set(
         "acl_check_cmd",
         lua.create_function(move |lua, args: Variadic<Value>| -> Prim {
-            let Some(name) = args.first().and_then(to_lua_string) else {
+            if args.is_empty() {
                 return fail(
                     lua,
                     "ERR Please specify at least one argument for this redis lib call",
                 );
-            };
-            let known = st.with_host(|h| h.command_exists(&name)).unwrap_or(true);
-            if !known {
-                return fail(lua, "ERR Invalid command passed to redis.acl_check_cmd()");
             }
-            Ok(Value::Boolean(true))
+            let mut argv = crate::net::request::OwnedArgv::default();
+            for a in args.iter() {
+                if !super::bridge::push_arg(a, &mut argv) {
+                    return fail(
+                        lua,
+                        "ERR Lua redis lib command arguments must be strings or integers",
+                    );
+                }
+            }
+            // Outside a run there is no caller whose user could be asked.
+            match st.with_host(|h| h.acl_allows(argv.argv())) {
+                None => fail(
+                    lua,
+                    "ERR redis.acl_check_cmd can only be called inside a script invocation",
+                ),
+                Some(None) => fail(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
+                Some(Some(allowed)) => Ok(Value::Boolean(allowed)),
+            }
         })?,
     )?;
     r.raw_set(

@@ -39,8 +39,13 @@ pub trait Host {
     /// (`redis.setresp`). Returns true when an error in `out` came from
     /// the command itself and was counted in the statistics already.
     fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> bool;
-    /// True when a command is called `name` (`redis.acl_check_cmd`).
-    fn command_exists(&self, name: &[u8]) -> bool;
+    /// Whether the calling client's user may run `argv`
+    /// (`redis.acl_check_cmd`); None when no such command exists.
+    fn acl_allows(&mut self, argv: crate::net::request::Argv<'_>) -> Option<bool>;
+
+    /// Where the script's next commands propagate (`redis.set_repl`):
+    /// bit 0 the AOF, bit 1 the replicas.
+    fn set_replication(&mut self, targets: u8);
     /// Serves other clients while the script runs past
     /// busy-reply-threshold; may set [`RunState::killed`].
     fn serve_while_busy(&mut self);

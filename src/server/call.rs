@@ -389,7 +389,7 @@ fn script_check(
     if cmd.handler.is_none() || !cmd.arity_ok(argv.len()) {
         return refuse("Wrong number of args calling Redis command from script");
     }
-    if cmd.has(flag::NOSCRIPT) {
+    if cmd.has(flag::NOSCRIPT) && !server.script_allow_noscript {
         return refuse("This Redis command is not allowed from script");
     }
     // scriptVerifyAllowStale: on a replica whose link is down with
@@ -439,6 +439,12 @@ fn script_check(
     {
         if let Some(e) = disk_write_error(server) {
             return Err((Some(id), e));
+        }
+        if server.repl.master.is_none() && server.repl.too_few_replicas() {
+            return Err((
+                Some(id),
+                Error::raw("NOREPLICAS Not enough good replicas to write."),
+            ));
         }
     }
     // Redis's scriptVerifyOOM: over maxmemory when the script started, its
@@ -526,7 +532,7 @@ fn acl_check(
 /// Why the client's user may not run command `id` with `argv`, if it may
 /// not. Users whose rules allow everything are not checked.
 #[inline]
-fn denial(
+pub(super) fn denial(
     server: &mut ServerState,
     client: &Client,
     id: CommandId,
@@ -1149,6 +1155,14 @@ fn propagate(
         return;
     }
     let argv = rewritten.unwrap_or_else(|| argv.to_owned());
+    // A script's commands go where `redis.set_repl` last said.
+    use super::propagate::targets;
+    match p.script_excluded {
+        0 => {}
+        targets::REPLICAS => p.aof_only.push(p.pending.len()),
+        targets::AOF => p.repl_only.push(p.pending.len()),
+        _ => return,
+    }
     p.pending.push((db, argv));
 }
 

@@ -123,6 +123,9 @@ pub struct ServerState {
     pub shutdown_wait: Option<shutdown::Waiting>,
     /// DEBUG PAUSE-CRON: the periodic work is held.
     pub pause_cron: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (a test hook).
+    pub script_allow_noscript: bool,
     /// Set once the shutdown's save question is settled (SHUTDOWN saved or
     /// was told NOSAVE); a signal leaves it unset, so `stop` saves when
     /// save rules are configured, as Redis does on SIGTERM.
@@ -373,6 +376,7 @@ impl ServerState {
             shutdown: false,
             shutdown_asap: None,
             shutdown_wait: None,
+            script_allow_noscript: false,
             pause_cron: false,
             shutdown_save_done: false,
             pause: pause::Pause::default(),

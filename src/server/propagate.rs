@@ -34,6 +34,22 @@ pub struct Propagation {
     /// Indexes of `pending` that go to replicas only, not the AOF
     /// (PROPAGATE_REPL: PUBLISH).
     pub repl_only: Vec<usize>,
+    /// Indexes of `pending` that go to the AOF only (a script's
+    /// `redis.set_repl(redis.REPL_AOF)`).
+    pub aof_only: Vec<usize>,
+    /// Where a running script's commands do not go (`redis.set_repl`):
+    /// [`targets`] bits; none outside scripts.
+    pub script_excluded: u8,
+}
+
+/// `redis.set_repl` targets (Redis's PROPAGATE_AOF and PROPAGATE_REPL).
+pub mod targets {
+    /// The AOF.
+    pub const AOF: u8 = 1;
+    /// The replicas.
+    pub const REPLICAS: u8 = 2;
+    /// Both.
+    pub const ALL: u8 = AOF | REPLICAS;
 }
 
 impl Propagation {
@@ -85,6 +101,7 @@ impl super::ServerState {
     /// replicas.
     pub fn feed_ops(&mut self, ops: &[(usize, OwnedArgv)]) {
         let repl_only = std::mem::take(&mut self.propagation.repl_only);
+        let aof_only = std::mem::take(&mut self.propagation.aof_only);
         if self.aof.on {
             self.aof.annotate();
             if repl_only.is_empty() {
@@ -102,7 +119,19 @@ impl super::ServerState {
             }
         }
         if self.repl.feeding() {
-            self.repl.log.feed(ops);
+            if aof_only.is_empty() {
+                self.repl.log.feed(ops);
+            } else {
+                let repl_ops: Vec<(usize, OwnedArgv)> = ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !aof_only.contains(i))
+                    .map(|(_, (db, argv))| (*db, argv.clone()))
+                    .collect();
+                if !repl_ops.is_empty() {
+                    self.repl.log.feed(&repl_ops);
+                }
+            }
         }
     }
 

@@ -27,8 +27,14 @@ impl Host for ScriptHost<'_> {
         call(self.server, self.store, self.client, argv, out, how) == Outcome::Failed
     }
 
-    fn command_exists(&self, name: &[u8]) -> bool {
-        self.server.table.lookup(name).is_some()
+    fn acl_allows(&mut self, argv: Argv<'_>) -> Option<bool> {
+        let id = self.server.table.resolve(argv.get(0), argv.try_get(1))?;
+        Some(super::call::denial(self.server, self.client, id, argv).is_none())
+    }
+
+    fn set_replication(&mut self, targets: u8) {
+        self.server.propagation.script_excluded =
+            super::propagate::targets::ALL & !targets;
     }
 
     fn serve_while_busy(&mut self) {
