@@ -112,11 +112,21 @@ pub(super) fn run_on_host(
     let oom = ctx.server.config.maxmemory != 0 && ctx.server.memory.pre_command_oom;
     let caller_id = ctx.client.id;
     let cluster = ctx.server.cluster.is_some();
-    let disk_error = if run.obey_caller.get() {
+    let obey = run.obey_caller.get();
+    let disk_error = if obey {
         None
     } else {
         crate::server::call::script_disk_write_error(ctx.server)
     };
+    let repl = &ctx.server.repl;
+    let stale = repl
+        .master
+        .as_ref()
+        .is_some_and(|m| m.state != crate::server::repl::LinkState::Connected)
+        && !ctx.server.config.get_bool("replica-serve-stale-data");
+    let readonly_replica =
+        repl.master.is_some() && !obey && ctx.server.config.get_bool("replica-read-only");
+    let too_few_replicas = repl.master.is_none() && repl.too_few_replicas();
     let mark = ctx.reply.raw().len();
     let result = {
         let mut host = ScriptHost {
@@ -132,6 +142,9 @@ pub(super) fn run_on_host(
             oom,
             cluster,
             disk_error,
+            stale,
+            readonly_replica,
+            too_few_replicas,
         };
         start(engine, run)
     };

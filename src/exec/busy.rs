@@ -83,6 +83,10 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
                 }
             }
         }
+        if server.shutdown {
+            // Before SHUTDOWN's caller sees its connection close.
+            net.borrow_mut().stop_listening();
+        }
         net.borrow_mut().deliver();
         if run.as_ref().is_some_and(|r| r.killed.get()) || server.shutdown {
             // The script or the load stops now; later requests wait.

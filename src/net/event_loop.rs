@@ -1138,16 +1138,21 @@ impl Net {
         }
     }
 
-    /// At shutdown: writes what can be written without waiting, then
-    /// closes every connection and the listening sockets.
-    pub fn close_all(&mut self) {
-        self.finish_job();
-        // Listeners first: once a client sees its connection close, a new
-        // one is refused, as when Redis's process exits.
+    /// Closes the listening sockets (TCP, TLS, Unix): the first step of a
+    /// shutdown, so that once a client sees its connection close a new
+    /// one is refused, as when Redis's process exits.
+    pub fn stop_listening(&mut self) {
         self.close_listeners();
         self.close_tls_listeners();
         #[cfg(unix)]
         self.close_unix();
+    }
+
+    /// At shutdown: writes what can be written without waiting, then
+    /// closes every connection and the listening sockets.
+    pub fn close_all(&mut self) {
+        self.finish_job();
+        self.stop_listening();
         self.deliver();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {

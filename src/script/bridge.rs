@@ -95,14 +95,15 @@ fn run_command(
     out.clear();
     let (read_only, resp3) = (st.read_only.get(), st.resp3.get());
     super::ldb::log_command(st, argv);
-    let Some(counted) = st.with_host(|h| h.call(argv, &mut out, read_only, resp3)) else {
+    let Some(called) = st.with_host(|h| h.call(argv, &mut out, read_only, resp3)) else {
         *st.scratch.borrow_mut() = out;
         return err_table(
             lua,
             b"ERR redis.call can only be called from a running script",
         );
     };
-    let refused = out.first() == Some(&b'-') && !counted;
+    let counted = called != super::Called::Done;
+    let refused = out.first() == Some(&b'-') && called == super::Called::Refused;
     super::ldb::log_reply(st, &out, refused);
     let converted = if out.first() == Some(&b'-') {
         let end = out.len().saturating_sub(2).max(1);

@@ -383,12 +383,6 @@ impl Engine {
         let Some(func) = self.function(&name) else {
             return Err(FUNCTION_NOT_FOUND);
         };
-        let no_writes = func.flags & sflag::NO_WRITES != 0;
-        if ro && !no_writes {
-            return Err(Error::err(
-                "Can not execute a script with write flag using *_ro command.",
-            ));
-        }
         let callback: Function = self
             .lua
             .registry_value(&func.callback)
@@ -411,7 +405,7 @@ impl Engine {
         let (k, a) = (table(keys)?, table(args)?);
         let run_fn = self.parts.run_fn.clone();
         let flags = func.flags;
-        self.call(run, &name, ro || no_writes, true, flags, || {
+        self.call(run, &name, ro, true, flags, || {
             run_fn.call::<(bool, Value)>((callback, k, a))
         })
     }

@@ -36,9 +36,9 @@ pub trait Host {
     /// Runs `argv` as the script's client (`redis.call`/`pcall`) and
     /// appends its reply, or its error, to `out`. `read_only` refuses
     /// writes (EVAL_RO, `no-writes`); `resp3` is the script's protocol
-    /// (`redis.setresp`). Returns true when an error in `out` came from
-    /// the command itself and was counted in the statistics already.
-    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> bool;
+    /// (`redis.setresp`). Says how it went; an error is counted in the
+    /// statistics already.
+    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> Called;
     /// Whether the calling client's user may run `argv`
     /// (`redis.acl_check_cmd`); None when no such command exists.
     fn acl_allows(&mut self, argv: crate::net::request::Argv<'_>) -> Option<bool>;
@@ -222,6 +222,24 @@ pub struct Engine {
     parts: lua::Parts,
     /// The interned names `KEYS` and `ARGV`, made once rather than per run.
     kv_names: [mlua::LuaString; 2],
+    /// Runs since the last collection step.
+    runs_since_gc: u32,
+}
+
+/// Every this many runs the collector takes a step of this many KB
+/// (Redis's LUA_GC_CYCLE_PERIOD): garbage never piles up to a full cycle,
+/// which would cost latency, nor grows the heap between cycles.
+const GC_CYCLE_PERIOD: u32 = 50;
+
+/// One collection step of `kbytes` of work (`lua_gc(L, LUA_GCSTEP, n)`).
+fn gc_step_kbytes(lua: &Lua, kbytes: i32) {
+    // SAFETY: lua_gc on the state mlua hands over, inside its protected
+    // call; it pushes and pops nothing.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |state| {
+            mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, kbytes);
+        })
+    };
 }
 
 /// Where the server keeps its engine: empty until the first script.
@@ -291,6 +309,7 @@ impl Engine {
             libraries: function::Libraries::default(),
             parts,
             kv_names,
+            runs_since_gc: 0,
         }))
     }
 
@@ -354,7 +373,6 @@ impl Engine {
             .lua
             .registry_value(&script.func)
             .map_err(|e| Error::err_owned(lua::error_text(&e)))?;
-        let read_only = read_only || script.flags & sflag::NO_WRITES != 0;
         let g = self.lua.globals();
         let set = |name: &mlua::LuaString, items: &[&[u8]]| -> mlua::Result<()> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
@@ -375,34 +393,19 @@ impl Engine {
 
     /// Runs `invoke` (which calls into Lua) with the run state pointing at
     /// the run's host, then converts the result or error into the reply.
+    /// `ro`: called as EVAL_RO, EVALSHA_RO or FCALL_RO.
     pub fn call(
         &mut self,
         r: Run<'_, '_>,
         name: &str,
-        read_only: bool,
+        ro: bool,
         is_function: bool,
         flags: u32,
         invoke: impl FnOnce() -> mlua::Result<(bool, Value)>,
     ) -> Result<(), Error> {
-        // Scripts with flags (functions, or a shebang) are checked for
-        // cluster mode and memory before they start (Redis's
-        // scriptPrepareForRun).
         let flagged = is_function || flags & sflag::HAS_SHEBANG != 0;
-        if r.cluster && flagged && flags & sflag::NO_CLUSTER != 0 {
-            return Err(Error::err(
-                "Can not run script on cluster, 'no-cluster' flag is set.",
-            ));
-        }
-        if flagged && flags & sflag::NO_WRITES == 0 {
-            if let Some(e) = r.disk_error {
-                return Err(e);
-            }
-        }
-        if r.oom && flagged && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
-            return Err(Error::raw(
-                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
-            ));
-        }
+        prepare_for_run(&r, ro, flagged, flags)?;
+        let read_only = ro || (flagged && flags & sflag::NO_WRITES != 0);
         let run = &self.run;
         run.allow_oom.set(flagged && flags & sflag::ALLOW_OOM != 0);
         // Scripts without flags (EVAL's compatibility mode) may touch keys
@@ -466,8 +469,25 @@ impl Engine {
         if reply.is_err() {
             let _ = self.lua.gc_collect();
         }
+        self.runs_since_gc += 1;
+        if self.runs_since_gc == GC_CYCLE_PERIOD {
+            gc_step_kbytes(&self.lua, GC_CYCLE_PERIOD as i32);
+            self.runs_since_gc = 0;
+        }
         reply
     }
+}
+
+/// How a command a script called went ([`Host::call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Called {
+    /// It ran; `out` holds its reply (maybe an error reply it wrote).
+    Done,
+    /// It ran and failed; `out` holds its counted error.
+    Failed,
+    /// A check refused it before it ran; `out` holds the counted error
+    /// (the debugger shows it without a reply).
+    Refused,
 }
 
 /// One run of a script: the host it reaches the server through, where its
@@ -489,6 +509,63 @@ pub struct Run<'h, 'r> {
     /// Persistence fails: a script that may write is refused before it
     /// starts, with this error.
     pub disk_error: Option<Error>,
+    /// A replica whose master link is down with
+    /// `replica-serve-stale-data no`.
+    pub stale: bool,
+    /// A read-only replica, and the caller is not its master.
+    pub readonly_replica: bool,
+    /// A master with fewer good replicas than `min-replicas-to-write`.
+    pub too_few_replicas: bool,
+}
+
+/// Redis's scriptPrepareForRun: scripts with flags (functions, or a
+/// shebang) are checked against the server's state as their flags say
+/// before they start; scripts without (EVAL's compatibility mode) only
+/// for a stale replica.
+fn prepare_for_run(r: &Run<'_, '_>, ro: bool, flagged: bool, flags: u32) -> Result<(), Error> {
+    if !flagged {
+        if r.stale {
+            return Err(Error::raw(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ));
+        }
+        return Ok(());
+    }
+    if r.cluster && flags & sflag::NO_CLUSTER != 0 {
+        return Err(Error::err(
+            "Can not run script on cluster, 'no-cluster' flag is set.",
+        ));
+    }
+    if r.stale && flags & sflag::ALLOW_STALE == 0 {
+        return Err(Error::raw(
+            "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and \
+             'allow-stale' flag is not set on the script.",
+        ));
+    }
+    if flags & sflag::NO_WRITES == 0 {
+        if r.readonly_replica {
+            return Err(Error::raw(
+                "READONLY Can not run script with write flag on readonly replica",
+            ));
+        }
+        if let Some(e) = &r.disk_error {
+            return Err(e.clone());
+        }
+        if ro {
+            return Err(Error::err(
+                "Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+        if r.too_few_replicas {
+            return Err(Error::raw("NOREPLICAS Not enough good replicas to write."));
+        }
+    }
+    if r.oom && flags & (sflag::ALLOW_OOM | sflag::NO_WRITES) == 0 {
+        return Err(Error::raw(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a `#!<engine> flags=a,b` first line: returns the flags and how

@@ -66,8 +66,7 @@ pub enum Outcome {
 /// Runs or queues one command for `client` and appends its reply to `out`.
 /// Every error is written here, and counted once: in errorstats and
 /// `failed_calls` when the handler failed, in `rejected_calls` when a check
-/// refused it (a script's refused calls are counted by the script's own
-/// error, as Redis counts them).
+/// refused it.
 pub fn call(
     server: &mut ServerState,
     store: &mut Store,
@@ -122,12 +121,13 @@ pub fn call(
     let outcome = match run(server, store, client, argv, out, caller) {
         Ok(()) => Outcome::Done,
         Err(Refusal::Checks(e)) => {
-            if !matches!(caller, Caller::Script { .. }) {
-                count_error(server, &e);
-            }
+            count_error(server, &e);
             if top {
                 log_error_to_peer(client, caller, &e);
             }
+            // A script's refused call is counted here too, as Redis's
+            // scriptCall does, even when redis.pcall catches it; the
+            // script's own error, if it fails with it, is not counted again.
             ReplyBuf::new(out, client.resp3).error(&e);
             Outcome::Refused
         }
@@ -267,8 +267,6 @@ fn run(
             match script_check(server, store, client, argv, read_only) {
                 Ok(id) => id,
                 Err((id, e)) => {
-                    // Counted against the command; the error itself counts
-                    // when the script fails with it.
                     if let Some(id) = id {
                         server.table.commands[id].rejected_calls += 1;
                     }

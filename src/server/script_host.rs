@@ -7,7 +7,7 @@ use super::call::{call, Caller, Outcome};
 use super::client::Client;
 use super::ServerState;
 use crate::net::request::Argv;
-use crate::script::Host;
+use crate::script::{Called, Host};
 use crate::store::Store;
 
 /// The host of one script run.
@@ -21,10 +21,14 @@ pub struct ScriptHost<'a> {
 }
 
 impl Host for ScriptHost<'_> {
-    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> bool {
+    fn call(&mut self, argv: Argv<'_>, out: &mut Vec<u8>, read_only: bool, resp3: bool) -> Called {
         self.client.resp3 = resp3;
         let how = Caller::Script { read_only };
-        call(self.server, self.store, self.client, argv, out, how) == Outcome::Failed
+        match call(self.server, self.store, self.client, argv, out, how) {
+            Outcome::Done => Called::Done,
+            Outcome::Failed => Called::Failed,
+            Outcome::Refused => Called::Refused,
+        }
     }
 
     fn acl_allows(&mut self, argv: Argv<'_>) -> Option<bool> {
@@ -33,8 +37,7 @@ impl Host for ScriptHost<'_> {
     }
 
     fn set_replication(&mut self, targets: u8) {
-        self.server.propagation.script_excluded =
-            super::propagate::targets::ALL & !targets;
+        self.server.propagation.script_excluded = super::propagate::targets::ALL & !targets;
     }
 
     fn serve_while_busy(&mut self) {

@@ -1425,3 +1425,61 @@ fn shutdown_waits_for_lagging_replicas_as_redis() {
     assert_eq!(ours.2, Some(0));
     assert_eq!(ours.3, vec![true; 5]);
 }
+
+/// redis.set_repl as in Redis: after REPL_NONE a script's writes reach
+/// neither the replica nor the AOF, after REPL_AOF only the AOF, after
+/// REPL_ALL both. A redis-server replica follows each master; the
+/// master's AOF is read back with DEBUG LOADAOF.
+#[test]
+fn script_set_repl_targets_the_aof_and_replicas_as_redis() {
+    let run = |program: &str| {
+        let dir = crate::aof::Dir::new("ferrokv-set-repl");
+        let master = crate::aof::launch(|port| {
+            let mut c = std::process::Command::new(program);
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--dir", &dir.s(), "--save", "", "--appendonly", "yes"])
+                .args([
+                    "--enable-debug-command",
+                    "yes",
+                    "--repl-diskless-sync-delay",
+                    "0",
+                ])
+                .current_dir(&dir.0);
+            c
+        });
+        let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        let mut r = Raw::connect(replica.port);
+        wait_link_up(&mut r);
+        let mut m = Raw::connect(master.port);
+        m.cmd_str(&[
+            "EVAL",
+            "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); \
+             redis.call('set','b','2'); redis.set_repl(redis.REPL_AOF); \
+             redis.call('set','c','3'); redis.set_repl(redis.REPL_ALL); \
+             redis.call('set','d','4')",
+            "0",
+        ]);
+        let want = b"*4\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$1\r\n4\r\n".to_vec();
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["MGET", "a", "b", "c", "d"])
+            == want));
+        let on_master = m.cmd_str(&["MGET", "a", "b", "c", "d"]);
+        m.cmd_str(&["DEBUG", "LOADAOF"]);
+        let from_aof = m.cmd_str(&["MGET", "a", "b", "c", "d"]);
+        let bad = m.cmd_str(&["EVAL", "redis.set_repl(5)", "0"]);
+        (on_master, from_aof, bad)
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    let theirs = run("redis-server");
+    assert_eq!(ours.0, theirs.0);
+    assert_eq!(ours.1, theirs.1);
+    assert_eq!(ours.1, b"*4\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n$1\r\n4\r\n");
+    let strip = |r: &[u8]| {
+        String::from_utf8_lossy(r)
+            .split(" script:")
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(strip(&ours.2), strip(&theirs.2));
+}
