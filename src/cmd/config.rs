@@ -330,9 +330,20 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     ctx.server.acl_changed();
     ctx.server.sync_access_tracking(ctx.store);
     if maxmemory_lowered {
-        // Redis's updateMaxmemory: evict at once to the new limit.
+        // Redis's updateMaxmemory: the cron evicts to the new limit from
+        // its next run (startEvictionTimeProc), after this command: a
+        // transaction's commands all see the data set as it was.
         ctx.server.memory.refresh();
-        ctx.server.perform_evictions(ctx.store);
+        let used = ctx.server.memory.used();
+        let max = ctx.server.config.maxmemory;
+        if max < used {
+            tracing::warn!(
+                "WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than the \
+                 current memory usage ({used}). This will result in key eviction and/or the \
+                 inability to accept new write commands depending on the maxmemory-policy."
+            );
+        }
+        ctx.server.memory.running = true;
     }
 }
 

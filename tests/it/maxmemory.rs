@@ -340,3 +340,23 @@ fn used_memory_dataset_follows_the_data() {
         "overhead grew by {overhead}"
     );
 }
+
+/// CONFIG SET maxmemory below what is used evicts after the command, from
+/// the cron (Redis's startEvictionTimeProc), not in the middle of a
+/// transaction: the EXEC sees its own INCR, then the key goes.
+#[test]
+fn lowering_maxmemory_inside_multi_evicts_after_exec_like_redis() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    p.same(&["MULTI"]);
+    p.same(&["INCR", "x"]);
+    p.same(&["CONFIG", "SET", "maxmemory", "1"]);
+    p.same(&["INCR", "x"]);
+    assert_eq!(p.same(&["EXEC"]), b"*3\r\n:1\r\n+OK\r\n:2\r\n");
+    for r in [&mut p.ours, &mut p.theirs] {
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["DBSIZE"])
+            == b":0\r\n"));
+        r.cmd_str(&["CONFIG", "SET", "maxmemory", "0"]);
+    }
+}
