@@ -578,6 +578,11 @@ fn oom_check(
     argv: Argv<'_>,
 ) -> Result<(), (Option<CommandId>, Error)> {
     let oom = server.perform_evictions(store) == super::evict::Evicted::Fail;
+    if server.tracking.in_use() {
+        // Evicted keys are invalidated before the command runs: their
+        // messages reach the running client ahead of its reply.
+        super::tracking::drain(server, store, 0);
+    }
     server.memory.pre_command_oom = oom;
     if !oom {
         return Ok(());

@@ -436,6 +436,44 @@ fn eviction_invalidates() {
     assert_eq!(got, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n+PONG\r\n");
 }
 
+/// A key evicted before a client's own command runs is invalidated ahead
+/// of that command's reply (Redis's performEvictions in processCommand),
+/// unlike keys the command itself changes.
+#[test]
+fn eviction_before_a_command_is_announced_before_its_reply_like_redis() {
+    // A process of its own: its allocator's figures are its own.
+    let server = crate::support::spawn_ferrokv_process();
+    let redis = crate::support::spawn_redis();
+    let mut ours = Raw::connect(server.port);
+    let mut theirs = Raw::connect(redis.port);
+    let mut got = Vec::new();
+    for r in [&mut ours, &mut theirs] {
+        r.cmd_str(&["HELLO", "3"]);
+        r.cmd_str(&["CLIENT", "TRACKING", "on"]);
+        r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", "volatile-random"]);
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "memory"])).into_owned();
+        let field = |name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let limit = field("used_memory") - field("mem_not_counted_for_evict") + 100 * 1024;
+        r.cmd_str(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+        r.cmd_str(&["SETEX", "volatile-key", "10000", "x"]);
+        r.cmd_str(&["GET", "volatile-key"]);
+        // 200 KB: over the limit once written.
+        r.cmd_str(&["SETBIT", "big-key", "1600000", "0"]);
+        got.push(exchange(r, &[b"GETBIT", b"big-key", b"0"], false));
+        r.cmd_str(&["CONFIG", "SET", "maxmemory", "0"]);
+    }
+    assert_eq!(got[0], got[1]);
+    assert_eq!(
+        String::from_utf8_lossy(&got[0]),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n:0\r\n"
+    );
+}
+
 /// Random reads and writes from a tracking client and another client, in
 /// a mode drawn at random: everything each connection receives is the
 /// same as redis-server's, step by step.
