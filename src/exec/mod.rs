@@ -48,6 +48,8 @@ pub struct Executor {
     repl_second_ms: u64,
     /// When the cluster's cron last ran (ten times a second).
     cluster_cron: Instant,
+    /// Real Unix ms of the last look for idle clients' buffers.
+    idle_buffers_ms: u64,
 }
 
 /// What a configuration asks of the server that only the layers above the
@@ -80,6 +82,7 @@ impl Executor {
             handshake: None,
             repl_second_ms: 0,
             cluster_cron: Instant::now(),
+            idle_buffers_ms: 0,
         };
         e.server.sync_access_tracking(&mut e.store);
         e.server.memory.startup = crate::server::evict::allocated();
@@ -278,6 +281,7 @@ impl Executor {
             }
         }
         self.close_idle_clients();
+        self.free_idle_buffers();
         crate::cmd::migrate::close_idle_sockets(&mut self.server);
         self.reap_ldb_children();
         self.resume_postponed();
@@ -294,6 +298,25 @@ impl Executor {
 
     /// `timeout`: closes clients idle longer than the limit
     /// (clientsCronHandleTimeout). Pub/sub clients are exempt, as in Redis.
+    /// Once a second: the buffers of clients idle for more than two
+    /// seconds are freed (Redis's clientsCronResizeQueryBuffer).
+    fn free_idle_buffers(&mut self) {
+        let now = clock::real_now_ms();
+        if now.saturating_sub(self.idle_buffers_ms) < 1000 {
+            return;
+        }
+        self.idle_buffers_ms = now;
+        let Some(net) = self.server.net.clone() else {
+            return;
+        };
+        let mut net = net.borrow_mut();
+        for c in self.server.clients.values() {
+            if now.saturating_sub(c.last_interaction_ms) > 2000 {
+                net.free_idle_buffers(c.id);
+            }
+        }
+    }
+
     fn close_idle_clients(&mut self) {
         let limit_ms = self.server.config.timeout.saturating_mul(1000);
         if limit_ms == 0 {

@@ -284,9 +284,11 @@ impl Conn {
         let b = &self.bufs;
         let io = &self.io;
         b.pending.set(io.pending());
-        b.query.set(io.qbuf_len());
-        b.query_alloc
-            .set(io.inbuf.capacity() + io.big.as_ref().map_or(0, Vec::capacity));
+        let big = io.big.as_ref().map_or(0, Vec::len);
+        b.query.set(io.parser.unparsed(io.inbuf.len()) + big);
+        b.query_alloc.set(
+            io.inbuf.capacity() + io.big.as_ref().map_or(0, Vec::capacity) + io.parser.held_big(),
+        );
         b.output_alloc.set(self.out.capacity() + io.wbuf.capacity());
         b.recount();
     }
@@ -343,6 +345,29 @@ impl Conn {
         if !keep_output && self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
             self.out = Vec::with_capacity(READ_CHUNK);
         }
+    }
+
+    /// Frees the buffers of a connection idle for a while with nothing in
+    /// them (Redis's clientsCronResizeQueryBuffer, which frees an idle
+    /// client's query buffer): an idle connection then costs its state
+    /// alone; the next read or reply allocates again.
+    pub fn free_idle_buffers(&mut self) {
+        let io = &mut self.io;
+        if self.in_flight
+            || !io.inbuf.is_empty()
+            || io.big.is_some()
+            || io.parser.in_progress()
+            || io.wpos != io.wbuf.len()
+            || !self.out.is_empty()
+        {
+            return;
+        }
+        io.inbuf = BytesMut::new();
+        io.inbuf_grew = false;
+        io.wbuf = Vec::new();
+        io.wpos = 0;
+        self.out = Vec::new();
+        self.account();
     }
 
     /// Writes what it can and accounts for it; Ok(n) is the number of

@@ -1138,6 +1138,14 @@ impl Net {
         }
     }
 
+    /// Frees the empty buffers of connection `id`, idle for a while
+    /// ([`Conn::free_idle_buffers`]).
+    pub fn free_idle_buffers(&mut self, id: u64) {
+        if let Some(c) = conn!(self, id) {
+            c.free_idle_buffers();
+        }
+    }
+
     /// Closes the listening sockets (TCP, TLS, Unix): the first step of a
     /// shutdown, so that once a client sees its connection close a new
     /// one is refused, as when Redis's process exits.

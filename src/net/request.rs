@@ -302,6 +302,23 @@ impl RequestParser {
         self.remaining > 0 || self.cursor > self.consumed
     }
 
+    /// What of a query buffer `buf_len` long is not parsed yet, as Redis's
+    /// querybuf holds it (CLIENT LIST `qbuf`): the bytes past the scan
+    /// position, and a large argument read whole whose CRLF has not come.
+    pub fn unparsed(&self, buf_len: usize) -> usize {
+        let waiting_crlf = if self.skip_crlf {
+            self.partial_big.last().map_or(0, Bytes::len)
+        } else {
+            0
+        };
+        buf_len.saturating_sub(self.cursor) + waiting_crlf
+    }
+
+    /// Bytes of the large arguments of the incomplete command.
+    pub fn held_big(&self) -> usize {
+        self.partial_big.iter().map(Bytes::len).sum()
+    }
+
     /// Called after the caller split `n` consumed bytes off the buffer.
     pub fn rebase(&mut self, n: usize) {
         debug_assert!(n == self.consumed);

@@ -33,6 +33,10 @@ const WATCHED_KEY: usize = 48;
 /// or pattern).
 const SUBSCRIPTION: usize = 32;
 
+/// One BCAST prefix's bookkeeping besides its bytes (the set's entry;
+/// Redis counts its radix tree's nodes).
+const TRACKING_PREFIX: usize = 48;
+
 /// The smallest limit Redis applies, so a bad setting still lets clients
 /// talk to the server.
 const MIN_LIMIT: u64 = 128 * 1024;
@@ -58,13 +62,15 @@ pub fn eviction_limit(config: &Config) -> usize {
 }
 
 /// What the executor holds for `c` besides the connection's buffers
-/// (getClientMemoryUsage's argv, MULTI and pub/sub parts).
+/// (getClientMemoryUsage's argv, MULTI, pub/sub and tracking prefix
+/// parts).
 pub fn held(c: &Client, server: &ServerState, store: &Store) -> usize {
     let (channels, patterns, shard) = server.pubsub.counts(c.id);
     CLIENT_FIXED
         + c.multi.as_ref().map_or(0, |m| m.mem())
         + store.watches.watching(c.id) * WATCHED_KEY
         + (channels + patterns + shard) * SUBSCRIPTION
+        + server.tracking.prefix_bytes(c.id, TRACKING_PREFIX)
 }
 
 impl ServerState {

@@ -216,6 +216,17 @@ impl Tracking {
         self.items
     }
 
+    /// The bytes of client `id`'s BCAST prefixes, with `each` more per
+    /// prefix (its client memory figure).
+    pub fn prefix_bytes(&self, id: u64, each: usize) -> usize {
+        if self.clients.is_empty() {
+            return 0;
+        }
+        self.clients
+            .get(&id)
+            .map_or(0, |t| t.prefixes.iter().map(|p| p.len() + each).sum())
+    }
+
     /// INFO's tracking_total_prefixes.
     pub fn total_prefixes(&self) -> usize {
         self.prefixes.len()

@@ -254,3 +254,47 @@ fn a_percentage_of_maxmemory() {
         assert!(present(&mut control, "small"), "{who}");
     });
 }
+
+/// A large bulk read whole but for its CRLF is still query buffer, as in
+/// Redis (`qbuf` is the bulk's size, `tot-mem` holds it); and a client idle
+/// for more than two seconds holds no buffers (Redis frees an idle
+/// client's query buffer), so an idle connection costs little.
+#[test]
+fn complete_bulk_without_crlf_and_idle_buffers_like_redis() {
+    let server = spawn_ferrokv_process();
+    let redis = spawn_redis();
+    for (port, who) in [(server.port, "ferrokv"), (redis.port, "redis-server")] {
+        let mut control = Raw::connect(port);
+        let size = 3_000_001;
+        let mut big = Raw::connect(port);
+        assert_eq!(big.cmd_str(&["CLIENT", "SETNAME", "big"]), b"+OK\r\n");
+        big.send(format!("*1\r\n${size}\r\n").as_bytes());
+        big.send(&vec![b'v'; size]);
+        assert!(
+            wait_until(Duration::from_secs(5), || field_of(
+                &mut control,
+                "big",
+                "qbuf"
+            ) == Some(size as u64)),
+            "{who}: {}",
+            client_list(&mut control)
+        );
+        let tot = field_of(&mut control, "big", "tot-mem").expect("tot-mem");
+        assert!(tot > size as u64, "{who}: tot-mem={tot}");
+        let mut idle = Raw::connect(port);
+        assert_eq!(idle.cmd_str(&["CLIENT", "SETNAME", "idle"]), b"+OK\r\n");
+        assert!(
+            wait_until(Duration::from_secs(6), || field_of(
+                &mut control,
+                "idle",
+                "qbuf-free"
+            ) == Some(0)),
+            "{who}: {}",
+            client_list(&mut control)
+        );
+        let tot = field_of(&mut control, "idle", "tot-mem").expect("tot-mem");
+        assert!(tot < 4096, "{who}: tot-mem={tot}");
+        // It still works, with buffers again.
+        assert_eq!(idle.cmd_str(&["PING"]), b"+PONG\r\n");
+    }
+}
