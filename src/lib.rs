@@ -255,7 +255,7 @@ impl Server {
         clock: Option<util::clock::ManualClock>,
         on_bound: Option<OnBound>,
     ) -> std::io::Result<Server> {
-        tune_allocator();
+        tune_allocator(config.get_bool("jemalloc-bg-thread"));
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("ferrokv".into())
@@ -380,7 +380,13 @@ fn prepare(
     let listeners = if config.port == 0 && tls_port != 0 {
         Vec::new()
     } else {
-        net::listener::bind_all(&config.bind, config.port)?
+        let backlog = config
+            .get_i64("tcp-backlog")
+            .map_or(net::listener::TCP_BACKLOG, |b| {
+                i32::try_from(b).unwrap_or(i32::MAX)
+            });
+        net::listener::check_backlog(backlog);
+        net::listener::bind_all(&config.bind, config.port, backlog)?
     };
     let shared = Arc::new(Shared::default());
     let mut net = net::event_loop::Net::new(listeners, shared.clone())?;
@@ -495,18 +501,16 @@ fn prepare(
 #[cfg(ferrokv_jemalloc)]
 const DIRTY_DECAY_MS: isize = 1000;
 
-/// Asks jemalloc to purge freed pages from a background thread (as Redis's
-/// `jemalloc-bg-thread yes`) and shortens the decay time, so RSS falls
-/// after keys are deleted or expire without any allocation activity.
-/// Failures are ignored: when jemalloc is not the global allocator these
-/// settings only concern an unused heap.
-fn tune_allocator() {
+/// Has jemalloc purge freed pages from a background thread as
+/// `jemalloc-bg-thread` says (Redis's set_jemalloc_bg_thread) and shortens
+/// the decay time, so RSS falls after keys are deleted or expire without
+/// any allocation activity. Failures are ignored: when jemalloc is not the
+/// global allocator these settings only concern an unused heap.
+fn tune_allocator(background_thread: bool) {
+    util::counting_alloc::set_background_thread(background_thread);
     #[cfg(ferrokv_jemalloc)]
     {
         use tikv_jemalloc_ctl::raw;
-        if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
-            tracing::debug!("jemalloc background thread not enabled: {e}");
-        }
         // SAFETY: the names are NUL-terminated mallctl keys whose values are
         // `ssize_t` (isize) and `unsigned` (u32), as jemalloc documents.
         unsafe {

@@ -295,6 +295,14 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     if next.appendfsync != ctx.server.config.appendfsync {
         ctx.server.aof.set_fsync(&next.appendfsync);
     }
+    if next.get("jemalloc-bg-thread") != ctx.server.config.get("jemalloc-bg-thread") {
+        crate::util::counting_alloc::set_background_thread(next.get_bool("jemalloc-bg-thread"));
+    }
+    if next.hz != ctx.server.config.hz {
+        // Redis's updateHZ: in force at once; dynamic-hz adjusts it from
+        // the next cron run.
+        ctx.server.hz = next.hz.clamp(1, 500);
+    }
     if next.loglevel != ctx.server.config.loglevel {
         crate::config::cli::set_log_level(&next.loglevel);
     }

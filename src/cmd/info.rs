@@ -187,7 +187,7 @@ fn server(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("server_time_usec", now_us);
     f.kv("uptime_in_seconds", uptime);
     f.kv("uptime_in_days", uptime / 86400);
-    f.kv("hz", s.config.hz);
+    f.kv("hz", s.hz);
     f.kv("configured_hz", s.config.hz);
     f.kv("lru_clock", (now_us / 1_000_000) & ((1 << 24) - 1));
     f.kv("executable", &s.executable);

@@ -85,6 +85,7 @@ impl Executor {
             idle_buffers_ms: 0,
         };
         e.server.sync_access_tracking(&mut e.store);
+        e.update_hz();
         e.server.memory.startup = crate::server::evict::allocated();
         e
     }
@@ -181,7 +182,25 @@ impl Executor {
     }
 
     fn period(&self) -> Duration {
-        Duration::from_micros(1_000_000 / u64::from(self.server.config.hz.clamp(1, 500)))
+        Duration::from_micros(1_000_000 / u64::from(self.server.hz.clamp(1, 500)))
+    }
+
+    /// The cron's frequency (serverCron's first step): `hz`, doubled under
+    /// `dynamic-hz` while there are more than 200 clients per tick, up to
+    /// 500.
+    fn update_hz(&mut self) {
+        let mut hz = self.server.config.hz.clamp(1, 500);
+        if self.server.config.get_bool("dynamic-hz") {
+            let clients = self.server.clients.len() as u32;
+            while clients / hz > 200 {
+                hz *= 2;
+                if hz > 500 {
+                    hz = 500;
+                    break;
+                }
+            }
+        }
+        self.server.hz = hz;
     }
 
     /// The cluster bus's messages, and the cluster's cron every 100 ms.
@@ -234,6 +253,7 @@ impl Executor {
             return;
         }
         self.last_cycle = Instant::now();
+        self.update_hz();
         if self.server.shutdown_wait.is_some() {
             crate::server::shutdown::cron(&mut self.store, &mut self.server);
             if self.server.shutdown {

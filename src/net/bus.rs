@@ -91,8 +91,9 @@ impl Bus {
         registry: &Registry,
         addrs: &[String],
         port: u16,
+        backlog: i32,
     ) -> std::io::Result<()> {
-        for mut l in super::listener::bind_all(addrs, port)?
+        for mut l in super::listener::bind_all(addrs, port, backlog)?
             .into_iter()
             .take(MAX_LISTENERS)
         {

@@ -11,7 +11,8 @@ use super::event_loop::NetLimits;
 
 /// Binds every address; a leading `-` marks an optional address whose
 /// failure is not fatal (Redis's `bind 127.0.0.1 -::1`).
-pub fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpListener>> {
+/// `backlog` is `tcp-backlog`.
+pub fn bind_all(addrs: &[String], port: u16, backlog: i32) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
     let mut port = port;
     for a in addrs {
@@ -29,7 +30,7 @@ pub fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpListener>
         } else {
             format!("{host}:{port}")
         };
-        match listen(&addr) {
+        match listen(&addr, backlog) {
             Ok(l) => {
                 // With port 0 every address shares the first one's port.
                 if port == 0 {
@@ -57,13 +58,13 @@ pub fn bind_all(addrs: &[String], port: u16) -> std::io::Result<Vec<TcpListener>
 
 /// Redis's default tcp-backlog. A short accept queue makes bursts of
 /// connects stall for a SYN retransmit (one second).
-pub(super) const TCP_BACKLOG: i32 = 511;
+pub const TCP_BACKLOG: i32 = 511;
 
 /// Binds and listens on `addr` ("host:port"), non-blocking.
-fn listen(addr: &str) -> std::io::Result<TcpListener> {
+fn listen(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
     let mut last = None;
     for a in addr.to_socket_addrs()? {
-        match listen_one(a) {
+        match listen_one(a, backlog) {
             Ok(l) => return Ok(l),
             Err(e) => last = Some(e),
         }
@@ -73,7 +74,7 @@ fn listen(addr: &str) -> std::io::Result<TcpListener> {
     }))
 }
 
-fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
+fn listen_one(a: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
     let sock = Socket::new(Domain::for_address(a), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
     if a.is_ipv6() {
@@ -82,9 +83,25 @@ fn listen_one(a: SocketAddr) -> std::io::Result<TcpListener> {
         sock.set_only_v6(true)?;
     }
     sock.bind(&a.into())?;
-    sock.listen(TCP_BACKLOG)?;
+    sock.listen(backlog)?;
     sock.set_nonblocking(true)?;
     Ok(TcpListener::from_std(sock.into()))
+}
+
+/// Redis's checkTcpBacklogSettings: a backlog the kernel caps lower
+/// (`net.core.somaxconn`) is warned about at start-up.
+pub fn check_backlog(backlog: i32) {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/core/somaxconn") else {
+        return;
+    };
+    if let Ok(somaxconn) = text.trim().parse::<i32>() {
+        if somaxconn < backlog {
+            tracing::warn!(
+                "WARNING: The TCP backlog setting of {backlog} cannot be enforced because \
+                 /proc/sys/net/core/somaxconn is set to the lower value of {somaxconn}."
+            );
+        }
+    }
 }
 
 /// Protected mode refuses clients other than 127.0.0.1 and ::1 exactly
@@ -134,9 +151,10 @@ mod tests {
 
     #[test]
     fn binds_loopback_on_a_free_port_and_skips_optional_failures() {
-        let ls = bind_all(&["127.0.0.1".into(), "-192.0.2.1".into()], 0).expect("bind");
+        let ls =
+            bind_all(&["127.0.0.1".into(), "-192.0.2.1".into()], 0, TCP_BACKLOG).expect("bind");
         assert_eq!(ls.len(), 1);
         assert_ne!(ls[0].local_addr().expect("addr").port(), 0);
-        assert!(bind_all(&["192.0.2.1".into()], 0).is_err());
+        assert!(bind_all(&["192.0.2.1".into()], 0, TCP_BACKLOG).is_err());
     }
 }

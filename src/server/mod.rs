@@ -123,6 +123,9 @@ pub struct ServerState {
     pub shutdown_wait: Option<shutdown::Waiting>,
     /// DEBUG PAUSE-CRON: the periodic work is held.
     pub pause_cron: bool,
+    /// The cron's frequency now: `hz`, raised with many clients under
+    /// `dynamic-hz` (INFO's `hz`).
+    pub hz: u32,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
     /// commands (a test hook).
     pub script_allow_noscript: bool,
@@ -378,6 +381,7 @@ impl ServerState {
             shutdown_wait: None,
             script_allow_noscript: false,
             pause_cron: false,
+            hz: 0,
             shutdown_save_done: false,
             pause: pause::Pause::default(),
             postponed: Vec::new(),

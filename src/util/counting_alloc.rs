@@ -71,6 +71,17 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// Turns jemalloc's background purging thread on or off
+/// (`jemalloc-bg-thread`); nothing without jemalloc.
+pub fn set_background_thread(on: bool) {
+    #[cfg(all(ferrokv_jemalloc, not(ferrokv_sanitize)))]
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(on) {
+        tracing::debug!("jemalloc background thread not set: {e}");
+    }
+    #[cfg(not(all(ferrokv_jemalloc, not(ferrokv_sanitize))))]
+    let _ = on;
+}
+
 /// The allocator's bytes in use, all threads: jemalloc's
 /// `stats.allocated`, or this allocator's count in a sanitizer build.
 pub fn allocated() -> u64 {

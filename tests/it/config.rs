@@ -714,3 +714,72 @@ fn rename_command_and_loadmodule_refusals_match_redis() {
         assert!(redis_text.contains(line), "{redis_text}");
     }
 }
+
+/// The Send-Q `ss` shows for the socket listening on `port` (its accept
+/// queue's length limit).
+fn listen_backlog(port: u16) -> Vec<String> {
+    let out = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
+
+/// `tcp-backlog`, `jemalloc-bg-thread` and `dynamic-hz` act as in Redis:
+/// the listening sockets' accept queue, jemalloc's purging thread, and
+/// the cron's frequency raised with many clients (INFO `hz`).
+#[test]
+fn tcp_backlog_jemalloc_bg_thread_and_dynamic_hz_act_like_redis() {
+    let ours = spawn_ferrokv_process_with(&["--tcp-backlog", "77", "--jemalloc-bg-thread", "no"]);
+    let redis = spawn_redis_with(&["--tcp-backlog", "77"]);
+    assert_eq!(listen_backlog(ours.port), listen_backlog(redis.port));
+    assert!(listen_backlog(ours.port).iter().all(|q| q == "77"));
+    // jemalloc's background threads come and go with the directive.
+    let bg_threads = || {
+        std::fs::read_dir(format!("/proc/{}/task", ours.pid()))
+            .map(|d| {
+                d.filter_map(|t| t.ok())
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.starts_with("jemalloc_bg"))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(bg_threads(), 0);
+    let mut r = Raw::connect(ours.port);
+    assert_eq!(
+        r.cmd_str(&["CONFIG", "SET", "jemalloc-bg-thread", "yes"]),
+        b"+OK\r\n"
+    );
+    assert!(wait_until(Duration::from_secs(5), || bg_threads() > 0));
+    // dynamic-hz: 450 clients at hz 1 make the cron run at 4 Hz.
+    let mut hz = Vec::new();
+    for port in [ours.port, redis.port] {
+        let mut c = Raw::connect(port);
+        c.cmd_str(&["CONFIG", "SET", "hz", "1"]);
+        let clients: Vec<Raw> = (0..450)
+            .map(|_| {
+                let mut x = Raw::connect(port);
+                assert_eq!(x.cmd_str(&["PING"]), b"+PONG\r\n");
+                x
+            })
+            .collect();
+        let field = |c: &mut Raw, name: &str| -> String {
+            String::from_utf8_lossy(&c.cmd_str(&["INFO", "server"]))
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+                .unwrap_or_default()
+        };
+        assert!(wait_until(Duration::from_secs(5), || field(&mut c, "hz") == "4"));
+        c.cmd_str(&["CONFIG", "SET", "dynamic-hz", "no"]);
+        assert!(wait_until(Duration::from_secs(5), || field(&mut c, "hz") == "1"));
+        hz.push((field(&mut c, "hz"), field(&mut c, "configured_hz")));
+        drop(clients);
+    }
+    assert_eq!(hz[0], hz[1]);
+}

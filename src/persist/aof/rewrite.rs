@@ -562,14 +562,21 @@ fn install_first(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), Strin
 /// commands that rebuild the keyspace, via a temp file, fsync and rename.
 /// Returns its size.
 pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Result<u64, String> {
+    let fsync_every = if config.get_bool("aof-rewrite-incremental-fsync") {
+        crate::persist::AUTOSYNC_BYTES
+    } else {
+        0
+    };
     if config.get_bool("aof-use-rdb-preamble") {
         let mut opts = crate::persist::save_options(config);
         opts.aof_base = true;
+        opts.fsync_every = fsync_every;
         return crate::persist::write_file(path, src, opts, None).map(|r| r.bytes);
     }
     let tmp = path.with_extension("tmp");
     let result = (|| -> std::io::Result<u64> {
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        let file = crate::persist::AutoSync::new(File::create(&tmp)?, fsync_every);
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
         let mut n = 0;
         if config.get_bool("aof-timestamp-enabled") {
             let ts = super::timestamp_line(crate::util::clock::real_now_ms() / 1000);
@@ -582,7 +589,10 @@ pub(super) fn write_base(path: &Path, src: &dyn DbSource, config: &Config) -> Re
             config.get_i64("rdb-key-save-delay").unwrap_or(0),
         )?;
         w.flush()?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        w.into_inner()
+            .map_err(|e| e.into_error())?
+            .into_inner()
+            .sync_all()?;
         std::fs::rename(&tmp, path)?;
         Ok(n)
     })();

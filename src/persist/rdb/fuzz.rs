@@ -68,6 +68,7 @@ fn image(checksum: bool) -> Vec<u8> {
         aof_base: false,
         repl: None,
         key_delay_us: 0,
+        fsync_every: 0,
     };
     write_rdb(&mut out, &sample_store(), opts, None).expect("writes to memory");
     out

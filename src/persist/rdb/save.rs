@@ -271,6 +271,10 @@ pub struct SaveOptions {
     /// `rdb-key-save-delay`: microseconds to wait after each key (a test
     /// hook that keeps a save in progress long enough to observe).
     pub key_delay_us: i64,
+    /// fsync the file every this many bytes written (0: only at the end):
+    /// `rdb-save-incremental-fsync`, or `aof-rewrite-incremental-fsync`
+    /// for an AOF base (Redis's rioSetAutoSync).
+    pub fsync_every: u64,
 }
 
 /// The `repl-stream-db`, `repl-id` and `repl-offset` AUX fields: a
