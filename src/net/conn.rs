@@ -69,6 +69,16 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Sets TCP_NODELAY (nothing for a unix socket).
+    pub fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nodelay(on),
+            Stream::Tls(s) => s.set_nodelay(on),
+            #[cfg(unix)]
+            Stream::Unix(_) => Ok(()),
+        }
+    }
+
     /// Shuts down one or both directions.
     pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
         match self {

@@ -679,6 +679,12 @@ impl Net {
                     // The Disconnect lets the executor forget what else the
                     // client held (subscriptions, watches, a blocked pop).
                     ToConn::Close => self.drop_conn(id, true),
+                    ToConn::NoDelay(on) => {
+                        if let Some(c) = conn!(self, id) {
+                            // Not critical when it fails, as in Redis.
+                            let _ = c.io.sock.set_nodelay(on);
+                        }
+                    }
                 }
             }
             self.spare = msgs;

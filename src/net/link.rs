@@ -72,6 +72,9 @@ pub enum ToConn {
     Push(Vec<u8>),
     /// Close the connection now (CLIENT KILL, shutdown).
     Close,
+    /// Set TCP_NODELAY on the connection (a replica's link under
+    /// `repl-disable-tcp-nodelay`).
+    NoDelay(bool),
 }
 
 /// Messages for connections, tagged with the client id, in the order the

@@ -409,6 +409,11 @@ impl TlsStream {
         }
     }
 
+    /// Sets TCP_NODELAY on the socket.
+    pub fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
+        self.inner.get_ref().set_nodelay(on)
+    }
+
     /// Shuts the socket down (Redis frees the SSL without a close_notify
     /// wait).
     pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {

@@ -221,6 +221,11 @@ impl ServerState {
         if self.config.maxmemory == 0 {
             return Evicted::Ok;
         }
+        // A replica keeps what its master sends: the master evicts and its
+        // DELs follow (`replica-ignore-maxmemory`).
+        if self.repl.master.is_some() && self.config.get_bool("replica-ignore-maxmemory") {
+            return Evicted::Ok;
+        }
         let Some(to_free) = self.over_limit() else {
             self.memory.running = false;
             return Evicted::Ok;

@@ -1483,3 +1483,40 @@ fn script_set_repl_targets_the_aof_and_replicas_as_redis() {
     };
     assert_eq!(strip(&ours.2), strip(&theirs.2));
 }
+
+/// `replica-ignore-maxmemory`: a replica over its maxmemory keeps every key
+/// its master sends (the default), or evicts like a master when the
+/// directive is off. A ferrokv replica and a redis-server replica of the
+/// same redis-server master, side by side.
+#[test]
+fn replica_ignore_maxmemory_acts_as_redis() {
+    let master = spawn_redis();
+    let mut m = Raw::connect(master.port);
+    let ours = spawn_ferrokv_process_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let theirs = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut replicas = [Raw::connect(ours.port), Raw::connect(theirs.port)];
+    for r in &mut replicas {
+        wait_link_up(r);
+        r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        r.cmd_str(&["CONFIG", "SET", "maxmemory", "1"]);
+    }
+    let value = "v".repeat(1000);
+    for i in 0..200 {
+        m.cmd_str(&["SET", &format!("k{i}"), &value]);
+    }
+    let want = m.cmd_str(&["DBSIZE"]);
+    let offset = info_field(&mut m, "replication", "master_repl_offset");
+    for r in &mut replicas {
+        assert!(wait_until(Duration::from_secs(10), || info_field(
+            r,
+            "replication",
+            "slave_repl_offset"
+        ) == offset));
+        // Reads and writes of its own clients do not evict either.
+        r.cmd_str(&["GET", "k1"]);
+        assert_eq!(r.cmd_str(&["DBSIZE"]), want);
+        r.cmd_str(&["CONFIG", "SET", "replica-ignore-maxmemory", "no"]);
+        r.cmd_str(&["GET", "k1"]);
+        assert_eq!(r.cmd_str(&["DBSIZE"]), b":0\r\n");
+    }
+}
