@@ -107,6 +107,10 @@ fn main() {
     let disable_thp = config.get_bool("disable-thp");
     let replica = !config.get("replicaof").is_empty();
     let pidfile = config.pidfile.clone();
+    ferrokv::util::process::set_crash_handling(
+        config.get_bool("crash-log-enabled"),
+        config.get_bool("use-exit-on-panic"),
+    );
     ferrokv::exec::crash::install();
     // Handlers go in before the port opens, so a SIGTERM sent as soon as
     // clients can connect is already a graceful shutdown.

@@ -298,6 +298,10 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     if next.get("jemalloc-bg-thread") != ctx.server.config.get("jemalloc-bg-thread") {
         crate::util::counting_alloc::set_background_thread(next.get_bool("jemalloc-bg-thread"));
     }
+    crate::util::process::set_crash_handling(
+        next.get_bool("crash-log-enabled"),
+        next.get_bool("use-exit-on-panic"),
+    );
     if next.hz != ctx.server.config.hz {
         // Redis's updateHZ: in force at once; dynamic-hz adjusts it from
         // the next cron run.

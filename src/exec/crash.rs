@@ -69,7 +69,13 @@ pub fn install() {
             "!!! Software Failure. Press left mouse button to continue".to_string(),
             format!("Guru Meditation: {msg}{at}"),
         ];
-        write_report(&head, None);
+        // Without the crash log (Redis's crashlog_enabled), the cause alone.
+        write_report(&head, None, crash_log_enabled());
+        if crate::util::process::EXIT_ON_PANIC.load(Ordering::Relaxed) {
+            // SAFETY: ends the process at once, as Redis's _exit(1) with
+            // use-exit-on-panic.
+            unsafe { libc::_exit(1) };
+        }
         // SAFETY: back to the default action, so the abort below ends the
         // process without a second report.
         unsafe { libc::signal(libc::SIGABRT, libc::SIG_DFL) };
@@ -84,8 +90,14 @@ pub(super) fn watch(executor: Option<&mut Executor>) {
     EXECUTOR.store(ptr, Ordering::Relaxed);
 }
 
+fn crash_log_enabled() -> bool {
+    crate::util::process::CRASH_LOG.load(Ordering::Relaxed)
+}
+
 extern "C" fn on_fatal_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
-    if PID.load(Ordering::Relaxed) == std::process::id() {
+    // Without the crash log Redis installs no handler: the signal's default
+    // action, and no report.
+    if PID.load(Ordering::Relaxed) == std::process::id() && crash_log_enabled() {
         let mut head = Vec::new();
         // SAFETY: the kernel passes valid siginfo and ucontext pointers to
         // an SA_SIGINFO handler.
@@ -102,7 +114,7 @@ extern "C" fn on_fatal_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uc: 
                 head.push(format!("Crashed running the instruction at: {ip:#x}"));
             }
         }
-        write_report(&head, Some(sig));
+        write_report(&head, Some(sig), true);
     }
     // SAFETY: the default action for the signal, raised again: the process
     // ends as the signal would have ended it (a core dump where enabled).
@@ -178,20 +190,22 @@ fn write_log(out: &str) {
 
 /// Writes the whole report to the log: `head` as warning lines, then the
 /// stack trace and the server's state.
-fn write_report(head: &[String], _sig: Option<libc::c_int>) {
+fn write_report(head: &[String], _sig: Option<libc::c_int>, full: bool) {
     let executor = EXECUTOR.load(Ordering::Relaxed);
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("\n\n=== REDIS BUG REPORT START: Cut & paste starting from here ===\n");
     for line in head {
         out.push_str(&crate::config::log::line('#', line));
     }
-    out.push_str("\n------ STACK TRACE ------\n\nBacktrace:\n");
-    let trace = std::backtrace::Backtrace::force_capture().to_string();
-    for line in crashed_frames(&trace) {
-        out.push_str(line);
-        out.push('\n');
+    if full {
+        out.push_str("\n------ STACK TRACE ------\n\nBacktrace:\n");
+        let trace = std::backtrace::Backtrace::force_capture().to_string();
+        for line in crashed_frames(&trace) {
+            out.push_str(line);
+            out.push('\n');
+        }
     }
-    if !executor.is_null() {
+    if full && !executor.is_null() {
         // SAFETY: as above.
         state_sections(unsafe { &mut *executor }, &mut out);
     }

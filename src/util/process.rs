@@ -286,3 +286,16 @@ mod tests {
         assert_eq!(atoi(""), 0);
     }
 }
+
+/// `crash-log-enabled`: a crash writes its report (the signal handlers act).
+pub static CRASH_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// `use-exit-on-panic`: a panic ends the process with exit status 1 rather
+/// than abort().
+pub static EXIT_ON_PANIC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Applies the crash directives (start-up and CONFIG SET).
+pub fn set_crash_handling(crash_log: bool, exit_on_panic: bool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    CRASH_LOG.store(crash_log, Relaxed);
+    EXIT_ON_PANIC.store(exit_on_panic, Relaxed);
+}

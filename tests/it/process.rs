@@ -7,7 +7,9 @@ use std::os::unix::net::UnixDatagram;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support::{free_port, unique_temp_path, wait_until, Raw};
+use crate::support::{
+    encode, free_port, spawn_on_free_port, unique_temp_path, wait_exit, wait_until, Raw,
+};
 
 /// `daemonize yes`: the command exits 0 at once, the server runs on in
 /// the background under the pid the pid file names, and removes the file
@@ -463,4 +465,52 @@ fn signal_shutdown_can_be_aborted_or_insisted_on_as_redis() {
         assert!(text().contains("You insist... exiting now."), "{name}");
     }
     let _ = std::fs::remove_dir_all(root);
+}
+
+/// `crash-log-enabled` and `use-exit-on-panic` as in Redis: DEBUG PANIC
+/// writes the stack trace only with the crash log on and ends in abort(),
+/// or exit status 1 with use-exit-on-panic; DEBUG SEGFAULT without the
+/// crash log dies of the signal with nothing written.
+#[test]
+fn crash_directives_act_like_redis() {
+    use std::os::unix::process::ExitStatusExt;
+    let run = |program: &str, extra: &[&str], cmd: &str| -> (Option<i32>, Option<i32>, bool) {
+        let dir = unique_temp_path("ferrokv-crash");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("log.txt");
+        let (mut child, port) = spawn_on_free_port(|port| {
+            let mut c = Command::new(program);
+            c.args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--enable-debug-command", "yes"])
+            .args(["--logfile", log.to_str().expect("utf-8 path")])
+            .args(extra);
+            c
+        });
+        let mut r = Raw::connect(port);
+        r.send(&encode(&[b"DEBUG", cmd.as_bytes()]));
+        let status = wait_exit(&mut child, Duration::from_secs(20)).expect("it ends");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            status.code(),
+            status.signal(),
+            text.contains("------ STACK TRACE ------"),
+        )
+    };
+    for (extra, cmd) in [
+        (&["--crash-log-enabled", "no"][..], "PANIC"),
+        (&["--use-exit-on-panic", "yes"], "PANIC"),
+        (&["--crash-log-enabled", "no"], "SEGFAULT"),
+    ] {
+        let ours = run(env!("CARGO_BIN_EXE_ferrokv"), extra, cmd);
+        let theirs = run("redis-server", extra, cmd);
+        assert_eq!(ours, theirs, "{extra:?} DEBUG {cmd}");
+    }
 }
