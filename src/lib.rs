@@ -380,13 +380,9 @@ fn prepare(
     let listeners = if config.port == 0 && tls_port != 0 {
         Vec::new()
     } else {
-        let backlog = config
-            .get_i64("tcp-backlog")
-            .map_or(net::listener::TCP_BACKLOG, |b| {
-                i32::try_from(b).unwrap_or(i32::MAX)
-            });
-        net::listener::check_backlog(backlog);
-        net::listener::bind_all(&config.bind, config.port, backlog)?
+        let opts = net::listener::ListenOpts::from_config(&config);
+        net::listener::check_backlog(opts.backlog);
+        net::listener::bind_all(&config.bind, config.port, opts)?
     };
     let shared = Arc::new(Shared::default());
     let mut net = net::event_loop::Net::new(listeners, shared.clone())?;

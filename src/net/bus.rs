@@ -91,9 +91,9 @@ impl Bus {
         registry: &Registry,
         addrs: &[String],
         port: u16,
-        backlog: i32,
+        opts: super::listener::ListenOpts,
     ) -> std::io::Result<()> {
-        for mut l in super::listener::bind_all(addrs, port, backlog)?
+        for mut l in super::listener::bind_all(addrs, port, opts)?
             .into_iter()
             .take(MAX_LISTENERS)
         {

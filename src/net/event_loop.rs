@@ -95,8 +95,8 @@ pub struct NetLimits {
     /// tcp-keepalive: seconds of idleness before keepalive probes on
     /// accepted connections (0: off).
     pub tcp_keepalive: u64,
-    /// tcp-backlog: the accept queue of every listening socket.
-    pub tcp_backlog: i32,
+    /// tcp-backlog and socket-mark-id: how listening sockets are set up.
+    pub listen: super::listener::ListenOpts,
 }
 
 /// Connection counters for INFO (stats and clients).
@@ -225,7 +225,7 @@ impl Net {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
         }
-        sock.listen(self.limits.tcp_backlog)?;
+        self.limits.listen.listen(&sock)?;
         sock.set_nonblocking(true)?;
         let std_listener: std::os::unix::net::UnixListener = sock.into();
         let mut l = mio::net::UnixListener::from_std(std_listener);
@@ -288,11 +288,7 @@ impl Net {
             default_nopass: self.limits.default_nopass,
             keep_reply_buffers: self.limits.keep_reply_buffers,
             tcp_keepalive: c.tcp_keepalive,
-            tcp_backlog: c
-                .get_i64("tcp-backlog")
-                .map_or(super::listener::TCP_BACKLOG, |b| {
-                    i32::try_from(b).unwrap_or(i32::MAX)
-                }),
+            listen: super::listener::ListenOpts::from_config(c),
         };
     }
 
@@ -1015,7 +1011,7 @@ impl Net {
     /// Listens for the cluster bus on `addrs` at `port`.
     pub fn bus_listen(&mut self, addrs: &[String], port: u16) -> std::io::Result<()> {
         self.bus
-            .listen(self.poll.registry(), addrs, port, self.limits.tcp_backlog)
+            .listen(self.poll.registry(), addrs, port, self.limits.listen)
     }
 
     /// Opens a bus link to `addr`; its id.
@@ -1067,11 +1063,11 @@ impl Net {
         port: u16,
         old: (&[String], u16),
     ) -> std::io::Result<u16> {
-        let bound = match bind_all(bind, port, self.limits.tcp_backlog) {
+        let bound = match bind_all(bind, port, self.limits.listen) {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                 self.close_listeners();
-                bind_all(bind, port, self.limits.tcp_backlog).inspect_err(|_| {
-                    match bind_all(old.0, old.1, self.limits.tcp_backlog) {
+                bind_all(bind, port, self.limits.listen).inspect_err(|_| {
+                    match bind_all(old.0, old.1, self.limits.listen) {
                         Ok(ls) => {
                             let _ = self.listen(ls);
                         }
@@ -1130,12 +1126,12 @@ impl Net {
             self.close_tls_listeners();
             return Ok(0);
         }
-        let bound = match bind_all(bind, port, self.limits.tcp_backlog) {
+        let bound = match bind_all(bind, port, self.limits.listen) {
             Err(e)
                 if e.kind() == std::io::ErrorKind::AddrInUse && !self.tls_listeners.is_empty() =>
             {
                 self.close_tls_listeners();
-                bind_all(bind, port, self.limits.tcp_backlog)
+                bind_all(bind, port, self.limits.listen)
             }
             other => other,
         }?;

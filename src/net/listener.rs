@@ -11,8 +11,54 @@ use super::event_loop::NetLimits;
 
 /// Binds every address; a leading `-` marks an optional address whose
 /// failure is not fatal (Redis's `bind 127.0.0.1 -::1`).
-/// `backlog` is `tcp-backlog`.
-pub fn bind_all(addrs: &[String], port: u16, backlog: i32) -> std::io::Result<Vec<TcpListener>> {
+/// How listening sockets are set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenOpts {
+    /// `tcp-backlog`: the accept queue's length.
+    pub backlog: i32,
+    /// `socket-mark-id`: SO_MARK on the socket (0: none).
+    pub mark: u32,
+}
+
+impl Default for ListenOpts {
+    fn default() -> Self {
+        ListenOpts {
+            backlog: TCP_BACKLOG,
+            mark: 0,
+        }
+    }
+}
+
+impl ListenOpts {
+    /// The options `config` gives.
+    pub fn from_config(config: &crate::config::Config) -> ListenOpts {
+        ListenOpts {
+            backlog: config
+                .get_i64("tcp-backlog")
+                .map_or(TCP_BACKLOG, |b| i32::try_from(b).unwrap_or(i32::MAX)),
+            mark: config
+                .get_i64("socket-mark-id")
+                .map_or(0, |m| u32::try_from(m).unwrap_or(0)),
+        }
+    }
+
+    /// Applies the options to a bound socket and listens.
+    pub(super) fn listen(&self, sock: &Socket) -> std::io::Result<()> {
+        if self.mark > 0 {
+            // As Redis's anetSetSockMarkId: best effort (it needs
+            // CAP_NET_ADMIN).
+            #[cfg(target_os = "linux")]
+            let _ = sock.set_mark(self.mark);
+        }
+        sock.listen(self.backlog)
+    }
+}
+
+pub fn bind_all(
+    addrs: &[String],
+    port: u16,
+    opts: ListenOpts,
+) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
     let mut port = port;
     for a in addrs {
@@ -30,7 +76,7 @@ pub fn bind_all(addrs: &[String], port: u16, backlog: i32) -> std::io::Result<Ve
         } else {
             format!("{host}:{port}")
         };
-        match listen(&addr, backlog) {
+        match listen(&addr, opts) {
             Ok(l) => {
                 // With port 0 every address shares the first one's port.
                 if port == 0 {
@@ -61,10 +107,10 @@ pub fn bind_all(addrs: &[String], port: u16, backlog: i32) -> std::io::Result<Ve
 pub const TCP_BACKLOG: i32 = 511;
 
 /// Binds and listens on `addr` ("host:port"), non-blocking.
-fn listen(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
+fn listen(addr: &str, opts: ListenOpts) -> std::io::Result<TcpListener> {
     let mut last = None;
     for a in addr.to_socket_addrs()? {
-        match listen_one(a, backlog) {
+        match listen_one(a, opts) {
             Ok(l) => return Ok(l),
             Err(e) => last = Some(e),
         }
@@ -74,7 +120,7 @@ fn listen(addr: &str, backlog: i32) -> std::io::Result<TcpListener> {
     }))
 }
 
-fn listen_one(a: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
+fn listen_one(a: SocketAddr, opts: ListenOpts) -> std::io::Result<TcpListener> {
     let sock = Socket::new(Domain::for_address(a), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
     if a.is_ipv6() {
@@ -83,7 +129,7 @@ fn listen_one(a: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
         sock.set_only_v6(true)?;
     }
     sock.bind(&a.into())?;
-    sock.listen(backlog)?;
+    opts.listen(&sock)?;
     sock.set_nonblocking(true)?;
     Ok(TcpListener::from_std(sock.into()))
 }
@@ -151,10 +197,14 @@ mod tests {
 
     #[test]
     fn binds_loopback_on_a_free_port_and_skips_optional_failures() {
-        let ls =
-            bind_all(&["127.0.0.1".into(), "-192.0.2.1".into()], 0, TCP_BACKLOG).expect("bind");
+        let ls = bind_all(
+            &["127.0.0.1".into(), "-192.0.2.1".into()],
+            0,
+            ListenOpts::default(),
+        )
+        .expect("bind");
         assert_eq!(ls.len(), 1);
         assert_ne!(ls[0].local_addr().expect("addr").port(), 0);
-        assert!(bind_all(&["192.0.2.1".into()], 0, TCP_BACKLOG).is_err());
+        assert!(bind_all(&["192.0.2.1".into()], 0, ListenOpts::default()).is_err());
     }
 }

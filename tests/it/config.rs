@@ -715,28 +715,45 @@ fn rename_command_and_loadmodule_refusals_match_redis() {
     }
 }
 
-/// The Send-Q `ss` shows for the socket listening on `port` (its accept
-/// queue's length limit).
+/// What `ss` shows for the sockets listening on `port`: the Send-Q (the
+/// accept queue's length limit) and the fwmark, if any.
 fn listen_backlog(port: u16) -> Vec<String> {
     let out = std::process::Command::new("ss")
-        .args(["-ltnH", &format!("sport = :{port}")])
+        .args(["-ltneH", &format!("sport = :{port}")])
         .output()
         .expect("ss (iproute2)");
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .map(|l| {
+            let queue = l.split_whitespace().nth(2).unwrap_or("");
+            let mark = l
+                .split_whitespace()
+                .find(|f| f.starts_with("fwmark:"))
+                .unwrap_or("");
+            format!("{queue} {mark}")
+        })
         .collect()
 }
 
-/// `tcp-backlog`, `jemalloc-bg-thread` and `dynamic-hz` act as in Redis:
-/// the listening sockets' accept queue, jemalloc's purging thread, and
-/// the cron's frequency raised with many clients (INFO `hz`).
+/// `tcp-backlog`, `socket-mark-id`, `jemalloc-bg-thread` and `dynamic-hz`
+/// act as in Redis: the listening sockets' accept queue and mark,
+/// jemalloc's purging thread, and the cron's frequency raised with many
+/// clients (INFO `hz`).
 #[test]
 fn tcp_backlog_jemalloc_bg_thread_and_dynamic_hz_act_like_redis() {
-    let ours = spawn_ferrokv_process_with(&["--tcp-backlog", "77", "--jemalloc-bg-thread", "no"]);
-    let redis = spawn_redis_with(&["--tcp-backlog", "77"]);
+    let ours = spawn_ferrokv_process_with(&[
+        "--tcp-backlog",
+        "77",
+        "--socket-mark-id",
+        "7",
+        "--jemalloc-bg-thread",
+        "no",
+    ]);
+    let redis = spawn_redis_with(&["--tcp-backlog", "77", "--socket-mark-id", "7"]);
     assert_eq!(listen_backlog(ours.port), listen_backlog(redis.port));
-    assert!(listen_backlog(ours.port).iter().all(|q| q == "77"));
+    assert!(listen_backlog(ours.port)
+        .iter()
+        .all(|q| q.starts_with("77 ")));
     // jemalloc's background threads come and go with the directive.
     let bg_threads = || {
         std::fs::read_dir(format!("/proc/{}/task", ours.pid()))
