@@ -380,6 +380,7 @@ impl Executor {
                 self.server.port
             },
             announce_ip: (!ip.is_empty()).then_some(ip),
+            source_addr: Some(self.server.config.get("bind-source-addr")).filter(|a| !a.is_empty()),
             auth: (!pass.is_empty()).then(|| ((!user.is_empty()).then_some(user), pass)),
             psync: Some((repl.replid.clone(), repl.offset + 1)),
             timeout: std::time::Duration::from_secs(

@@ -1520,3 +1520,32 @@ fn replica_ignore_maxmemory_acts_as_redis() {
         assert_eq!(r.cmd_str(&["DBSIZE"]), b":0\r\n");
     }
 }
+
+/// `bind-source-addr`: a replica's link to its master leaves from that
+/// address (the master lists the replica by it), for a ferrokv replica as
+/// for a redis-server one.
+#[test]
+fn bind_source_addr_sets_the_replica_links_address_as_redis() {
+    let master = spawn_redis_with(&["--protected-mode", "no"]);
+    let mut m = Raw::connect(master.port);
+    let port = master.port.to_string();
+    let args = [
+        "--bind-source-addr",
+        "127.0.0.2",
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+    ];
+    let ours = spawn_ferrokv_process_with(&args);
+    let theirs = spawn_redis_with(&args);
+    for replica in [ours.port, theirs.port] {
+        wait_link_up(&mut Raw::connect(replica));
+    }
+    let listed: Vec<String> = (0..2)
+        .map(|i| info_field(&mut m, "replication", &format!("slave{i}")))
+        .collect();
+    assert_eq!(listed.len(), 2);
+    for l in &listed {
+        assert!(l.starts_with("ip=127.0.0.2,"), "{l}");
+    }
+}

@@ -31,6 +31,8 @@ pub struct HandshakeConf {
     pub listening_port: u16,
     /// `replica-announce-ip`.
     pub announce_ip: Option<String>,
+    /// `bind-source-addr`: the local address the link leaves from.
+    pub source_addr: Option<String>,
     /// `masteruser` and `masterauth`.
     pub auth: Option<(Option<String>, String)>,
     /// The history this replica has: its replication ID and the offset of
@@ -293,13 +295,36 @@ impl<S: Read + Write> Reader<S> {
     }
 }
 
+/// Connects to `addr`, from `source` when given (Redis's connConnect with
+/// `bind-source-addr`).
+fn connect(
+    addr: std::net::SocketAddr,
+    source: Option<&str>,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let Some(source) = source else {
+        return TcpStream::connect_timeout(&addr, timeout);
+    };
+    let ip: std::net::IpAddr = source.parse().map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad bind-source-addr")
+    })?;
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    sock.bind(&std::net::SocketAddr::new(ip, 0).into())?;
+    sock.connect_timeout(&addr.into(), timeout)?;
+    Ok(sock.into())
+}
+
 fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     let addr = (conf.host.as_str(), conf.port)
         .to_socket_addrs()
         .map_err(|e| format!("resolving {}: {e}", conf.host))?
         .next()
         .ok_or_else(|| format!("no address for {}", conf.host))?;
-    let sock = TcpStream::connect_timeout(&addr, conf.timeout).map_err(|e| {
+    let sock = connect(addr, conf.source_addr.as_deref(), conf.timeout).map_err(|e| {
         if timed_out(&e) {
             CONNECT_TIMEOUT.to_string()
         } else {
