@@ -54,12 +54,16 @@ impl ListenOpts {
     }
 }
 
+/// No address (`bind ""`) listens on no TCP socket, as in Redis.
 pub fn bind_all(
     addrs: &[String],
     port: u16,
     opts: ListenOpts,
 ) -> std::io::Result<Vec<TcpListener>> {
     let mut listeners = Vec::new();
+    if addrs.is_empty() {
+        return Ok(listeners);
+    }
     let mut port = port;
     for a in addrs {
         let (optional, host) = match a.strip_prefix('-') {

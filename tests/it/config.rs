@@ -800,3 +800,25 @@ fn tcp_backlog_jemalloc_bg_thread_and_dynamic_hz_act_like_redis() {
     }
     assert_eq!(hz[0], hz[1]);
 }
+
+/// `CONFIG SET bind ""` listens on no TCP socket (new connections are
+/// refused, open ones stay), as in Redis; binding again restores it.
+#[test]
+fn config_set_empty_bind_listens_nowhere_like_redis() {
+    let ours = spawn_ferrokv_process();
+    let redis = spawn_redis();
+    for port in [ours.port, redis.port] {
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["CONFIG", "SET", "bind", ""]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "GET", "bind"]),
+            b"*2\r\n$4\r\nbind\r\n$0\r\n\r\n"
+        );
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "SET", "bind", "127.0.0.1"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
+    }
+}
