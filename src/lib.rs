@@ -401,6 +401,12 @@ fn prepare(
             })?;
         }
     }
+    // Redis's initServer: a server no one can reach does not start.
+    if !net.listens_anywhere() {
+        return Err(std::io::Error::other(
+            "Configured to not listen anywhere, exiting.",
+        ));
+    }
     let port = net.local_addrs().first().map_or(config.port, |a| a.port());
     let handle = ServerHandle {
         shared: shared.clone(),

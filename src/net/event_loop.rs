@@ -340,7 +340,12 @@ impl Net {
         self.waker.clone()
     }
 
-    /// The addresses listened on.
+    /// True when some socket listens: TCP, TLS or unix.
+    pub fn listens_anywhere(&self) -> bool {
+        !self.listeners.is_empty() || !self.tls_listeners.is_empty() || self.unix.is_some()
+    }
+
+    /// The plain TCP listeners' addresses.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.listeners
             .iter()

@@ -236,12 +236,18 @@ pub struct FerrokvProcess {
     /// Its port.
     pub port: u16,
     child: Child,
+    /// Its own `dir`, removed when it is dropped.
+    dir: Option<std::path::PathBuf>,
 }
 
 impl FerrokvProcess {
     /// Takes a started ferrokv process listening on `port`.
     pub fn adopt(child: Child, port: u16) -> FerrokvProcess {
-        FerrokvProcess { port, child }
+        FerrokvProcess {
+            port,
+            child,
+            dir: None,
+        }
     }
 
     /// Its process id.
@@ -259,6 +265,9 @@ impl Drop for FerrokvProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -317,15 +326,25 @@ pub fn spawn_ferrokv_process() -> FerrokvProcess {
 /// Starts the ferrokv binary with extra arguments (its own allocator, so
 /// memory figures are real: the in-process server shares the test's).
 pub fn spawn_ferrokv_process_with(extra: &[&str]) -> FerrokvProcess {
+    // A directory of its own (a `--dir` in `extra` wins): files it writes,
+    // a replica's snapshot say, never land in the checkout where other
+    // tests' servers would load them.
+    let dir = unique_temp_path("ferrokv-proc");
+    std::fs::create_dir_all(&dir).expect("create a directory for ferrokv");
     let (child, port) = spawn_on_free_port(|port| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", ""])
+            .args(["--dir", dir.to_str().unwrap_or("/tmp")])
             .args(extra);
         cmd.args(io_threads_args());
         cmd
     });
-    FerrokvProcess { port, child }
+    FerrokvProcess {
+        port,
+        child,
+        dir: Some(dir),
+    }
 }
 
 /// Starts redis-server with defaults.
