@@ -736,7 +736,9 @@ fn disk_error_check(
     if client.kind == ClientKind::Master {
         if !ping && !server.config.get_bool("replica-ignore-disk-write-errors") {
             // Redis's serverPanic: a replica that cannot persist what its
-            // master sends stops rather than diverge from its own files.
+            // master sends stops rather than diverge from its own files
+            // (`replica-ignore-disk-write-errors yes` keeps it running).
+            // invariant: a deliberate panic, the crash report path.
             panic!("Replica was unable to write command to disk.");
         }
         let now = clock::real_now_ms();

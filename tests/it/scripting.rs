@@ -1068,14 +1068,7 @@ fn script_preparation_checks_and_error_counts_match_redis() {
         "1",
         "x",
     ]);
-    let strip = |r: &[u8]| {
-        String::from_utf8_lossy(r)
-            .split(" script:")
-            .next()
-            .unwrap_or("")
-            .to_string()
-    };
-    assert_eq!(strip(&ours), strip(&theirs));
+    assert_eq!(without_script_suffix(&ours), without_script_suffix(&theirs));
     p.same(&[
         "EVAL",
         "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','foobar')",

@@ -715,3 +715,13 @@ pub fn output_with_input(cmd: &mut Command, input: &[u8]) -> String {
     let out = child.wait_with_output().expect("its output");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A script error reply without its ` script: <sha>, on @user_script:N.`
+/// part, which names the script (its SHA differs with the body's bytes).
+pub fn without_script_suffix(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply)
+        .split(" script:")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
