@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
         aof_base: false,
         repl: None,
         key_delay_us: 0,
+        fsync_every: 0,
     };
     // Writing into a Vec cannot fail.
     write_rdb(&mut image, &store, save, None).expect("writes to memory");

@@ -62,6 +62,7 @@ fuzz_target!(|data: &[u8]| {
         port: 6379,
         listening_port: 6380,
         announce_ip: (head & 1 != 0).then(|| "10.0.0.1".into()),
+        source_addr: None,
         auth: (head & 2 != 0).then(|| (Some("user".into()), "secret".into())),
         psync: (head & 4 != 0).then(|| ("8de1787ba490483314a4d30f1c628bc5025eb761".into(), 15)),
         timeout: Duration::from_secs(1),
