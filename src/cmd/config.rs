@@ -67,6 +67,16 @@ fn set_failed(name: &str, why: &str) -> Error {
     ))
 }
 
+/// [`set_failed`] for parameter `name`, named as the client spelled it
+/// (an alias stays an alias).
+fn set_failed_on(found: &[(&'static Param, &'static str, &[u8])], name: &str, why: &str) -> Error {
+    let registered = found
+        .iter()
+        .find(|(p, _, _)| p.name == name)
+        .map_or(name, |f| f.1);
+    set_failed(registered, why)
+}
+
 fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() % 2 == 1 {
         return Err(Error::Syntax);
@@ -138,11 +148,7 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         if let Err(why) = crate::server::apply_oom_config(&next) {
             // Redis rolls back to the values it had.
             let _ = crate::server::apply_oom_config(cur);
-            let registered = found
-                .iter()
-                .find(|(p, _, _)| p.name == name)
-                .map_or(name, |f| f.1);
-            return Err(set_failed(registered, why));
+            return Err(set_failed_on(&found, name, why));
         }
     }
     if next.port != cur.port || next.bind != cur.bind {
@@ -152,10 +158,6 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         } else {
             ("port", "Unable to listen on this port. Check server logs.")
         };
-        let registered = found
-            .iter()
-            .find(|(p, _, _)| p.name == name)
-            .map_or(name, |f| f.1);
         let old_port = if cur.port == 0 {
             ctx.server.port
         } else {
@@ -172,7 +174,7 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                     // What was applied before is rolled back (Redis's
                     // restoreBackupConfig): the OOM score adjustment.
                     let _ = crate::server::apply_oom_config(cur);
-                    return Err(set_failed(registered, why));
+                    return Err(set_failed_on(&found, name, why));
                 }
             }
         }
@@ -187,12 +189,9 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         let net = ctx.server.net.clone();
         let configured = net.as_ref().is_some_and(|n| n.borrow().tls().is_some());
         let tls_failed = |name: &str| {
-            let registered = found
-                .iter()
-                .find(|(p, _, _)| p.name == name)
-                .map_or(name, |f| f.1);
-            set_failed(
-                registered,
+            set_failed_on(
+                &found,
+                name,
                 "Unable to update TLS configuration. Check server logs.",
             )
         };
@@ -219,12 +218,9 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 let port = next.get("tls-port").parse().unwrap_or(0);
                 if let Err(e) = net.listen_tls(&next.bind, port) {
                     tracing::warn!("Failed to listen: {e}");
-                    let registered = found
-                        .iter()
-                        .find(|(p, _, _)| p.name == "tls-port")
-                        .map_or("tls-port", |f| f.1);
-                    return Err(set_failed(
-                        registered,
+                    return Err(set_failed_on(
+                        &found,
+                        "tls-port",
                         "Unable to listen on this port. Check server logs.",
                     ));
                 }
@@ -243,12 +239,9 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 repl: ctx.server.repl.save_info(),
             };
             if !crate::persist::aof::enable(ctx.store, &mut p, in_exec) {
-                let registered = found
-                    .iter()
-                    .find(|(p, _, _)| p.name == "appendonly")
-                    .map_or("appendonly", |f| f.1);
-                return Err(set_failed(
-                    registered,
+                return Err(set_failed_on(
+                    &found,
+                    "appendonly",
                     "Unable to turn on AOF. Check server logs.",
                 ));
             }

@@ -85,6 +85,27 @@ impl Propagation {
     }
 }
 
+/// Hands `ops` to `feed`, less those at the indexes in `skip` (copied only
+/// then); nothing when none is left.
+fn feed_except(
+    ops: &[(usize, OwnedArgv)],
+    skip: &[usize],
+    mut feed: impl FnMut(&[(usize, OwnedArgv)]),
+) {
+    if skip.is_empty() {
+        return feed(ops);
+    }
+    let kept: Vec<(usize, OwnedArgv)> = ops
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !skip.contains(i))
+        .map(|(_, (db, argv))| (*db, argv.clone()))
+        .collect();
+    if !kept.is_empty() {
+        feed(&kept);
+    }
+}
+
 /// Builds an owned argument vector from slices.
 pub fn argv_of(args: &[&[u8]]) -> OwnedArgv {
     OwnedArgv::from_slices(args.iter().copied())
@@ -104,34 +125,12 @@ impl super::ServerState {
         let aof_only = std::mem::take(&mut self.propagation.aof_only);
         if self.aof.on {
             self.aof.annotate();
-            if repl_only.is_empty() {
-                self.aof.log.feed(ops);
-            } else {
-                let aof_ops: Vec<(usize, OwnedArgv)> = ops
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !repl_only.contains(i))
-                    .map(|(_, (db, argv))| (*db, argv.clone()))
-                    .collect();
-                if !aof_ops.is_empty() {
-                    self.aof.log.feed(&aof_ops);
-                }
-            }
+            let log = &mut self.aof.log;
+            feed_except(ops, &repl_only, |o| log.feed(o));
         }
         if self.repl.feeding() {
-            if aof_only.is_empty() {
-                self.repl.log.feed(ops);
-            } else {
-                let repl_ops: Vec<(usize, OwnedArgv)> = ops
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !aof_only.contains(i))
-                    .map(|(_, (db, argv))| (*db, argv.clone()))
-                    .collect();
-                if !repl_ops.is_empty() {
-                    self.repl.log.feed(&repl_ops);
-                }
-            }
+            let log = &mut self.repl.log;
+            feed_except(ops, &aof_only, |o| log.feed(o));
         }
     }
 
