@@ -266,7 +266,12 @@ impl Executor {
                 return;
             }
         }
-        crate::util::watchdog::arm();
+        // Redis's cron does not run while it loads (processEventsWhileBlocked
+        // runs no timers), so a load longer than the period trips the
+        // watchdog there: the same here.
+        if !self.server.loading {
+            crate::util::watchdog::arm();
+        }
         self.store.set_now(clock::now_ms());
         // Redis's slow cycle may use 25% of each period.
         self.store.log_expired = self.server.stream_on();

@@ -514,3 +514,81 @@ fn crash_directives_act_like_redis() {
         assert_eq!(ours, theirs, "{extra:?} DEBUG {cmd}");
     }
 }
+
+/// A replica loading its master's snapshot from the socket
+/// (`repl-diskless-load on-empty-db`) runs no cron, as Redis's does not
+/// while it loads: a load longer than `watchdog-period` logs the watchdog's
+/// report, and the load goes on (Redis's "replica can handle EINTR if use
+/// diskless load"). Side by side with a redis-server replica; the master
+/// is redis-server, slowed by `rdb-key-save-delay`.
+#[test]
+fn watchdog_expires_during_a_diskless_load() {
+    for replica_kind in ["ferrokv", "redis"] {
+        let master = crate::support::spawn_redis_with(&["--enable-debug-command", "yes"]);
+        let mut m = Raw::connect(master.port);
+        assert_eq!(
+            m.cmd_str(&["DEBUG", "POPULATE", "100", "master", "100000"]),
+            b"+OK\r\n"
+        );
+        for (k, v) in [
+            ("rdbcompression", "no"),
+            ("repl-diskless-sync", "yes"),
+            ("repl-diskless-sync-delay", "0"),
+            ("rdb-key-save-delay", "10000"),
+        ] {
+            assert_eq!(m.cmd_str(&["CONFIG", "SET", k, v]), b"+OK\r\n");
+        }
+        let dir = unique_temp_path("ferrokv-watchdog-load");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("log");
+        let log_arg = log.display().to_string();
+        let dir_arg = dir.display().to_string();
+        let args = ["--logfile", &log_arg, "--dir", &dir_arg];
+        let (_ours, _theirs, port) = if replica_kind == "ferrokv" {
+            let p = crate::aof::launch(|port| {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
+                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(["--save", ""])
+                    .args(args);
+                c
+            });
+            let port = p.port;
+            (Some(p), None, port)
+        } else {
+            let r = crate::support::spawn_redis_with(&args);
+            let port = r.port;
+            (None, Some(r), port)
+        };
+        let mut r = Raw::connect(port);
+        for (k, v) in [
+            ("repl-diskless-load", "on-empty-db"),
+            ("watchdog-period", "200"),
+        ] {
+            assert_eq!(r.cmd_str(&["CONFIG", "SET", k, v]), b"+OK\r\n");
+        }
+        assert_eq!(
+            r.cmd_str(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]),
+            b"+OK\r\n"
+        );
+        let text = || std::fs::read_to_string(&log).unwrap_or_default();
+        let loading_from = || text().find("Loading DB in memory");
+        assert!(
+            wait_until(Duration::from_secs(10), || loading_from().is_some()),
+            "{replica_kind}: {}",
+            text()
+        );
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                let t = text();
+                loading_from().is_some_and(|at| t[at..].contains("WATCHDOG TIMER EXPIRED"))
+            }),
+            "{replica_kind}: {}",
+            text()
+        );
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        assert!(info.contains("loading:1\r\n"), "{replica_kind}: {info}");
+        assert!(!text().contains("Reconnecting to MASTER"), "{replica_kind}");
+        // The replica is killed mid-load with its directory gone.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
