@@ -245,9 +245,12 @@ pub struct Conn {
     pub want_write: bool,
     /// Listed for the next flush.
     pub dirty: bool,
-    /// `io` is lent to the I/O threads: the task's index in their open
-    /// job.
+    /// `io` is lent to the I/O threads for reading: the task's index in
+    /// their read job.
     pub lent: Option<u32>,
+    /// `io` was lent to the I/O threads for writing and the outcome is not
+    /// acted on yet: the task's index in their write job.
+    pub writing: Option<u32>,
     /// Output accounting shared with the executor.
     pub bufs: Rc<ConnBuffers>,
 }
@@ -282,6 +285,7 @@ impl Conn {
             want_write: false,
             dirty: false,
             lent: None,
+            writing: None,
             bufs: Rc::new(ConnBuffers::new(clients_mem)),
         };
         c.account();

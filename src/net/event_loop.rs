@@ -33,7 +33,8 @@ use crate::net::link::{ConnTx, Outbox, ToConn};
 use crate::net::link::{NewClient, Request, Shared};
 
 /// Connection `id` of a [`Net`], its socket and buffers back from the I/O
-/// threads first if lent: every access to a connection goes through this
+/// threads first if lent (a write's outcome is still to be acted on, see
+/// [`Net::finish_write`]): every access to a connection goes through this
 /// (a macro, so the other fields stay free to borrow).
 macro_rules! conn {
     ($net:ident, $id:expr) => {
@@ -48,9 +49,12 @@ fn settled<'a>(
     id: u64,
 ) -> Option<&'a mut Conn> {
     let c = conns.get_mut(&id)?;
-    if let Some(i) = c.lent.take() {
-        if let Some(t) = threads {
-            t.settle(i as usize);
+    if let Some(t) = threads {
+        if let Some(i) = c.lent.take() {
+            t.settle(Op::Read, i as usize);
+        }
+        if let Some(i) = c.writing {
+            t.settle(Op::Write, i as usize);
         }
     }
     Some(c)
@@ -158,10 +162,12 @@ pub struct Net {
     bus: super::bus::Bus,
     /// The I/O threads (`io-threads` above 1).
     io_threads: Option<IoThreads>,
-    /// The connections of the I/O threads' open job, by task index.
+    /// The connections of the I/O threads' open read job, by task index.
     job_ids: Vec<u64>,
-    /// The open job's next task whose outcome is to be acted on here.
+    /// The open read job's next task whose outcome is to be acted on here.
     job_next: usize,
+    /// The connections of the I/O threads' write job, by task index.
+    write_ids: Vec<u64>,
 }
 
 impl Net {
@@ -197,6 +203,7 @@ impl Net {
             io_threads: None,
             job_ids: Vec::new(),
             job_next: 0,
+            write_ids: Vec::new(),
         };
         net.listen(listeners)?;
         Ok(net)
@@ -368,11 +375,23 @@ impl Net {
     /// Waits up to `timeout` for socket events, then accepts, reads and
     /// frames what arrived.
     pub fn poll(&mut self, timeout: Duration) {
-        if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                tracing::warn!("poll failed: {e}");
-            }
+        // With writes still out on the I/O threads, look without waiting;
+        // before sleeping, their outcomes are acted on (a connection to
+        // close once written, one to watch for writability).
+        let writing = !self.write_ids.is_empty();
+        if !self.wait_events(if writing { Duration::ZERO } else { timeout }) {
             return;
+        }
+        if writing && self.events.is_empty() {
+            self.finish_writes();
+            let wait = if self.requests.is_empty() {
+                timeout
+            } else {
+                Duration::ZERO
+            };
+            if !self.wait_events(wait) {
+                return;
+            }
         }
         let mut ready = std::mem::take(&mut self.ready);
         ready.extend(self.events.iter().map(|e| {
@@ -423,6 +442,17 @@ impl Net {
         }
         self.ready = ready;
         self.read_all();
+    }
+
+    /// One wait for socket events; false when it failed.
+    fn wait_events(&mut self, timeout: Duration) -> bool {
+        if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                tracing::warn!("poll failed: {e}");
+            }
+            return false;
+        }
+        true
     }
 
     /// A signal asked the server to stop (the flag is set by the signal
@@ -493,9 +523,14 @@ impl Net {
     }
 
     /// Opens a job of `op` on the connections in `ids` (left empty) that
-    /// `pick` accepts, `pick` saying whether a read is to be framed.
+    /// `pick` accepts, `pick` saying whether a read is to be framed. A
+    /// read job may open while writes are out: a connection still being
+    /// written is waited for first (its outcome is acted on later).
     fn lend(&mut self, op: Op, ids: &mut Vec<u64>, pick: impl Fn(&mut Conn) -> Option<bool>) {
         self.finish_job();
+        if op == Op::Write {
+            self.finish_writes();
+        }
         let Some(threads) = &mut self.io_threads else {
             return;
         };
@@ -505,17 +540,28 @@ impl Net {
                 continue;
             };
             // Listed twice: lent once.
-            if c.lent.is_some() {
+            if c.lent.is_some() || (op == Op::Write && c.writing.is_some()) {
                 continue;
+            }
+            if let Some(w) = c.writing {
+                threads.settle(Op::Write, w as usize);
             }
             let Some(parse) = pick(c) else {
                 continue;
             };
-            c.lent = Some(tasks.len() as u32);
-            self.job_ids.push(id);
+            let i = tasks.len() as u32;
+            if op == Op::Read {
+                c.lent = Some(i);
+                self.job_ids.push(id);
+            } else {
+                c.writing = Some(i);
+                self.write_ids.push(id);
+            }
             tasks.push(Task::new(&mut c.io, parse));
         }
-        self.job_next = 0;
+        if op == Op::Read {
+            self.job_next = 0;
+        }
         threads.open(op, tasks, &self.limits);
     }
 
@@ -526,32 +572,77 @@ impl Net {
             return false;
         };
         let i = self.job_next;
-        if i >= threads.len() {
-            if !threads.is_empty() || !self.job_ids.is_empty() {
-                threads.close();
+        if i >= threads.len(Op::Read) {
+            if !threads.is_empty(Op::Read) || !self.job_ids.is_empty() {
+                threads.close(Op::Read);
                 self.job_ids.clear();
                 self.job_next = 0;
             }
             return false;
         }
-        let outcome = threads.outcome(i);
+        let outcome = threads.outcome(Op::Read, i);
         self.job_next += 1;
         let id = self.job_ids[i];
         let Some(c) = self.conns.get_mut(&id) else {
             return true;
         };
         c.lent = None;
-        match outcome {
-            Outcome::Read(read) => self.after_read(id, read),
-            Outcome::Wrote(wrote) => self.after_write(id, wrote),
-            Outcome::Pending => {}
+        if let Outcome::Read(read) = outcome {
+            self.after_read(id, read);
         }
         true
     }
 
-    /// Acts on every outcome of the open job, and closes it.
+    /// Acts on every outcome of the open read job, and closes it.
     fn finish_job(&mut self) {
         while self.process_next() {}
+    }
+
+    /// Acts on connection `id`'s write on the I/O threads, if one is still
+    /// to be acted on (before more output is queued for it).
+    fn finish_write(&mut self, id: u64) {
+        let Some(threads) = &mut self.io_threads else {
+            return;
+        };
+        let Some(i) = self.conns.get_mut(&id).and_then(|c| c.writing.take()) else {
+            return;
+        };
+        if let Outcome::Wrote(wrote) = threads.outcome(Op::Write, i as usize) {
+            self.after_write(id, wrote);
+        }
+    }
+
+    /// Acts on every outcome of the write job not acted on yet, and
+    /// closes it.
+    fn finish_writes(&mut self) {
+        if self.write_ids.is_empty() {
+            return;
+        }
+        let ids = std::mem::take(&mut self.write_ids);
+        for (i, &id) in ids.iter().enumerate() {
+            let Some(threads) = &mut self.io_threads else {
+                break;
+            };
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if c.writing != Some(i as u32) {
+                continue;
+            }
+            c.writing = None;
+            if let Outcome::Wrote(wrote) = threads.outcome(Op::Write, i) {
+                self.after_write(id, wrote);
+            }
+        }
+        if let Some(threads) = &mut self.io_threads {
+            threads.close(Op::Write);
+        }
+        // Keep the allocation.
+        let mut ids = ids;
+        ids.clear();
+        if self.write_ids.is_empty() {
+            self.write_ids = ids;
+        }
     }
 
     /// Acts on one read's outcome for connection `id`, then frames.
@@ -670,6 +761,7 @@ impl Net {
             for (id, msg) in msgs.drain(..) {
                 match msg {
                     ToConn::Push(bytes) => {
+                        self.finish_write(id);
                         if let Some(c) = conn!(self, id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
                             c.io.wbuf.extend_from_slice(&bytes);
@@ -706,6 +798,7 @@ impl Net {
     ) {
         // Pushes queued for it earlier go out first, in order.
         self.deliver();
+        self.finish_write(id);
         let Some(c) = conn!(self, id) else {
             return;
         };
@@ -739,6 +832,7 @@ impl Net {
     /// once written, and those whose socket failed.
     pub fn flush(&mut self) {
         self.finish_job();
+        self.finish_writes();
         let mut dirty = std::mem::take(&mut self.dirty);
         if self
             .io_threads
@@ -761,8 +855,10 @@ impl Net {
     }
 
     /// [`Self::flush`] on the I/O threads: the connections in `dirty` are
-    /// written there (this thread taking its share), then acted on here in
-    /// the same order; `dirty` is left empty.
+    /// written there while this thread goes on (polls, reads, runs the
+    /// next commands); their outcomes are acted on when a connection is
+    /// touched or before the next flush ([`Self::finish_writes`]). `dirty`
+    /// is left empty.
     fn flush_threaded(&mut self, dirty: &mut Vec<u64>) {
         for &id in dirty.iter() {
             if let Some(c) = self.conns.get_mut(&id) {
@@ -770,7 +866,6 @@ impl Net {
             }
         }
         self.lend(Op::Write, dirty, |_| Some(false));
-        self.finish_job();
     }
 
     /// Acts on one write's outcome for connection `id`: closes it when the
@@ -973,6 +1068,13 @@ impl Net {
             tls,
             bufs: conn.bufs.clone(),
         };
+        // Lent connections are pointed at: they must be back before the
+        // table grows and moves them.
+        if self.conns.len() >= self.conns.capacity() {
+            if let Some(t) = &mut self.io_threads {
+                t.settle_all();
+            }
+        }
         self.conns.insert(id, conn);
         Ok(nc)
     }
@@ -1179,6 +1281,7 @@ impl Net {
     /// closes every connection and the listening sockets.
     pub fn close_all(&mut self) {
         self.finish_job();
+        self.finish_writes();
         self.stop_listening();
         self.deliver();
         let ids: Vec<u64> = self.conns.keys().copied().collect();
@@ -1196,7 +1299,8 @@ impl Drop for Net {
     /// The I/O threads' job ends before the connections it points into go.
     fn drop(&mut self) {
         if let Some(t) = &mut self.io_threads {
-            t.close();
+            t.close(Op::Read);
+            t.close(Op::Write);
         }
     }
 }

@@ -5,11 +5,15 @@
 //! The executor's thread stays the only one that runs commands or touches
 //! the keyspace. When a loop iteration has many connections to read (or to
 //! write), it lends their [`ConnIo`] parts out as one job: the I/O threads
-//! and the executor's thread claim connections one at a time, read and
-//! frame (or write) them, and the executor's thread goes on only once every
-//! claimed connection is done. Then it acts on the outcomes in the order a
-//! single-threaded pass would have, so a command's effects and replies are
-//! exactly those without threads.
+//! (and the executor's thread, for a read it needs and nobody took yet)
+//! claim connections one at a time and read and frame (or write) them. A
+//! read job's outcomes are acted on in the order a single-threaded pass
+//! would have, so a command's effects and replies are exactly those without
+//! threads. A write job runs on while the executor's thread polls, reads
+//! and runs the next commands: a connection lent for writing is waited for
+//! only when touched, and the outcomes are acted on before the next write
+//! job (or before the loop sleeps). A read job and a write job can be open
+//! together; the threads take reads first, which the executor waits on.
 //!
 //! Claiming is dynamic, not a fixed split as in Redis: a thread that is
 //! asleep or descheduled is never waited for, the executor's thread simply
@@ -144,8 +148,8 @@ struct Job {
     claim: AtomicU64,
     tasks: AtomicPtr<Task>,
     len: AtomicUsize,
-    /// Whether the job reads or writes.
-    write: AtomicBool,
+    /// Whether the job reads or writes (fixed: one job of each kind).
+    op: Op,
     /// The limits the framing applies, set before the job opens.
     limits: UnsafeCell<NetLimits>,
     /// Set when the threads are to exit.
@@ -157,6 +161,92 @@ struct Job {
 // needs an open job); every other field is atomic.
 unsafe impl Sync for Job {}
 
+/// One of the two jobs (reads, writes) as the executor's thread keeps it.
+struct Slot {
+    job: Arc<Job>,
+    generation: u64,
+    /// The open job's tasks.
+    tasks: Vec<Task>,
+    /// A job is open.
+    open: bool,
+}
+
+impl Slot {
+    fn new(op: Op) -> Slot {
+        Slot {
+            job: Arc::new(Job {
+                claim: AtomicU64::new(CLOSED),
+                tasks: AtomicPtr::new(std::ptr::null_mut()),
+                len: AtomicUsize::new(0),
+                op,
+                limits: UnsafeCell::new(NetLimits::default()),
+                stop: AtomicBool::new(false),
+            }),
+            generation: 0,
+            tasks: Vec::new(),
+            open: false,
+        }
+    }
+
+    /// Waits until task `i` is done, claiming (and running on this thread)
+    /// the unclaimed tasks up to it once the threads have had a moment.
+    fn settle(&mut self, i: usize, threads_awake: bool) {
+        if !self.open || i >= self.tasks.len() {
+            return;
+        }
+        let job = &*self.job;
+        let base = self.tasks.as_mut_ptr();
+        // SAFETY: `i` is in bounds; `done` is atomic, read through a raw
+        // pointer so no reference covers tasks other threads write.
+        let done = unsafe { &(*base.add(i)).done };
+        if done.load(Ordering::Acquire) {
+            return;
+        }
+        // An awake thread takes a fresh task within a few hundred
+        // nanoseconds: give it that before doing the I/O here.
+        if threads_awake {
+            for _ in 0..CLAIM_GRACE_SPINS {
+                if (job.claim.load(Ordering::Acquire) & 0xffff_ffff) as usize > i {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        // Claim in order up to `i`: each claimed index is this thread's.
+        while (job.claim.load(Ordering::Acquire) & 0xffff_ffff) as usize <= i
+            && claim_one(job)
+        {}
+        let mut spins = 0u32;
+        while !done.load(Ordering::Acquire) {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(1024) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Settles every task and ends the open job.
+    fn close(&mut self) {
+        if !self.open {
+            return;
+        }
+        for i in 0..self.tasks.len() {
+            self.settle(i, false);
+        }
+        // Every index was claimed and is done: no thread can claim from
+        // this job once it is closed, and the tasks may go.
+        self.job.claim.store(CLOSED, Ordering::SeqCst);
+        self.open = false;
+        self.tasks.clear();
+    }
+}
+
+/// How long the executor's thread leaves a task it waits for to the I/O
+/// threads (spin-loop hints, about a microsecond) before claiming it.
+const CLAIM_GRACE_SPINS: u32 = 256;
+
 /// One I/O thread as the executor's thread sees it.
 struct Worker {
     thread: Thread,
@@ -167,9 +257,9 @@ struct Worker {
 
 /// The I/O threads and their counters.
 pub struct IoThreads {
-    job: Arc<Job>,
+    /// The read job and the write job.
+    slots: [Slot; 2],
     workers: Vec<Worker>,
-    generation: u64,
     /// `io-threads-do-reads`: reads are threaded too, not only writes.
     do_reads: bool,
     /// Whether the threads are used now, as found by trying.
@@ -181,31 +271,21 @@ pub struct IoThreads {
     pub reads_processed: u64,
     /// Connections written in threaded passes.
     pub writes_processed: u64,
-    /// The open job's tasks.
-    tasks: Vec<Task>,
-    /// A job is open.
-    open: bool,
 }
 
 impl IoThreads {
     /// Starts `n - 1` I/O threads (the executor's thread is the n-th);
     /// none for `n <= 1`.
     pub fn start(n: usize, do_reads: bool) -> io::Result<IoThreads> {
-        let job = Arc::new(Job {
-            claim: AtomicU64::new(CLOSED),
-            tasks: AtomicPtr::new(std::ptr::null_mut()),
-            len: AtomicUsize::new(0),
-            write: AtomicBool::new(false),
-            limits: UnsafeCell::new(NetLimits::default()),
-            stop: AtomicBool::new(false),
-        });
+        let slots = [Slot::new(Op::Read), Slot::new(Op::Write)];
         let mut workers = Vec::new();
         for i in 1..n.max(1) {
             let sleeping = Arc::new(AtomicBool::new(false));
-            let (j, s) = (job.clone(), sleeping.clone());
+            let jobs = [slots[0].job.clone(), slots[1].job.clone()];
+            let s = sleeping.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("io_thd_{i}"))
-                .spawn(move || serve(&j, &s))?;
+                .spawn(move || serve(&jobs, &s))?;
             workers.push(Worker {
                 thread: handle.thread().clone(),
                 sleeping,
@@ -213,9 +293,8 @@ impl IoThreads {
             });
         }
         Ok(IoThreads {
-            job,
+            slots,
             workers,
-            generation: 0,
             do_reads,
             governor: Governor::new(
                 std::env::var_os("FERROKV_IO_THREADS_ALWAYS").is_some_and(|v| v == "1"),
@@ -223,8 +302,6 @@ impl IoThreads {
             active: false,
             reads_processed: 0,
             writes_processed: 0,
-            tasks: Vec::new(),
-            open: false,
         })
     }
 
@@ -256,8 +333,9 @@ impl IoThreads {
     /// Opens a job: `op` on every task, by the I/O threads, while this
     /// thread goes on. Each task's connection stays lent until the task
     /// is settled ([`Self::settle`]); the job ends with [`Self::close`].
+    /// A job of the other kind may stay open meanwhile.
     pub fn open(&mut self, op: Op, tasks: Vec<Task>, limits: &NetLimits) {
-        self.close();
+        self.close(op);
         if tasks.is_empty() {
             return;
         }
@@ -265,19 +343,19 @@ impl IoThreads {
             Op::Read => self.reads_processed += tasks.len() as u64,
             Op::Write => self.writes_processed += tasks.len() as u64,
         }
-        self.tasks = tasks;
-        self.open = true;
+        let slot = &mut self.slots[op as usize];
+        slot.tasks = tasks;
+        slot.open = true;
         // 1 ..= 0xffff_fffe: never the high half of CLOSED, nor 0.
-        self.generation = self.generation % 0xffff_fffe + 1;
-        let job = &*self.job;
+        slot.generation = slot.generation % 0xffff_fffe + 1;
+        let job = &*slot.job;
         // SAFETY: the job is CLOSED, so no other thread reads `limits`.
         unsafe { *job.limits.get() = *limits };
-        job.tasks.store(self.tasks.as_mut_ptr(), Ordering::Relaxed);
-        job.len.store(self.tasks.len(), Ordering::Relaxed);
-        job.write.store(op == Op::Write, Ordering::Relaxed);
+        job.tasks.store(slot.tasks.as_mut_ptr(), Ordering::Relaxed);
+        job.len.store(slot.tasks.len(), Ordering::Relaxed);
         // Opens the job; SeqCst pairs with each thread's `sleeping` flag
         // (a thread going to sleep sees the job, or is seen asleep here).
-        job.claim.store(self.generation << 32, Ordering::SeqCst);
+        job.claim.store(slot.generation << 32, Ordering::SeqCst);
         for w in &self.workers {
             if w.sleeping.load(Ordering::SeqCst) {
                 w.thread.unpark();
@@ -285,90 +363,71 @@ impl IoThreads {
         }
     }
 
-    /// Number of tasks in the open job (0 when none is open).
-    pub fn len(&self) -> usize {
-        if self.open {
-            self.tasks.len()
+    /// Number of tasks in the open job of kind `op` (0 when none is open).
+    pub fn len(&self, op: Op) -> usize {
+        let slot = &self.slots[op as usize];
+        if slot.open {
+            slot.tasks.len()
         } else {
             0
         }
     }
 
-    /// Whether no job is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether no job of kind `op` is open.
+    pub fn is_empty(&self, op: Op) -> bool {
+        self.len(op) == 0
     }
 
-    /// Waits until task `i` of the open job is done, running it (and the
-    /// unclaimed ones before it) on this thread when no I/O thread has
-    /// taken it yet; its connection may then be touched here again.
-    pub fn settle(&mut self, i: usize) {
-        if !self.open || i >= self.tasks.len() {
-            return;
-        }
-        let job = &*self.job;
-        let base = self.tasks.as_mut_ptr();
-        // SAFETY: `i` is in bounds; `done` is atomic, read through a raw
-        // pointer so no reference covers tasks other threads write.
-        let done = unsafe { &(*base.add(i)).done };
-        if done.load(Ordering::Acquire) {
-            return;
-        }
-        // Claim in order up to `i`: each claimed index is this thread's.
-        while claim_one(job, self.generation) {
-            if done.load(Ordering::Acquire) {
-                return;
-            }
-            let c = job.claim.load(Ordering::Acquire);
-            if (c & 0xffff_ffff) as usize > i {
-                break;
-            }
-        }
-        let mut spins = 0u32;
-        while !done.load(Ordering::Acquire) {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(1024) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+    /// Waits until task `i` of the open job of kind `op` is done, running
+    /// it (and the unclaimed ones before it) on this thread when no I/O
+    /// thread has taken it in time; its connection may then be touched
+    /// here again.
+    pub fn settle(&mut self, op: Op, i: usize) {
+        let awake = self
+            .workers
+            .iter()
+            .any(|w| !w.sleeping.load(Ordering::Relaxed));
+        self.slots[op as usize].settle(i, awake);
     }
 
     /// Takes task `i`'s outcome once settled.
-    pub fn outcome(&mut self, i: usize) -> Outcome {
-        self.settle(i);
-        if !self.open || i >= self.tasks.len() {
+    pub fn outcome(&mut self, op: Op, i: usize) -> Outcome {
+        self.settle(op, i);
+        let slot = &mut self.slots[op as usize];
+        if !slot.open || i >= slot.tasks.len() {
             return Outcome::Pending;
         }
         // SAFETY: task `i` is done: no other thread touches it any more
         // (others may still write other tasks, so only this one's field
         // is borrowed).
         let outcome =
-            unsafe { &mut *std::ptr::addr_of_mut!((*self.tasks.as_mut_ptr().add(i)).outcome) };
+            unsafe { &mut *std::ptr::addr_of_mut!((*slot.tasks.as_mut_ptr().add(i)).outcome) };
         std::mem::replace(outcome, Outcome::Pending)
     }
 
-    /// Settles every task and ends the open job.
-    pub fn close(&mut self) {
-        if !self.open {
-            return;
+    /// Waits until every lent connection is back (each task done), the
+    /// jobs staying open with their outcomes: connections may then move in
+    /// memory.
+    pub fn settle_all(&mut self) {
+        for slot in &mut self.slots {
+            for i in 0..slot.tasks.len() {
+                slot.settle(i, false);
+            }
         }
-        for i in 0..self.tasks.len() {
-            self.settle(i);
-        }
-        // Every index was claimed and is done: no thread can claim from
-        // this job once it is closed, and the tasks may go.
-        self.job.claim.store(CLOSED, Ordering::SeqCst);
-        self.open = false;
-        self.tasks.clear();
+    }
+
+    /// Settles every task of the job of kind `op` and ends it.
+    pub fn close(&mut self, op: Op) {
+        self.slots[op as usize].close();
     }
 }
 
 impl Drop for IoThreads {
     fn drop(&mut self) {
-        self.close();
-        self.job.stop.store(true, Ordering::SeqCst);
+        for slot in &mut self.slots {
+            slot.close();
+            slot.job.stop.store(true, Ordering::SeqCst);
+        }
         for w in &mut self.workers {
             w.thread.unpark();
             if let Some(h) = w.handle.take() {
@@ -469,25 +528,26 @@ impl Governor {
     }
 }
 
-/// Claims tasks of job `generation` until none is left, running each.
-fn claim_and_run(job: &Job, generation: u64) {
-    while claim_one(job, generation) {}
+/// Whether job `job` has a task left to claim.
+fn has_work(job: &Job, order: Ordering) -> bool {
+    let c = job.claim.load(order);
+    c != CLOSED && ((c & 0xffff_ffff) as usize) < job.len.load(Ordering::Acquire)
 }
 
-/// Claims the next task of job `generation` and runs it; false when the
-/// job has none left (or is no longer open).
-fn claim_one(job: &Job, generation: u64) -> bool {
+/// Claims the next task of the open job and runs it; false when the job
+/// has none left (or is not open).
+fn claim_one(job: &Job) -> bool {
     loop {
         let c = job.claim.load(Ordering::Acquire);
-        if c == CLOSED || c >> 32 != generation {
+        if c == CLOSED {
             return false;
         }
         // Read after the claim word showed the job open: if the job was
         // closed and another opened since, the compare-and-swap below
-        // fails, so values of a newer job are never used with this one.
+        // fails (the generation in the word differs), so values of a
+        // newer job are never used with this one.
         let tasks = job.tasks.load(Ordering::Acquire);
         let len = job.len.load(Ordering::Acquire);
-        let write = job.write.load(Ordering::Acquire);
         let i = (c & 0xffff_ffff) as usize;
         if i >= len {
             return false;
@@ -501,49 +561,46 @@ fn claim_one(job: &Job, generation: u64) -> bool {
         }
         // SAFETY: the job is open, and `limits` changes only while closed.
         let limits = unsafe { &*job.limits.get() };
-        // SAFETY: the claim succeeded, so job `generation` is open with
-        // `len` tasks at `tasks` (the executor's thread keeps them alive
-        // until each is done), and index `i` is this thread's alone.
-        unsafe {
-            Task::run(
-                tasks.add(i),
-                if write { Op::Write } else { Op::Read },
-                limits,
-            )
-        };
+        // SAFETY: the claim succeeded, so the job of that generation is
+        // open with `len` tasks at `tasks` (the executor's thread keeps
+        // them alive until each is done), and index `i` is this thread's
+        // alone.
+        unsafe { Task::run(tasks.add(i), job.op, limits) };
         return true;
     }
 }
 
-/// An I/O thread's life: wait for a job (spinning, then asleep), claim
-/// and run its tasks, until told to stop.
-fn serve(job: &Job, sleeping: &AtomicBool) {
-    let mut last = CLOSED;
+/// An I/O thread's life: claim and run tasks, reads before writes (the
+/// executor waits on reads); when there are none, spin a little, then
+/// sleep until woken; until told to stop.
+fn serve(jobs: &[Arc<Job>; 2], sleeping: &AtomicBool) {
+    let [reads, writes] = jobs;
+    let mut started = Instant::now();
+    let mut spins = 0u32;
     loop {
-        let mut started = Instant::now();
-        let mut spins = 0u32;
-        let c = loop {
-            if job.stop.load(Ordering::Relaxed) {
-                return;
-            }
-            let c = job.claim.load(Ordering::Acquire);
-            if c != CLOSED && c >> 32 != last >> 32 {
-                break c;
-            }
-            spins = spins.wrapping_add(1);
-            if !spins.is_multiple_of(64) || started.elapsed() < spin_time() {
-                std::hint::spin_loop();
-                continue;
-            }
-            sleeping.store(true, Ordering::SeqCst);
-            let c = job.claim.load(Ordering::SeqCst);
-            if (c == CLOSED || c >> 32 == last >> 32) && !job.stop.load(Ordering::SeqCst) {
-                std::thread::park();
-            }
-            sleeping.store(false, Ordering::SeqCst);
+        if claim_one(reads) || claim_one(writes) {
+            spins = 0;
             started = Instant::now();
-        };
-        last = c;
-        claim_and_run(job, c >> 32);
+            continue;
+        }
+        if reads.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        spins = spins.wrapping_add(1);
+        // The clock is read now and then: it costs more than a spin.
+        if !spins.is_multiple_of(1024) || started.elapsed() < spin_time() {
+            std::hint::spin_loop();
+            continue;
+        }
+        sleeping.store(true, Ordering::SeqCst);
+        if !has_work(reads, Ordering::SeqCst)
+            && !has_work(writes, Ordering::SeqCst)
+            && !reads.stop.load(Ordering::SeqCst)
+        {
+            std::thread::park();
+        }
+        sleeping.store(false, Ordering::SeqCst);
+        spins = 0;
+        started = Instant::now();
     }
 }
