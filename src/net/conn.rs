@@ -546,6 +546,14 @@ fn read_tls<B: ReadBuf>(sock: &mut super::tls::TlsStream, buf: &mut B, room: usi
                 // SAFETY: `n` bytes past the old length were just written.
                 unsafe { buf.advance(n) };
                 got += n;
+                // Nothing buffered in OpenSSL and the socket's last read
+                // came up short: drained, without a read that fails.
+                if !sock.more_buffered() && sock.socket_drained() {
+                    return ReadOutcome::Data {
+                        n: got,
+                        drained: true,
+                    };
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if got == 0 {
@@ -606,7 +614,7 @@ pub enum LinkSock {
     /// A plain TCP connection.
     Plain(std::net::TcpStream),
     /// A TLS connection, its handshake done.
-    Tls(openssl::ssl::SslStream<mio::net::TcpStream>),
+    Tls(openssl::ssl::SslStream<super::tls::TlsSocket>),
 }
 
 impl std::io::Read for LinkSock {

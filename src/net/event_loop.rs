@@ -1095,8 +1095,8 @@ impl Net {
                 (Stream::Tcp(TcpStream::from_std(sock)), addr)
             }
             super::conn::LinkSock::Tls(tls) => {
-                socket2::SockRef::from(tls.get_ref()).set_nonblocking(true)?;
-                let addr = tls.get_ref().peer_addr()?;
+                socket2::SockRef::from(tls.get_ref().tcp()).set_nonblocking(true)?;
+                let addr = tls.get_ref().tcp().peer_addr()?;
                 (
                     Stream::Tls(Box::new(super::tls::TlsStream::established(tls))),
                     addr,

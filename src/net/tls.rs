@@ -157,6 +157,10 @@ fn base_context(config: &Config, on: [bool; 4], client: bool) -> Result<SslConte
     // Partial writes: a reply larger than what the socket takes is written
     // in pieces, from a buffer that may move between tries.
     b.set_mode(SslMode::ENABLE_PARTIAL_WRITE | SslMode::ACCEPT_MOVING_WRITE_BUFFER);
+    // OpenSSL reads what the socket holds in one system call rather than
+    // each record's header and body apart; `TlsStream::more_buffered`
+    // and the socket's short read then tell when a read has drained it.
+    b.set_read_ahead(true);
     b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
     b.set_certificate_chain_file(&cert)
         .map_err(|e| format!("Failed to load certificate: {cert}: {}", first_error(&e)))?;
@@ -282,10 +286,68 @@ pub fn reconfigure(config: &Config) -> Result<Option<Contexts>, String> {
     configure(config).map(Some)
 }
 
+/// The socket under OpenSSL, noting whether its last read drained it
+/// (returned less than asked, or nothing yet): with the poller's edge
+/// triggering, a TLS read can stop there without a read that fails.
+#[derive(Debug)]
+pub struct TlsSocket {
+    tcp: mio::net::TcpStream,
+    drained: bool,
+}
+
+impl TlsSocket {
+    /// Wraps a connected socket.
+    pub fn new(tcp: mio::net::TcpStream) -> TlsSocket {
+        TlsSocket {
+            tcp,
+            drained: false,
+        }
+    }
+
+    /// The socket.
+    pub fn tcp(&self) -> &mio::net::TcpStream {
+        &self.tcp
+    }
+}
+
+impl Read for TlsSocket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let r = self.tcp.read(buf);
+        self.drained = match &r {
+            Ok(n) => *n < buf.len(),
+            Err(e) => e.kind() == ErrorKind::WouldBlock,
+        };
+        r
+    }
+}
+
+impl Write for TlsSocket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tcp.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tcp.flush()
+    }
+}
+
+#[cfg(unix)]
+impl std::os::fd::AsFd for TlsSocket {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.tcp.as_fd()
+    }
+}
+
+extern "C" {
+    /// OpenSSL 1.1+: whether bytes are buffered, decrypted or not
+    /// (the `openssl-sys` crate does not declare it).
+    fn SSL_has_pending(ssl: *const openssl_sys::SSL) -> libc::c_int;
+}
+
 /// A TLS connection: OpenSSL's stream over the non-blocking socket, with
 /// what each side of it waits for.
 pub struct TlsStream {
-    inner: SslStream<mio::net::TcpStream>,
+    inner: SslStream<TlsSocket>,
     /// A read stopped because OpenSSL must first write (a handshake
     /// message): the socket's writability lets the read go on.
     read_wants_write: bool,
@@ -313,7 +375,7 @@ impl TlsStream {
             AuthClients::Yes => {}
         }
         ssl.set_accept_state();
-        let inner = SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
+        let inner = SslStream::new(ssl, TlsSocket::new(tcp)).map_err(std::io::Error::other)?;
         Ok(TlsStream::over(inner, false, false))
     }
 
@@ -323,17 +385,17 @@ impl TlsStream {
     pub fn connect(ctx: &Contexts, tcp: mio::net::TcpStream) -> std::io::Result<TlsStream> {
         let mut ssl = Ssl::new(ctx.client()).map_err(std::io::Error::other)?;
         ssl.set_connect_state();
-        let inner = SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
+        let inner = SslStream::new(ssl, TlsSocket::new(tcp)).map_err(std::io::Error::other)?;
         Ok(TlsStream::over(inner, false, true))
     }
 
     /// An established connection this server opened (the link to its
     /// master once adopted by the event loop).
-    pub fn established(inner: SslStream<mio::net::TcpStream>) -> TlsStream {
+    pub fn established(inner: SslStream<TlsSocket>) -> TlsStream {
         TlsStream::over(inner, true, true)
     }
 
-    fn over(inner: SslStream<mio::net::TcpStream>, established: bool, outgoing: bool) -> TlsStream {
+    fn over(inner: SslStream<TlsSocket>, established: bool, outgoing: bool) -> TlsStream {
         TlsStream {
             inner,
             read_wants_write: false,
@@ -345,12 +407,28 @@ impl TlsStream {
 
     /// The socket under it.
     pub fn tcp(&self) -> &mio::net::TcpStream {
-        self.inner.get_ref()
+        &self.inner.get_ref().tcp
     }
 
     /// The socket under it, to register.
     pub fn tcp_mut(&mut self) -> &mut mio::net::TcpStream {
-        self.inner.get_mut()
+        &mut self.inner.get_mut().tcp
+    }
+
+    /// Whether OpenSSL holds bytes already read from the socket (the rest
+    /// of a record, or records read ahead): the next read needs no system
+    /// call, and the poller will not report them.
+    pub fn more_buffered(&self) -> bool {
+        use foreign_types::ForeignTypeRef;
+        let ssl = self.inner.ssl();
+        // SAFETY: the stream's own live SSL object, only read.
+        ssl.pending() > 0 || unsafe { SSL_has_pending(ssl.as_ptr()) } != 0
+    }
+
+    /// Whether the socket's read in the last [`Read::read`] drained it
+    /// (false when that read took only bytes OpenSSL held).
+    pub fn socket_drained(&self) -> bool {
+        self.inner.get_ref().drained
     }
 
     /// Whether a stopped read waits for writability.
@@ -411,19 +489,22 @@ impl TlsStream {
 
     /// Sets TCP_NODELAY on the socket.
     pub fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
-        self.inner.get_ref().set_nodelay(on)
+        self.inner.get_ref().tcp.set_nodelay(on)
     }
 
     /// Shuts the socket down (Redis frees the SSL without a close_notify
     /// wait).
     pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
-        self.inner.get_ref().shutdown(how)
+        self.inner.get_ref().tcp.shutdown(how)
     }
 }
 
 impl Read for TlsStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.read_wants_write = false;
+        // Only a socket read in this call may say the socket is drained
+        // (bytes that came since an earlier one were reported once).
+        self.inner.get_mut().drained = false;
         let r = self.inner.ssl_read(buf);
         self.outcome(r, true)
     }
@@ -450,13 +531,13 @@ impl Write for TlsStream {
 pub fn connect_blocking(
     ctx: &Contexts,
     tcp: std::net::TcpStream,
-) -> Result<SslStream<mio::net::TcpStream>, String> {
+) -> Result<SslStream<TlsSocket>, String> {
     let mut ssl = Ssl::new(ctx.client()).map_err(|e| first_error(&e))?;
     ssl.set_connect_state();
     // The socket stays blocking (with its timeouts) for the handshake on
     // the link's own thread; the event loop makes it non-blocking when it
     // adopts it.
-    let tcp = mio::net::TcpStream::from_std(tcp);
+    let tcp = TlsSocket::new(mio::net::TcpStream::from_std(tcp));
     match ssl.connect(tcp) {
         Ok(s) => Ok(s),
         Err(HandshakeError::Failure(m)) => Err(m.error().to_string()),

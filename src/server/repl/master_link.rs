@@ -358,7 +358,7 @@ fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     let sock = r.sock;
     let raw = match &sock {
         LinkSock::Plain(s) => socket2::SockRef::from(s),
-        LinkSock::Tls(s) => socket2::SockRef::from(s.get_ref()),
+        LinkSock::Tls(s) => socket2::SockRef::from(s.get_ref().tcp()),
     };
     raw.set_read_timeout(None).map_err(|e| e.to_string())?;
     raw.set_write_timeout(None).map_err(|e| e.to_string())?;
