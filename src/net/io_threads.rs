@@ -213,9 +213,7 @@ impl Slot {
             }
         }
         // Claim in order up to `i`: each claimed index is this thread's.
-        while (job.claim.load(Ordering::Acquire) & 0xffff_ffff) as usize <= i
-            && claim_one(job)
-        {}
+        while (job.claim.load(Ordering::Acquire) & 0xffff_ffff) as usize <= i && claim_one(job) {}
         let mut spins = 0u32;
         while !done.load(Ordering::Acquire) {
             spins = spins.wrapping_add(1);

@@ -546,10 +546,8 @@ fn watchdog_expires_during_a_diskless_load() {
         let args = ["--logfile", &log_arg, "--dir", &dir_arg];
         let (_ours, _theirs, port) = if replica_kind == "ferrokv" {
             let p = crate::aof::launch(|port| {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                    .args(["--save", ""])
-                    .args(args);
+                let mut c = crate::support::server_command(env!("CARGO_BIN_EXE_ferrokv"), port);
+                c.args(args);
                 c
             });
             let port = p.port;
