@@ -249,14 +249,13 @@ fn set_generic(
         None => Ttl::None,
     };
     ctx.store.set(db, key, value_arg(argv, vi), ttl);
-    // A relative expiry reaches the AOF as an absolute one (Redis 7.0
-    // rewrites SET, SETEX and PSETEX to SET key value PXAT ms).
+    // Any expiry reaches the AOF and replicas as an absolute one: Redis
+    // 7.0 rewrites SET, SETEX and PSETEX with one to SET key value PXAT ms
+    // (a PXAT given too, so the options read as Redis writes them).
     if let Some(at) = expire_at {
-        if !matches!(opts.expire, Some((ExpireUnit::PxAt, _))) {
-            let mut buf = num::itoa_buf();
-            let at = num::fmt_i64(at as i64, &mut buf);
-            ctx.propagate_as(&[b"SET", key, val, b"PXAT", at]);
-        }
+        let mut buf = num::itoa_buf();
+        let at = num::fmt_i64(at as i64, &mut buf);
+        ctx.propagate_as(&[b"SET", key, val, b"PXAT", at]);
     }
     // GET is no business of replicas: Redis propagates without it (but
     // for an expiry option, whose own rewrite stands).

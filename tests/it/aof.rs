@@ -661,6 +661,8 @@ fn propagated_commands_match_redis_aof() {
         "SETEX c 100 v",
         "PSETEX d 100000 v",
         "SET e 1 PXAT 99999999999999",
+        "set e2 1 pxat 99999999999999 nx",
+        "SET e3 1 XX PXAT 99999999999999 GET",
         "EXPIRE a 100",
         "PEXPIRE a 200000 GT",
         "EXPIREAT a 99999999999 XX",
