@@ -63,6 +63,13 @@ fn flushall(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let old = ctx.store.flush_all();
     dispose(old, lazy);
     kill_snapshots(ctx);
+    // With save rules set, the empty data set is saved at once (the dirty
+    // counter back to 0), as Redis's flushAllDataAndResetRDB does; a
+    // failure is logged, the flush stands.
+    let mut p = ctx.server.persistence();
+    if !p.config.save.is_empty() {
+        let _ = crate::persist::save_now(ctx.store, &mut p);
+    }
     ctx.force_propagation();
     ctx.reply.ok();
     Ok(())

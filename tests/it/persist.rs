@@ -698,3 +698,35 @@ fn failed_bgsave_refuses_writes_with_misconf_as_redis() {
     assert!(ours[0].starts_with(b"-MISCONF "));
     assert_eq!(ours[10], b"+OK\r\n");
 }
+
+/// FLUSHALL with save rules set saves the empty data set at once and
+/// leaves no changes to save (Redis's flushAllDataAndResetRDB), side by
+/// side with redis-server; without save rules nothing is written.
+#[test]
+fn flushall_with_save_rules_saves_at_once_as_redis() {
+    let ours = spawn_ferrokv_process();
+    let theirs = spawn_redis();
+    let changes = |r: &mut Raw| {
+        let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        info.lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut got = Vec::new();
+    for port in [ours.port, theirs.port] {
+        let mut r = Raw::connect(port);
+        assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+        assert_eq!(r.cmd_str(&["FLUSHALL"]), b"+OK\r\n");
+        let without_rules = changes(&mut r);
+        assert_eq!(
+            r.cmd_str(&["CONFIG", "SET", "save", "3600 1 300 100 60 10000"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(r.cmd_str(&["SET", "key", "value"]), b"+OK\r\n");
+        assert_eq!(r.cmd_str(&["FLUSHALL"]), b"+OK\r\n");
+        got.push((without_rules, changes(&mut r)));
+    }
+    assert_eq!(got[0], got[1]);
+    assert_eq!(got[0].1, "0");
+}
