@@ -112,16 +112,8 @@ fn watchdog_logs_the_stuck_executors_stack() {
     let log = dir.join("log");
     let log_arg = log.display().to_string();
     let ours = crate::aof::launch(|port| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
-        c.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args(["--logfile", &log_arg, "--enable-debug-command", "yes"]);
+        let mut c = crate::support::server_command(env!("CARGO_BIN_EXE_ferrokv"), port);
+        c.args(["--logfile", &log_arg, "--enable-debug-command", "yes"]);
         c
     });
     let theirs = crate::support::spawn_redis();
@@ -479,18 +471,10 @@ fn crash_directives_act_like_redis() {
         std::fs::create_dir_all(&dir).expect("dir");
         let log = dir.join("log.txt");
         let (mut child, port) = spawn_on_free_port(|port| {
-            let mut c = Command::new(program);
-            c.args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--enable-debug-command", "yes"])
-            .args(["--logfile", log.to_str().expect("utf-8 path")])
-            .args(extra);
+            let mut c = crate::support::server_command(program, port);
+            c.args(["--enable-debug-command", "yes"])
+                .args(["--logfile", log.to_str().expect("utf-8 path")])
+                .args(extra);
             c
         });
         let mut r = Raw::connect(port);
