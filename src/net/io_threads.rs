@@ -451,6 +451,12 @@ const LIGHT: u64 = 500;
 /// cores), their spinning and hand-offs only take CPU from the rest, and
 /// they stay off.
 ///
+/// A process allowed on one core only (`taskset`, a cpuset) has none to
+/// spare whatever its load: it is not tried (checked again at each trial
+/// due). Trials that keep finding the threads slower come further apart,
+/// up to [`MAX_UNTIL_TRIAL`] windows, so a load the threads cannot help
+/// pays for them less and less often.
+///
 /// `FERROKV_IO_THREADS_ALWAYS=1` in the environment skips the trials and
 /// keeps the threads on (tests, so that their traffic goes through them).
 struct Governor {
@@ -468,6 +474,33 @@ struct Governor {
     without: u64,
     /// Windows left before the next trial.
     until_trial: u32,
+    /// The last trial found the threads faster.
+    verdict: bool,
+    /// Trials in a row that found the threads slower.
+    losses: u32,
+    /// Reads the number of CPUs the process may run on.
+    cpus: fn() -> usize,
+}
+
+/// Windows between trials that found the threads clearly better or
+/// worse; an unclear result is tried again after [`UNCLEAR_UNTIL_TRIAL`].
+const CLEAR_UNTIL_TRIAL: u32 = 60;
+const UNCLEAR_UNTIL_TRIAL: u32 = 20;
+/// The furthest apart trials come (10 s of windows).
+const MAX_UNTIL_TRIAL: u32 = 200;
+
+/// Number of CPUs this process may run on (its affinity mask); 0 when it
+/// cannot be read.
+fn allowed_cpus() -> usize {
+    // SAFETY: `set` is a plain bit array, written by the kernel up to its
+    // size, which is the size passed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return 0;
+        }
+        libc::CPU_COUNT(&set) as usize
+    }
 }
 
 impl Governor {
@@ -481,6 +514,9 @@ impl Governor {
             with: 0,
             without: 0,
             until_trial: 0,
+            verdict: false,
+            losses: 0,
+            cpus: allowed_cpus,
         }
     }
 
@@ -493,12 +529,20 @@ impl Governor {
         let reads = std::mem::take(&mut self.reads);
         if self.trial == 0 {
             if reads < LIGHT {
+                // Light windows do not count towards the next trial: a load
+                // that comes back (a benchmark's next run) gets the last
+                // trial's verdict, not a trial at each start.
                 self.use_threads = false;
-                self.until_trial = 0;
                 return;
             }
             if self.until_trial > 0 {
                 self.until_trial -= 1;
+                self.use_threads = self.verdict;
+                return;
+            }
+            if (self.cpus)() == 1 {
+                self.use_threads = false;
+                self.until_trial = UNCLEAR_UNTIL_TRIAL;
                 return;
             }
             // Trial window 1 (with the threads) starts now.
@@ -521,8 +565,15 @@ impl Governor {
         }
         self.trial = 0;
         self.use_threads = self.with > self.without + self.without / 50;
+        self.verdict = self.use_threads;
         let clear = self.with.max(self.without) > self.with.min(self.without) * 6 / 5;
-        self.until_trial = if clear { 60 } else { 20 };
+        self.losses = if self.use_threads { 0 } else { self.losses.saturating_add(1) };
+        self.until_trial = match (clear, self.use_threads) {
+            (false, _) => UNCLEAR_UNTIL_TRIAL,
+            (true, true) => CLEAR_UNTIL_TRIAL,
+            // 60, 120, 200 windows after one, two, three losses in a row.
+            (true, false) => (CLEAR_UNTIL_TRIAL << (self.losses - 1).min(8)).min(MAX_UNTIL_TRIAL),
+        };
     }
 }
 
@@ -600,5 +651,73 @@ fn serve(jobs: &[Arc<Job>; 2], sleeping: &AtomicBool) {
         sleeping.store(false, Ordering::SeqCst);
         spins = 0;
         started = Instant::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `windows` governor windows, each reading `with` connections
+    /// when the threads are on and `without` when off; returns the windows
+    /// that used the threads.
+    fn run(g: &mut Governor, start: Instant, windows: u32, with: u64, without: u64) -> Vec<u32> {
+        let mut used = Vec::new();
+        for w in 0..windows {
+            g.reads = if g.use_threads { with } else { without };
+            if g.use_threads {
+                used.push(w);
+            }
+            g.tick(start + WINDOW * (w + 1));
+        }
+        used
+    }
+
+    #[test]
+    fn losing_trials_come_further_apart() {
+        let start = Instant::now();
+        let mut g = Governor::new(false);
+        g.window_start = start;
+        g.cpus = || 2;
+        let used = run(&mut g, start, 1000, 1000, 2000);
+        // Each trial uses the threads in its windows 1 and 4.
+        let trials: Vec<u32> = used.chunks(2).map(|c| c[0]).collect();
+        let gaps: Vec<u32> = trials.windows(2).map(|t| t[1] - t[0]).collect();
+        assert!(gaps.len() >= 4, "{trials:?}");
+        assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
+        assert_eq!(*gaps.last().unwrap(), MAX_UNTIL_TRIAL + 5, "{gaps:?}");
+    }
+
+    #[test]
+    fn winning_threads_stay_on_between_trials() {
+        let start = Instant::now();
+        let mut g = Governor::new(false);
+        g.window_start = start;
+        g.cpus = || 4;
+        let used = run(&mut g, start, 1000, 2000, 1000);
+        assert!(used.len() > 900, "{}", used.len());
+    }
+
+    #[test]
+    fn idle_windows_keep_the_verdict_and_the_schedule() {
+        let start = Instant::now();
+        let mut g = Governor::new(false);
+        g.window_start = start;
+        g.cpus = || 2;
+        // One trial (windows 1 to 4) finds the threads slower.
+        assert_eq!(run(&mut g, start, 10, 1000, 2000), vec![1, 4]);
+        // Idle, then the load comes back: no trial at once.
+        run(&mut g, start + WINDOW * 10, 100, 0, 0);
+        assert!(run(&mut g, start + WINDOW * 110, 40, 1000, 2000).is_empty());
+    }
+
+    #[test]
+    fn one_allowed_cpu_never_tries_the_threads() {
+        let start = Instant::now();
+        let mut g = Governor::new(false);
+        g.window_start = start;
+        g.cpus = || 1;
+        assert!(run(&mut g, start, 1000, 2000, 1000).is_empty());
+        assert!(allowed_cpus() >= 1);
     }
 }
