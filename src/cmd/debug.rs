@@ -77,6 +77,8 @@ const HELP: &[&str] = &[
     "QUICKLIST-PACKED-THRESHOLD <size>",
     "    Sets the threshold for elements to be inserted as plain vs packed nodes",
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
     "STRINGMATCH-TEST",
@@ -145,6 +147,10 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else if is(sub, "set-disable-deny-scripts") && n == 3 {
         // atoi, as SET-ACTIVE-EXPIRE.
         ctx.server.script_allow_noscript = args::int(argv.get(2)).unwrap_or(0) != 0;
+        ctx.reply.ok();
+    } else if is(sub, "set-skip-checksum-validation") && n == 3 {
+        // atoi, as SET-ACTIVE-EXPIRE.
+        ctx.server.config.skip_checksum_validation = args::int(argv.get(2)).unwrap_or(0) != 0;
         ctx.reply.ok();
     } else if is(sub, "set-active-expire") && n == 3 {
         // atoi: anything but a number reads as 0.

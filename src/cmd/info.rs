@@ -498,7 +498,10 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let errors: u64 = st.errors.values().sum();
     f.kv("total_error_replies", errors);
     let net = ctx.server.net_stats();
-    f.kv("dump_payload_sanitizations", 0);
+    f.kv(
+        "dump_payload_sanitizations",
+        ctx.server.stats.dump_payload_sanitizations,
+    );
     f.kv("total_reads_processed", net.total_reads);
     f.kv("total_writes_processed", net.total_writes);
     let (_, io_reads, io_writes) = ctx.server.io_thread_stats();

@@ -107,6 +107,27 @@ fn dump(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Whether a RESTORE's payload gets the deep integrity checks
+/// (`sanitize-dump-payload`, as rdbLoadObject decides): `yes` always;
+/// `clients` unless loading, from the master, or by a user with
+/// `skip-sanitize-payload`; `no` never (the shallow checks only).
+fn restore_sanitizes(ctx: &Ctx<'_>) -> bool {
+    match ctx.server.config.get("sanitize-dump-payload").as_str() {
+        "yes" => true,
+        "clients" => {
+            let skip = ctx.server.loading
+                || ctx.client.kind == crate::server::client::ClientKind::Master
+                || ctx
+                    .client
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| u.borrow().skip_sanitize == Some(true));
+            !skip
+        }
+        _ => false,
+    }
+}
+
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f],
 /// checking in Redis's order: options, existing key, TTL, payload.
 fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
@@ -150,11 +171,19 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Err(Error::err("Invalid TTL value, must be >= 0"));
     }
     let payload = argv.get(3);
-    if !rdb::load::verify_payload(payload) {
+    if !rdb::load::verify_payload(payload, ctx.server.config.skip_checksum_validation) {
         return Err(Error::err("DUMP payload version or checksum are wrong"));
     }
-    let Some(value) = rdb::load::payload_value(payload) else {
-        return Err(Error::err("Bad data format"));
+    let deep = restore_sanitizes(ctx);
+    let checks = &mut ctx.server.stats.dump_payload_sanitizations;
+    let value = match rdb::load::payload_value_or_error(payload, deep, checks) {
+        Ok(Some(value)) => value,
+        Ok(None) => return Err(Error::err("Bad data format")),
+        Err(e) => {
+            // Redis logs it at verbose level and only answers the client.
+            tracing::debug!("{}", e.internal_error_line());
+            return Err(Error::err("Bad data format"));
+        }
     };
     let now = ctx.store.now();
     if ttl > 0 && !absttl {

@@ -80,6 +80,9 @@ pub struct Config {
     pub rdbcompression: bool,
     /// Write and verify the RDB CRC64 (`rdbchecksum`).
     pub rdbchecksum: bool,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION (not a directive): RESTORE and
+    /// RDB loads skip the CRC64 check (Redis's skip_checksum_validation).
+    pub skip_checksum_validation: bool,
     /// AOF enabled.
     pub appendonly: bool,
     /// AOF base name.
@@ -171,6 +174,7 @@ impl Default for Config {
             save: vec![(3600, 1), (300, 100), (60, 10000)],
             rdbcompression: true,
             rdbchecksum: true,
+            skip_checksum_validation: false,
             appendonly: false,
             appendfilename: "appendonly.aof".into(),
             appenddirname: "appendonlydir".into(),

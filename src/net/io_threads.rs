@@ -567,7 +567,11 @@ impl Governor {
         self.use_threads = self.with > self.without + self.without / 50;
         self.verdict = self.use_threads;
         let clear = self.with.max(self.without) > self.with.min(self.without) * 6 / 5;
-        self.losses = if self.use_threads { 0 } else { self.losses.saturating_add(1) };
+        self.losses = if self.use_threads {
+            0
+        } else {
+            self.losses.saturating_add(1)
+        };
         self.until_trial = match (clear, self.use_threads) {
             (false, _) => UNCLEAR_UNTIL_TRIAL,
             (true, true) => CLEAR_UNTIL_TRIAL,

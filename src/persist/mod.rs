@@ -429,9 +429,10 @@ pub fn load_on_start(
         return Err(load_stopped());
     }
     let report = loaded.map_err(|e| {
+        report_bad_file(&path, &e);
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("bad RDB file {} {e}; refusing to start", path.display()),
+            "Terminating server after rdb file reading failure.",
         )
     })?;
     p.state.last_load_keys_loaded = report.keys_loaded;
@@ -447,6 +448,21 @@ pub fn load_on_start(
         report.keys_expired
     );
     Ok(())
+}
+
+/// Logs why the RDB file at start-up does not load, as Redis does before
+/// it exits: its internal-error line, then (on standard output, as
+/// redis-check-rdb prints it) where the file went wrong.
+fn report_bad_file(path: &std::path::Path, e: &rdb::load::LoadError) {
+    use std::io::Write;
+    tracing::warn!("{}", e.internal_error_line());
+    let mut out = std::io::stdout().lock();
+    // Standard output may be closed (a daemon): the log line above stands.
+    let _ = writeln!(out, "[offset 0] Checking RDB file {}", path.display());
+    for line in e.check_report() {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
 }
 
 /// An RDB image with no keys and the function libraries `functions` (a
@@ -492,7 +508,7 @@ pub fn load_file_with(
 /// The options a load takes from the configuration, at `now_ms`.
 pub fn load_options(config: &Config, now_ms: u64, allow_dup: bool) -> LoadOptions {
     LoadOptions {
-        verify_checksum: config.rdbchecksum,
+        verify_checksum: config.rdbchecksum && !config.skip_checksum_validation,
         now_ms,
         key_delay_us: config.get_i64("key-load-delay").unwrap_or(0),
         events_interval: config

@@ -58,6 +58,9 @@ pub struct ServerStats {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Clients closed by client eviction (INFO evicted_clients).
     pub evicted_clients: u64,
+    /// Deep integrity checks of RESTORE payloads (INFO
+    /// dump_payload_sanitizations).
+    pub dump_payload_sanitizations: u64,
 }
 
 /// How output buffers are resized (DEBUG REPLYBUFFER).

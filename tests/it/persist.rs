@@ -334,19 +334,22 @@ fn save_rules_trigger_a_background_save() {
     assert_eq!(b.raw().cmd_str(&["DBSIZE"]), b":2\r\n");
 }
 
+/// What the ferrokv binary prints when it refuses to start on `file`.
 fn start_error(dir: &TempDir, file: &str) -> String {
-    let config = ferrokv::config::Config {
-        port: 0,
-        bind: vec!["127.0.0.1".into()],
-        save: vec![],
-        dir: dir.s(),
-        dbfilename: file.into(),
-        ..Default::default()
-    };
-    match ferrokv::spawn_background(config) {
-        Ok(port) => panic!("server started on port {port} with a bad {file}"),
-        Err(e) => e.to_string(),
-    }
+    let mut cmd = server_command(env!("CARGO_BIN_EXE_ferrokv"), free_port());
+    cmd.args(["--dir", &dir.s(), "--dbfilename", file]);
+    let out = cmd.output().expect("ferrokv runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "started with a bad {file}: {stdout}"
+    );
+    assert!(
+        stdout.contains("Terminating server after rdb file reading failure."),
+        "{stdout}"
+    );
+    stdout
 }
 
 #[test]
@@ -368,7 +371,10 @@ fn damaged_files_are_refused() {
     );
     write("tiny.rdb", b"REDIS");
     let e = start_error(&dir, "tiny.rdb");
-    assert!(e.contains("at offset 0: unexpected end of file"), "{e}");
+    assert!(
+        e.contains("Internal error in RDB reading offset 0 -> unexpected end of file"),
+        "{e}"
+    );
     // A flipped byte inside a string value: only the checksum notices.
     let at = good
         .windows(5)
@@ -411,8 +417,10 @@ fn damaged_files_are_refused() {
     write("badlp.rdb", &bad);
     let e = start_error(&dir, "badlp.rdb");
     assert!(
-        e.contains("badlp.rdb at offset")
-            && e.contains("listpack element count does not match its header"),
+        e.contains("Checking RDB file")
+            && e.contains("badlp.rdb")
+            && e.contains("Hash listpack integrity check failed.")
+            && e.contains("[additional info] listpack element count does not match its header"),
         "{e}"
     );
 }
@@ -729,4 +737,147 @@ fn flushall_with_save_rules_saves_at_once_as_redis() {
     }
     assert_eq!(got[0], got[1]);
     assert_eq!(got[0].1, "0");
+}
+
+/// Damaged RESTORE payloads from Redis's integration/corrupt-dump, by the
+/// suite's line, with the CRC left wrong: those that do not crash Redis,
+/// less line 717 (a hash listpack whose first entry cannot be read, which
+/// Redis's shallow check keeps and ferrokv, with nothing readable in it,
+/// refuses).
+const DAMAGED_PAYLOADS: &[(&str, &str)] = &[
+        ("35", "0d1b1b00000016000000040000026100040262000414630004026400ff0900d910549215f55f52"),
+        ("115", "120101000a008fc6c0571c0ab33c"),
+        ("253", "101717000000040082610003826200038261000382640003ff0a00c0cfa687e5a7c5be"),
+        ("264", "101717000000040082610003826200038261000382640003ff0a00c0cfa687e5a7c5be"),
+        ("285", "040201610162016101640900c69cabbc086b0c06"),
+        ("294", "090200ff0900c0f1b8674c16ace3"),
+        ("318", "0f011000000173dcb66bf100000000000000004042420000001800030100010201846974656d058576616c756506000102010001000101010001050102011f01000101016d5f31030501020129010001010102010501ff038100000173dcb66c1a0001076d7967726f75708100000173dcb66bf1000100000173dcb66bf100000000000000004b6cb6dc73010000010105416c6963653d6cb6dc730100000100000173dcb66bf100000000000000000900c77d1cd704ffe69d"),
+        ("405", "02c0c006025f39c002025f33c000025f31c004c008025f37025f350900c5d46dbaad14b7e7"),
+        ("463", "0f011000000173dedf7d9b00000000000000004042420000001800030100010201846974656d058576616c75650600010201000100010101000156010201220100010101825f3103050102012c010001010102010501ff038100000173dedf7dc70001076d7967726f75708100000173dedf7d9b000100000173dedf7d9b0000000000000000f97ddfde73010000010105416c696365eb7ddfde730100000100000173dedf7d9b00000000000000000900b2a8a75f1b6172d5"),
+        ("548", "0f011000000175cfa116a700000000000000004042420000001800030100010201846974656d058576616c75650600010201000100010101000105010201000101010101145f31030501020100010201010102010501ff038100000175cfa116a70201076d7967726f75708100000175cfa116a7010100000175cfa116a70000000000000001a716a1cf75010000010105416c696365a716a1cf750100000100000175cfa116a7000000000000000109001b4252b8dd5ce54e"),
+        ("633", "0f01100000017b08f0b2340000000000000000c33b404219420000001800020101010201846974656d058576616c7565060020100000200100012003020501032005400004825f31030560198032020501ff02810000017b08f0b2340201076d7967726f7570810000017b08f0b23401010000017b08f0b234000000000000000135b2f0087b010000010113416c69636535b2f0087b010000010000017b08f0b23400000000000000010900282fe0c504bba731"),
+        ("746", "120102131300000010000000030000f3fe025f3104f1ff0a00198d3d74859429bd"),
+];
+
+fn unhex(h: &str) -> Vec<u8> {
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn info_field(c: &mut Raw, name: &str) -> String {
+    let info = String::from_utf8_lossy(&c.cmd_str(&["INFO", "stats"])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// RESTORE of damaged payloads under each `sanitize-dump-payload`: the
+/// checksum refused, then skipped under DEBUG SET-SKIP-CHECKSUM-VALIDATION
+/// 1; the same verdict as redis-server for each payload and mode (Redis's
+/// shallow checks accept what its deep ones refuse), the same INFO
+/// dump_payload_sanitizations; a refusal logged at verbose level with
+/// Redis's reason.
+#[test]
+fn damaged_payloads_under_each_sanitize_mode_match_redis() {
+    let log = unique_temp_path("corrupt-dump-log");
+    let log_s = log.to_string_lossy().into_owned();
+    let ours = spawn_ferrokv_process_with(&[
+        "--loglevel",
+        "verbose",
+        "--logfile",
+        &log_s,
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let redis = spawn_redis_with(&["--enable-debug-command", "yes"]);
+    let (mut o, mut r) = (Raw::connect(ours.port), Raw::connect(redis.port));
+    let restore = |c: &mut Raw, p: &[u8]| c.cmd(&[b"RESTORE", b"k", b"0", p, b"REPLACE"]);
+    // A payload's CRC is its last 8 bytes.
+    let mut bad_crc = unhex(DAMAGED_PAYLOADS[0].1);
+    *bad_crc.last_mut().expect("a payload") ^= 1;
+    let wrong = restore(&mut o, &bad_crc);
+    assert_eq!(wrong, restore(&mut r, &bad_crc));
+    assert_eq!(
+        wrong,
+        b"-ERR DUMP payload version or checksum are wrong\r\n"
+    );
+    for mode in ["no", "yes", "clients"] {
+        for c in [&mut o, &mut r] {
+            assert_eq!(
+                c.cmd_str(&["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1"]),
+                b"+OK\r\n"
+            );
+            c.cmd_str(&["CONFIG", "SET", "sanitize-dump-payload", mode]);
+        }
+        for (line, payload) in DAMAGED_PAYLOADS {
+            let p = unhex(payload);
+            let mine = restore(&mut o, &p);
+            assert_eq!(mine, restore(&mut r, &p), "line {line}, sanitize {mode}");
+            if mine == b"+OK\r\n" {
+                assert_eq!(o.cmd_str(&["TYPE", "k"]), r.cmd_str(&["TYPE", "k"]));
+            }
+        }
+        assert_eq!(
+            info_field(&mut o, "dump_payload_sanitizations"),
+            info_field(&mut r, "dump_payload_sanitizations"),
+            "sanitize {mode}"
+        );
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            std::fs::read_to_string(&log).is_ok_and(|l| {
+                l.contains("Internal error in RDB reading offset")
+                    && l.contains("Hash ziplist integrity check failed.")
+                    && l.contains("Stream listpack integrity check failed.")
+            })
+        }),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
+/// A file whose value fails the integrity check stops the server as Redis
+/// stops: the internal-error line, the check's report naming the key, and
+/// "Terminating server after rdb file reading failure.", exit status 1.
+#[test]
+fn damaged_rdb_file_is_refused_as_redis_refuses_it() {
+    let dir = TempDir::new("ferrokv-bad-ziplist");
+    // A hash ziplist with a bad entry length (corrupt-dump's second case)
+    // under key "k", in a version-9 file with no checksum.
+    let payload = unhex(DAMAGED_PAYLOADS[0].1);
+    let mut file = b"REDIS0009\xfe\x00".to_vec();
+    file.push(payload[0]);
+    file.extend_from_slice(b"\x01k");
+    file.extend_from_slice(&payload[1..payload.len() - 10]);
+    file.push(0xff);
+    file.extend_from_slice(&[0; 8]);
+    std::fs::write(dir.path().join("bad.rdb"), &file).expect("write");
+    for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
+        let mut cmd = server_command(program, free_port());
+        cmd.args(["--dir", &dir.s(), "--dbfilename", "bad.rdb"]);
+        let out = cmd.output().expect("the server runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{program}: {stdout}");
+        let count = |s: &str| stdout.lines().filter(|l| l.contains(s)).count();
+        assert_eq!(
+            count("Terminating server after rdb file reading failure."),
+            1,
+            "{program}"
+        );
+        assert_eq!(
+            count("Hash ziplist integrity check failed."),
+            2,
+            "{program}: {stdout}"
+        );
+        assert_eq!(
+            count("[additional info] Reading key 'k'"),
+            1,
+            "{program}: {stdout}"
+        );
+        assert_eq!(count("[info] 1 keys read"), 1, "{program}: {stdout}");
+    }
 }

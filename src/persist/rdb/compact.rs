@@ -22,22 +22,25 @@ use crate::store::zset::{self, ZSet};
 use crate::store::zset_tree::Tree;
 use crate::util::num;
 
-/// The elements of a listpack or ziplist blob.
-pub fn elements(blob: &[u8], ziplist: bool) -> Result<Vec<Vec<u8>>, &'static str> {
+/// The elements of a listpack or ziplist blob; a listpack's checked only
+/// shallowly unless `deep` ([`listpack::decode_with`]; Redis checks a
+/// ziplist fully whatever `sanitize-dump-payload` says, as it converts it).
+pub fn elements(blob: &[u8], ziplist: bool, deep: bool) -> Result<Vec<Vec<u8>>, &'static str> {
     let mut out = Vec::new();
     let push = |e: &[u8]| out.push(e.to_vec());
     if ziplist {
         listpack::decode_ziplist(blob, push)?;
     } else {
-        listpack::decode(blob, push)?;
+        listpack::decode_with(blob, deep, push)?;
     }
     Ok(out)
 }
 
-/// A set from an intset blob (`intsetValidateIntegrity`, deep): a 2, 4 or
+/// A set from an intset blob (`intsetValidateIntegrity`): a 2, 4 or
 /// 8-byte encoding, a length matching the blob, at least one member, and
-/// members strictly ascending.
-pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
+/// (when `deep`) members strictly ascending; unchecked, they are sorted
+/// and made unique here.
+pub fn intset(blob: &[u8], deep: bool) -> Result<Value, &'static str> {
     let header = blob.get(..8).ok_or("intset too short")?;
     let width = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
     if !matches!(width, 2 | 4 | 8) {
@@ -61,7 +64,7 @@ pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
         (count > tuning::set_max_intset_entries()).then(HashedMap::default);
     let mut buf = num::itoa_buf();
     for v in values {
-        if prev.is_some_and(|p| p >= v) {
+        if deep && prev.is_some_and(|p| p >= v) {
             return Err("intset members out of order or duplicated");
         }
         prev = Some(v);
@@ -84,19 +87,22 @@ pub fn intset(blob: &[u8]) -> Result<Value, &'static str> {
 /// Field/value (or member/score) pairs borrowed from decoded elements.
 type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
 
-/// Splits elements into pairs, refusing an odd count and (when `unique`)
-/// a repeated first element (`lpPairsValidateIntegrityAndDups`).
-fn pairs(items: &[Vec<u8>]) -> Result<Pairs<'_>, &'static str> {
-    if !items.len().is_multiple_of(2) {
+/// Splits elements into pairs, refusing an odd count and (when `deep`) a
+/// repeated first element (`lpPairsValidateIntegrityAndDups`); unchecked,
+/// a repeated one is dropped (the first is what Redis's lookups find), as
+/// is a last element without its pair (a listpack cut short).
+fn pairs(items: &[Vec<u8>], deep: bool) -> Result<Pairs<'_>, &'static str> {
+    if deep && !items.len().is_multiple_of(2) {
         return Err("odd number of elements in a pairs encoding");
     }
-    let out: Pairs<'_> = items
-        .chunks_exact(2)
-        .map(|p| (p[0].as_slice(), p[1].as_slice()))
-        .collect();
-    let mut seen = HashSet::with_capacity(out.len());
-    if !out.iter().all(|(f, _)| seen.insert(*f)) {
-        return Err("duplicate field in a pairs encoding");
+    let mut seen = HashSet::with_capacity(items.len() / 2);
+    let mut out: Pairs<'_> = Vec::with_capacity(items.len() / 2);
+    for p in items.chunks_exact(2) {
+        if seen.insert(p[0].as_slice()) {
+            out.push((p[0].as_slice(), p[1].as_slice()));
+        } else if deep {
+            return Err("duplicate field in a pairs encoding");
+        }
     }
     Ok(out)
 }
@@ -104,8 +110,8 @@ fn pairs(items: &[Vec<u8>]) -> Result<Pairs<'_>, &'static str> {
 /// A hash from field/value elements (types 13 and 16); None when empty,
 /// which Redis skips. `zipmap`: also converted when a field or value is
 /// longer than `hash-max-listpack-value`, as Redis converts zipmaps.
-pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static str> {
-    let pairs = pairs(items)?;
+pub fn hash(items: &[Vec<u8>], zipmap: bool, deep: bool) -> Result<Option<Value>, &'static str> {
+    let pairs = pairs(items, deep)?;
     if pairs.is_empty() {
         return Ok(None);
     }
@@ -137,8 +143,8 @@ pub fn hash(items: &[Vec<u8>], zipmap: bool) -> Result<Option<Value>, &'static s
 /// does: strtod's reading of the text, so a score that is not a number
 /// reads as its numeric prefix or 0, as Redis accepts it. A NaN score is
 /// refused (Redis would keep it, with a sorted set out of order).
-pub fn zset(items: &[Vec<u8>]) -> Result<Option<Value>, &'static str> {
-    let pairs = pairs(items)?;
+pub fn zset(items: &[Vec<u8>], deep: bool) -> Result<Option<Value>, &'static str> {
+    let pairs = pairs(items, deep)?;
     if pairs.is_empty() {
         return Ok(None);
     }
@@ -212,6 +218,9 @@ pub fn zipmap(zm: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
     if pos != zm.len() {
         return Err("zipmap terminator before its end");
     }
+    if out.is_empty() {
+        return Err("empty zipmap");
+    }
     if declared < 254 && usize::from(declared) * 2 != out.len() {
         return Err("zipmap element count does not match its header");
     }
@@ -236,7 +245,7 @@ mod tests {
     fn intsets_are_checked() {
         // SADD s 1 2 3 in Redis 7.0: 16-bit encoding, three members.
         let good = [2, 0, 0, 0, 3, 0, 0, 0, 1, 0, 2, 0, 3, 0];
-        match intset(&good) {
+        match intset(&good, true) {
             Ok(Value::Set(s)) => {
                 assert_eq!(s.encoding(), "intset");
                 assert_eq!(s.len(), 3);
@@ -245,30 +254,30 @@ mod tests {
         }
         let mut unsorted = good;
         unsorted[10] = 5;
-        assert!(intset(&unsorted).is_err());
-        assert!(intset(&good[..12]).is_err());
-        assert!(intset(&[2, 0, 0, 0, 0, 0, 0, 0]).is_err());
-        assert!(intset(&[3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0]).is_err());
+        assert!(intset(&unsorted, true).is_err());
+        assert!(intset(&good[..12], true).is_err());
+        assert!(intset(&[2, 0, 0, 0, 0, 0, 0, 0], true).is_err());
+        assert!(intset(&[3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0], true).is_err());
     }
 
     #[test]
     fn pairs_refuse_odd_counts_and_duplicates() {
         let items = |v: &[&[u8]]| v.iter().map(|e| e.to_vec()).collect::<Vec<_>>();
-        assert!(hash(&items(&[b"f", b"v", b"g"]), false).is_err());
-        assert!(hash(&items(&[b"f", b"v", b"f", b"w"]), false).is_err());
-        assert!(zset(&items(&[b"m", b"1", b"m", b"2"])).is_err());
+        assert!(hash(&items(&[b"f", b"v", b"g"]), false, true).is_err());
+        assert!(hash(&items(&[b"f", b"v", b"f", b"w"]), false, true).is_err());
+        assert!(zset(&items(&[b"m", b"1", b"m", b"2"]), true).is_err());
         // A score that is not a number reads as strtod reads it (Redis's
         // zzlStrtod); NaN is refused.
-        match zset(&items(&[b"m", b"x"])) {
+        match zset(&items(&[b"m", b"x"]), true) {
             Ok(Some(Value::ZSet(z))) => {
                 let all: Vec<_> = z.iter_from(0).map(|(m, s)| (m.to_vec(), s)).collect();
                 assert_eq!(all, vec![(b"m".to_vec(), 0.0)]);
             }
             other => panic!("{other:?}"),
         }
-        assert!(zset(&items(&[b"m", b"nan"])).is_err());
-        assert!(matches!(hash(&[], false), Ok(None)));
-        match zset(&items(&[b"b", b"2", b"a", b"2", b"c", b"-1.5"])) {
+        assert!(zset(&items(&[b"m", b"nan"]), true).is_err());
+        assert!(matches!(hash(&[], false, true), Ok(None)));
+        match zset(&items(&[b"b", b"2", b"a", b"2", b"c", b"-1.5"]), true) {
             Ok(Some(Value::ZSet(z))) => {
                 let order: Vec<_> = z.iter_from(0).map(|(m, s)| (m.to_vec(), s)).collect();
                 assert_eq!(
@@ -283,8 +292,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let blob = lp(&[b"f", b"1", b"g", b"abc"]);
-        let els = elements(&blob, false).expect("valid");
-        match hash(&els, false) {
+        let els = elements(&blob, false, true).expect("valid");
+        match hash(&els, false, true) {
             Ok(Some(Value::Hash(h))) => {
                 assert_eq!(h.encoding(), "listpack");
                 assert_eq!(h.get(b"f"), Some(&b"1"[..]));
@@ -313,5 +322,32 @@ mod tests {
         let mut bad = zm;
         bad[0] = 3;
         assert!(zipmap(&bad).is_err());
+    }
+
+    #[test]
+    fn unchecked_payloads_keep_what_reads() {
+        // sanitize-dump-payload no: out-of-order intset members are sorted,
+        // a repeated field keeps its first value, an unpaired last element
+        // is dropped; the same inputs are refused by the deep checks.
+        let unsorted = [2, 0, 0, 0, 3, 0, 0, 0, 3, 0, 1, 0, 2, 0];
+        assert!(intset(&unsorted, true).is_err());
+        match intset(&unsorted, false) {
+            Ok(Value::Set(s)) => assert_eq!(s.len(), 3),
+            other => panic!("{other:?}"),
+        }
+        let items = |v: &[&[u8]]| v.iter().map(|e| e.to_vec()).collect::<Vec<_>>();
+        let dup = items(&[b"f", b"v", b"f", b"w", b"g"]);
+        assert!(hash(&dup, false, true).is_err());
+        match hash(&dup, false, false) {
+            Ok(Some(Value::Hash(h))) => {
+                assert_eq!(h.len(), 1);
+                assert_eq!(h.get(b"f"), Some(&b"v"[..]));
+            }
+            other => panic!("{other:?}"),
+        }
+        match zset(&items(&[b"m", b"1", b"m", b"2"]), false) {
+            Ok(Some(Value::ZSet(z))) => assert_eq!(z.len(), 1),
+            other => panic!("{other:?}"),
+        }
     }
 }

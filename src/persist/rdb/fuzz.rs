@@ -309,7 +309,10 @@ fn compact_encodings_load_as_redis_has_them() {
     let b_at = dup.iter().position(|&c| c == b'b').expect("field b");
     dup[b_at] = b'a';
     let e = load(&file(b"0010", &[&dup]), true).expect_err("duplicate refused");
-    assert_eq!(e, "at offset 12: duplicate field in a pairs encoding");
+    assert_eq!(
+        e,
+        "at offset 12: Hash listpack integrity check failed. (duplicate field in a pairs encoding)"
+    );
 }
 
 /// Found by the fuzz target `restore`: a stream whose nodes repeat entry

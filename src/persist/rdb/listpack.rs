@@ -166,7 +166,16 @@ fn le_int(bytes: &[u8]) -> i64 {
 
 /// Calls `f` with each element of a listpack; fails on any inconsistency
 /// (Redis's `lpValidateIntegrity` with deep checks).
-pub fn decode(lp: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), &'static str> {
+pub fn decode(lp: &[u8], f: impl FnMut(&[u8])) -> Result<(), &'static str> {
+    decode_with(lp, true, f)
+}
+
+/// [`decode`], or with `deep` false the shallow check of
+/// `sanitize-dump-payload no`: only the header's size and the terminator
+/// at the end are required; back-lengths and the header's count are not
+/// checked, and the elements before an early terminator or an entry that
+/// cannot be read are all there is (the rest is let go).
+pub fn decode_with(lp: &[u8], deep: bool, mut f: impl FnMut(&[u8])) -> Result<(), &'static str> {
     if lp.len() < HEADER + 1 {
         return Err("listpack too short");
     }
@@ -174,64 +183,86 @@ pub fn decode(lp: &[u8], mut f: impl FnMut(&[u8])) -> Result<(), &'static str> {
     if total != lp.len() {
         return Err("listpack header size does not match its length");
     }
+    if !deep && lp[lp.len() - 1] != EOF {
+        return Err("listpack has no terminator");
+    }
     let declared = u16::from_le_bytes([lp[4], lp[5]]);
     let mut pos = HEADER;
     let mut count = 0usize;
     let mut buf = num::itoa_buf();
     loop {
-        let start = pos;
         let b = *lp.get(pos).ok_or("listpack has no terminator")?;
         if b == EOF {
-            if pos + 1 != lp.len() {
+            if deep && pos + 1 != lp.len() {
                 return Err("listpack terminator before its end");
             }
             break;
         }
-        pos += 1;
-        let int: Option<i64> = if b & 0x80 == 0 {
-            Some(i64::from(b & 0x7f))
-        } else if b & 0xC0 == 0x80 {
-            let n = usize::from(b & 0x3f);
-            f(take(lp, &mut pos, n)?);
-            None
-        } else if b & 0xE0 == 0xC0 {
-            let lo = take(lp, &mut pos, 1)?[0];
-            let u = (i64::from(b & 0x1f) << 8) | i64::from(lo);
-            Some(if u >= 1 << 12 { u - (1 << 13) } else { u })
-        } else if b & 0xF0 == 0xE0 {
-            let lo = take(lp, &mut pos, 1)?[0];
-            let n = (usize::from(b & 0x0f) << 8) | usize::from(lo);
-            f(take(lp, &mut pos, n)?);
-            None
-        } else {
-            match b {
-                0xF0 => {
-                    let l = take(lp, &mut pos, 4)?;
-                    let n = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
-                    f(take(lp, &mut pos, n)?);
-                    None
-                }
-                0xF1 => Some(le_int(take(lp, &mut pos, 2)?)),
-                0xF2 => Some(le_int(take(lp, &mut pos, 3)?)),
-                0xF3 => Some(le_int(take(lp, &mut pos, 4)?)),
-                0xF4 => Some(le_int(take(lp, &mut pos, 8)?)),
-                _ => return Err("bad listpack entry encoding"),
-            }
-        };
-        if let Some(v) = int {
-            f(num::fmt_i64(v, &mut buf));
+        match entry(lp, &mut pos, deep, &mut f, &mut buf) {
+            Ok(()) => count += 1,
+            Err(e) if deep => return Err(e),
+            Err(_) => return Ok(()),
         }
-        let l = pos - start;
-        let bl = take(lp, &mut pos, backlen_size(l))?;
+    }
+    if deep && declared != 65535 && usize::from(declared) != count {
+        return Err("listpack element count does not match its header");
+    }
+    Ok(())
+}
+
+/// Reads the listpack entry at `pos` (its back-length checked when
+/// `deep`), calls `f` with its element and moves `pos` past it.
+fn entry(
+    lp: &[u8],
+    pos: &mut usize,
+    deep: bool,
+    f: &mut impl FnMut(&[u8]),
+    buf: &mut [u8; 20],
+) -> Result<(), &'static str> {
+    let start = *pos;
+    let b = lp[start];
+    *pos += 1;
+    let int: Option<i64> = if b & 0x80 == 0 {
+        Some(i64::from(b & 0x7f))
+    } else if b & 0xC0 == 0x80 {
+        let n = usize::from(b & 0x3f);
+        f(take(lp, pos, n)?);
+        None
+    } else if b & 0xE0 == 0xC0 {
+        let lo = take(lp, pos, 1)?[0];
+        let u = (i64::from(b & 0x1f) << 8) | i64::from(lo);
+        Some(if u >= 1 << 12 { u - (1 << 13) } else { u })
+    } else if b & 0xF0 == 0xE0 {
+        let lo = take(lp, pos, 1)?[0];
+        let n = (usize::from(b & 0x0f) << 8) | usize::from(lo);
+        f(take(lp, pos, n)?);
+        None
+    } else {
+        match b {
+            0xF0 => {
+                let l = take(lp, pos, 4)?;
+                let n = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
+                f(take(lp, pos, n)?);
+                None
+            }
+            0xF1 => Some(le_int(take(lp, pos, 2)?)),
+            0xF2 => Some(le_int(take(lp, pos, 3)?)),
+            0xF3 => Some(le_int(take(lp, pos, 4)?)),
+            0xF4 => Some(le_int(take(lp, pos, 8)?)),
+            _ => return Err("bad listpack entry encoding"),
+        }
+    };
+    if let Some(v) = int {
+        f(num::fmt_i64(v, buf));
+    }
+    let l = *pos - start;
+    let bl = take(lp, pos, backlen_size(l))?;
+    if deep {
         let mut check = Vec::with_capacity(5);
         push_backlen(&mut check, l);
         if bl != check.as_slice() {
             return Err("bad listpack entry back-length");
         }
-        count += 1;
-    }
-    if declared != 65535 && usize::from(declared) != count {
-        return Err("listpack element count does not match its header");
     }
     Ok(())
 }

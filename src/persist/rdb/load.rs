@@ -11,17 +11,91 @@ use crate::store::value::Value;
 use crate::store::Store;
 
 /// Why a load failed, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LoadError {
     /// Byte offset in the file (or payload) where the problem was found.
     pub offset: usize,
-    /// What is wrong.
+    /// What is wrong, in Redis's words where Redis reports it
+    /// (`rdbReportCorruptRDB`: "Hash ziplist integrity check failed.").
     pub reason: String,
+    /// ferrokv's more precise cause, when the reason is Redis's general one
+    /// ("ziplist too short").
+    pub detail: &'static str,
+    /// The key being read, and its RDB type, when the error is in a value.
+    pub key: Option<(Vec<u8>, u8)>,
+    /// Keys read before the error, in a file load.
+    pub keys_read: u64,
+}
+
+impl LoadError {
+    /// Redis's log line for the error (rdbReportError).
+    pub fn internal_error_line(&self) -> String {
+        format!(
+            "Internal error in RDB reading offset {} -> {}",
+            self.offset, self.reason
+        )
+    }
+
+    /// The report redis-check-rdb prints after that line when a file fails
+    /// to load: the offset, the reason and what was being read.
+    pub fn check_report(&self) -> Vec<String> {
+        let mut lines = vec![
+            "--- RDB ERROR DETECTED ---".to_string(),
+            format!("[offset {}] {}", self.offset, self.reason),
+        ];
+        if !self.detail.is_empty() {
+            lines.push(format!("[additional info] {}", self.detail));
+        }
+        if let Some((key, t)) = &self.key {
+            lines.push(format!(
+                "[additional info] Reading key '{}'",
+                String::from_utf8_lossy(key)
+            ));
+            lines.push(format!(
+                "[additional info] Reading type {t} ({})",
+                check_type_name(*t)
+            ));
+        }
+        // The key being read counts as read.
+        let keys = self.keys_read + u64::from(self.key.is_some());
+        lines.push(format!("[info] {keys} keys read"));
+        lines
+    }
+}
+
+/// redis-check-rdb's name for an RDB value type (its rdb_type_string).
+fn check_type_name(t: u8) -> &'static str {
+    const NAMES: [&str; 19] = [
+        "string",
+        "list-linked",
+        "set-hashtable",
+        "zset-v1",
+        "hash-hashtable",
+        "zset-v2",
+        "module-value",
+        "",
+        "",
+        "hash-zipmap",
+        "list-ziplist",
+        "set-intset",
+        "zset-ziplist",
+        "hash-ziplist",
+        "quicklist",
+        "stream",
+        "hash-listpack",
+        "zset-listpack",
+        "quicklist-v2",
+    ];
+    NAMES.get(usize::from(t)).copied().unwrap_or("unknown")
 }
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "at offset {}: {}", self.offset, self.reason)
+        write!(f, "at offset {}: {}", self.offset, self.reason)?;
+        if !self.detail.is_empty() {
+            write!(f, " ({})", self.detail)?;
+        }
+        Ok(())
     }
 }
 
@@ -33,6 +107,12 @@ pub struct Dec<'a> {
     /// Set when a read ran past the end: the offset the input would have
     /// to reach (a streamed load waits for that many bytes and retries).
     pub short: Option<usize>,
+    /// Listpacks, intsets and streams get Redis's deep integrity checks
+    /// (false: a RESTORE under `sanitize-dump-payload no`, checked as
+    /// Redis's shallow validation, see [`listpack::decode_with`]).
+    pub deep: bool,
+    /// Deep checks made (INFO `dump_payload_sanitizations`).
+    pub sanitizations: u64,
 }
 
 /// A length or a special encoding marker.
@@ -48,6 +128,8 @@ impl<'a> Dec<'a> {
             data,
             pos: 0,
             short: None,
+            deep: true,
+            sanitizations: 0,
         }
     }
 
@@ -61,6 +143,7 @@ impl<'a> Dec<'a> {
         Err(LoadError {
             offset: self.pos,
             reason: reason.into(),
+            ..LoadError::default()
         })
     }
 
@@ -166,11 +249,11 @@ impl<'a> Dec<'a> {
                     Some(v) => Ok(Str::Bytes(Cow::Owned(v))),
                     None => {
                         self.pos = at;
-                        self.fail("invalid LZF compressed string")
+                        self.fail("Invalid LZF compressed string")
                     }
                 }
             }
-            Len::Special(e) => self.fail(format!("unknown string encoding {e}")),
+            Len::Special(e) => self.fail(format!("Unknown RDB string encoding type {e}")),
         }
     }
 
@@ -205,7 +288,11 @@ impl<'a> Dec<'a> {
             }
             ty::LIST_ZIPLIST => {
                 let blob = self.string()?;
-                self.blob(at, listpack::decode_ziplist(&blob, |e| list.push_back(e)))?;
+                self.blob(
+                    at,
+                    "List ziplist integrity check failed.",
+                    listpack::decode_ziplist(&blob, |e| list.push_back(e)),
+                )?;
             }
             ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
                 let nodes = self.length()?;
@@ -217,18 +304,34 @@ impl<'a> Dec<'a> {
                     };
                     let node_at = self.pos;
                     let blob = self.string()?;
+                    if blob.is_empty() {
+                        self.pos = node_at;
+                        return self.fail("empty quicklist node");
+                    }
                     match (t, c) {
                         (ty::LIST_QUICKLIST, _) => self.blob(
                             node_at,
+                            "Ziplist integrity check failed.",
                             listpack::decode_ziplist(&blob, |e| list.push_back(e)),
                         )?,
                         (_, container::PLAIN) => list.push_back(&blob),
                         (_, container::PACKED) => {
-                            self.blob(node_at, listpack::decode(&blob, |e| list.push_back(e)))?
+                            self.sanitizations += u64::from(self.deep);
+                            let deep = self.deep;
+                            self.blob(
+                                node_at,
+                                "Listpack integrity check failed.",
+                                listpack::decode_with(&blob, deep, |e| list.push_back(e)),
+                            )?
                         }
                         _ => {
                             self.pos = node_at;
-                            return self.fail(format!("unknown quicklist node container {c}"));
+                            return Err(LoadError {
+                                offset: node_at,
+                                reason: "Quicklist integrity check failed.".into(),
+                                detail: "unknown quicklist node container",
+                                ..LoadError::default()
+                            });
                         }
                     }
                 }
@@ -239,7 +342,7 @@ impl<'a> Dec<'a> {
                     let at = self.pos;
                     if !set.add(&self.string()?) {
                         self.pos = at;
-                        return self.fail("duplicate set member");
+                        return self.fail("Duplicate set members detected");
                     }
                 }
                 return Ok((!set.is_empty()).then_some(Value::Set(set)));
@@ -249,9 +352,14 @@ impl<'a> Dec<'a> {
                 for _ in 0..self.length()? {
                     let at = self.pos;
                     let field = self.string()?;
-                    if !hash.set(&field, &self.string()?) {
+                    let value = self.string()?;
+                    // Unchecked, the first of a repeated field stays.
+                    if !self.deep && hash.get(&field).is_some() {
+                        continue;
+                    }
+                    if !hash.set(&field, &value) {
                         self.pos = at;
-                        return self.fail("duplicate hash field");
+                        return self.fail("Duplicate hash fields detected");
                     }
                 }
                 return Ok((!hash.is_empty()).then(|| Value::Hash(hash)));
@@ -268,11 +376,11 @@ impl<'a> Dec<'a> {
                         f64::from_le_bytes(self.array::<8>()?)
                     };
                     if score.is_nan() {
-                        return self.fail("sorted set score is NaN");
+                        return self.fail("Zset with NAN score detected");
                     }
                     if z.insert(&member, score).is_some() {
                         self.pos = at;
-                        return self.fail("duplicate sorted set member");
+                        return self.fail("Duplicate zset fields detected");
                     }
                 }
                 // Redis converts small loaded sorted sets to a listpack.
@@ -281,25 +389,40 @@ impl<'a> Dec<'a> {
             }
             ty::SET_INTSET => {
                 let blob = self.string()?;
-                return compact::intset(&blob)
+                self.sanitizations += u64::from(self.deep);
+                return compact::intset(&blob, self.deep)
                     .map(Some)
-                    .map_err(|e| blob_err(at, e));
+                    .map_err(|e| blob_err(at, "Intset integrity check failed.", e));
             }
             ty::HASH_ZIPMAP | ty::HASH_ZIPLIST | ty::HASH_LISTPACK => {
                 let blob = self.string()?;
                 let items = match t {
                     ty::HASH_ZIPMAP => compact::zipmap(&blob),
-                    _ => compact::elements(&blob, t == ty::HASH_ZIPLIST),
+                    _ => compact::elements(&blob, t == ty::HASH_ZIPLIST, self.deep),
+                };
+                // Redis checks zipmaps and ziplists fully in any case.
+                let deep = self.deep || t != ty::HASH_LISTPACK;
+                self.sanitizations += u64::from(self.deep && t == ty::HASH_LISTPACK);
+                let reason = match t {
+                    ty::HASH_ZIPMAP => "Zipmap integrity check failed.",
+                    ty::HASH_ZIPLIST => "Hash ziplist integrity check failed.",
+                    _ => "Hash listpack integrity check failed.",
                 };
                 return items
-                    .and_then(|i| compact::hash(&i, t == ty::HASH_ZIPMAP))
-                    .map_err(|e| blob_err(at, e));
+                    .and_then(|i| compact::hash(&i, t == ty::HASH_ZIPMAP, deep))
+                    .map_err(|e| blob_err(at, reason, e));
             }
             ty::ZSET_ZIPLIST | ty::ZSET_LISTPACK => {
                 let blob = self.string()?;
-                return compact::elements(&blob, t == ty::ZSET_ZIPLIST)
-                    .and_then(|i| compact::zset(&i))
-                    .map_err(|e| blob_err(at, e));
+                let reason = match t {
+                    ty::ZSET_ZIPLIST => "Zset ziplist integrity check failed.",
+                    _ => "Zset listpack integrity check failed.",
+                };
+                let deep = self.deep || t == ty::ZSET_ZIPLIST;
+                self.sanitizations += u64::from(self.deep && t == ty::ZSET_LISTPACK);
+                return compact::elements(&blob, t == ty::ZSET_ZIPLIST, deep)
+                    .and_then(|i| compact::zset(&i, deep))
+                    .map_err(|e| blob_err(at, reason, e));
             }
             ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
                 let s = super::stream::load(self, t == ty::STREAM_LISTPACKS_2)?;
@@ -310,8 +433,13 @@ impl<'a> Dec<'a> {
         Ok((!list.is_empty()).then(|| Value::List(Box::new(list))))
     }
 
-    fn blob(&mut self, at: usize, r: Result<(), &'static str>) -> Result<(), LoadError> {
-        r.map_err(|e| blob_err(at, e))
+    fn blob(
+        &mut self,
+        at: usize,
+        reason: &'static str,
+        r: Result<(), &'static str>,
+    ) -> Result<(), LoadError> {
+        r.map_err(|e| blob_err(at, reason, e))
     }
 
     /// A double as text with a one-byte length (`rdbLoadDoubleValue`, the
@@ -336,11 +464,14 @@ impl<'a> Dec<'a> {
     }
 }
 
-/// A damaged encoded blob, reported at the start of its value.
-fn blob_err(at: usize, reason: &str) -> LoadError {
+/// A damaged encoded blob, reported at the start of its value with Redis's
+/// `reason` for its type and what exactly is wrong (`detail`).
+pub(super) fn blob_err(at: usize, reason: &'static str, detail: &'static str) -> LoadError {
     LoadError {
         offset: at,
         reason: reason.into(),
+        detail,
+        ..LoadError::default()
     }
 }
 
@@ -382,24 +513,40 @@ enum Str<'a> {
 
 /// Checks a DUMP payload's footer (`verifyDumpPayload`): at least the
 /// 2-byte version and 8-byte CRC64, a version Redis 7.0 reads, a matching
-/// checksum.
-pub fn verify_payload(p: &[u8]) -> bool {
+/// checksum (unless `skip_checksum`).
+pub fn verify_payload(p: &[u8], skip_checksum: bool) -> bool {
     let Some(footer) = p.len().checked_sub(10).and_then(|at| p.get(at..)) else {
         return false;
     };
     let ver = u16::from_le_bytes([footer[0], footer[1]]);
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&footer[2..]);
-    ver <= RDB_VERSION && CRC64.checksum(&p[..p.len() - 8]) == u64::from_le_bytes(crc)
+    ver <= RDB_VERSION
+        && (skip_checksum || CRC64.checksum(&p[..p.len() - 8]) == u64::from_le_bytes(crc))
 }
 
 /// Decodes a verified payload into a value (None, `Bad data format`, when
 /// it does not parse or is an empty list). As in Redis the reader is given
 /// the whole payload, footer included, and trailing bytes are ignored.
 pub fn payload_value(payload: &[u8]) -> Option<Value> {
+    payload_value_or_error(payload, true, &mut 0).ok().flatten()
+}
+
+/// [`payload_value`], with why a payload that does not parse was refused
+/// (Ok(None): an empty value).
+/// `deep`: Redis's deep integrity checks (`sanitize-dump-payload`); the
+/// number of checks made is added to `sanitizations`.
+pub fn payload_value_or_error(
+    payload: &[u8],
+    deep: bool,
+    sanitizations: &mut u64,
+) -> Result<Option<Value>, LoadError> {
     let mut d = Dec::new(payload);
-    let t = d.u8().ok()?;
-    d.value(t).ok().flatten()
+    d.deep = deep;
+    let t = d.u8()?;
+    let r = d.value(t);
+    *sanitizations += d.sanitizations;
+    r
 }
 
 /// Options of a file load.
@@ -466,13 +613,21 @@ pub fn load_rdb_with(
     let mut d = Dec::new(data);
     let version = read_header(&mut d)?;
     let mut cursor = LoadCursor::new(version, &opts);
-    while cursor.step(&mut d, store, &opts)? == Step::Record {
+    loop {
+        let step = cursor.step(&mut d, store, &opts).map_err(|mut e| {
+            e.keys_read = cursor.report.keys_loaded;
+            e
+        })?;
+        if step == Step::End {
+            break;
+        }
         let interval = opts.events_interval as usize;
         if interval != 0 && d.pos / interval > reported / interval {
             if !progress(store, (d.pos - reported) as u64) {
                 return Err(LoadError {
                     offset: d.pos,
                     reason: "loading stopped".into(),
+                    ..LoadError::default()
                 });
             }
             reported = d.pos;
@@ -488,7 +643,27 @@ pub fn load_rdb_with(
             }
         }
     }
+    log_done(&cursor.report);
     Ok(cursor.report)
+}
+
+/// Redis's line at the end of a load (rdbLoadRio), a warning when empty
+/// keys were skipped.
+fn log_done(r: &LoadReport) {
+    if r.empty_skipped > 0 {
+        tracing::warn!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            r.keys_loaded,
+            r.keys_expired,
+            r.empty_skipped
+        );
+    } else {
+        tracing::info!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            r.keys_loaded,
+            r.keys_expired
+        );
+    }
 }
 
 fn checksum_error(offset: usize, stored: u64, computed: u64) -> LoadError {
@@ -497,6 +672,7 @@ fn checksum_error(offset: usize, stored: u64, computed: u64) -> LoadError {
         reason: format!(
             "wrong RDB checksum: file has {stored:016x}, content gives {computed:016x}"
         ),
+        ..LoadError::default()
     }
 }
 
@@ -507,6 +683,7 @@ fn read_header(d: &mut Dec<'_>) -> Result<u16, LoadError> {
         return Err(LoadError {
             offset: 0,
             reason: "wrong signature (not an RDB file)".into(),
+            ..LoadError::default()
         });
     }
     let version = std::str::from_utf8(&magic[5..])
@@ -520,6 +697,7 @@ fn read_header(d: &mut Dec<'_>) -> Result<u16, LoadError> {
                 "can't handle RDB format version {}",
                 String::from_utf8_lossy(&magic[5..])
             ),
+            ..LoadError::default()
         });
     }
     Ok(version)
@@ -639,9 +817,19 @@ impl LoadCursor {
         }
         let at = d.pos - 1;
         let key = d.string()?;
-        let value = d.value(t)?;
+        let value = d.value(t).map_err(|mut e| {
+            e.key = Some((key.to_vec(), t));
+            e
+        })?;
         commit(self, store);
         let Some(value) = value else {
+            // Redis names the first ten (rdbLoadRio).
+            if self.report.empty_skipped < 10 {
+                tracing::warn!(
+                    "rdbLoadObject skipping empty key: {}",
+                    String::from_utf8_lossy(&key)
+                );
+            }
             self.report.empty_skipped += 1;
             return Ok(Step::Record);
         };
@@ -748,5 +936,6 @@ pub fn load_rdb_streamed(
             return Err(checksum_error(consumed, stored, computed).to_string());
         }
     }
+    log_done(&cursor.report);
     Ok(cursor.report)
 }

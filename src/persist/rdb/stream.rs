@@ -154,31 +154,33 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
         let Ok(key): Result<[u8; 16], _> = key.as_ref().try_into() else {
             return Err(LoadError {
                 offset: at,
-                reason: "stream node key is not 128 bits".into(),
+                reason: "Stream node key entry is not the size of a stream ID".into(),
+                ..LoadError::default()
             });
         };
         if !keys.insert(key) {
             return Err(LoadError {
                 offset: at,
                 reason: "Listpack re-added with existing key".into(),
+                ..LoadError::default()
             });
         }
         let master = id_of(&key);
         let at = d.pos;
         let lp = d.string()?;
-        let bad = |reason: &str| LoadError {
-            offset: at,
-            reason: format!("invalid stream listpack: {reason}"),
-        };
+        let bad =
+            |detail| super::load::blob_err(at, "Stream listpack integrity check failed.", detail);
         let mut elems: Vec<Vec<u8>> = Vec::new();
-        listpack::decode(&lp, |e| elems.push(e.to_vec())).map_err(bad)?;
-        parse_node(&mut s, master, lp.len(), elems, &mut prev).map_err(bad)?;
+        d.sanitizations += u64::from(d.deep);
+        listpack::decode_with(&lp, d.deep, |e| elems.push(e.to_vec())).map_err(bad)?;
+        parse_node(&mut s, master, lp.len(), elems, &mut prev, d.deep).map_err(bad)?;
     }
     let at = d.pos;
     if d.length()? != 0 && nodes == 0 {
         return Err(LoadError {
             offset: at,
             reason: "Stream length inconsistent with rax entries".into(),
+            ..LoadError::default()
         });
     }
     let at = d.pos;
@@ -188,6 +190,7 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
         return Err(LoadError {
             offset: at,
             reason: "stream last ID is smaller than an entry's".into(),
+            ..LoadError::default()
         });
     }
     if v2 {
@@ -208,7 +211,11 @@ pub fn load(d: &mut Dec<'_>, v2: bool) -> Result<Stream, LoadError> {
 /// Redis's loader refuses.
 fn load_group(d: &mut Dec<'_>, s: &mut Stream, v2: bool) -> Result<(), LoadError> {
     let at = d.pos;
-    let corrupt = |reason: String| LoadError { offset: at, reason };
+    let corrupt = |reason: String| LoadError {
+        offset: at,
+        reason,
+        ..LoadError::default()
+    };
     let name = d.string()?.to_vec();
     let last_id = StreamId::new(d.length()?, d.length()?);
     let entries_read = if v2 {
@@ -267,6 +274,12 @@ fn load_group(d: &mut Dec<'_>, s: &mut Stream, v2: bool) -> Result<(), LoadError
     }
     for (id, time, count) in times {
         let Some(Some(consumer)) = owners.remove(&id) else {
+            if !d.deep {
+                // Unchecked (sanitize-dump-payload no), an entry no
+                // consumer owns is dropped: ferrokv's PEL entries each
+                // name their consumer.
+                continue;
+            }
             return Err(corrupt("Stream CG PEL entry without consumer".into()));
         };
         let nack = Nack {
@@ -297,74 +310,103 @@ fn raw8(d: &mut Dec<'_>) -> Result<[u8; 8], LoadError> {
 /// ID, so a repeated or misplaced ID would lose entries or leave a node
 /// holding IDs outside its range. (Redis 7.0's deep check does not look
 /// at the order and keeps such a stream, in node order.)
+///
+/// Unless `deep` (a RESTORE under `sanitize-dump-payload no`, which Redis
+/// does not check past the listpack's header), the counts are not held to
+/// the entries found, and the node keeps the entries before the first one
+/// that cannot be read.
 fn parse_node(
     s: &mut Stream,
     master: StreamId,
     lp_bytes: usize,
     elems: Vec<Vec<u8>>,
     prev: &mut Option<StreamId>,
+    deep: bool,
 ) -> Result<(), &'static str> {
     let mut it = elems.into_iter();
-    let int = |it: &mut std::vec::IntoIter<Vec<u8>>| -> Result<i64, &'static str> {
-        let e = it.next().ok_or("truncated")?;
-        num::parse_i64(&e).ok_or("integer expected")
-    };
     // As Redis's deep check (streamValidateListpackIntegrity): exactly
     // live + deleted entries follow the master entry.
-    let live = int(&mut it)?;
-    let deleted = int(&mut it)?;
+    let live = next_int(&mut it)?;
+    let deleted = next_int(&mut it)?;
     let count = live
         .checked_add(deleted)
         .and_then(|n| usize::try_from(n).ok())
         .ok_or("bad entry count")?;
-    let nfields = usize::try_from(int(&mut it)?).map_err(|_| "negative field count")?;
+    let nfields = usize::try_from(next_int(&mut it)?).map_err(|_| "negative field count")?;
     let mut master_fields = Vec::with_capacity(nfields.min(1024));
     for _ in 0..nfields {
         master_fields.push(it.next().ok_or("truncated")?);
     }
-    if int(&mut it)? != 0 {
+    if next_int(&mut it)? != 0 {
         return Err("master entry not terminated");
     }
     let mut entries = Vec::new();
     while it.len() > 0 {
-        let flags = int(&mut it)?;
-        let ms = master.ms.wrapping_add(int(&mut it)? as u64);
-        let seq = master.seq.wrapping_add(int(&mut it)? as u64);
-        let mut fields = Vec::new();
-        // What the entry's closing lp-count must say: flags, the ID's two
-        // parts and the values, plus the field count and names when the
-        // entry has its own fields.
-        let elements;
-        if flags & FLAG_SAMEFIELDS != 0 {
-            for f in &master_fields {
-                fields.push(f.clone());
-                fields.push(it.next().ok_or("truncated")?);
-            }
-            elements = master_fields.len() as i64 + 3;
-        } else {
-            let n = usize::try_from(int(&mut it)?).map_err(|_| "negative field count")?;
-            for _ in 0..n.saturating_mul(2) {
-                fields.push(it.next().ok_or("truncated")?);
-            }
-            // n fields were read, so 2n + 4 fits.
-            elements = (n as i64).saturating_mul(2).saturating_add(4);
+        match next_entry(&mut it, master, &master_fields, prev) {
+            Ok(e) => entries.push(e),
+            Err(e) if deep => return Err(e),
+            Err(_) => break,
         }
-        if int(&mut it)? != elements {
-            return Err("entry element count mismatch");
-        }
-        let id = StreamId::new(ms, seq);
-        if prev.is_some_and(|p| id <= p) || id < master {
-            return Err("entry IDs out of order");
-        }
-        *prev = Some(id);
-        entries.push((id, flags & FLAG_DELETED != 0, fields));
-        if entries.len() > count {
+        if deep && entries.len() > count {
             return Err("more entries than counted");
         }
     }
-    if entries.len() != count {
+    if deep && entries.len() != count {
         return Err("fewer entries than counted");
+    }
+    if entries.is_empty() && !deep {
+        // Nothing readable is left of it: no node.
+        return Ok(());
     }
     s.load_node(master, master_fields, lp_bytes, entries);
     Ok(())
+}
+
+/// The next element of a node, as an integer.
+fn next_int(it: &mut std::vec::IntoIter<Vec<u8>>) -> Result<i64, &'static str> {
+    let e = it.next().ok_or("truncated")?;
+    num::parse_i64(&e).ok_or("integer expected")
+}
+
+/// A stream entry: its ID, whether deleted, its fields and values.
+type NodeEntry = (StreamId, bool, Vec<Vec<u8>>);
+
+/// Reads the next entry of a node after its master entry.
+fn next_entry(
+    it: &mut std::vec::IntoIter<Vec<u8>>,
+    master: StreamId,
+    master_fields: &[Vec<u8>],
+    prev: &mut Option<StreamId>,
+) -> Result<NodeEntry, &'static str> {
+    let flags = next_int(it)?;
+    let ms = master.ms.wrapping_add(next_int(it)? as u64);
+    let seq = master.seq.wrapping_add(next_int(it)? as u64);
+    let mut fields = Vec::new();
+    // What the entry's closing lp-count must say: flags, the ID's two
+    // parts and the values, plus the field count and names when the
+    // entry has its own fields.
+    let elements;
+    if flags & FLAG_SAMEFIELDS != 0 {
+        for f in master_fields {
+            fields.push(f.clone());
+            fields.push(it.next().ok_or("truncated")?);
+        }
+        elements = master_fields.len() as i64 + 3;
+    } else {
+        let n = usize::try_from(next_int(it)?).map_err(|_| "negative field count")?;
+        for _ in 0..n.saturating_mul(2) {
+            fields.push(it.next().ok_or("truncated")?);
+        }
+        // n fields were read, so 2n + 4 fits.
+        elements = (n as i64).saturating_mul(2).saturating_add(4);
+    }
+    if next_int(it)? != elements {
+        return Err("entry element count mismatch");
+    }
+    let id = StreamId::new(ms, seq);
+    if prev.is_some_and(|p| id <= p) || id < master {
+        return Err("entry IDs out of order");
+    }
+    *prev = Some(id);
+    Ok((id, flags & FLAG_DELETED != 0, fields))
 }

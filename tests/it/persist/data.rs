@@ -91,7 +91,7 @@ pub(super) fn contents(port: u16, is_redis: bool) -> BTreeMap<(usize, Vec<u8>), 
                 }
                 b"+list\r\n" => {
                     let p = bulk(&r.cmd(&[b"DUMP", &key])).expect("dump");
-                    assert!(ferrokv::persist::rdb::load::verify_payload(&p));
+                    assert!(ferrokv::persist::rdb::load::verify_payload(&p, false));
                     match ferrokv::persist::rdb::load::payload_value(&p) {
                         Some(Value::List(l)) => Val::List(l.iter().map(|e| e.to_vec()).collect()),
                         other => panic!("not a list: {other:?}"),
