@@ -302,8 +302,7 @@ fn cat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     };
     let Some(cat) = Universe::category(name) else {
-        let mut shown = args::lossy(name);
-        shown.truncate(128);
+        let shown = crate::util::repr::lossy_cut(name, 128);
         return Err(Error::err_owned(format!("Unknown category '{shown}'")));
     };
     let u = &ctx.server.table.universe;

@@ -484,8 +484,7 @@ fn check(
         match table.lookup_sub(id, argv.get(1)) {
             Some(sub) => id = sub,
             None => {
-                let mut sub = String::from_utf8_lossy(argv.get(1)).into_owned();
-                sub.truncate(128);
+                let sub = crate::util::repr::lossy_cut(argv.get(1), 128);
                 let cmd = table.commands[id].name.to_uppercase();
                 return Err((None, Error::UnknownSubcommand { sub, cmd }));
             }

@@ -1,6 +1,7 @@
 //! Redis's `sdscatrepr`: a byte string quoted for humans, with `\\`, `"`
 //! and control characters escaped and other unprintable bytes as `\xHH`
-//! (MONITOR lines, `redis.conf` values, CONFIG REWRITE).
+//! (MONITOR lines, `redis.conf` values, CONFIG REWRITE), and arguments cut
+//! for error messages.
 
 /// Appends `bytes` to `out`, quoted as sdscatrepr does.
 pub fn repr(bytes: &[u8], out: &mut Vec<u8>) {
@@ -37,4 +38,11 @@ mod tests {
         super::repr(b"a b\"c\n\x01\\\x7f\xff", &mut out);
         assert_eq!(out, b"\"a b\\\"c\\n\\x01\\\\\\x7f\\xff\"");
     }
+}
+
+/// The first `max` bytes of `bytes` as text (Redis's `%.128s` of an
+/// argument in an error): the bytes are cut, not the text, so a cut inside
+/// a UTF-8 sequence is fine.
+pub fn lossy_cut(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
 }

@@ -203,3 +203,29 @@ fn sort_keys_match_redis() {
         }
     }
 }
+
+/// An unknown subcommand, or ACL CAT's unknown category, longer than the
+/// 128 bytes Redis quotes, cut inside a UTF-8 character: the error as
+/// Redis's (its cut byte shown as U+FFFD), and the connection still served.
+/// (Once a panic: the text was cut, not the bytes.)
+#[test]
+fn long_non_ascii_subcommands_are_cut_as_redis_cuts_them() {
+    let mut p = Pair::new();
+    let long = format!("a{}", "é".repeat(100));
+    for cmd in ["XGROUP", "XINFO", "CONFIG", "OBJECT", "CLIENT"] {
+        let (ours, theirs) = p.both(&[cmd, &long]);
+        assert!(ours.starts_with(b"-ERR unknown subcommand 'a"), "{cmd}");
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "{cmd}"
+        );
+    }
+    let (ours, theirs) = p.both(&["ACL", "CAT", &long]);
+    assert!(ours.starts_with(b"-ERR Unknown category 'a"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs)
+    );
+    p.same(&["PING"]);
+}

@@ -385,7 +385,9 @@ fn damaged_files_are_refused() {
     write("flipped.rdb", &flipped);
     let e = start_error(&dir, "flipped.rdb");
     assert!(
-        e.contains("flipped.rdb") && e.contains("wrong RDB checksum"),
+        e.contains("flipped.rdb")
+            && e.contains("Wrong RDB checksum expected: (")
+            && e.contains("-> RDB CRC error"),
         "{e}"
     );
     let mut magic = good.clone();

@@ -402,12 +402,13 @@ pub fn listens_on(pid: u32, port: u16) -> bool {
 /// Length of the first complete RESP2/RESP3 value in `buf`, if complete.
 pub fn frame_len(buf: &[u8]) -> Option<usize> {
     let nl = buf.iter().position(|&c| c == b'\n')?;
-    let head = std::str::from_utf8(&buf[1..nl.saturating_sub(1).max(1)]).ok()?;
+    // A length or count: a simple string or error line may hold any byte.
+    let head = || std::str::from_utf8(&buf[1..nl.saturating_sub(1).max(1)]).ok();
     let after = nl + 1;
     match buf.first()? {
         b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(after),
         b'$' | b'=' | b'!' => {
-            let n: i64 = head.parse().ok()?;
+            let n: i64 = head()?.parse().ok()?;
             if n < 0 {
                 return Some(after);
             }
@@ -415,7 +416,7 @@ pub fn frame_len(buf: &[u8]) -> Option<usize> {
             (buf.len() >= end).then_some(end)
         }
         t @ (b'*' | b'~' | b'%' | b'>' | b'|') => {
-            let n: i64 = head.parse().ok()?;
+            let n: i64 = head()?.parse().ok()?;
             if n < 0 {
                 return Some(after);
             }

@@ -666,12 +666,14 @@ fn log_done(r: &LoadReport) {
     }
 }
 
+/// A checksum that does not match: Redis's warning, then its reason.
 fn checksum_error(offset: usize, stored: u64, computed: u64) -> LoadError {
+    tracing::warn!(
+        "Wrong RDB checksum expected: ({computed:x}) but got ({stored:x}). Aborting now."
+    );
     LoadError {
         offset,
-        reason: format!(
-            "wrong RDB checksum: file has {stored:016x}, content gives {computed:016x}"
-        ),
+        reason: "RDB CRC error".into(),
         ..LoadError::default()
     }
 }
