@@ -28,6 +28,8 @@ const HELP: &[&str] = &[
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
     "    Output a hex signature of the values of all the specified keys.",
+    "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+    "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
@@ -147,6 +149,9 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else if is(sub, "set-disable-deny-scripts") && n == 3 {
         // atoi, as SET-ACTIVE-EXPIRE.
         ctx.server.script_allow_noscript = args::int(argv.get(2)).unwrap_or(0) != 0;
+        ctx.reply.ok();
+    } else if is(sub, "drop-cluster-packet-filter") && n == 3 {
+        ctx.server.cluster_drop_packet_filter = args::int(argv.get(2))?;
         ctx.reply.ok();
     } else if is(sub, "set-skip-checksum-validation") && n == 3 {
         // atoi, as SET-ACTIVE-EXPIRE.

@@ -531,11 +531,7 @@ impl Executor {
     /// reconnects, asking to continue from where this replica stands.
     pub(super) fn master_link_lost(&mut self) {
         if let Some(m) = &mut self.server.repl.master {
-            m.client_id = None;
-            m.tx = None;
-            m.state = LinkState::Connect;
-            m.down_since_ms = clock::real_now_ms();
-            tracing::warn!("Connection with master lost.");
+            m.lost();
         }
     }
 

@@ -44,6 +44,9 @@ pub trait LoadHost {
     /// `bytes` more of the files were read: INFO's loading figures move
     /// and waiting clients are served. False stops the load (a shutdown).
     fn progress(&mut self, store: &mut Store, bytes: u64) -> bool;
+    /// This server is a master (not a replica by `replicaof` nor a cluster
+    /// replica by its nodes.conf): it skips keys whose TTL has passed.
+    fn am_master(&self) -> bool;
 }
 
 /// The size of the RDB file a start-up loads (0 when there is none).
@@ -415,6 +418,7 @@ pub fn load_on_start(
         // A master lists what expired, for its backlog (a replica gets its
         // master's DELs).
         feed_expired: p.config.get("replicaof").is_empty(),
+        keep_expired: !host.am_master(),
         ..load_options(p.config, now, false)
     };
     let loaded = load_rdb_with(&data, store, opts, &mut |store, bytes| {
@@ -517,6 +521,7 @@ pub fn load_options(config: &Config, now_ms: u64, allow_dup: bool) -> LoadOption
             .max(0) as u64,
         allow_dup,
         feed_expired: false,
+        keep_expired: false,
     }
 }
 

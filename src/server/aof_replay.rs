@@ -49,6 +49,16 @@ impl LoadHost for Host<'_> {
         (self.server.serve_while_busy)(self.server, store);
         !self.server.shutdown
     }
+
+    fn am_master(&self) -> bool {
+        self.server.repl.master.is_none()
+            && self.server.config.get("replicaof").is_empty()
+            && !self
+                .server
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.me().is_replica())
+    }
 }
 
 /// What to load.

@@ -908,8 +908,10 @@ fn cluster_check(
         let queued = m.queued().map(|(id, a)| (&table.commands[id], a));
         route::node_for(cluster, queued, m.flags & flag::WRITE != 0, &q, exists)
     } else {
+        // A script with a shebang writes unless it says `no-writes`.
+        let write = command_flags(server, id, argv) & flag::WRITE != 0;
         let one = std::iter::once((cmd, argv));
-        route::node_for(cluster, one, cmd.has(flag::WRITE), &q, exists)
+        route::node_for(cluster, one, write, &q, exists)
     };
     routed
         .map(|slot| slot.map_or(-1, i32::from))

@@ -126,6 +126,9 @@ pub struct ServerState {
     pub shutdown_wait: Option<shutdown::Waiting>,
     /// DEBUG PAUSE-CRON: the periodic work is held.
     pub pause_cron: bool,
+    /// DEBUG DROP-CLUSTER-PACKET-FILTER: cluster bus messages of this type
+    /// are dropped on receipt (-1: none).
+    pub cluster_drop_packet_filter: i64,
     /// The cron's frequency now: `hz`, raised with many clients under
     /// `dynamic-hz` (INFO's `hz`).
     pub hz: u32,
@@ -384,6 +387,7 @@ impl ServerState {
             shutdown_wait: None,
             script_allow_noscript: false,
             pause_cron: false,
+            cluster_drop_packet_filter: -1,
             hz: 0,
             shutdown_save_done: false,
             pause: pause::Pause::default(),
@@ -649,8 +653,20 @@ impl ServerState {
         self.tracking.disconnected(id);
     }
 
-    /// Closes another client's connection and forgets it.
+    /// Closes another client's connection and forgets it. The master
+    /// client's link is down from now (Redis frees it at once), not from
+    /// when its connection is closed: a replica's data age counts from
+    /// here even when the command that killed it runs on (a MULTI with
+    /// DEBUG SLEEP after the kill).
     pub fn kill_client(&mut self, id: u64) {
+        if let Some(m) = self
+            .repl
+            .master
+            .as_mut()
+            .filter(|m| m.client_id == Some(id))
+        {
+            m.lost();
+        }
         if let Some(c) = self.clients.remove(&id) {
             // A failed send means the connection is already going away.
             let _ = c.tx.send(crate::net::link::ToConn::Close);

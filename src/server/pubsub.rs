@@ -452,3 +452,46 @@ pub fn drain_new(server: &mut super::ServerState, store: &mut crate::store::Stor
         notify(server, None, &mut sink, b'n', "new", db, &key);
     }
 }
+
+/// The subscribers of shard channels in `slots` are unsubscribed from them,
+/// each told with a `sunsubscribe` message (Redis's
+/// pubsubShardUnsubscribeAllChannelsInSlot: the slot moved elsewhere).
+pub fn unsubscribe_shard_slots(server: &mut super::ServerState, slots: &[u16]) {
+    let limits = server.obuf_limits;
+    let channels: Vec<Vec<u8>> = server
+        .pubsub
+        .shard
+        .keys()
+        .filter(|ch| slots.contains(&crate::util::crc16::key_hash_slot(ch)))
+        .cloned()
+        .collect();
+    for ch in channels {
+        let ids = server.pubsub.shard.get(&ch).cloned().unwrap_or_default();
+        for id in ids {
+            server.pubsub.leave(id, Kind::Shard, &ch);
+            let left = server.pubsub.count(id, Kind::Shard);
+            let none_left = server
+                .pubsub
+                .clients
+                .get(&id)
+                .is_none_or(|s| s.total() == 0);
+            if none_left {
+                server.pubsub.clients.remove(&id);
+            }
+            let Some(c) = server.clients.get_mut(&id) else {
+                continue;
+            };
+            if none_left {
+                // Out of pub/sub mode, as Redis moves it.
+                c.kind = super::client::ClientKind::Normal;
+            }
+            let mut out = Vec::with_capacity(ch.len() + 40);
+            out.extend_from_slice(if c.resp3 { b">3\r\n" } else { b"*3\r\n" });
+            out.extend_from_slice(b"$12\r\nsunsubscribe\r\n");
+            out.extend_from_slice(format!("${}\r\n", ch.len()).as_bytes());
+            out.extend_from_slice(&ch);
+            out.extend_from_slice(format!("\r\n:{left}\r\n").as_bytes());
+            deliver(c, &out, &limits);
+        }
+    }
+}

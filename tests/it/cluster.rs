@@ -1208,3 +1208,64 @@ fn a_replica_migrates_to_an_orphaned_master() {
         ask(seed, &["CLUSTER", "NODES"])
     );
 }
+
+/// A shard channel's subscribers on the node that gives its slot away are
+/// told `sunsubscribe` (Redis's removeChannelsInSlot), as the legacy
+/// cluster suite's 25-pubsubshard-slot-migration checks; a ferrokv source
+/// and a redis-server source send the same message.
+#[test]
+fn shard_subscribers_are_unsubscribed_when_their_slot_moves() {
+    let _serial = one_at_a_time();
+    use Kind::{Ferrokv as F, Redis as R};
+    for kinds in [[F, R, F], [R, F, R]] {
+        let nodes = create_cluster(&kinds, 0, 5000);
+        let id = |p: u16| {
+            text(&Raw::connect(p).cmd_str(&["CLUSTER", "MYID"]))
+                .lines()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let slot = key_slot(b"mychannel");
+        let src = master_of(nodes[0].port, slot);
+        let dst = nodes
+            .iter()
+            .map(|n| n.port)
+            .find(|&p| p != src)
+            .expect("another node");
+        let (src_id, dst_id) = (id(src), id(dst));
+        let mut sub = Raw::connect(src);
+        assert!(text(&sub.cmd_str(&["SSUBSCRIBE", "mychannel"])).contains("ssubscribe"));
+        let (mut s, mut d) = (Raw::connect(src), Raw::connect(dst));
+        let slot_s = slot.to_string();
+        let ok = b"+OK\r\n".to_vec();
+        assert_eq!(
+            s.cmd_str(&["CLUSTER", "SETSLOT", &slot_s, "MIGRATING", &dst_id]),
+            ok
+        );
+        assert_eq!(
+            d.cmd_str(&["CLUSTER", "SETSLOT", &slot_s, "IMPORTING", &src_id]),
+            ok
+        );
+        assert_eq!(s.cmd_str(&["SPUBLISH", "mychannel", "hello"]), b":1\r\n");
+        assert_eq!(
+            sub.read_reply(),
+            b"*3\r\n$8\r\nsmessage\r\n$9\r\nmychannel\r\n$5\r\nhello\r\n",
+            "{kinds:?}"
+        );
+        assert_eq!(
+            s.cmd_str(&["CLUSTER", "SETSLOT", &slot_s, "NODE", &dst_id]),
+            ok
+        );
+        assert_eq!(
+            sub.read_reply(),
+            b"*3\r\n$12\r\nsunsubscribe\r\n$9\r\nmychannel\r\n:0\r\n",
+            "{kinds:?}"
+        );
+        assert_eq!(
+            d.cmd_str(&["CLUSTER", "SETSLOT", &slot_s, "NODE", &dst_id]),
+            ok
+        );
+        assert_eq!(sub.cmd_str(&["PING"]), b"+PONG\r\n");
+    }
+}

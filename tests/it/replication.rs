@@ -1548,3 +1548,43 @@ fn bind_source_addr_sets_the_replica_links_address_as_redis() {
         assert!(l.starts_with("ip=127.0.0.2,"), "{l}");
     }
 }
+
+/// CLIENT KILL of the master client inside a MULTI that then sleeps: the
+/// link is down from the kill, as in Redis (which frees the master client
+/// at once), so INFO's `master_link_down_since_seconds` (and the cluster
+/// replica's data age, cluster-replica-validity-factor) count the sleep.
+/// The master is paused so neither replica reconnects meanwhile.
+#[test]
+fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
+    let master = spawn_redis();
+    let mut m = Raw::connect(master.port);
+    let ours = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "enable-debug-command", "yes");
+    });
+    let mut o = ours.raw();
+    wait_link_up(&mut o);
+    let theirs = spawn_redis_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut t = Raw::connect(theirs.port);
+    wait_link_up(&mut t);
+    assert_eq!(m.cmd_str(&["CLIENT", "PAUSE", "20000"]), b"+OK\r\n");
+    for r in [&mut o, &mut t] {
+        assert_eq!(r.cmd_str(&["MULTI"]), b"+OK\r\n");
+        r.cmd_str(&["CLIENT", "KILL", "TYPE", "MASTER"]);
+        r.cmd_str(&["DEBUG", "SLEEP", "2.1"]);
+        assert_eq!(r.cmd_str(&["EXEC"]), b"*2\r\n:1\r\n+OK\r\n");
+    }
+    for r in [&mut o, &mut t] {
+        assert_eq!(info_field(r, "replication", "master_link_status"), "down");
+        let since: i64 = info_field(r, "replication", "master_link_down_since_seconds")
+            .parse()
+            .expect("a number");
+        assert!(since >= 2, "down for {since} s");
+    }
+}

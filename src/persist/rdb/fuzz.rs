@@ -86,6 +86,7 @@ fn load(data: &[u8], verify: bool) -> Result<u64, String> {
             events_interval: 0,
             allow_dup: false,
             feed_expired: false,
+            keep_expired: false,
         },
     )
     .map(|r| r.keys_loaded)
@@ -188,6 +189,7 @@ fn legacy_records_and_duplicates() {
             events_interval: 0,
             allow_dup: false,
             feed_expired: false,
+            keep_expired: false,
         },
     )
     .expect("loads");
@@ -365,6 +367,7 @@ fn opts() -> LoadOptions {
         events_interval: 0,
         allow_dup: false,
         feed_expired: false,
+        keep_expired: false,
     }
 }
 

@@ -570,6 +570,9 @@ pub struct LoadOptions {
     /// backlog as DELs (Redis's RDBFLAGS_FEED_REPL: a master restarting
     /// with its replication history).
     pub feed_expired: bool,
+    /// Keys whose TTL has passed are loaded too: a replica's are removed
+    /// by its master's DELs (Redis skips them only when iAmMaster()).
+    pub keep_expired: bool,
 }
 
 /// What a load found.
@@ -835,7 +838,7 @@ impl LoadCursor {
             self.report.empty_skipped += 1;
             return Ok(Step::Record);
         };
-        if let Some(e) = expire {
+        if let Some(e) = expire.filter(|_| !opts.keep_expired) {
             if e < opts.now_ms as i64 {
                 self.report.keys_expired += 1;
                 if opts.feed_expired {

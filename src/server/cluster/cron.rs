@@ -369,7 +369,20 @@ pub fn before_sleep(server: &mut ServerState) {
     };
     let flags = c.todo;
     c.todo = 0;
+    let lost = std::mem::take(&mut c.lost_slots);
     let now = clock::real_now_ms();
+    // Slots deleted and given back in one step (a SETSLOT or an update
+    // that keeps them here) are still served.
+    let gone: Vec<u16> = lost
+        .into_iter()
+        .filter(|&s| !c.serves_as_mine(usize::from(s)))
+        .collect();
+    if !gone.is_empty() {
+        crate::server::pubsub::unsubscribe_shard_slots(server, &gone);
+    }
+    let Some(c) = server.cluster.as_deref_mut() else {
+        return;
+    };
     if flags & todo::HANDLE_MANUALFAILOVER != 0 {
         if c.me().is_replica() {
             super::failover::handle_manual_failover(server);

@@ -120,6 +120,10 @@ pub fn process_packet(
         );
         return;
     };
+    if server.cluster_drop_packet_filter == i64::from(raw_kind) {
+        tracing::warn!("Dropping packet that matches debug drop filter");
+        return;
+    }
     let sender = sender_of(server, link, &h);
     let Some(c) = server.cluster.as_deref_mut() else {
         return;

@@ -292,6 +292,10 @@ pub struct ClusterState {
     pub todo: u8,
     /// Node names forgotten recently, with when they may come back (ms).
     pub blacklist: HashMap<String, u64>,
+    /// Slots this node (or its master) stopped serving since the last
+    /// before-sleep: their shard channels' subscribers are unsubscribed
+    /// there (Redis's removeChannelsInSlot).
+    pub lost_slots: Vec<u16>,
     /// When the state was first evaluated (ms); 0 before.
     pub first_update_ms: u64,
     /// When this node last found itself in a minority (ms).
@@ -422,6 +426,7 @@ impl ClusterState {
             links_buffer_limit_exceeded: 0,
             todo: 0,
             blacklist: HashMap::new(),
+            lost_slots: Vec::new(),
             first_update_ms: 0,
             among_minority_ms: 0,
             config_file,
@@ -561,11 +566,21 @@ impl ClusterState {
         }
     }
 
+    /// Whether `slot` is served by this node or, for a replica, by its
+    /// master (clusterGetNodesServingMySlots holds myself).
+    pub fn serves_as_mine(&self, slot: usize) -> bool {
+        self.slot_owner(slot)
+            .is_some_and(|n| n == self.myself || self.me().master == Some(n))
+    }
+
     /// Unassigns `slot` (clusterDelSlot); false when it was not assigned.
     pub fn del_slot(&mut self, slot: usize) -> bool {
         let Some(n) = self.slot_owner(slot) else {
             return false;
         };
+        if n == self.myself || self.me().master == Some(n) {
+            self.lost_slots.push(slot as u16);
+        }
         self.node_mut(n).clear_slot_bit(slot);
         self.slots[slot] = NONE;
         true

@@ -175,6 +175,18 @@ pub struct MasterLink {
     pub generation: u64,
 }
 
+impl MasterLink {
+    /// The master client went away (closed, or killed by CLIENT KILL):
+    /// the link is down from now, and the cron reconnects.
+    pub fn lost(&mut self) {
+        self.client_id = None;
+        self.tx = None;
+        self.state = LinkState::Connect;
+        self.down_since_ms = crate::util::clock::real_now_ms();
+        tracing::warn!("Connection with master lost.");
+    }
+}
+
 /// Where a FAILOVER stands (Redis's `failover_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailoverState {
