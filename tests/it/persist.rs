@@ -883,3 +883,46 @@ fn damaged_rdb_file_is_refused_as_redis_refuses_it() {
         assert_eq!(count("[info] 1 keys read"), 1, "{program}: {stdout}");
     }
 }
+
+/// A file holding a key whose TTL has passed: a master skips it when it
+/// loads, a replica keeps it (its master's DEL removes it), as Redis's
+/// rdbLoad does (iAmMaster).
+#[test]
+fn a_replica_keeps_expired_keys_from_its_file_as_redis() {
+    let dir = TempDir::new("ferrokv-expired-file");
+    let d = dir.s();
+    let redis = spawn_redis_with(&[
+        "--dir",
+        &d,
+        "--dbfilename",
+        "expired.rdb",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut r = Raw::connect(redis.port);
+    assert_eq!(r.cmd_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["SET", "gone", "v", "PX", "1"]), b"+OK\r\n");
+    assert_eq!(r.cmd_str(&["SET", "kept", "v"]), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(r.cmd_str(&["SAVE"]), b"+OK\r\n");
+    drop(redis);
+    // A master port nobody listens on: the replica stays unlinked.
+    let nowhere = free_port().to_string();
+    let file = ["--dir", &d, "--dbfilename", "expired.rdb"];
+    for (replicaof, want) in [(None, ":1\r\n"), (Some(nowhere.as_str()), ":2\r\n")] {
+        let mut extra: Vec<&str> = file.to_vec();
+        if let Some(port) = replicaof {
+            extra.extend(["--replicaof", "127.0.0.1", port]);
+        }
+        let ours = spawn_ferrokv_process_with(&extra);
+        let theirs = spawn_redis_with(&extra);
+        for port in [ours.port, theirs.port] {
+            let mut c = Raw::connect(port);
+            assert_eq!(
+                c.cmd_str(&["DBSIZE"]),
+                want.as_bytes(),
+                "replicaof {replicaof:?}"
+            );
+        }
+    }
+}
