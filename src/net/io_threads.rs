@@ -662,6 +662,16 @@ fn serve(jobs: &[Arc<Job>; 2], sleeping: &AtomicBool) {
 mod tests {
     use super::*;
 
+    /// A governor whose process may run on `cpus()` CPUs, its first window
+    /// starting now.
+    fn governor(cpus: fn() -> usize) -> (Instant, Governor) {
+        let start = Instant::now();
+        let mut g = Governor::new(false);
+        g.window_start = start;
+        g.cpus = cpus;
+        (start, g)
+    }
+
     /// Runs `windows` governor windows, each reading `with` connections
     /// when the threads are on and `without` when off; returns the windows
     /// that used the threads.
@@ -679,10 +689,7 @@ mod tests {
 
     #[test]
     fn losing_trials_come_further_apart() {
-        let start = Instant::now();
-        let mut g = Governor::new(false);
-        g.window_start = start;
-        g.cpus = || 2;
+        let (start, mut g) = governor(|| 2);
         let used = run(&mut g, start, 1000, 1000, 2000);
         // Each trial uses the threads in its windows 1 and 4.
         let trials: Vec<u32> = used.chunks(2).map(|c| c[0]).collect();
@@ -694,20 +701,14 @@ mod tests {
 
     #[test]
     fn winning_threads_stay_on_between_trials() {
-        let start = Instant::now();
-        let mut g = Governor::new(false);
-        g.window_start = start;
-        g.cpus = || 4;
+        let (start, mut g) = governor(|| 4);
         let used = run(&mut g, start, 1000, 2000, 1000);
         assert!(used.len() > 900, "{}", used.len());
     }
 
     #[test]
     fn idle_windows_keep_the_verdict_and_the_schedule() {
-        let start = Instant::now();
-        let mut g = Governor::new(false);
-        g.window_start = start;
-        g.cpus = || 2;
+        let (start, mut g) = governor(|| 2);
         // One trial (windows 1 to 4) finds the threads slower.
         assert_eq!(run(&mut g, start, 10, 1000, 2000), vec![1, 4]);
         // Idle, then the load comes back: no trial at once.
@@ -717,10 +718,7 @@ mod tests {
 
     #[test]
     fn one_allowed_cpu_never_tries_the_threads() {
-        let start = Instant::now();
-        let mut g = Governor::new(false);
-        g.window_start = start;
-        g.cpus = || 1;
+        let (start, mut g) = governor(|| 1);
         assert!(run(&mut g, start, 1000, 2000, 1000).is_empty());
         assert!(allowed_cpus() >= 1);
     }

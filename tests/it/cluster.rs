@@ -108,6 +108,15 @@ fn text(r: &[u8]) -> String {
     String::from_utf8_lossy(r).into_owned()
 }
 
+/// The node's ID (CLUSTER MYID).
+fn node_id(port: u16) -> String {
+    text(&Raw::connect(port).cmd_str(&["CLUSTER", "MYID"]))
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// A command's reply from the node on `port`, as text.
 pub fn ask(port: u16, args: &[&str]) -> String {
     text(&Raw::connect(port).cmd_str(args))
@@ -880,14 +889,7 @@ fn ask_and_tryagain_during_migration_match_redis() {
     for kinds in [[F, R, F], [R, F, R]] {
         let nodes = create_cluster(&kinds, 0, 5000);
         let (src, dst) = (nodes[0].port, nodes[1].port);
-        let id = |p: u16| {
-            text(&Raw::connect(p).cmd_str(&["CLUSTER", "MYID"]))
-                .lines()
-                .nth(1)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let (src_id, dst_id) = (id(src), id(dst));
+        let (src_id, dst_id) = (node_id(src), node_id(dst));
         // Keys of slot 2 ({b}...): the source serves it.
         let slot = key_slot(b"{b}");
         assert_eq!(master_of(src, slot), src, "{kinds:?}");
@@ -1219,13 +1221,6 @@ fn shard_subscribers_are_unsubscribed_when_their_slot_moves() {
     use Kind::{Ferrokv as F, Redis as R};
     for kinds in [[F, R, F], [R, F, R]] {
         let nodes = create_cluster(&kinds, 0, 5000);
-        let id = |p: u16| {
-            text(&Raw::connect(p).cmd_str(&["CLUSTER", "MYID"]))
-                .lines()
-                .nth(1)
-                .unwrap_or_default()
-                .to_string()
-        };
         let slot = key_slot(b"mychannel");
         let src = master_of(nodes[0].port, slot);
         let dst = nodes
@@ -1233,7 +1228,7 @@ fn shard_subscribers_are_unsubscribed_when_their_slot_moves() {
             .map(|n| n.port)
             .find(|&p| p != src)
             .expect("another node");
-        let (src_id, dst_id) = (id(src), id(dst));
+        let (src_id, dst_id) = (node_id(src), node_id(dst));
         let mut sub = Raw::connect(src);
         assert!(text(&sub.cmd_str(&["SSUBSCRIBE", "mychannel"])).contains("ssubscribe"));
         let (mut s, mut d) = (Raw::connect(src), Raw::connect(dst));
