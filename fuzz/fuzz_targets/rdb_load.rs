@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
         events_interval: 64,
         allow_dup: false,
         feed_expired: false,
+        keep_expired: false,
     };
     let mut store = Store::new(16);
     let mut calls = 0u32;

@@ -50,6 +50,7 @@ fn opts() -> LoadOptions {
         events_interval: 0,
         allow_dup: false,
         feed_expired: false,
+        keep_expired: false,
     }
 }
 
