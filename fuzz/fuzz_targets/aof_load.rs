@@ -86,6 +86,10 @@ impl LoadHost for Host<'_> {
     fn progress(&mut self, _: &mut Store, _: u64) -> bool {
         true
     }
+
+    fn am_master(&self) -> bool {
+        true
+    }
 }
 
 thread_local! {

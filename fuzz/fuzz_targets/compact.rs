@@ -14,35 +14,40 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, blob)) = data.split_first() else {
         return;
     };
+    // The selector's high bit picks the shallow checks of
+    // `sanitize-dump-payload no`.
+    let deep = which & 0x80 == 0;
     match which % 8 {
         0 => {
             let mut n = 0usize;
-            let _ = listpack::decode(blob, |e| n += e.len());
+            let _ = listpack::decode_with(blob, deep, |e| n += e.len());
         }
         1 => {
             let mut n = 0usize;
             let _ = listpack::decode_ziplist(blob, |e| n += e.len());
         }
         2 => {
-            let _ = compact::intset(blob);
+            let _ = compact::intset(blob, deep);
         }
         3 => {
             if let Ok(items) = compact::zipmap(blob) {
-                let _ = compact::hash(&items, true);
+                let _ = compact::hash(&items, true, true);
             }
         }
         4 => {
-            if let Ok(items) = compact::elements(blob, false) {
-                let _ = compact::hash(&items, false);
+            if let Ok(items) = compact::elements(blob, false, deep) {
+                let _ = compact::hash(&items, false, deep);
             }
         }
         5 => {
-            if let Ok(items) = compact::elements(blob, true) {
-                let _ = compact::zset(&items);
+            if let Ok(items) = compact::elements(blob, true, true) {
+                let _ = compact::zset(&items, true);
             }
         }
         6 => {
-            let _ = stream::load(&mut Dec::new(blob), true);
+            let mut d = Dec::new(blob);
+            d.deep = deep;
+            let _ = stream::load(&mut d, true);
         }
         _ => {
             let _ = stream::load(&mut Dec::new(blob), false);
