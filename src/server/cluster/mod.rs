@@ -569,8 +569,12 @@ impl ClusterState {
     /// Whether `slot` is served by this node or, for a replica, by its
     /// master (clusterGetNodesServingMySlots holds myself).
     pub fn serves_as_mine(&self, slot: usize) -> bool {
-        self.slot_owner(slot)
-            .is_some_and(|n| n == self.myself || self.me().master == Some(n))
+        self.slot_owner(slot).is_some_and(|n| self.is_me_or_my_master(n))
+    }
+
+    /// `n` is this node or the master it replicates.
+    fn is_me_or_my_master(&self, n: NodeKey) -> bool {
+        n == self.myself || self.me().master == Some(n)
     }
 
     /// Unassigns `slot` (clusterDelSlot); false when it was not assigned.
@@ -578,7 +582,7 @@ impl ClusterState {
         let Some(n) = self.slot_owner(slot) else {
             return false;
         };
-        if n == self.myself || self.me().master == Some(n) {
+        if self.is_me_or_my_master(n) {
             self.lost_slots.push(slot as u16);
         }
         self.node_mut(n).clear_slot_bit(slot);
