@@ -18,6 +18,8 @@ pub(super) const COMMANDS: &[(&str, super::Handler)] = &[("debug", debugCommand)
 
 const HELP: &[&str] = &[
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
@@ -152,6 +154,10 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.ok();
     } else if is(sub, "drop-cluster-packet-filter") && n == 3 {
         ctx.server.cluster_drop_packet_filter = args::int(argv.get(2))?;
+        ctx.reply.ok();
+    } else if is(sub, "aof-flush-sleep") && n == 3 {
+        // atoi: anything but a number reads as 0.
+        ctx.server.aof.flush_sleep_us = args::int(argv.get(2)).unwrap_or(0).max(0) as u64;
         ctx.reply.ok();
     } else if is(sub, "set-skip-checksum-validation") && n == 3 {
         // atoi, as SET-ACTIVE-EXPIRE.

@@ -33,6 +33,7 @@ use super::cmdlog::CommandLog;
 use crate::config::Config;
 use crate::store::Store;
 
+pub mod manifest;
 mod rewrite;
 
 pub use self::rewrite::{auto_rewrite, bgrewriteaof, enable, write_commands, BgStart, Rewrite};
@@ -111,6 +112,9 @@ pub struct Aof {
     /// Background rewrites failed in a row
     /// (`aof_rewrites_consecutive_failures`).
     pub rewrite_failures: u64,
+    /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write of
+    /// buffered commands (tests race replies against the write).
+    pub flush_sleep_us: u64,
     /// When the last rewrite failed (automatic rewrites back off).
     last_failure: Option<Instant>,
 }
@@ -141,6 +145,7 @@ impl Default for Aof {
             rewrite_scheduled: false,
             last_rewrite_ok: true,
             rewrite_failures: 0,
+            flush_sleep_us: 0,
             last_failure: None,
         }
     }
@@ -206,6 +211,9 @@ impl Aof {
             self.log.buf.clear();
             return;
         };
+        if self.flush_sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.flush_sleep_us));
+        }
         let mut r = f.write_all(&self.log.buf);
         if r.is_ok() && self.fsync == Fsync::Always && !held {
             r = f.sync_data();
@@ -335,7 +343,8 @@ impl Aof {
     /// Opens the last incremental file the loaded manifest names for
     /// appending, creating one (and recording it) when there is none.
     pub fn open_on_start(&mut self, config: &Config, mut m: Manifest) -> std::io::Result<()> {
-        if m.incrs.is_empty() {
+        let created = m.incrs.is_empty();
+        if created {
             m.incr_seq += 1;
             m.incrs.push(AofFile {
                 name: incr_name(config, m.incr_seq),
@@ -349,6 +358,8 @@ impl Aof {
         let path = aof_dir(config).join(&last.name);
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
         self.incr_size = file.metadata().map_or(0, |m| m.len());
+        let verb = if created { "Creating" } else { "Opening" };
+        tracing::info!("{verb} AOF incr file {} on server start", last.name);
         self.file = Some(file);
         self.manifest = m;
         self.log.db = None;
@@ -474,7 +485,7 @@ fn open_append(path: &Path) -> Result<File, String> {
 }
 
 /// Persists a manifest: temp file, fsync, rename (`persistAofManifest`).
-fn write_manifest(config: &Config, m: &Manifest) -> Result<(), String> {
+pub(super) fn write_manifest(config: &Config, m: &Manifest) -> Result<(), String> {
     write_atomically(&manifest_path(config), m.text().as_bytes())
         .map_err(|e| format!("Can't write the AOF manifest: {e}"))
 }

@@ -17,120 +17,46 @@ use crate::store::Store;
 use crate::util::clock;
 
 use super::aof::{aof_dir, manifest_path};
+use crate::util::process::strerror;
 
-/// A file named by the manifest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AofFile {
-    /// File name inside the AOF directory.
-    pub name: String,
-    /// Its sequence number.
-    pub seq: u64,
-}
+pub use super::aof::manifest::{parse_manifest, AofFile, Manifest, ManifestError};
 
-/// The manifest (Redis 7.0's `aofManifest`): the base file, the
-/// incremental files in order, and history files waiting for deletion.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Manifest {
-    /// The base file, if any.
-    pub base: Option<AofFile>,
-    /// Incremental files, in order.
-    pub incrs: Vec<AofFile>,
-    /// Files replaced by a rewrite, not loaded.
-    pub history: Vec<AofFile>,
-    /// The highest base sequence number seen.
-    pub base_seq: u64,
-    /// The highest incremental sequence number seen.
-    pub incr_seq: u64,
-}
-
-impl Manifest {
-    /// Every file named.
-    pub fn files(&self) -> impl Iterator<Item = &AofFile> {
-        self.base.iter().chain(&self.history).chain(&self.incrs)
-    }
-
-    /// The manifest text as Redis writes it (`getAofManifestAsString`):
-    /// base, then history, then incremental files.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        let mut line = |f: &AofFile, t: char| {
-            out.push_str(&format!("file {} seq {} type {t}\n", f.name, f.seq));
-        };
-        if let Some(b) = &self.base {
-            line(b, 'b');
-        }
-        for h in &self.history {
-            line(h, 'h');
-        }
-        for i in &self.incrs {
-            line(i, 'i');
-        }
-        out
-    }
-}
-
-/// Reads the manifest; Ok(None) when there is none.
+/// Reads the manifest (Redis's aofLoadManifestFromDisk); Ok(None) when the
+/// AOF directory or the manifest is missing; a refusal as Redis's reason.
 pub fn read_manifest(config: &Config) -> Result<Option<Manifest>, String> {
+    read_manifest_with(config, |e| e.reason.to_string())
+}
+
+/// [`read_manifest`] at start-up: a refusal is logged as Redis logs it
+/// before exiting.
+fn read_manifest_on_start(config: &Config) -> std::io::Result<Option<Manifest>> {
+    read_manifest_with(config, |e| {
+        e.log();
+        e.reason.to_string()
+    })
+    .map_err(|msg| std::io::Error::new(std::io::ErrorKind::InvalidData, msg))
+}
+
+fn read_manifest_with(
+    config: &Config,
+    refused: impl FnOnce(ManifestError) -> String,
+) -> Result<Option<Manifest>, String> {
+    if !aof_dir(config).is_dir() {
+        return Ok(None);
+    }
     let path = manifest_path(config);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(format!(
-                "Can't read the AOF manifest {}: {e}",
-                path.display()
+                "Fatal error: can't open the AOF manifest file {} for reading: {}",
+                path.display(),
+                strerror(&e)
             ))
         }
     };
-    parse_manifest(&text).map(Some)
-}
-
-/// Parses a manifest's text (the fuzz target `aof_manifest` feeds it).
-pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
-    let mut m = Manifest::default();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (mut name, mut seq, mut kind) = (None, None, None);
-        for pair in words.chunks(2) {
-            match pair {
-                ["file", v] => name = Some(v.to_string()),
-                ["seq", v] => seq = v.parse::<u64>().ok(),
-                ["type", v] => kind = Some(v.to_string()),
-                _ => {}
-            }
-        }
-        let (Some(name), Some(seq), Some(kind)) = (name, seq, kind) else {
-            return Err(format!(
-                "Invalid AOF manifest file format at line {}: {line}",
-                n + 1
-            ));
-        };
-        let file = AofFile { name, seq };
-        match kind.as_str() {
-            "b" => {
-                if m.base.is_some() {
-                    return Err("Found duplicate base file information".into());
-                }
-                m.base_seq = seq;
-                m.base = Some(file);
-            }
-            "i" => {
-                if seq <= m.incr_seq && !m.incrs.is_empty() {
-                    return Err("Found a non-monotonic sequence number".into());
-                }
-                m.incr_seq = seq;
-                m.incrs.push(file);
-            }
-            // History files wait for deletion; they are not loaded.
-            "h" => m.history.push(file),
-            _ => return Err(format!("Unknown AOF file type {kind} at line {}", n + 1)),
-        }
-    }
-    Ok(m)
+    parse_manifest(&data).map(Some).map_err(refused)
 }
 
 /// The bytes of the files the manifest names (Redis's
@@ -148,29 +74,89 @@ pub fn files_size(config: &Config) -> u64 {
         .sum()
 }
 
-/// Start-up with `appendonly yes`: loads the files the manifest names and
-/// opens the incremental file for appending. Without a manifest, the RDB
-/// file (if any) is loaded and a first base is written from it. `host`
-/// runs each command read from a file and serves clients between them.
+/// Start-up with `appendonly yes` (Redis's loadAppendOnlyFiles, then
+/// aofOpenIfNeededOnServerStart): an old-style single AOF in `dir` is
+/// moved into the AOF directory first; the files the manifest names are
+/// loaded and its last incremental file opened for appending. With no AOF
+/// at all, the RDB file (if any) is loaded and a first base written from
+/// it. `host` runs each command read from a file and serves clients
+/// between them.
 pub fn load_on_start(
     store: &mut Store,
     p: &mut Persistence<'_>,
     host: &mut dyn LoadHost,
 ) -> std::io::Result<()> {
-    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
-    let Some(m) = read_manifest(p.config).map_err(bad)? else {
+    let mut m = read_manifest_on_start(p.config)?.unwrap_or_default();
+    upgrade_old_style(p.config, &mut m)?;
+    if m.base.is_none() && m.incrs.is_empty() {
         super::load_on_start(store, p, host)?;
-        tracing::info!("Creating AOF base file on server start");
         p.aof
             .rewrite(store, p.config)
             .map_err(std::io::Error::other)?;
+        if let Some(base) = &p.aof.manifest.base {
+            tracing::info!("Creating AOF base file {} on server start", base.name);
+        }
+        if let Some(incr) = p.aof.manifest.incrs.last() {
+            tracing::info!("Creating AOF incr file {} on server start", incr.name);
+        }
         // Redis does not count the base written at start-up as a rewrite.
         p.aof.rewrites = 0;
         return Ok(());
-    };
+    }
     load_files(store, p, host, &m)?;
     p.aof.open_on_start(p.config, m)?;
     p.aof.delete_history(p.config);
+    Ok(())
+}
+
+/// Moves the AOF of a server from before the multi-part layout
+/// (`dir`/`appendfilename`) into the AOF directory as the base of a new
+/// manifest (Redis's aofUpgradePrepare), when the directory does not
+/// exist, its manifest names no file, or it names that file alone as the
+/// base and the file is not there yet (an upgrade cut short).
+fn upgrade_old_style(config: &Config, m: &mut Manifest) -> std::io::Result<()> {
+    let name = &config.appendfilename;
+    let old = Path::new(&config.dir).join(name);
+    if !old.is_file() {
+        return Ok(());
+    }
+    let dir = aof_dir(config);
+    let upgrade = !dir.is_dir()
+        || (m.base.is_none() && m.incrs.is_empty())
+        || (m.incrs.is_empty()
+            && m.base.as_ref().is_some_and(|b| &b.name == name)
+            && !dir.join(name).exists());
+    if !upgrade {
+        return Ok(());
+    }
+    let fatal = |msg: String| {
+        tracing::warn!("{msg}");
+        std::io::Error::other(msg)
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        fatal(format!(
+            "Can't open or create append-only dir {}: {}",
+            config.appenddirname,
+            strerror(&e)
+        ))
+    })?;
+    m.base = Some(AofFile {
+        name: name.clone(),
+        seq: 1,
+    });
+    m.base_seq = 1;
+    super::aof::write_manifest(config, m).map_err(std::io::Error::other)?;
+    std::fs::rename(&old, dir.join(name)).map_err(|e| {
+        fatal(format!(
+            "Error trying to move the old AOF file {name} into dir {}: {}",
+            config.appenddirname,
+            strerror(&e)
+        ))
+    })?;
+    tracing::info!(
+        "Successfully migrated an old-style AOF file ({name}) into the AOF directory ({}).",
+        config.appenddirname
+    );
     Ok(())
 }
 
@@ -188,46 +174,62 @@ pub fn reload(
     }
 }
 
-/// Loads the base and incremental files of manifest `m`.
+/// How one file's load ended (Redis's AOF_OK, AOF_EMPTY, AOF_TRUNCATED).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FileLoad {
+    Ok,
+    Empty,
+    Truncated,
+}
+
+/// Loads the base and incremental files of manifest `m`. Every file named
+/// must exist; a file cut short is truncated (`aof-load-truncated`) only
+/// when it is the last one.
 fn load_files(
     store: &mut Store,
     p: &mut Persistence<'_>,
     host: &mut dyn LoadHost,
     m: &Manifest,
 ) -> std::io::Result<()> {
-    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
     let started = std::time::Instant::now();
     let dir = aof_dir(p.config);
-    let truncated_ok = p.config.get_bool("aof-load-truncated");
-    if let Some(base) = m.base.as_ref().map(|b| &b.name) {
-        let path = dir.join(base);
-        let data = std::fs::read(&path)
-            .map_err(|e| bad(format!("Can't open the base AOF file {base}: {e}")))?;
-        if data.starts_with(b"REDIS") {
-            let mut stopped = false;
-            let loaded = super::load_file_with(&data, store, p.config, &mut |store, bytes| {
-                stopped = !host.progress(store, bytes);
-                !stopped
-            });
-            if stopped {
-                return Err(super::load_stopped());
+    let files: Vec<(&AofFile, &str)> = m
+        .base
+        .iter()
+        .map(|b| (b, "base"))
+        .chain(m.incrs.iter().map(|i| (i, "incr")))
+        .collect();
+    let mut total = 0;
+    for (f, _) in &files {
+        match std::fs::metadata(dir.join(&f.name)) {
+            Ok(md) => total += md.len(),
+            Err(e) => {
+                return Err(std::io::Error::other(format!(
+                    "Unable to obtain the AOF file {} length. stat: {}",
+                    f.name,
+                    strerror(&e)
+                )))
             }
-            loaded.map_err(|e| {
-                bad(format!(
-                    "Bad file format reading the base AOF file {base}: {e}; refusing to start"
-                ))
-            })?;
-        } else {
-            replay_file(store, host, &path, base, truncated_ok, m.incrs.is_empty())?;
         }
     }
-    let last = m.incrs.len().saturating_sub(1);
-    for (i, name) in m.incrs.iter().map(|f| &f.name).enumerate() {
-        let path = dir.join(name);
-        if !path.exists() && i == last {
-            continue;
+    if total > 0 {
+        for (i, (f, kind)) in files.iter().enumerate() {
+            let last = i + 1 == files.len();
+            let t = std::time::Instant::now();
+            let loaded = load_one(store, p, host, &f.name)?;
+            if loaded == FileLoad::Truncated && !last {
+                return Err(std::io::Error::other(
+                    "Fatal error: the truncated file is not the last file",
+                ));
+            }
+            if loaded != FileLoad::Empty {
+                tracing::info!(
+                    "DB loaded from {kind} file {}: {:.3} seconds",
+                    f.name,
+                    t.elapsed().as_secs_f64()
+                );
+            }
         }
-        replay_file(store, host, &path, name, truncated_ok, i == last)?;
     }
     store.stats.dirty = 0;
     store.set_now(clock::now_ms());
@@ -241,6 +243,72 @@ fn load_files(
         .and_then(|b| std::fs::metadata(dir.join(&b.name)).ok())
         .map_or(0, |md| md.len());
     Ok(())
+}
+
+/// Loads one file (Redis's loadSingleAppendOnlyFile): an RDB image first
+/// when it starts with one (a base written with `aof-use-rdb-preamble`,
+/// or an old-style AOF with an RDB preamble), then commands to the end.
+fn load_one(
+    store: &mut Store,
+    p: &mut Persistence<'_>,
+    host: &mut dyn LoadHost,
+    name: &str,
+) -> std::io::Result<FileLoad> {
+    let path = aof_dir(p.config).join(name);
+    let data = std::fs::read(&path).map_err(|e| {
+        std::io::Error::other(if e.kind() == std::io::ErrorKind::NotFound {
+            format!("The append log file {name} doesn't exist: {}", strerror(&e))
+        } else {
+            format!(
+                "Fatal error: can't open the append log file {name} for reading: {}",
+                strerror(&e)
+            )
+        })
+    })?;
+    if data.is_empty() {
+        return Ok(FileLoad::Empty);
+    }
+    let mut start = 0;
+    if data.starts_with(b"REDIS") {
+        let old_style = name == p.config.appendfilename;
+        if old_style {
+            tracing::info!("Reading RDB preamble from AOF file...");
+        } else {
+            tracing::info!("Reading RDB base file on AOF loading...");
+        }
+        let mut stopped = false;
+        let loaded = super::load_file_with(&data, store, p.config, &mut |store, bytes| {
+            stopped = !host.progress(store, bytes);
+            !stopped
+        });
+        if stopped {
+            return Err(super::load_stopped());
+        }
+        let report = loaded.map_err(|e| {
+            tracing::warn!(
+                "{}",
+                if old_style {
+                    format!("Error reading the RDB preamble of the AOF file {name}, AOF loading aborted")
+                } else {
+                    format!("Error reading the RDB base file {name}, AOF loading aborted")
+                }
+            );
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("Bad file format reading the append only file {name}: {e}"),
+            )
+        })?;
+        if old_style {
+            tracing::info!("Reading the remaining AOF tail...");
+        }
+        start = report.end;
+    }
+    match replay_from(store, host, &data, start, name)? {
+        Replayed::Whole => Ok(FileLoad::Ok),
+        Replayed::Cut(cut) => {
+            truncate_tail(&path, name, cut, p.config.get_bool("aof-load-truncated"))
+        }
+    }
 }
 
 /// Why a command could not be read at an offset.
@@ -310,33 +378,22 @@ fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
     Ok(n)
 }
 
-/// Replays the commands of one file (Redis's loadSingleAppendOnlyFile). A
-/// file that ends early — inside a command, or after a MULTI that never
-/// reached EXEC — is cut back when `truncate_ok` (aof-load-truncated), to
-/// before that MULTI so that nothing appended later joins the unfinished
-/// transaction; that is fatal unless it is the `last` file. Otherwise the
-/// start is refused.
-fn replay_file(
-    store: &mut Store,
-    host: &mut dyn LoadHost,
-    path: &Path,
-    name: &str,
-    truncate_ok: bool,
-    last: bool,
-) -> std::io::Result<()> {
-    let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
-    let data =
-        std::fs::read(path).map_err(|e| bad(format!("Can't open the AOF file {name}: {e}")))?;
-    let Replayed::Cut(cut) = replay_data(store, host, &data, name)? else {
-        return Ok(());
-    };
+/// What follows a file's cut: the tail of a file that ends early —
+/// inside a command, or after a MULTI that never reached EXEC — is cut
+/// back when `truncate_ok` (aof-load-truncated), to before that MULTI so
+/// that nothing appended later joins the unfinished transaction.
+/// Otherwise the start is refused.
+fn truncate_tail(path: &Path, name: &str, cut: usize, truncate_ok: bool) -> std::io::Result<FileLoad> {
     if !truncate_ok {
-        return Err(bad(format!(
-            "Unexpected end of file reading the append only file {name}. You can: 1) Make a \
-             backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) \
-             Alternatively you can set the 'aof-load-truncated' configuration option to yes and \
-             restart the server."
-        )));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "Unexpected end of file reading the append only file {name}. You can: 1) Make a \
+                 backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) \
+                 Alternatively you can set the 'aof-load-truncated' configuration option to yes \
+                 and restart the server."
+            ),
+        ));
     }
     tracing::warn!("!!! Warning: short read while loading the AOF file {name}!!!");
     tracing::warn!("!!! Truncating the AOF {name} at offset {cut} !!!");
@@ -344,12 +401,7 @@ fn replay_file(
     f.set_len(cut as u64)?;
     f.sync_all()?;
     tracing::warn!("AOF {name} loaded anyway because aof-load-truncated is enabled");
-    if !last {
-        return Err(bad(
-            "Fatal error: the truncated file is not the last file".into()
-        ));
-    }
-    Ok(())
+    Ok(FileLoad::Truncated)
 }
 
 /// How a file's commands ended.
@@ -371,9 +423,20 @@ pub fn replay_data(
     data: &[u8],
     name: &str,
 ) -> std::io::Result<Replayed> {
+    replay_from(store, host, data, 0, name)
+}
+
+/// [`replay_data`] from offset `start` (after an RDB preamble).
+fn replay_from(
+    store: &mut Store,
+    host: &mut dyn LoadHost,
+    data: &[u8],
+    start: usize,
+    name: &str,
+) -> std::io::Result<Replayed> {
     let bad = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidData, msg);
-    let mut pos = 0;
-    let mut reported = 0;
+    let mut pos = start;
+    let mut reported = start;
     let mut commands = 0u64;
     let mut txn_start = None;
     while pos < data.len() {
@@ -388,6 +451,12 @@ pub fn replay_data(
         match parse_command(data, pos) {
             Ok((argv, next)) => {
                 let a = argv.argv();
+                if !host.knows(a) {
+                    return Err(bad(format!(
+                        "Unknown command '{}' reading the append only file {name}",
+                        String::from_utf8_lossy(a.get(0))
+                    )));
+                }
                 if a.get(0).eq_ignore_ascii_case(b"multi") {
                     txn_start = Some(pos);
                 } else if a.get(0).eq_ignore_ascii_case(b"exec") {

@@ -41,6 +41,12 @@ const BGSAVE_RETRY_DELAY: u64 = 5;
 pub trait LoadHost {
     /// Runs one command read from an AOF.
     fn replay(&mut self, store: &mut Store, argv: crate::net::request::Argv<'_>);
+    /// `argv` names a command (and subcommand) this server has: an AOF
+    /// naming another is refused (Redis's lookupCommand in
+    /// loadSingleAppendOnlyFile).
+    fn knows(&self, _argv: crate::net::request::Argv<'_>) -> bool {
+        true
+    }
     /// `bytes` more of the files were read: INFO's loading figures move
     /// and waiting clients are served. False stops the load (a shutdown).
     fn progress(&mut self, store: &mut Store, bytes: u64) -> bool;

@@ -44,6 +44,11 @@ impl LoadHost for Host<'_> {
         self.out.clear();
     }
 
+    fn knows(&self, argv: Argv<'_>) -> bool {
+        let sub = (argv.len() > 1).then(|| argv.get(1));
+        self.server.table.resolve(argv.get(0), sub).is_some()
+    }
+
     fn progress(&mut self, store: &mut Store, bytes: u64) -> bool {
         self.server.load_progress.loaded_bytes += bytes;
         (self.server.serve_while_busy)(self.server, store);

@@ -30,6 +30,14 @@ pub fn repr(bytes: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// True when `bytes` must be quoted to read back as one word (Redis's
+/// `sdsneedsrepr`): a backslash, a quote, a space or an unprintable byte.
+pub fn needs_repr(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .any(|&b| b == b'\\' || b == b'"' || !(0x21..=0x7e).contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

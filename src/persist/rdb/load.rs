@@ -591,6 +591,9 @@ pub struct LoadReport {
     /// The keys skipped as expired, with their database, when
     /// [`LoadOptions::feed_expired`] asks for them.
     pub expired: Vec<(usize, Vec<u8>)>,
+    /// The offset just past the image (its checksum included): an AOF
+    /// with an RDB preamble goes on with commands from there.
+    pub end: usize,
 }
 
 /// Loads a whole RDB file image into `store` (which should be empty).
@@ -647,6 +650,7 @@ pub fn load_rdb_with(
         }
     }
     log_done(&cursor.report);
+    cursor.report.end = d.pos;
     Ok(cursor.report)
 }
 
