@@ -115,8 +115,11 @@ pub struct Aof {
     /// DEBUG AOF-FLUSH-SLEEP: microseconds to sleep before each write of
     /// buffered commands (tests race replies against the write).
     pub flush_sleep_us: u64,
-    /// When the last rewrite failed (automatic rewrites back off).
-    last_failure: Option<Instant>,
+    /// Minutes the current back-off after repeated failures lasts (0: not
+    /// limited yet), doubling each time up to an hour.
+    limit_delay_min: u64,
+    /// Unix second until which automatic rewrites are held back (0: none).
+    limit_until: u64,
 }
 
 impl Default for Aof {
@@ -146,7 +149,8 @@ impl Default for Aof {
             last_rewrite_ok: true,
             rewrite_failures: 0,
             flush_sleep_us: 0,
-            last_failure: None,
+            limit_delay_min: 0,
+            limit_until: 0,
         }
     }
 }

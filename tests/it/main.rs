@@ -13,6 +13,7 @@ static GLOBAL: ferrokv::util::counting_alloc::Counting = ferrokv::util::counting
 
 mod acl;
 mod aof;
+mod aof_layout;
 mod aof_rewrite;
 mod basics;
 mod bitmap;

@@ -77,7 +77,9 @@ impl Manifest {
         let mut out = Vec::new();
         let mut line = |f: &AofFile, t: char| {
             out.extend_from_slice(b"file ");
-            if needs_repr(f.name.as_bytes()) {
+            // An empty name is quoted too, so that the line still splits
+            // into six words.
+            if f.name.is_empty() || needs_repr(f.name.as_bytes()) {
                 repr(f.name.as_bytes(), &mut out);
             } else {
                 out.extend_from_slice(f.name.as_bytes());

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{
     aof_dir, base_name, delete_replaced, encode, incr_name, open_append, write_manifest, Aof,
@@ -64,10 +64,11 @@ pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Bg
     if p.aof.rewrite.is_some() {
         return BgStart::InProgress;
     }
-    // A manual rewrite is never held back by earlier failures.
-    p.aof.rewrite_failures = 0;
     if p.state.bgsave.is_some() || in_exec {
         p.aof.rewrite_scheduled = true;
+        // A scheduled manual rewrite is not held back by earlier failures
+        // (a rewrite started now never is).
+        p.aof.rewrite_failures = 0;
         return BgStart::Scheduled;
     }
     match start(store, p) {
@@ -199,7 +200,9 @@ pub(super) fn drop_temp_incr(aof: &mut Aof, config: &Config) {
     aof.file = None;
     aof.log.buf.clear();
     aof.incr_size = 0;
-    let _ = std::fs::remove_file(aof_dir(config).join(temp_incr_name(config)));
+    let name = temp_incr_name(config);
+    tracing::info!("Removing the temp incr aof file {name} in the background");
+    let _ = std::fs::remove_file(aof_dir(config).join(name));
 }
 
 /// Opens the next incremental file, records it in the manifest and
@@ -348,13 +351,16 @@ pub fn auto_rewrite(store: &Store, p: &mut Persistence<'_>) {
         return;
     }
     if p.aof.rewrite_scheduled {
+        if rewrite_limited(p.aof) {
+            return;
+        }
         if let Err(e) = start(store, p) {
             tracing::warn!("{e}");
         }
         return;
     }
-    let aof = &p.aof;
-    if !aof.on || backing_off(aof) {
+    let aof = &mut p.aof;
+    if !aof.on {
         return;
     }
     let pct = p.config.get_i64("auto-aof-rewrite-percentage").unwrap_or(0);
@@ -365,7 +371,7 @@ pub fn auto_rewrite(store: &Store, p: &mut Persistence<'_>) {
         num::parse_memory(p.config.get("auto-aof-rewrite-min-size").as_bytes()).unwrap_or(64 << 20);
     let size = aof.base_size + aof.incr_size;
     let base = aof.base_size.max(1);
-    if size < min || size.saturating_sub(base) * 100 / base < pct as u64 {
+    if size <= min || size.saturating_sub(base) * 100 / base < pct as u64 || rewrite_limited(aof) {
         return;
     }
     tracing::info!(
@@ -377,15 +383,31 @@ pub fn auto_rewrite(store: &Store, p: &mut Persistence<'_>) {
     }
 }
 
-/// After repeated failures automatic rewrites wait one minute, doubling up
-/// to an hour (`aofRewriteLimited`).
-fn backing_off(aof: &Aof) -> bool {
+/// After repeated failures automatic rewrites wait one minute, then two,
+/// doubling up to an hour between tries (Redis's aofRewriteLimited): the
+/// first call past the threshold starts the wait and logs it; once the
+/// wait is over one try is let through, and a further failure doubles it.
+fn rewrite_limited(aof: &mut Aof) -> bool {
     if aof.rewrite_failures < FAILURES_BEFORE_BACKOFF {
+        aof.limit_delay_min = 0;
+        aof.limit_until = 0;
         return false;
     }
-    let shift = (aof.rewrite_failures - FAILURES_BEFORE_BACKOFF).min(6) as u32;
-    let wait = Duration::from_secs((60u64 << shift).min(3600));
-    aof.last_failure.is_some_and(|t| t.elapsed() < wait)
+    let now = crate::util::clock::real_now_ms() / 1000;
+    if aof.limit_until != 0 {
+        if now < aof.limit_until {
+            return true;
+        }
+        aof.limit_until = 0;
+        return false;
+    }
+    aof.limit_delay_min = (aof.limit_delay_min * 2).clamp(1, 60);
+    aof.limit_until = now + aof.limit_delay_min * 60;
+    tracing::warn!(
+        "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {} minutes",
+        aof.limit_delay_min
+    );
+    true
 }
 
 /// Collects a finished child (`backgroundRewriteDoneHandler`).
@@ -421,7 +443,6 @@ fn poll(p: &mut Persistence<'_>) {
             let _ = std::fs::remove_file(&rw.tmp);
             aof.last_rewrite_ok = false;
             aof.rewrite_failures += 1;
-            aof.last_failure = Some(Instant::now());
             tracing::warn!("Background AOF rewrite failed: {e}");
             if aof.enabling {
                 // The AOF still waits for its first base: try again.
