@@ -478,8 +478,8 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         "total_forks",
         crate::util::process::TOTAL_FORKS.load(Relaxed),
     );
+    f.kv("migrate_cached_sockets", ctx.server.migrate_sockets.len());
     for k in [
-        "migrate_cached_sockets",
         "slave_expires_tracked_keys",
         "active_defrag_hits",
         "active_defrag_misses",

@@ -212,11 +212,11 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         args.push(b"ABSTTL");
         ctx.propagate_as(&args);
     }
-    if let Some(idle) = idle {
-        let lru = (now / 1000).saturating_sub(idle as u64);
-        if let Some(mut e) = ctx.store.get(db, key) {
-            e.set_lru(lru as u32);
-        }
+    let freq = freq.map(|f| f.clamp(0, 255) as u8);
+    // A new object: REPLACE does not keep the old key's access stamp.
+    let stamp = ctx.store.restored_stamp(freq, idle.map(|i| i.max(0) as u64));
+    if let Some(mut e) = ctx.store.get(db, key) {
+        e.set_lru(stamp);
     }
     super::pubsub::notify(ctx, b'g', "restore", key);
     ctx.reply.ok();

@@ -75,6 +75,22 @@ fn lookup(store: &mut Store, db: usize, pattern: &[u8], subst: &[u8]) -> Option<
     }
 }
 
+/// The client's user may run this SORT and read any key (BY and GET
+/// patterns name keys the ACL check never saw).
+fn can_read_any_key(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> bool {
+    let Some(user) = ctx.client.user.clone() else {
+        return true;
+    };
+    let user = user.borrow();
+    let server = &mut *ctx.server;
+    let Some(id) = server.table.lookup(argv.get(0)) else {
+        return true;
+    };
+    server
+        .acl
+        .can_read_any_key(&user, &server.table.commands[id], &argv)
+}
+
 /// One element being sorted with its sort weight.
 struct Item {
     elem: Vec<u8>,
@@ -90,6 +106,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
     let mut by: Option<&[u8]> = None;
     let mut dontsort = false;
     let mut gets: Vec<&[u8]> = Vec::new();
+    // Computed at the first BY or GET pattern.
+    let mut full_key_access: Option<bool> = None;
     let mut j = 2;
     while j < argv.len() {
         let a = argv.get(j);
@@ -113,9 +131,27 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
             // A pattern without '*' means "do not sort" (Redis's trick
             // for fetching GET keys in the set's natural order).
             dontsort = !p.contains(&b'*');
+            // A real pattern reads keys no argument names: refused in a
+            // cluster and to users who may not read every key.
+            if !dontsort && ctx.server.cluster.is_some() {
+                return Err(Error::err("BY option of SORT denied in Cluster mode."));
+            }
+            if !dontsort && !*full_key_access.get_or_insert_with(|| can_read_any_key(ctx, argv)) {
+                return Err(Error::err(
+                    "BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             by = Some(p);
             j += 1;
         } else if is(a, "get") && left >= 1 {
+            if ctx.server.cluster.is_some() {
+                return Err(Error::err("GET option of SORT denied in Cluster mode."));
+            }
+            if !*full_key_access.get_or_insert_with(|| can_read_any_key(ctx, argv)) {
+                return Err(Error::err(
+                    "GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             gets.push(argv.get(j + 1));
             j += 1;
         } else {

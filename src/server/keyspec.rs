@@ -196,6 +196,8 @@ pub enum Finder {
     Sort,
     /// SORT_RO.
     SortRo,
+    /// MIGRATE: the key, or the keys after KEYS.
+    Migrate,
 }
 
 impl Finder {
@@ -206,6 +208,7 @@ impl Finder {
             "bitfield" => Finder::Bitfield,
             "sort" => Finder::Sort,
             "sort_ro" => Finder::SortRo,
+            "migrate" => Finder::Migrate,
             _ => Finder::Specs,
         }
     }
@@ -314,6 +317,41 @@ pub fn find_keys<A: Args + ?Sized>(
                     flags: key::OW | key::UPDATE,
                 });
             }
+            return;
+        }
+        // The specs first; when the incomplete KEYS spec matched, Redis's
+        // migrateGetKeys: the key argument, or every argument after KEYS
+        // (skipping AUTH's and AUTH2's values) when the key argument is
+        // empty.
+        Finder::Migrate => {
+            if from_specs(specs, argv, out) {
+                return;
+            }
+            out.clear();
+            let (mut first, mut num) = (3, 1);
+            let mut i = 6;
+            while argc > 6 && i < argc {
+                if is(i, "keys") {
+                    if argv.arg(3).is_empty() {
+                        first = i + 1;
+                        num = argc - first;
+                    } else {
+                        num = 0;
+                    }
+                    break;
+                }
+                i += if is(i, "auth") {
+                    2
+                } else if is(i, "auth2") {
+                    3
+                } else {
+                    1
+                };
+            }
+            out.extend((first..first + num).map(|pos| KeyRef {
+                pos,
+                flags: key::RW | key::ACCESS | key::DELETE,
+            }));
             return;
         }
         Finder::Specs => {}

@@ -136,6 +136,18 @@ impl Store {
         }
     }
 
+    /// The access stamp of a key RESTORE creates (Redis's
+    /// objectSetLRUOrLFU on a new object): under an LFU policy the counter
+    /// `freq`, else a last access `idle_s` seconds ago; a new key's stamp
+    /// when the option given does not apply to the policy in force.
+    pub fn restored_stamp(&self, freq: Option<u8>, idle_s: Option<u64>) -> u32 {
+        match (self.lfu, freq, idle_s) {
+            (Some(_), Some(f), _) => (minutes(self.now_ms) << 8) | u32::from(f),
+            (None, _, Some(idle)) => (self.now_ms / 1000).saturating_sub(idle) as u32,
+            _ => self.new_stamp(),
+        }
+    }
+
     /// The access stamp after an access to a key stamped `old` (Redis's
     /// updateLFU, or the LRU clock).
     #[inline]

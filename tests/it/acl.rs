@@ -908,3 +908,61 @@ fn random_rule_sequences_match_redis() {
         normalized(reply)
     });
 }
+
+/// MIGRATE's keys (after KEYS, past AUTH and AUTH2 values) and SORT's BY
+/// and GET patterns, which read keys no argument names, are checked as
+/// Redis checks them.
+#[test]
+fn migrate_keys_and_sort_patterns_are_checked_as_redis() {
+    let mut p = Pair::new();
+    same_all(
+        &mut p,
+        &[
+            &["ACL", "SETUSER", "odd", "on", "nopass", "+@all", "%R~read*", "%W~write*", "%RW~rw*"],
+            &["ACL", "SETUSER", "sorter", "on", "nopass", "+sort", "~mylist"],
+            &["ACL", "SETUSER", "reader", "on", "nopass", "+sort", "~mylist", "%R~*"],
+            &["ACL", "SETUSER", "sel", "on", "nopass", "(+sort ~mylist %W~*)", "(+sort %R~*)"],
+            &["RPUSH", "mylist", "1", "2"],
+            &["SET", "v1", "9"],
+        ],
+    );
+    let migrate = |tail: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["MIGRATE", "h", "1"];
+        v.extend_from_slice(tail);
+        v
+    };
+    for tail in [
+        &["rw", "0", "500"][..],
+        &["read", "0", "500"],
+        &["write", "0", "500"],
+        &["", "0", "500", "KEYS", "rw", "read"],
+        &["", "0", "500", "KEYS", "write"],
+        &["", "0", "500", "AUTH", "KEYS", "KEYS", "read"],
+        &["", "0", "500", "AUTH2", "KEYS", "123", "KEYS", "write"],
+        &["", "0", "500", "AUTH2", "USER", "KEYS", "KEYS", "rw"],
+        &["", "0", "500", "COPY", "REPLACE", "KEYS", "rw", "read"],
+        &["rw", "0", "500", "KEYS", "read"],
+        &["", "0", "500", "KEYS"],
+    ] {
+        let mut dry = vec!["ACL", "DRYRUN", "odd"];
+        dry.extend(migrate(tail));
+        p.same(&dry);
+        let mut keys = vec!["COMMAND", "GETKEYS"];
+        keys.extend(migrate(tail));
+        p.same(&keys);
+    }
+    for user in ["sorter", "reader", "sel", "default"] {
+        let (mut a, mut b) = login(&p, user, "x");
+        for args in [
+            &["SORT", "mylist"][..],
+            &["SORT", "mylist", "BY", "v*"],
+            &["SORT", "mylist", "BY", "nosort"],
+            &["SORT", "mylist", "GET", "v*"],
+            &["SORT", "mylist", "GET", "#"],
+            &["SORT_RO", "mylist", "BY", "v*", "GET", "v*"],
+            &["SORT", "mylist", "LIMIT", "0", "1", "BY", "v*"],
+        ] {
+            same_on(&mut a, &mut b, args);
+        }
+    }
+}

@@ -249,3 +249,32 @@ fn bitmaps_in_multi_lua_and_notifications() {
         ["setbit:n", "setbit:n", "set:o", "del:o", "set:done"]
     );
 }
+
+/// SETBIT and BITFIELD count a change per bit or field whose value
+/// changed (or that grew the string), as Redis's dirty counter does.
+#[test]
+fn setbit_and_bitfield_count_changes_as_redis() {
+    let mut p = Pair::new();
+    let steps: &[&[&str]] = &[
+        &["SETBIT", "foo", "0", "0"],
+        &["BITFIELD", "foo2", "SET", "i5", "0", "0"],
+        &["SETBIT", "foo", "0", "0"],
+        &["BITFIELD", "foo2", "SET", "i5", "0", "0"],
+        &["BITFIELD", "foo2", "SET", "i5", "0", "1", "SET", "i5", "5", "1", "GET", "u4", "0"],
+        &["BITFIELD", "foo2", "SET", "i5", "0", "1", "INCRBY", "u2", "100", "1"],
+        &["BITFIELD", "foo3", "SET", "u8", "0", "1", "SET", "u8", "8", "2"],
+        &["BITFIELD", "foo2", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"],
+        &["BITFIELD", "foo2", "INCRBY", "u2", "0", "4"],
+        &["SETBIT", "foo", "100", "0"],
+    ];
+    let mut last = (0, 0);
+    for args in steps {
+        p.same(args);
+        let now = (
+            info_u64(&mut p.ours, "rdb_changes_since_last_save"),
+            info_u64(&mut p.theirs, "rdb_changes_since_last_save"),
+        );
+        assert_eq!(now.0 - last.0, now.1 - last.1, "changes counted by {args:?}");
+        last = now;
+    }
+}

@@ -540,3 +540,30 @@ fn randomkey_is_uniform() {
     let chi = crate::set::chi_square(&counts, 26, 5200);
     assert!(chi < 60.0, "chi-square {chi:.1}");
 }
+
+/// RESTORE's FREQ sets the LFU counter under an LFU policy and IDLETIME
+/// the idle time under the others; each is ignored where it does not
+/// apply, as in Redis.
+#[test]
+fn restore_freq_and_idletime_follow_the_policy_as_redis() {
+    let mut p = Pair::new();
+    p.same(&["SET", "foo", "bar"]);
+    // The same payload from both: `$N\r\n<payload>\r\n`.
+    let reply = p.same(&["DUMP", "foo"]);
+    let start = reply.iter().position(|&c| c == b'\n').expect("bulk header") + 1;
+    let payload = reply[start..reply.len() - 2].to_vec();
+    let (ours, theirs) = (payload.clone(), payload);
+    for policy in ["allkeys-lfu", "allkeys-lru", "volatile-lfu", "noeviction"] {
+        p.same(&["CONFIG", "SET", "maxmemory-policy", policy]);
+        for opts in [&["FREQ", "100"][..], &["IDLETIME", "1000"], &["FREQ", "0"]] {
+            let run = |raw: &mut Raw, payload: &[u8]| {
+                let mut args: Vec<&[u8]> = vec![b"RESTORE", b"k", b"0", payload, b"REPLACE"];
+                args.extend(opts.iter().map(|o| o.as_bytes()));
+                raw.cmd(&args)
+            };
+            assert_eq!(run(&mut p.ours, &ours), run(&mut p.theirs, &theirs), "{policy} {opts:?}");
+            let probe = if policy.contains("lfu") { "FREQ" } else { "IDLETIME" };
+            p.same(&["OBJECT", probe, "k"]);
+        }
+    }
+}

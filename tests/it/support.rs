@@ -726,3 +726,12 @@ pub fn without_script_suffix(reply: &[u8]) -> String {
         .unwrap_or("")
         .to_string()
 }
+
+/// The integer INFO field `name` (from INFO ALL).
+pub fn info_u64(raw: &mut Raw, name: &str) -> u64 {
+    let info = String::from_utf8_lossy(&raw.cmd_str(&["INFO", "all"])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+}

@@ -149,10 +149,13 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdRe
             }
         })
         .collect();
-    if changes > 0 || grown == Grown::Padded {
-        ctx.store.signal_modified(db, key);
-    }
     if changes > 0 {
+        // Redis counts one change per field written; creating the key
+        // counted one already.
+        if grown != Grown::Created {
+            ctx.store.signal_modified(db, key);
+        }
+        ctx.store.stats.dirty += changes as u64 - 1;
         crate::cmd::pubsub::notify(ctx, b'$', "setbit", key);
     }
     write_replies(ctx, &replies);

@@ -264,6 +264,26 @@ impl User {
     }
 }
 
+impl Acl {
+    /// True when one of `user`'s selectors allows the command and may read
+    /// every key (Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess with
+    /// CMD_KEY_ACCESS): SORT's BY and GET read keys no argument names.
+    pub fn can_read_any_key<A: Args + ?Sized>(&mut self, user: &User, cmd: &Command, argv: &A) -> bool {
+        if user.open {
+            return true;
+        }
+        let keys = &mut self.scratch;
+        let mut keys_found = false;
+        user.selectors.iter().any(|s| {
+            check_selector(s, cmd, argv, keys, &mut keys_found).is_ok()
+                && (s.all_keys
+                    || s.patterns
+                        .iter()
+                        .any(|p| p.flags & user::READ != 0 && p.pattern == b"*"))
+        })
+    }
+}
+
 /// Redis's ACLSelectorCheckCmd. `keys` caches the command's keys across
 /// selectors.
 fn check_selector<A: Args + ?Sized>(
