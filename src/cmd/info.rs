@@ -479,8 +479,8 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         crate::util::process::TOTAL_FORKS.load(Relaxed),
     );
     f.kv("migrate_cached_sockets", ctx.server.migrate_sockets.len());
+    f.kv("slave_expires_tracked_keys", ctx.store.replica_volatile.len());
     for k in [
-        "slave_expires_tracked_keys",
         "active_defrag_hits",
         "active_defrag_misses",
         "active_defrag_key_hits",

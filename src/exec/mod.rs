@@ -290,6 +290,13 @@ impl Executor {
                 .latency
                 .add_if_needed("expire-cycle", ms, threshold);
         }
+        // A writable replica expires the keys its own clients gave a TTL.
+        if self.server.repl.master.is_some()
+            && self.server.active_expire
+            && !self.store.replica_volatile.is_empty()
+        {
+            self.store.expire_replica_keys();
+        }
         if self.server.stream_on() {
             self.server.feed_expired(&mut self.store);
         }

@@ -1057,6 +1057,10 @@ fn invoke(
         handler(&mut ctx, argv)
     };
     server.propagation.depth -= 1;
+    if server.repl.master.is_some() && store.stats.dirty != dirty && client.kind != ClientKind::Master
+    {
+        remember_replica_volatile(server, store, client.db, id, argv);
+    }
     if store.invalidated.is_some() || server.tracking.in_use() {
         super::tracking::after_handler(server, store, client, id, argv);
     }
@@ -1128,6 +1132,34 @@ fn invoke(
         server.slowlog.push(client, name, argv, duration, max_len);
     }
     result
+}
+
+/// On a writable replica, the keys of a write from one of its own clients
+/// that now have a TTL are remembered: the replica expires them itself
+/// (Redis's rememberSlaveKeyWithExpire from setExpire).
+fn remember_replica_volatile(
+    server: &ServerState,
+    store: &mut Store,
+    db: usize,
+    id: CommandId,
+    argv: Argv<'_>,
+) {
+    if server.config.get_bool("replica-read-only") {
+        return;
+    }
+    let cmd = &server.table.commands[id];
+    if !cmd.has_keys {
+        return;
+    }
+    let mut keys = Vec::new();
+    crate::server::keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &argv, &mut keys);
+    for k in keys {
+        let key = argv.get(k.pos);
+        let d = &store.dbs[db];
+        if d.dict.get(d.dict.hash(key), key).is_some_and(|e| e.expire_at() != 0) {
+            store.remember_replica_volatile(db, key);
+        }
+    }
 }
 
 /// Collects the command just run for the AOF when it changed the data set

@@ -10,6 +10,70 @@ use super::Store;
 const CHECK_EVERY: usize = 64;
 
 impl Store {
+    /// Remembers that a writable replica's own client gave `key` of `db` a
+    /// TTL (Redis's rememberSlaveKeyWithExpire; databases past 63 are not
+    /// tracked, as in Redis).
+    pub fn remember_replica_volatile(&mut self, db: usize, key: &[u8]) {
+        if db > 63 {
+            return;
+        }
+        *self.replica_volatile.entry(key.to_vec()).or_insert(0) |= 1 << db;
+    }
+
+    /// A writable replica's expiry of the keys its own clients gave a TTL
+    /// (Redis's expireSlaveKeys): keys looked at in the map's order, the
+    /// expired ones deleted, those no longer volatile forgotten; it stops
+    /// after more than three keys that have not expired yet or a
+    /// millisecond. Returns the keys deleted.
+    pub fn expire_replica_keys(&mut self) -> usize {
+        if self.replica_volatile.is_empty() {
+            return 0;
+        }
+        let start = Instant::now();
+        let now = self.now();
+        let (mut looked, mut unexpired, mut deleted) = (0usize, 0usize, 0usize);
+        let mut updates: Vec<(Vec<u8>, u64)> = Vec::new();
+        for (key, &dbs) in &self.replica_volatile {
+            let mut keep = 0u64;
+            for db in (0..self.dbs.len().min(64)).filter(|db| dbs & (1 << db) != 0) {
+                let d = &self.dbs[db];
+                let Some(e) = d.dict.get(d.dict.hash(key), key) else {
+                    continue;
+                };
+                if e.expire_at() == 0 {
+                    continue;
+                }
+                if e.is_expired(now) {
+                    deleted += 1;
+                } else {
+                    unexpired += 1;
+                    keep |= 1 << db;
+                }
+            }
+            updates.push((key.clone(), keep));
+            looked += 1;
+            if unexpired > 3 || (looked % 64 == 0 && start.elapsed() > Duration::from_millis(1)) {
+                break;
+            }
+        }
+        for (key, keep) in updates {
+            let dbs = self.replica_volatile.get(&key).copied().unwrap_or(0);
+            for db in (0..self.dbs.len().min(64)).filter(|db| dbs & !keep & (1 << db) != 0) {
+                let d = &self.dbs[db];
+                let h = d.dict.hash(&key);
+                if d.dict.get(h, &key).is_some_and(|e| e.is_expired(now)) {
+                    self.expire_now(db, h, &key);
+                }
+            }
+            if keep == 0 {
+                self.replica_volatile.remove(&key);
+            } else {
+                self.replica_volatile.insert(key, keep);
+            }
+        }
+        deleted
+    }
+
     /// Runs one cycle with the given time budget; returns keys reclaimed.
     pub fn active_expire_cycle(&mut self, budget: Duration) -> usize {
         let start = Instant::now();

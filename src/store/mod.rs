@@ -125,6 +125,10 @@ pub struct Store {
     pub log_expired: bool,
     /// Keys expired since the AOF last took them: (db, key).
     pub expired_log: Vec<(usize, Vec<u8>)>,
+    /// Keys a writable replica's own clients gave a TTL, with a bit per
+    /// database (Redis's slaveKeysWithExpire): the replica expires them
+    /// itself, as its master knows nothing of them.
+    pub replica_volatile: std::collections::HashMap<Vec<u8>, u64>,
     /// WATCHed keys and the clients whose watched keys changed.
     pub watches: Watches,
     /// Keys written since the executor last took them, for client-side
@@ -184,6 +188,7 @@ impl Store {
             touched_dbs: Vec::new(),
             log_expired: false,
             expired_log: Vec::new(),
+            replica_volatile: std::collections::HashMap::new(),
             watches: Watches::default(),
             invalidated: None,
             lfu: None,
@@ -609,6 +614,9 @@ impl Store {
         if let Some(keys) = &mut self.invalidated {
             keys.push_flush();
         }
+        // Keys of the same names from the master are the master's to expire
+        // (Redis's flushSlaveKeysWithExpireList).
+        self.replica_volatile.clear();
         (0..self.dbs.len()).map(|db| self.empty_db(db)).collect()
     }
 

@@ -1588,3 +1588,57 @@ fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
         assert!(since >= 2, "down for {since} s");
     }
 }
+
+/// A writable replica expires the keys its own clients gave a TTL (the
+/// master knows nothing of them), and INFO's slave_expires_tracked_keys
+/// counts them as redis-server's does; keys from the master stay the
+/// master's to expire.
+#[test]
+fn a_writable_replica_expires_its_own_volatile_keys_as_redis() {
+    let redis_master = spawn_redis_with(&[]);
+    let redis_replica = spawn_redis_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &redis_master.port.to_string(),
+        "--replica-read-only",
+        "no",
+    ]);
+    let master = ferrokv_master();
+    let replica = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "replica-read-only", "no");
+    });
+    let mut m = [master.raw(), Raw::connect(redis_master.port)];
+    let mut r = [replica.raw(), Raw::connect(redis_replica.port)];
+    for i in 0..2 {
+        wait_link_up(&mut r[i]);
+        m[i].cmd_str(&["SET", "from-master", "v", "PX", "200"]);
+        wait_replicas(&mut m[i], 1);
+        // Paused, so the master's own key is not deleted meanwhile.
+        m[i].cmd_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    }
+    let run = |r: &mut [Raw; 2], args: &[&str]| {
+        let (a, b) = (r[0].cmd_str(args), r[1].cmd_str(args));
+        assert_eq!(text(&a), text(&b), "{args:?}");
+    };
+    run(&mut r, &["SET", "short", "v", "PX", "1500"]);
+    run(&mut r, &["SET", "long", "v"]);
+    run(&mut r, &["EXPIRE", "long", "1000"]);
+    run(&mut r, &["SET", "plain", "v"]);
+    run(&mut r, &["EVAL", "redis.call('set', KEYS[1], 'v', 'px', 1500)", "1", "scripted"]);
+    let tracked = |r: &mut Raw| info_field(r, "stats", "slave_expires_tracked_keys");
+    assert_eq!(tracked(&mut r[1]), "3");
+    assert_eq!(tracked(&mut r[0]), "3");
+    for rr in r.iter_mut() {
+        assert!(
+            wait_until(Duration::from_secs(5), || info_field(rr, "stats", "expired_keys") == "2"),
+            "the replica's own short-lived keys expired"
+        );
+    }
+    run(&mut r, &["EXISTS", "short", "scripted", "long", "plain"]);
+    run(&mut r, &["DBSIZE"]);
+    assert_eq!(tracked(&mut r[0]), tracked(&mut r[1]));
+    run(&mut r, &["FLUSHALL"]);
+    assert_eq!(tracked(&mut r[0]), "0");
+    assert_eq!(tracked(&mut r[1]), "0");
+}
