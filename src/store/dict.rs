@@ -313,7 +313,10 @@ impl Dict {
         expire_at: u64,
         lru: u32,
     ) -> EntryMut<'_> {
-        if self.next.is_empty() && self.len >= self.buckets.len() {
+        if self.next.is_empty()
+            && self.len >= self.buckets.len()
+            && (self.buckets.is_empty() || super::hashed::may_grow(self.len, self.buckets.len()))
+        {
             self.start_rehash((self.len + 1).next_power_of_two().max(INITIAL_SIZE));
         }
         self.rehash_step(1);
@@ -359,7 +362,11 @@ impl Dict {
     /// as Redis does (HASHTABLE_MIN_FILL).
     fn maybe_shrink(&mut self) {
         let size = self.buckets.len();
-        if self.next.is_empty() && size > INITIAL_SIZE && self.len * 10 < size {
+        if self.next.is_empty()
+            && size > INITIAL_SIZE
+            && self.len * 10 < size
+            && super::hashed::may_shrink()
+        {
             self.start_rehash(self.len.next_power_of_two().max(INITIAL_SIZE));
         }
     }
@@ -381,6 +388,9 @@ impl Dict {
     pub fn rehash_step(&mut self, n: usize) -> bool {
         if self.next.is_empty() {
             return false;
+        }
+        if !super::hashed::may_rehash(self.buckets.len(), self.next.len()) {
+            return true;
         }
         let mask = self.next.len() - 1;
         let mut empty_visits = n * 10;

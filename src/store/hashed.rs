@@ -60,6 +60,35 @@ fn resize_policy() -> ResizePolicy {
     }
 }
 
+/// A table holding `used` entries in `size` buckets grows now: at one
+/// entry per bucket, or while a child saves only past
+/// [`FORCE_RESIZE_RATIO`] (Redis's _dictExpandIfNeeded). For the keyspace
+/// too, so a save's pages stay shared.
+pub(crate) fn may_grow(used: usize, size: usize) -> bool {
+    match resize_policy() {
+        ResizePolicy::Enable => used >= size,
+        ResizePolicy::Avoid => used / size > FORCE_RESIZE_RATIO,
+        ResizePolicy::Forbid => false,
+    }
+}
+
+/// Tables shrink only while no child saves (Redis's dictResize).
+pub(crate) fn may_shrink() -> bool {
+    resize_policy() == ResizePolicy::Enable
+}
+
+/// A resize from `s0` to `s1` buckets goes on: while a child saves only
+/// by a large ratio, never in the child (Redis's dictRehash).
+pub(crate) fn may_rehash(s0: usize, s1: usize) -> bool {
+    match resize_policy() {
+        ResizePolicy::Enable => true,
+        ResizePolicy::Avoid => {
+            !((s1 > s0 && s1 / s0 < FORCE_RESIZE_RATIO) || (s1 < s0 && s0 / s1 < FORCE_RESIZE_RATIO))
+        }
+        ResizePolicy::Forbid => false,
+    }
+}
+
 /// Entries per bucket past which a table grows even while a child saves,
 /// and the size ratio past which a started resize goes on.
 const FORCE_RESIZE_RATIO: usize = 5;
@@ -299,7 +328,7 @@ impl<V> HashedMap<V> {
 
     /// Redis's dictResize: down to the smallest array holding every entry.
     fn shrink(&mut self) {
-        if resize_policy() == ResizePolicy::Enable && !self.is_rehashing() {
+        if may_shrink() && !self.is_rehashing() {
             self.expand(self.used[0].max(INITIAL_SIZE));
         }
     }
@@ -315,10 +344,7 @@ impl<V> HashedMap<V> {
             return;
         }
         let used = self.used[0];
-        let policy = resize_policy();
-        if (policy == ResizePolicy::Enable && used >= size)
-            || (policy != ResizePolicy::Forbid && used / size > FORCE_RESIZE_RATIO)
-        {
+        if used >= size && may_grow(used, size) {
             self.expand(used + 1);
         }
     }
@@ -359,15 +385,8 @@ impl<V> HashedMap<V> {
             return false;
         }
         let (s0, s1) = (self.tables[0].len(), self.tables[1].len());
-        match resize_policy() {
-            ResizePolicy::Forbid => return true,
-            ResizePolicy::Avoid
-                if (s1 > s0 && s1 / s0 < FORCE_RESIZE_RATIO)
-                    || (s1 < s0 && s0 / s1 < FORCE_RESIZE_RATIO) =>
-            {
-                return true
-            }
-            _ => {}
+        if !may_rehash(s0, s1) {
+            return true;
         }
         let mut empty_visits = n * 10;
         let mask = s1 - 1;

@@ -737,3 +737,33 @@ fn debug_table_and_allocator_subcommands_answer_as_redis() {
     p.same(&["DEBUG", "PAUSE-CRON", "1"]);
     p.same(&["DEBUG", "PAUSE-CRON", "0"]);
 }
+
+/// While a child saves, the keyspace's table does not grow at one key per
+/// bucket (the child's pages stay shared), as Redis's dict_can_resize.
+#[test]
+fn the_keyspace_does_not_grow_while_a_child_saves_as_redis() {
+    // The binary: a fork of the test process would take its threads' state.
+    let ours = spawn_ferrokv_process_with(&["--enable-debug-command", "yes"]);
+    let theirs = spawn_redis_with(&["--enable-debug-command", "yes"]);
+    let mut p = [Raw::connect(ours.port), Raw::connect(theirs.port)];
+    let sizes = |r: &mut Raw| -> Vec<String> {
+        String::from_utf8_lossy(&r.cmd_str(&["DEBUG", "HTSTATS", "0"]))
+            .lines()
+            .filter(|l| l.contains("table size") || l.contains("number of elements"))
+            .take(2)
+            .map(str::to_string)
+            .collect()
+    };
+    for args in [
+        &["DEBUG", "POPULATE", "4096"][..],
+        &["CONFIG", "SET", "rdb-key-save-delay", "1000000"],
+        &["BGSAVE"],
+        &["MSET", "k1", "v1", "k2", "v2"],
+    ] {
+        let (a, b) = (p[0].cmd_str(args), p[1].cmd_str(args));
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{args:?}");
+    }
+    for r in p.iter_mut() {
+        assert_eq!(sizes(r), [" table size: 4096", " number of elements: 4098"]);
+    }
+}
