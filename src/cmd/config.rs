@@ -413,8 +413,20 @@ pub fn rewrite_file(ctx: &mut Ctx<'_>, force_all: bool) -> Result<(), RewriteErr
     } else {
         Vec::new()
     };
-    crate::config::file::rewrite(&path, &ctx.server.config, &users, force_all)
-        .map_err(RewriteError::Io)
+    // The master followed now, set by REPLICAOF or a failover as much as
+    // by the file (rewriteConfigReplicaOfOption; none in cluster mode).
+    let mut config = ctx.server.config.clone();
+    if let Some((param, _)) = crate::config::params::lookup(b"replicaof") {
+        let set = match &ctx.server.repl.master {
+            Some(m) if ctx.server.cluster.is_none() => {
+                let port = m.port.to_string();
+                config.set_args(param, &[m.host.as_bytes(), port.as_bytes()], false)
+            }
+            _ => config.set_args(param, &[b"no", b"one"], false),
+        };
+        debug_assert!(set.is_ok(), "a master's address is a valid replicaof");
+    }
+    crate::config::file::rewrite(&path, &config, &users, force_all).map_err(RewriteError::Io)
 }
 
 const HELP: &[&str] = &[

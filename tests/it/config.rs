@@ -822,3 +822,64 @@ fn config_set_empty_bind_listens_nowhere_like_redis() {
         assert_eq!(Raw::connect(port).cmd_str(&["PING"]), b"+PONG\r\n");
     }
 }
+
+/// CONFIG REWRITE writes the master followed now (set by REPLICAOF, not
+/// only by the file), and no `replicaof` line once it follows none, as
+/// Redis's rewriteConfigReplicaOfOption.
+#[test]
+fn config_rewrite_writes_the_master_followed_now_as_redis() {
+    let dir = unique_temp_path("ferrokv-rewrite-replicaof");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let replicaof_lines = |path: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .expect("config file")
+            .lines()
+            .filter(|l| l.starts_with("replicaof"))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut files = Vec::new();
+    let mut conns = Vec::new();
+    let mut children = Vec::new();
+    for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
+        let path = dir.join(format!("{}.conf", files.len()));
+        let (child, port) = spawn_on_free_port(|port| {
+            std::fs::write(&path, format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"))
+                .expect("write config");
+            let mut c = std::process::Command::new(program);
+            c.arg(&path).current_dir(&dir);
+            c
+        });
+        children.push(ChildGuard(child));
+        conns.push(Raw::connect(port));
+        files.push(path);
+    }
+    for step in [
+        &["REPLICAOF", "127.0.0.1", "1"][..],
+        &["CONFIG", "REWRITE"],
+    ] {
+        for c in conns.iter_mut() {
+            assert_eq!(c.cmd_str(step), b"+OK\r\n", "{step:?}");
+        }
+    }
+    assert_eq!(replicaof_lines(&files[0]), replicaof_lines(&files[1]));
+    assert_eq!(replicaof_lines(&files[0]), ["replicaof 127.0.0.1 1"]);
+    for step in [&["REPLICAOF", "NO", "ONE"][..], &["CONFIG", "REWRITE"]] {
+        for c in conns.iter_mut() {
+            assert_eq!(c.cmd_str(step), b"+OK\r\n", "{step:?}");
+        }
+    }
+    assert_eq!(replicaof_lines(&files[0]), replicaof_lines(&files[1]));
+    assert!(replicaof_lines(&files[0]).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A child process killed on drop.
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

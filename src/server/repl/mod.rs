@@ -518,7 +518,10 @@ impl Replication {
 
     /// Becomes a master with the history it has (REPLICAOF NO ONE, Redis's
     /// shiftReplicationId): the old ID stays valid up to the current
-    /// offset, so replicas of the old master continue partially.
+    /// offset, so replicas of the old master continue partially. This
+    /// server's own replicas are disconnected (Redis's
+    /// replicationUnsetMaster): they reconnect, continue partially and so
+    /// learn the new ID.
     pub fn promote(&mut self) {
         crate::config::log::set_role(b'M');
         super::set_oom_class(crate::util::process::OomClass::Master);
@@ -526,6 +529,9 @@ impl Replication {
         self.second_replid_offset = self.offset as i64 + 1;
         self.master = None;
         self.log.db = None;
+        if !self.replicas.is_empty() {
+            self.disconnect_replicas();
+        }
     }
 
     /// Memory held for replicas beyond the backlog: their queued stream,
