@@ -480,7 +480,17 @@ fn prepare(
             .config
             .get_i64("repl-backlog-size")
             .unwrap_or(1 << 20);
-        executor.server.repl.resume(info, size.max(1) as usize);
+        // A cluster replica by its nodes.conf follows its master once the
+        // bus runs: its history is a replica's (Redis's iAmMaster).
+        let cluster_replica = executor
+            .server
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.me().is_replica());
+        executor
+            .server
+            .repl
+            .resume(info, size.max(1) as usize, cluster_replica);
         // What expired while the master was down reaches its backlog as
         // DELs after the loaded offset, so its replicas continue and drop
         // those keys too (Redis's RDBFLAGS_FEED_REPL).

@@ -43,6 +43,8 @@ const HELP: &[&str] = &[
     "    Like HTSTATS but for the hash table stored at <key>'s value.",
     "LOADAOF",
     "    Flush the AOF buffers on disk and reload the AOF in memory.",
+    "REPLICATE <string>",
+    "    Replicates the provided string to replicas, allowing data divergence.",
     "MALLCTL <key> [<val>]",
     "    Get or set a malloc tuning integer.",
     "MALLCTL-STR <key> [<val>]",
@@ -154,6 +156,16 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.reply.ok();
     } else if is(sub, "drop-cluster-packet-filter") && n == 3 {
         ctx.server.cluster_drop_packet_filter = args::int(argv.get(2))?;
+        ctx.reply.ok();
+    } else if is(sub, "replicate") && n >= 3 {
+        // To the replicas only, in the stream's database
+        // (replicationFeedSlaves with server.slaveseldb).
+        let repl = &mut ctx.server.repl;
+        if repl.feeding() {
+            let args: Vec<&[u8]> = argv.iter_from(2).collect();
+            let db = repl.log.db.unwrap_or(0);
+            repl.log.feed_args(db, &args);
+        }
         ctx.reply.ok();
     } else if is(sub, "aof-flush-sleep") && n == 3 {
         // atoi: anything but a number reads as 0.

@@ -494,7 +494,10 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("tracking_total_keys", tr.total_keys());
     f.kv("tracking_total_items", tr.total_items());
     f.kv("tracking_total_prefixes", tr.total_prefixes());
-    f.kv("unexpected_error_replies", 0);
+    f.kv(
+        "unexpected_error_replies",
+        ctx.server.stats.unexpected_error_replies,
+    );
     let errors: u64 = st.errors.values().sum();
     f.kv("total_error_replies", errors);
     let net = ctx.server.net_stats();

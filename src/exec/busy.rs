@@ -6,12 +6,13 @@
 //! run (SCRIPT KILL, FUNCTION KILL/STATS, QUIT, AUTH, HELLO...) and
 //! everything else gets -BUSY and flags an open transaction, as in Redis;
 //! as a client while loading, where `call` answers -LOADING to commands
-//! not flagged `loading`.
+//! not flagged `loading`. The master's stream waits for the script.
 
 use std::time::Duration;
 
 use crate::net::link::Request;
 use crate::server::call::{call, Caller};
+use crate::server::client::ClientKind;
 use crate::server::ServerState;
 use crate::store::Store;
 
@@ -65,6 +66,19 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
                 let Some(mut client) = server.clients.remove(&id) else {
                     continue;
                 };
+                if run.is_some() && client.kind == ClientKind::Master {
+                    // The master's stream waits for the script, never
+                    // refused with -BUSY (Redis's processInputBuffer): it
+                    // runs, in order, once the script is over.
+                    server.clients.insert(id, client);
+                    server.postponed.push(crate::server::pause::Postponed {
+                        id,
+                        batch,
+                        out,
+                        next: 0,
+                    });
+                    continue;
+                }
                 let caller = if run.is_some() {
                     Caller::Busy
                 } else {

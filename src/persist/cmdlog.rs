@@ -44,6 +44,12 @@ impl CommandLog {
         encode_argv(&mut self.buf, argv);
     }
 
+    /// Appends one command given as its arguments in database `db`.
+    pub fn feed_args(&mut self, db: usize, args: &[&[u8]]) {
+        self.select(db);
+        encode(&mut self.buf, args);
+    }
+
     /// Appends a DEL of `key` (an expired or evicted key).
     pub fn feed_del(&mut self, db: usize, key: &[u8]) {
         self.select(db);

@@ -123,7 +123,7 @@ pub fn call(
         Err(Refusal::Checks(e)) => {
             count_error(server, &e);
             if top {
-                log_error_to_peer(client, caller, &e);
+                log_error_to_peer(server, client, caller, &e);
             }
             // A script's refused call is counted here too, as Redis's
             // scriptCall does, even when redis.pcall catches it; the
@@ -134,7 +134,7 @@ pub fn call(
         Err(Refusal::Handler(e)) => {
             count_error(server, &e);
             if top {
-                log_error_to_peer(client, caller, &e);
+                log_error_to_peer(server, client, caller, &e);
             }
             ReplyBuf::new(out, client.resp3).error(&e);
             Outcome::Failed
@@ -194,8 +194,11 @@ pub fn call(
 }
 
 /// An error for the master, a replica or the AOF loader is worth a line
-/// in the log: nobody reads it (Redis's afterErrorReply).
-fn log_error_to_peer(client: &Client, caller: Caller, e: &Error) {
+/// in the log: nobody reads it (Redis's afterErrorReply). With
+/// `propagation-error-behavior` panic (or panic-on-replicas) a read-only
+/// replica erring on its master's stream stops, as does the AOF loader
+/// under panic: the data set has diverged.
+fn log_error_to_peer(server: &mut ServerState, client: &Client, caller: Caller, e: &Error) {
     let (from, to) = match (caller, client.kind) {
         (Caller::Aof, _) => ("server", "AOF-loading-client"),
         (_, ClientKind::Master) => ("replica", "master"),
@@ -211,6 +214,18 @@ fn log_error_to_peer(client: &Client, caller: Caller, e: &Error) {
     tracing::warn!(
         "== CRITICAL == This {from} is sending an error to its {to}: '{text}' after processing the command '{name}'"
     );
+    server.stats.unexpected_error_replies += 1;
+    let behavior = server.config.get("propagation-error-behavior");
+    let panic_in_replica = client.kind == ClientKind::Master
+        && caller != Caller::Aof
+        && server.config.get_bool("replica-read-only")
+        && (behavior == "panic" || behavior == "panic-on-replicas");
+    let panic_in_aof = caller == Caller::Aof && behavior == "panic";
+    if panic_in_replica || panic_in_aof {
+        // invariant: the configuration asks for this stop (Redis's
+        // serverPanic); the crash report follows.
+        panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
+    }
 }
 
 /// CLIENT REPLY OFF/SKIP: the command's replies go, RESP3 pushes stay.

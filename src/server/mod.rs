@@ -61,6 +61,9 @@ pub struct ServerStats {
     /// Deep integrity checks of RESTORE payloads (INFO
     /// dump_payload_sanitizations).
     pub dump_payload_sanitizations: u64,
+    /// Errors replied to the master, a replica or the AOF loader (INFO
+    /// unexpected_error_replies).
+    pub unexpected_error_replies: u64,
 }
 
 /// How output buffers are resized (DEBUG REPLYBUFFER).

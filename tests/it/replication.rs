@@ -1642,3 +1642,51 @@ fn a_writable_replica_expires_its_own_volatile_keys_as_redis() {
     assert_eq!(tracked(&mut r[0]), "0");
     assert_eq!(tracked(&mut r[1]), "0");
 }
+
+/// DEBUG REPLICATE sends a command to the replicas only; a replica that
+/// errs on its master's stream logs it, counts it in INFO's
+/// unexpected_error_replies and, read-only under
+/// `propagation-error-behavior panic`, stops, as redis-server does.
+#[test]
+fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
+    let debug = ["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"];
+    let redis_master = spawn_redis_with(&debug);
+    let master = spawn_ferrokv_process_with(&debug);
+    let mut m = [Raw::connect(master.port), Raw::connect(redis_master.port)];
+    let mut replica = spawn_ferrokv_process_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+        "--propagation-error-behavior",
+        "ignore",
+    ]);
+    let mut redis_replica = spawn_redis_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &redis_master.port.to_string(),
+        "--propagation-error-behavior",
+        "ignore",
+    ]);
+    let mut r = [Raw::connect(replica.port), Raw::connect(redis_replica.port)];
+    for i in 0..2 {
+        wait_link_up(&mut r[i]);
+        assert_eq!(m[i].cmd_str(&["DEBUG", "REPLICATE", "fake-command-1", "x"]), b"+OK\r\n");
+        m[i].cmd_str(&["SET", "foo", "bar"]);
+        wait_replicas(&mut m[i], 1);
+        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "1");
+        assert_eq!(r[i].cmd_str(&["GET", "foo"]), b"$3\r\nbar\r\n");
+        // A writable replica's own divergence is allowed.
+        r[i].cmd_str(&["CONFIG", "SET", "replica-read-only", "no"]);
+        r[i].cmd_str(&["CONFIG", "SET", "propagation-error-behavior", "panic"]);
+        r[i].cmd_str(&["SET", "n", "foo"]);
+        m[i].cmd_str(&["INCRBY", "n", "1"]);
+        wait_replicas(&mut m[i], 1);
+        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "2");
+        // Read-only again: the next error stops the replica.
+        r[i].cmd_str(&["CONFIG", "SET", "replica-read-only", "yes"]);
+        m[i].cmd_str(&["DEBUG", "REPLICATE", "fake-command-2"]);
+        m[i].cmd_str(&["SET", "foo", "baz"]);
+    }
+    assert!(replica.wait_exit(Duration::from_secs(10)).is_some(), "ferrokv's replica stopped");
+    assert!(redis_replica.wait_exit(Duration::from_secs(10)).is_some(), "redis-server's replica stopped");
+}

@@ -566,9 +566,9 @@ impl Replication {
     /// Takes up the history a file loaded at start-up recorded (Redis's
     /// loadDataFromDisk): a replica continues it with its master; a master
     /// keeps it as its previous history, so its replicas continue.
-    pub fn resume(&mut self, info: crate::persist::ReplInfo, backlog_size: usize) {
+    pub fn resume(&mut self, info: crate::persist::ReplInfo, backlog_size: usize, replica: bool) {
         let id = String::from_utf8_lossy(&info.id).into_owned();
-        if self.master.is_some() {
+        if replica || self.master.is_some() {
             self.replid = id;
             self.offset = info.offset;
             self.stream_db = info.stream_db as usize;
