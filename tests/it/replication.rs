@@ -1690,3 +1690,39 @@ fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
     assert!(replica.wait_exit(Duration::from_secs(10)).is_some(), "ferrokv's replica stopped");
     assert!(redis_replica.wait_exit(Duration::from_secs(10)).is_some(), "redis-server's replica stopped");
 }
+
+/// While a replica runs a script past busy-reply-threshold, its master's
+/// stream waits (never refused with -BUSY) and is applied, in order, once
+/// the script is over, as in redis-server.
+#[test]
+fn the_masters_stream_waits_for_a_busy_script_as_redis() {
+    let redis_master = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let redis_replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &redis_master.port.to_string()]);
+    let master = ferrokv_master();
+    let (replica, ours) = ferrokv_replica_of(master.port);
+    let mut m = [master.raw(), Raw::connect(redis_master.port)];
+    let mut r = [ours, Raw::connect(redis_replica.port)];
+    wait_link_up(&mut r[1]);
+    for i in 0..2 {
+        r[i].cmd_str(&["CONFIG", "SET", "busy-reply-threshold", "100"]);
+        // The script takes two seconds of wall clock.
+        r[i].send(&encode(&[
+            b"EVAL",
+            b"local s = tonumber(redis.call('TIME')[1]) while tonumber(redis.call('TIME')[1]) < s + 2 do end return 1",
+            b"0",
+        ]));
+        let mut probe = Raw::connect(if i == 0 { replica.port } else { redis_replica.port });
+        assert!(
+            wait_until(Duration::from_secs(5), || probe.cmd_str(&["PING"]).starts_with(b"-BUSY")),
+            "the script runs"
+        );
+        for n in 0..50 {
+            m[i].cmd_str(&["RPUSH", "l", &n.to_string()]);
+        }
+        assert_eq!(r[i].read_reply(), b":1\r\n");
+        wait_replicas(&mut m[i], 1);
+        assert_eq!(r[i].cmd_str(&["LLEN", "l"]), b":50\r\n");
+        assert_eq!(r[i].cmd_str(&["LINDEX", "l", "49"]), b"$2\r\n49\r\n");
+        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "0");
+    }
+}
