@@ -84,16 +84,19 @@ fn minutes(now_ms: u64) -> u32 {
 /// Redis's LFUDecrAndReturn: the counter once the elapsed decay periods are
 /// taken off.
 pub fn lfu_counter(stamp: u32, lfu: Lfu, now_ms: u64) -> u32 {
-    let ldt = stamp >> 8;
+    let ldt = u64::from(stamp >> 8);
     let counter = stamp & 255;
-    let now = minutes(now_ms);
+    let now = u64::from(minutes(now_ms));
+    // Redis's LFUTimeElapsed in unsigned long: a stamp written under an
+    // LRU policy (seconds, wider than 16 bits) wraps to a huge elapsed
+    // time, so its counter reads as 0.
     let elapsed = if now >= ldt {
         now - ldt
     } else {
-        65535 - ldt + now
+        65535u64.wrapping_sub(ldt).wrapping_add(now)
     };
-    let periods = elapsed.checked_div(lfu.decay_time).unwrap_or(0);
-    counter.saturating_sub(periods)
+    let periods = elapsed.checked_div(u64::from(lfu.decay_time)).unwrap_or(0);
+    u64::from(counter).saturating_sub(periods) as u32
 }
 
 /// Keys the eviction pool remembers, best candidate last, with their
@@ -356,6 +359,9 @@ mod tests {
         assert_eq!(lfu_counter(stamp, lfu, now), 17);
         let stale = (minutes(now - 60 * 60_000) << 8) | 20;
         assert_eq!(lfu_counter(stale, lfu, now), 0);
+        // A key stamped under an LRU policy (Unix seconds), read once the
+        // policy is LFU: Redis's unsigned arithmetic wraps to 0.
+        assert_eq!(lfu_counter(1_795_000_000, lfu, now), 0);
     }
 
     #[test]
