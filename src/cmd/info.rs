@@ -479,7 +479,10 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         crate::util::process::TOTAL_FORKS.load(Relaxed),
     );
     f.kv("migrate_cached_sockets", ctx.server.migrate_sockets.len());
-    f.kv("slave_expires_tracked_keys", ctx.store.replica_volatile.len());
+    f.kv(
+        "slave_expires_tracked_keys",
+        ctx.store.replica_volatile.len(),
+    );
     for k in [
         "active_defrag_hits",
         "active_defrag_misses",

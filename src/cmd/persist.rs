@@ -214,7 +214,9 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     let freq = freq.map(|f| f.clamp(0, 255) as u8);
     // A new object: REPLACE does not keep the old key's access stamp.
-    let stamp = ctx.store.restored_stamp(freq, idle.map(|i| i.max(0) as u64));
+    let stamp = ctx
+        .store
+        .restored_stamp(freq, idle.map(|i| i.max(0) as u64));
     if let Some(mut e) = ctx.store.get(db, key) {
         e.set_lru(stamp);
     }

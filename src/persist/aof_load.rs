@@ -383,7 +383,12 @@ fn read_header(data: &[u8], p: &mut usize, prefix: u8) -> Result<usize, Stop> {
 /// back when `truncate_ok` (aof-load-truncated), to before that MULTI so
 /// that nothing appended later joins the unfinished transaction.
 /// Otherwise the start is refused.
-fn truncate_tail(path: &Path, name: &str, cut: usize, truncate_ok: bool) -> std::io::Result<FileLoad> {
+fn truncate_tail(
+    path: &Path,
+    name: &str,
+    cut: usize,
+    truncate_ok: bool,
+) -> std::io::Result<FileLoad> {
     if !truncate_ok {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

@@ -1072,7 +1072,9 @@ fn invoke(
         handler(&mut ctx, argv)
     };
     server.propagation.depth -= 1;
-    if server.repl.master.is_some() && store.stats.dirty != dirty && client.kind != ClientKind::Master
+    if server.repl.master.is_some()
+        && store.stats.dirty != dirty
+        && client.kind != ClientKind::Master
     {
         remember_replica_volatile(server, store, client.db, id, argv);
     }
@@ -1171,7 +1173,10 @@ fn remember_replica_volatile(
     for k in keys {
         let key = argv.get(k.pos);
         let d = &store.dbs[db];
-        if d.dict.get(d.dict.hash(key), key).is_some_and(|e| e.expire_at() != 0) {
+        if d.dict
+            .get(d.dict.hash(key), key)
+            .is_some_and(|e| e.expire_at() != 0)
+        {
             store.remember_replica_volatile(db, key);
         }
     }

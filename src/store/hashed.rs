@@ -83,7 +83,8 @@ pub(crate) fn may_rehash(s0: usize, s1: usize) -> bool {
     match resize_policy() {
         ResizePolicy::Enable => true,
         ResizePolicy::Avoid => {
-            !((s1 > s0 && s1 / s0 < FORCE_RESIZE_RATIO) || (s1 < s0 && s0 / s1 < FORCE_RESIZE_RATIO))
+            !((s1 > s0 && s1 / s0 < FORCE_RESIZE_RATIO)
+                || (s1 < s0 && s0 / s1 < FORCE_RESIZE_RATIO))
         }
         ResizePolicy::Forbid => false,
     }

@@ -918,10 +918,32 @@ fn migrate_keys_and_sort_patterns_are_checked_as_redis() {
     same_all(
         &mut p,
         &[
-            &["ACL", "SETUSER", "odd", "on", "nopass", "+@all", "%R~read*", "%W~write*", "%RW~rw*"],
-            &["ACL", "SETUSER", "sorter", "on", "nopass", "+sort", "~mylist"],
-            &["ACL", "SETUSER", "reader", "on", "nopass", "+sort", "~mylist", "%R~*"],
-            &["ACL", "SETUSER", "sel", "on", "nopass", "(+sort ~mylist %W~*)", "(+sort %R~*)"],
+            &[
+                "ACL",
+                "SETUSER",
+                "odd",
+                "on",
+                "nopass",
+                "+@all",
+                "%R~read*",
+                "%W~write*",
+                "%RW~rw*",
+            ],
+            &[
+                "ACL", "SETUSER", "sorter", "on", "nopass", "+sort", "~mylist",
+            ],
+            &[
+                "ACL", "SETUSER", "reader", "on", "nopass", "+sort", "~mylist", "%R~*",
+            ],
+            &[
+                "ACL",
+                "SETUSER",
+                "sel",
+                "on",
+                "nopass",
+                "(+sort ~mylist %W~*)",
+                "(+sort %R~*)",
+            ],
             &["RPUSH", "mylist", "1", "2"],
             &["SET", "v1", "9"],
         ],

@@ -84,8 +84,14 @@ fn refused_layouts_are_refused_with_redis_lines() {
         (
             "a file the manifest names is missing",
             vec![
-                ("appendonlydir/appendonly.aof.1.base.aof", set1.clone().into()),
-                ("appendonlydir/appendonly.aof.2.incr.aof", set2.clone().into()),
+                (
+                    "appendonlydir/appendonly.aof.1.base.aof",
+                    set1.clone().into(),
+                ),
+                (
+                    "appendonlydir/appendonly.aof.2.incr.aof",
+                    set2.clone().into(),
+                ),
                 (
                     "appendonlydir/appendonly.aof.manifest",
                     b"file appendonly.aof.1.base.aof seq 1 type b\n\
@@ -98,8 +104,14 @@ fn refused_layouts_are_refused_with_redis_lines() {
         (
             "sequence not increasing",
             vec![
-                ("appendonlydir/appendonly.aof.1.incr.aof", set1.clone().into()),
-                ("appendonlydir/appendonly.aof.2.incr.aof", set2.clone().into()),
+                (
+                    "appendonlydir/appendonly.aof.1.incr.aof",
+                    set1.clone().into(),
+                ),
+                (
+                    "appendonlydir/appendonly.aof.2.incr.aof",
+                    set2.clone().into(),
+                ),
                 (
                     "appendonlydir/appendonly.aof.manifest",
                     b"file appendonly.aof.2.incr.aof seq 2 type i\n\
@@ -111,7 +123,10 @@ fn refused_layouts_are_refused_with_redis_lines() {
         (
             "blank line",
             vec![
-                ("appendonlydir/appendonly.aof.1.incr.aof", set1.clone().into()),
+                (
+                    "appendonlydir/appendonly.aof.1.incr.aof",
+                    set1.clone().into(),
+                ),
                 (
                     "appendonlydir/appendonly.aof.manifest",
                     b"file appendonly.aof.1.incr.aof seq 1 type i\n\n".to_vec(),
@@ -121,8 +136,14 @@ fn refused_layouts_are_refused_with_redis_lines() {
         (
             "two bases",
             vec![
-                ("appendonlydir/appendonly.aof.1.base.aof", set1.clone().into()),
-                ("appendonlydir/appendonly.aof.2.base.aof", set2.clone().into()),
+                (
+                    "appendonlydir/appendonly.aof.1.base.aof",
+                    set1.clone().into(),
+                ),
+                (
+                    "appendonlydir/appendonly.aof.2.base.aof",
+                    set2.clone().into(),
+                ),
                 (
                     "appendonlydir/appendonly.aof.manifest",
                     b"file appendonly.aof.1.base.aof seq 1 type b\n\
@@ -261,7 +282,8 @@ fn redis_preamble_aof() -> Vec<u8> {
     assert!(
         wait_until(Duration::from_secs(10), || {
             let info = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
-            info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+            info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0")
                 && aof_files(&dir).1.contains(".2.base.rdb")
         }),
         "redis-server rewrote its AOF"
@@ -318,7 +340,11 @@ fn old_style_aofs_are_moved_into_the_aof_directory_as_redis_moves_them() {
         let f = launch(|port| ferrokv_cmd(&ours, port, "always", &[]));
         let r = redis(&theirs);
         assert_eq!(values(&f, &keys), values(&r, &keys), "{what}: data");
-        assert_eq!(aof_files(&ours), aof_files(&theirs), "{what}: AOF directory");
+        assert_eq!(
+            aof_files(&ours),
+            aof_files(&theirs),
+            "{what}: AOF directory"
+        );
         assert_eq!(
             Path::new(&ours.0.join("appendonly.aof")).exists(),
             Path::new(&theirs.0.join("appendonly.aof")).exists(),

@@ -260,10 +260,18 @@ fn setbit_and_bitfield_count_changes_as_redis() {
         &["BITFIELD", "foo2", "SET", "i5", "0", "0"],
         &["SETBIT", "foo", "0", "0"],
         &["BITFIELD", "foo2", "SET", "i5", "0", "0"],
-        &["BITFIELD", "foo2", "SET", "i5", "0", "1", "SET", "i5", "5", "1", "GET", "u4", "0"],
-        &["BITFIELD", "foo2", "SET", "i5", "0", "1", "INCRBY", "u2", "100", "1"],
-        &["BITFIELD", "foo3", "SET", "u8", "0", "1", "SET", "u8", "8", "2"],
-        &["BITFIELD", "foo2", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9"],
+        &[
+            "BITFIELD", "foo2", "SET", "i5", "0", "1", "SET", "i5", "5", "1", "GET", "u4", "0",
+        ],
+        &[
+            "BITFIELD", "foo2", "SET", "i5", "0", "1", "INCRBY", "u2", "100", "1",
+        ],
+        &[
+            "BITFIELD", "foo3", "SET", "u8", "0", "1", "SET", "u8", "8", "2",
+        ],
+        &[
+            "BITFIELD", "foo2", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9",
+        ],
         &["BITFIELD", "foo2", "INCRBY", "u2", "0", "4"],
         &["SETBIT", "foo", "100", "0"],
     ];
@@ -274,7 +282,11 @@ fn setbit_and_bitfield_count_changes_as_redis() {
             info_u64(&mut p.ours, "rdb_changes_since_last_save"),
             info_u64(&mut p.theirs, "rdb_changes_since_last_save"),
         );
-        assert_eq!(now.0 - last.0, now.1 - last.1, "changes counted by {args:?}");
+        assert_eq!(
+            now.0 - last.0,
+            now.1 - last.1,
+            "changes counted by {args:?}"
+        );
         last = now;
     }
 }

@@ -854,10 +854,7 @@ fn config_rewrite_writes_the_master_followed_now_as_redis() {
         conns.push(Raw::connect(port));
         files.push(path);
     }
-    for step in [
-        &["REPLICAOF", "127.0.0.1", "1"][..],
-        &["CONFIG", "REWRITE"],
-    ] {
+    for step in [&["REPLICAOF", "127.0.0.1", "1"][..], &["CONFIG", "REWRITE"]] {
         for c in conns.iter_mut() {
             assert_eq!(c.cmd_str(step), b"+OK\r\n", "{step:?}");
         }

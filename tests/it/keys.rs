@@ -561,8 +561,16 @@ fn restore_freq_and_idletime_follow_the_policy_as_redis() {
                 args.extend(opts.iter().map(|o| o.as_bytes()));
                 raw.cmd(&args)
             };
-            assert_eq!(run(&mut p.ours, &ours), run(&mut p.theirs, &theirs), "{policy} {opts:?}");
-            let probe = if policy.contains("lfu") { "FREQ" } else { "IDLETIME" };
+            assert_eq!(
+                run(&mut p.ours, &ours),
+                run(&mut p.theirs, &theirs),
+                "{policy} {opts:?}"
+            );
+            let probe = if policy.contains("lfu") {
+                "FREQ"
+            } else {
+                "IDLETIME"
+            };
             p.same(&["OBJECT", probe, "k"]);
         }
     }

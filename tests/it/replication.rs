@@ -1625,13 +1625,25 @@ fn a_writable_replica_expires_its_own_volatile_keys_as_redis() {
     run(&mut r, &["SET", "long", "v"]);
     run(&mut r, &["EXPIRE", "long", "1000"]);
     run(&mut r, &["SET", "plain", "v"]);
-    run(&mut r, &["EVAL", "redis.call('set', KEYS[1], 'v', 'px', 1500)", "1", "scripted"]);
+    run(
+        &mut r,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'v', 'px', 1500)",
+            "1",
+            "scripted",
+        ],
+    );
     let tracked = |r: &mut Raw| info_field(r, "stats", "slave_expires_tracked_keys");
     assert_eq!(tracked(&mut r[1]), "3");
     assert_eq!(tracked(&mut r[0]), "3");
     for rr in r.iter_mut() {
         assert!(
-            wait_until(Duration::from_secs(5), || info_field(rr, "stats", "expired_keys") == "2"),
+            wait_until(Duration::from_secs(5), || info_field(
+                rr,
+                "stats",
+                "expired_keys"
+            ) == "2"),
             "the replica's own short-lived keys expired"
         );
     }
@@ -1649,7 +1661,12 @@ fn a_writable_replica_expires_its_own_volatile_keys_as_redis() {
 /// `propagation-error-behavior panic`, stops, as redis-server does.
 #[test]
 fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
-    let debug = ["--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0"];
+    let debug = [
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ];
     let redis_master = spawn_redis_with(&debug);
     let master = spawn_ferrokv_process_with(&debug);
     let mut m = [Raw::connect(master.port), Raw::connect(redis_master.port)];
@@ -1670,10 +1687,16 @@ fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
     let mut r = [Raw::connect(replica.port), Raw::connect(redis_replica.port)];
     for i in 0..2 {
         wait_link_up(&mut r[i]);
-        assert_eq!(m[i].cmd_str(&["DEBUG", "REPLICATE", "fake-command-1", "x"]), b"+OK\r\n");
+        assert_eq!(
+            m[i].cmd_str(&["DEBUG", "REPLICATE", "fake-command-1", "x"]),
+            b"+OK\r\n"
+        );
         m[i].cmd_str(&["SET", "foo", "bar"]);
         wait_replicas(&mut m[i], 1);
-        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "1");
+        assert_eq!(
+            info_field(&mut r[i], "stats", "unexpected_error_replies"),
+            "1"
+        );
         assert_eq!(r[i].cmd_str(&["GET", "foo"]), b"$3\r\nbar\r\n");
         // A writable replica's own divergence is allowed.
         r[i].cmd_str(&["CONFIG", "SET", "replica-read-only", "no"]);
@@ -1681,14 +1704,23 @@ fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
         r[i].cmd_str(&["SET", "n", "foo"]);
         m[i].cmd_str(&["INCRBY", "n", "1"]);
         wait_replicas(&mut m[i], 1);
-        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "2");
+        assert_eq!(
+            info_field(&mut r[i], "stats", "unexpected_error_replies"),
+            "2"
+        );
         // Read-only again: the next error stops the replica.
         r[i].cmd_str(&["CONFIG", "SET", "replica-read-only", "yes"]);
         m[i].cmd_str(&["DEBUG", "REPLICATE", "fake-command-2"]);
         m[i].cmd_str(&["SET", "foo", "baz"]);
     }
-    assert!(replica.wait_exit(Duration::from_secs(10)).is_some(), "ferrokv's replica stopped");
-    assert!(redis_replica.wait_exit(Duration::from_secs(10)).is_some(), "redis-server's replica stopped");
+    assert!(
+        replica.wait_exit(Duration::from_secs(10)).is_some(),
+        "ferrokv's replica stopped"
+    );
+    assert!(
+        redis_replica.wait_exit(Duration::from_secs(10)).is_some(),
+        "redis-server's replica stopped"
+    );
 }
 
 /// While a replica runs a script past busy-reply-threshold, its master's
@@ -1697,7 +1729,8 @@ fn errors_on_the_masters_stream_are_counted_or_stop_the_replica_as_redis() {
 #[test]
 fn the_masters_stream_waits_for_a_busy_script_as_redis() {
     let redis_master = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
-    let redis_replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &redis_master.port.to_string()]);
+    let redis_replica =
+        spawn_redis_with(&["--replicaof", "127.0.0.1", &redis_master.port.to_string()]);
     let master = ferrokv_master();
     let (replica, ours) = ferrokv_replica_of(master.port);
     let mut m = [master.raw(), Raw::connect(redis_master.port)];
@@ -1711,9 +1744,15 @@ fn the_masters_stream_waits_for_a_busy_script_as_redis() {
             b"local s = tonumber(redis.call('TIME')[1]) while tonumber(redis.call('TIME')[1]) < s + 2 do end return 1",
             b"0",
         ]));
-        let mut probe = Raw::connect(if i == 0 { replica.port } else { redis_replica.port });
+        let mut probe = Raw::connect(if i == 0 {
+            replica.port
+        } else {
+            redis_replica.port
+        });
         assert!(
-            wait_until(Duration::from_secs(5), || probe.cmd_str(&["PING"]).starts_with(b"-BUSY")),
+            wait_until(Duration::from_secs(5), || probe
+                .cmd_str(&["PING"])
+                .starts_with(b"-BUSY")),
             "the script runs"
         );
         for n in 0..50 {
@@ -1723,6 +1762,9 @@ fn the_masters_stream_waits_for_a_busy_script_as_redis() {
         wait_replicas(&mut m[i], 1);
         assert_eq!(r[i].cmd_str(&["LLEN", "l"]), b":50\r\n");
         assert_eq!(r[i].cmd_str(&["LINDEX", "l", "49"]), b"$2\r\n49\r\n");
-        assert_eq!(info_field(&mut r[i], "stats", "unexpected_error_replies"), "0");
+        assert_eq!(
+            info_field(&mut r[i], "stats", "unexpected_error_replies"),
+            "0"
+        );
     }
 }

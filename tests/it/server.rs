@@ -761,7 +761,11 @@ fn the_keyspace_does_not_grow_while_a_child_saves_as_redis() {
         &["MSET", "k1", "v1", "k2", "v2"],
     ] {
         let (a, b) = (p[0].cmd_str(args), p[1].cmd_str(args));
-        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "{args:?}"
+        );
     }
     for r in p.iter_mut() {
         assert_eq!(sizes(r), [" table size: 4096", " number of elements: 4098"]);

@@ -241,17 +241,35 @@ mod tests {
             reason("file a seq 1 type i\n\nfile b seq 3 type i\n"),
             "Invalid AOF manifest file format"
         );
-        assert_eq!(reason("filx a seq 1 type b\n"), "Invalid AOF manifest file format");
-        assert_eq!(reason("file a type i\n"), "Invalid AOF manifest file format");
-        assert_eq!(reason("file a seq 1 type i x\n"), "Invalid AOF manifest file format");
-        assert_eq!(reason("file a seq 0 type i\n"), "Invalid AOF manifest file format");
-        assert_eq!(reason("file a seq 1 type i"), "The AOF manifest file contains too long line");
+        assert_eq!(
+            reason("filx a seq 1 type b\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 1 type i x\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 0 type i\n"),
+            "Invalid AOF manifest file format"
+        );
+        assert_eq!(
+            reason("file a seq 1 type i"),
+            "The AOF manifest file contains too long line"
+        );
         assert_eq!(
             reason(&format!("file a seq 1 type b {}\n", "x y ".repeat(300))),
             "The AOF manifest file contains too long line"
         );
         assert_eq!(reason("file a seq 1 type x\n"), "Unknown AOF file type");
-        assert_eq!(reason("file d/a seq 1 type b\n"), "File can't be a path, just a filename");
+        assert_eq!(
+            reason("file d/a seq 1 type b\n"),
+            "File can't be a path, just a filename"
+        );
         assert_eq!(
             reason("file a seq 1 type b\nfile b seq 2 type b\n"),
             "Found duplicate base file information"

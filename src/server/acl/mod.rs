@@ -268,7 +268,12 @@ impl Acl {
     /// True when one of `user`'s selectors allows the command and may read
     /// every key (Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess with
     /// CMD_KEY_ACCESS): SORT's BY and GET read keys no argument names.
-    pub fn can_read_any_key<A: Args + ?Sized>(&mut self, user: &User, cmd: &Command, argv: &A) -> bool {
+    pub fn can_read_any_key<A: Args + ?Sized>(
+        &mut self,
+        user: &User,
+        cmd: &Command,
+        argv: &A,
+    ) -> bool {
         if user.open {
             return true;
         }

@@ -569,7 +569,8 @@ impl ClusterState {
     /// Whether `slot` is served by this node or, for a replica, by its
     /// master (clusterGetNodesServingMySlots holds myself).
     pub fn serves_as_mine(&self, slot: usize) -> bool {
-        self.slot_owner(slot).is_some_and(|n| self.is_me_or_my_master(n))
+        self.slot_owner(slot)
+            .is_some_and(|n| self.is_me_or_my_master(n))
     }
 
     /// `n` is this node or the master it replicates.
