@@ -222,8 +222,8 @@ fn log_error_to_peer(server: &mut ServerState, client: &Client, caller: Caller, 
         && (behavior == "panic" || behavior == "panic-on-replicas");
     let panic_in_aof = caller == Caller::Aof && behavior == "panic";
     if panic_in_replica || panic_in_aof {
-        // invariant: the configuration asks for this stop (Redis's
-        // serverPanic); the crash report follows.
+        // Redis's serverPanic; the crash report follows.
+        // invariant: the configuration asks for this stop.
         panic!("This {from} panicked sending an error to its {to} after processing the command '{name}'");
     }
 }
