@@ -299,7 +299,10 @@ fn loadaof(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.server.config.appendonly {
         ctx.server.flush_stream();
     }
+    // Redis's emptyData: the functions go with the keys (the AOF loads
+    // them again).
     drop(ctx.store.flush_all());
+    ctx.store.functions.clear();
     ctx.server.aof.delete_history(&ctx.server.config);
     if let Err(e) = crate::server::aof_replay::reload_aof(ctx.server, ctx.store) {
         tracing::warn!("{e}");

@@ -96,6 +96,10 @@ fn run(server: &mut ServerState, store: &mut Store, what: What) -> std::io::Resu
     let mut state = std::mem::take(&mut server.persist);
     let mut aof = std::mem::take(&mut server.aof);
     let aof_files = what == What::AofAgain || config.appendonly;
+    // What the load runs is the data set already on disk: nothing of it
+    // is propagated again, even from inside DEBUG LOADAOF, whose own
+    // invocation propagates (Redis turns the AOF off while it loads).
+    let propagating = std::mem::replace(&mut server.propagation.on, false);
     server.loading = true;
     server.load_progress = LoadProgress::start(if aof_files {
         crate::persist::aof_load::files_size(&config)
@@ -124,6 +128,7 @@ fn run(server: &mut ServerState, store: &mut Store, what: What) -> std::io::Resu
         }
     };
     server.loading = false;
+    server.propagation.on = propagating;
     server.persist = state;
     server.aof = aof;
     if result.is_ok() {

@@ -353,14 +353,22 @@ fn run(
                 })
                 .and_then(|id| {
                     // Two flags stand for every disk error on the hot path.
-                    if !server.persist.last_bgsave_ok || !server.aof.last_write_ok || server.aof.on
+                    // The AOF's commands are the data set being loaded: no
+                    // disk or replication refusal applies (Redis runs them
+                    // without processCommand's checks).
+                    if (!server.persist.last_bgsave_ok
+                        || !server.aof.last_write_ok
+                        || server.aof.on)
+                        && caller != Caller::Aof
                     {
                         disk_error_check(server, client, id, argv)?;
                     }
                     Ok(id)
                 })
                 .and_then(|id| {
-                    if server.repl.master.is_some() || server.repl.min_replicas.0 != 0 {
+                    if (server.repl.master.is_some() || server.repl.min_replicas.0 != 0)
+                        && caller != Caller::Aof
+                    {
                         replication_check(server, client, id, argv)?;
                     }
                     Ok(id)

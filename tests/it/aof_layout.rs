@@ -352,3 +352,62 @@ fn old_style_aofs_are_moved_into_the_aof_directory_as_redis_moves_them() {
         );
     }
 }
+
+/// DEBUG LOADAOF loads the files again without writing what it replays
+/// into them a second time (a counter stays right across loads and a
+/// restart), and a read-only replica's load runs its functions' and keys'
+/// commands, as in redis-server.
+#[test]
+fn debug_loadaof_appends_nothing_and_a_replica_loads_as_redis() {
+    let (ours, theirs) = (Dir::new("aof-loadaof-f"), Dir::new("aof-loadaof-r"));
+    let debug = ["--enable-debug-command", "yes"];
+    let start_ours = |d: &Dir| launch(|port| ferrokv_cmd(d, port, "always", &debug));
+    let start_theirs = |d: &Dir| {
+        launch(|port| {
+            let mut c = redis_cmd(d);
+            c.args(["--port", &port.to_string()]).args(debug);
+            c
+        })
+    };
+    let mut servers = [start_ours(&ours), start_theirs(&theirs)];
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let steps: &[&[&str]] = &[
+        &["INCR", "n"],
+        &["RPUSH", "l", "a"],
+        &["FUNCTION", "LOAD", library],
+        &["DEBUG", "LOADAOF"],
+        &["INCR", "n"],
+        &["REPLICAOF", "127.0.0.1", "1"],
+        &["DEBUG", "LOADAOF"],
+        &["REPLICAOF", "NO", "ONE"],
+        &["GET", "n"],
+        &["LRANGE", "l", "0", "-1"],
+        &["FUNCTION", "LIST"],
+    ];
+    let mut conns: Vec<Raw> = servers.iter().map(|s| Raw::connect(s.port)).collect();
+    for args in steps {
+        let a = conns[0].cmd_str(args);
+        let b = conns[1].cmd_str(args);
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "{args:?}"
+        );
+    }
+    for s in servers.iter_mut() {
+        s.kill();
+    }
+    servers = [start_ours(&ours), start_theirs(&theirs)];
+    for args in [&["GET", "n"][..], &["LRANGE", "l", "0", "-1"]] {
+        assert_eq!(
+            values_of(&servers[0], args),
+            values_of(&servers[1], args),
+            "{args:?}"
+        );
+    }
+    assert_eq!(values_of(&servers[0], &["GET", "n"]), b"$1\r\n2\r\n");
+}
+
+fn values_of(p: &Proc, args: &[&str]) -> Vec<u8> {
+    Raw::connect(p.port).cmd_str(args)
+}
