@@ -303,10 +303,18 @@ fn object_encoding(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 /// Redis shares the objects of integers 0..9999 and reports INT_MAX as
-/// their reference count; every other value is referenced once.
+/// their reference count, except under maxmemory with an LRU or LFU
+/// policy, whose keys each need their own access stamp
+/// (MAXMEMORY_FLAG_NO_SHARED_INTEGERS; Redis decides when the value is
+/// written, ferrokv by the settings in force now); every other value is
+/// referenced once.
 fn object_refcount(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let config = &ctx.server.config;
+    let sharing = config.maxmemory == 0
+        || !(config.maxmemory_policy.contains("lru") || config.maxmemory_policy.contains("lfu"));
     if let Some(e) = object_lookup(ctx, argv.get(2)) {
-        let shared = matches!(e.as_str(), Some(StrRef::Int(n)) if (0..10_000).contains(&n));
+        let shared =
+            sharing && matches!(e.as_str(), Some(StrRef::Int(n)) if (0..10_000).contains(&n));
         let n = if shared { i64::from(i32::MAX) } else { 1 };
         ctx.reply.int(n);
     }

@@ -575,3 +575,27 @@ fn restore_freq_and_idletime_follow_the_policy_as_redis() {
         }
     }
 }
+
+/// OBJECT REFCOUNT of a small integer: shared (INT_MAX) unless maxmemory
+/// is set with an LRU or LFU policy, as in Redis.
+#[test]
+fn small_integers_are_shared_unless_an_lru_or_lfu_limit_is_set_as_redis() {
+    let mut p = Pair::new();
+    p.script(&[
+        "SET a 1",
+        "OBJECT REFCOUNT a",
+        "SET big 10000",
+        "OBJECT REFCOUNT big",
+        "CONFIG SET maxmemory 1073741824",
+        "CONFIG SET maxmemory-policy allkeys-lru",
+        "SET a 1",
+        "CONFIG SET maxmemory-policy volatile-lru",
+        "SET b 1",
+        "OBJECT REFCOUNT a",
+        "OBJECT REFCOUNT b",
+        "CONFIG SET maxmemory-policy allkeys-random",
+        "SET c 1",
+        "OBJECT REFCOUNT c",
+        "CONFIG SET maxmemory 0",
+    ]);
+}
