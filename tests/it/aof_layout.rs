@@ -252,17 +252,10 @@ fn refused_layouts_are_refused_with_redis_lines() {
 
 /// The files of the AOF directory, with the manifest's text.
 fn aof_files(dir: &Dir) -> (Vec<String>, String) {
-    let d = dir.0.join("appendonlydir");
-    let mut names: Vec<String> = std::fs::read_dir(&d)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    let manifest = std::fs::read_to_string(d.join("appendonly.aof.manifest")).unwrap_or_default();
-    (names, manifest)
+    (
+        crate::aof_rewrite::aof_files(dir),
+        crate::aof_rewrite::manifest(dir),
+    )
 }
 
 fn values(p: &Proc, keys: &[&str]) -> Vec<Vec<u8>> {

@@ -11,7 +11,7 @@ use crate::aof::*;
 use crate::persist::compact::populate_collections;
 use crate::support::*;
 
-fn manifest(dir: &Dir) -> String {
+pub(crate) fn manifest(dir: &Dir) -> String {
     std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap_or_default()
 }
 
@@ -355,17 +355,7 @@ fn auto_gc_disabled_keeps_history_as_redis() {
     let mut seen = Vec::new();
     for (dir, port) in [(&ours_dir, ours.port), (&theirs_dir, theirs.port)] {
         let mut r = Raw::connect(port);
-        let files = |dir: &Dir| {
-            let mut names: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .collect()
-                })
-                .unwrap_or_default();
-            names.sort();
-            names
-        };
+        let files = aof_files;
         let mut steps = Vec::new();
         assert_eq!(
             r.cmd_str(&["CONFIG", "SET", "aof-disable-auto-gc", "yes"]),
@@ -404,7 +394,8 @@ fn plain(program: &str, dir: &Dir) -> Proc {
     })
 }
 
-fn aof_files(dir: &Dir) -> Vec<String> {
+/// The AOF directory's file names, sorted.
+pub(crate) fn aof_files(dir: &Dir) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
         .map(|d| {
             d.filter_map(|e| e.ok())
