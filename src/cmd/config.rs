@@ -334,6 +334,9 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     crate::server::cluster::cron::update_myself(ctx.server);
     ctx.server.acl_changed();
     ctx.server.sync_access_tracking(ctx.store);
+    if ctx.server.config.maxmemory == 0 {
+        crate::store::hashed::set_expand_headroom(u64::MAX);
+    }
     if maxmemory_lowered {
         // Redis's updateMaxmemory: the cron evicts to the new limit from
         // its next run (startEvictionTimeProc), after this command: a

@@ -418,24 +418,25 @@ fn stringmatch_test() {
 /// off or the peak is never reset (then they keep their size).
 fn replybuffer(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let (what, value) = (argv.get(2), argv.get(3));
-    let rb = &mut ctx.server.reply_buffers;
+    let rs = &mut ctx.server.reply_resize;
     if is(what, "peak-reset-time") {
-        rb.never_reset_peak = if is(value, "never") {
-            true
+        rs.peak_reset_ms = if is(value, "never") {
+            None
         } else if is(value, "reset") {
-            false
+            crate::net::conn::ReplyResize::default().peak_reset_ms
         } else {
-            args::int(value)?;
-            false
+            // A negative time means never, as in Redis.
+            let ms = args::int(value)?;
+            u64::try_from(ms).ok()
         };
     } else if is(what, "resizing") {
-        rb.resizing = args::int(value).unwrap_or(0) != 0;
+        rs.resizing = args::int(value).unwrap_or(0) != 0;
     } else {
         return Err(unknown_subcommand(argv.get(1)));
     }
-    let keep = !rb.resizing || rb.never_reset_peak;
+    let rs = *rs;
     if let Some(net) = &ctx.server.net {
-        net.borrow_mut().keep_reply_buffers(keep);
+        net.borrow_mut().set_reply_resize(rs);
     }
     ctx.reply.ok();
     Ok(())

@@ -70,7 +70,9 @@ fn title(name: &str) -> &'static str {
 
 /// Builds the INFO text for the given section arguments.
 pub fn generate(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> String {
-    let mut out = String::with_capacity(4096);
+    // Grown as it is written, as Redis's: used_memory, read midway,
+    // counts only the text written so far.
+    let mut out = String::new();
     for (i, s) in selected(args).into_iter().enumerate() {
         if i > 0 {
             out.push_str("\r\n");
@@ -513,9 +515,8 @@ fn stats(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let (_, io_reads, io_writes) = ctx.server.io_thread_stats();
     f.kv("io_threaded_reads_processed", io_reads);
     f.kv("io_threaded_writes_processed", io_writes);
-    for k in ["reply_buffer_shrinks", "reply_buffer_expands"] {
-        f.kv(k, 0);
-    }
+    f.kv("reply_buffer_shrinks", net.reply_buffer_shrinks);
+    f.kv("reply_buffer_expands", net.reply_buffer_expands);
 }
 
 fn replication(ctx: &Ctx<'_>, f: &mut Fields<'_>) {

@@ -77,7 +77,9 @@ impl Overhead {
     /// The accounting now.
     pub fn now(ctx: &Ctx<'_>) -> Overhead {
         let (allocated, active, resident) = allocator();
-        let used = allocated.max(1);
+        // Used memory leaves out what the threads' caches hold; the
+        // allocator's figures include it, as in Redis.
+        let used = crate::util::counting_alloc::allocated().clamp(1, allocated.max(1));
         let peak = PEAK_MEMORY.fetch_max(used, Ordering::Relaxed).max(used);
         let startup = ctx.server.memory.startup.min(used);
         let repl = &ctx.server.repl;

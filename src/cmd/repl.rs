@@ -250,6 +250,7 @@ fn backlog_size(ctx: &Ctx<'_>) -> usize {
 fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: bool) {
     let c = &mut *ctx.client;
     c.kind = ClientKind::Replica;
+    c.bufs.set_link();
     // A full sync's replica (Redis's syncCommand): fewer, larger packets.
     if state != ReplicaState::Online && ctx.server.config.get_bool("repl-disable-tcp-nodelay") {
         let _ = c.tx.send(crate::net::link::ToConn::NoDelay(false));

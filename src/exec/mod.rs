@@ -29,6 +29,10 @@ use crate::net::link::{Request, Shared, ToConn};
 use crate::server::client::ClientKind;
 use crate::server::{pubsub, ServerState};
 use crate::store::Store;
+
+/// Clients the clients cron visits at least per period (Redis's
+/// CLIENTS_CRON_MIN_ITERATIONS).
+const CLIENTS_CRON_MIN_ITERATIONS: usize = 5;
 use crate::util::clock;
 
 /// How often the cluster's cron runs (Redis runs clusterCron every 100 ms
@@ -49,7 +53,8 @@ pub struct Executor {
     /// When the cluster's cron last ran (ten times a second).
     cluster_cron: Instant,
     /// Real Unix ms of the last look for idle clients' buffers.
-    idle_buffers_ms: u64,
+    /// Clients the clients cron has yet to visit this round.
+    cron_clients: Vec<u64>,
 }
 
 /// What a configuration asks of the server that only the layers above the
@@ -82,7 +87,7 @@ impl Executor {
             handshake: None,
             repl_second_ms: 0,
             cluster_cron: Instant::now(),
-            idle_buffers_ms: 0,
+            cron_clients: Vec::new(),
         };
         e.server.sync_access_tracking(&mut e.store);
         e.update_hz();
@@ -313,7 +318,7 @@ impl Executor {
             }
         }
         self.close_idle_clients();
-        self.free_idle_buffers();
+        self.clients_cron();
         crate::cmd::migrate::close_idle_sockets(&mut self.server);
         self.reap_ldb_children();
         self.resume_postponed();
@@ -330,21 +335,42 @@ impl Executor {
 
     /// `timeout`: closes clients idle longer than the limit
     /// (clientsCronHandleTimeout). Pub/sub clients are exempt, as in Redis.
-    /// Once a second: the buffers of clients idle for more than two
-    /// seconds are freed (Redis's clientsCronResizeQueryBuffer).
-    fn free_idle_buffers(&mut self) {
-        let now = clock::real_now_ms();
-        if now.saturating_sub(self.idle_buffers_ms) < 1000 {
-            return;
+    /// Redis's clientsCron, every period: a share of the clients (all of
+    /// them over a second, at least five a period) get their buffers
+    /// resized to fit their use ([`Net::client_cron`]) and their soft
+    /// output limit checked, so a client left over it with no more output
+    /// coming is still closed when its time is up.
+    ///
+    /// [`Net::client_cron`]: crate::net::event_loop::Net::client_cron
+    fn clients_cron(&mut self) {
+        if self.cron_clients.is_empty() {
+            self.cron_clients
+                .extend(self.server.clients.keys().copied());
         }
-        self.idle_buffers_ms = now;
+        let n = self.server.clients.len();
+        let hz = self.server.config.hz.max(1) as usize;
+        let turn = (n / hz).max(CLIENTS_CRON_MIN_ITERATIONS);
+        let now = clock::real_now_ms();
         let Some(net) = self.server.net.clone() else {
             return;
         };
         let mut net = net.borrow_mut();
-        for c in self.server.clients.values() {
-            if now.saturating_sub(c.last_interaction_ms) > 2000 {
-                net.free_idle_buffers(c.id);
+        for _ in 0..turn {
+            let Some(id) = self.cron_clients.pop() else {
+                break;
+            };
+            let Some(c) = self.server.clients.get(&id) else {
+                continue;
+            };
+            net.client_cron(id, now.saturating_sub(c.last_interaction_ms) / 1000, now);
+            let class = crate::server::obuf::class_of(c);
+            // A replica's stream has its limit checked as it is fed.
+            if class == crate::server::obuf::Class::Replica {
+                continue;
+            }
+            let limits = self.server.obuf_limits[class as usize];
+            if !limits.is_off() && limits.reached(&c.bufs, c.bufs.pending.get()) {
+                crate::server::obuf::close(c, class);
             }
         }
     }

@@ -504,6 +504,7 @@ impl Executor {
             return;
         };
         c.kind = ClientKind::Master;
+        c.bufs.set_link();
         // A continued stream goes on in the database it was in.
         c.db = self.server.repl.stream_db;
         c.authenticated = true;

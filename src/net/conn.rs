@@ -31,6 +31,56 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Buffers larger than this are not kept once empty.
 const KEEP_BUFFER: usize = 1024 * 1024;
 
+/// The reply buffer's largest size (Redis's PROTO_REPLY_CHUNK_BYTES): a
+/// new connection's, and the most it grows to.
+pub const REPLY_CHUNK: usize = 16 * 1024;
+
+/// The reply buffer's smallest size (Redis's PROTO_REPLY_MIN_BYTES).
+const REPLY_MIN: usize = 1024;
+
+/// A query buffer larger than this shrinks to its recent peak (Redis's
+/// PROTO_RESIZE_THRESHOLD).
+const QUERY_RESIZE_THRESHOLD: usize = 32 * 1024;
+
+/// How reply buffers are resized (DEBUG REPLYBUFFER).
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyResize {
+    /// RESIZING 1: buffers shrink and grow with their peak.
+    pub resizing: bool,
+    /// PEAK-RESET-TIME: milliseconds between peak resets (None: never).
+    pub peak_reset_ms: Option<u64>,
+}
+
+impl Default for ReplyResize {
+    fn default() -> Self {
+        ReplyResize {
+            resizing: true,
+            peak_reset_ms: Some(5000),
+        }
+    }
+}
+
+/// What a reply buffer resize did (INFO reply_buffer_shrinks/expands).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resized {
+    /// Nothing.
+    No,
+    /// The buffer halved toward its peak.
+    Shrunk,
+    /// The buffer doubled: its peak filled it.
+    Expanded,
+}
+
+/// The reply buffer's size as Redis's clientsCronResizeOutputBuffer keeps
+/// it: what a batch's replies go into and the written-out buffer it swaps
+/// with are allocated at `size`, which follows the largest reply part
+/// (`peak`, at most `size`) seen since the last reset.
+struct ReplyBuf {
+    size: usize,
+    peak: usize,
+    peak_reset_ms: u64,
+}
+
 /// The client-query-buffer-limit in effect.
 pub fn query_buffer_limit(limits: &NetLimits) -> usize {
     match limits.query_buffer_limit {
@@ -218,6 +268,12 @@ pub struct ConnIo {
     /// The query buffer grew past [`KEEP_BUFFER`]: once empty it is given
     /// back (its allocation may outlive what is left of its capacity).
     inbuf_grew: bool,
+    /// Bytes split off the front of `inbuf`'s allocation since it was
+    /// made: the allocation is `capacity() + inbuf_split`.
+    inbuf_split: usize,
+    /// The most the query buffer was asked to hold since the last cron
+    /// pass (Redis's querybuf_peak).
+    query_peak: usize,
     /// The client has authenticated, as the executor said with its last
     /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
     /// limits for unauthenticated clients.
@@ -253,6 +309,10 @@ pub struct Conn {
     pub writing: Option<u32>,
     /// Output accounting shared with the executor.
     pub bufs: Rc<ConnBuffers>,
+    /// Capacity of the reply buffer the executor holds with a batch.
+    out_lent: usize,
+    /// The reply buffer's size and peak.
+    reply: ReplyBuf,
 }
 
 impl Conn {
@@ -270,14 +330,16 @@ impl Conn {
                 big: None,
                 parser: RequestParser::default(),
                 batch: Batch::default(),
-                wbuf: Vec::with_capacity(READ_CHUNK),
+                wbuf: Vec::with_capacity(REPLY_CHUNK),
                 wpos: 0,
                 error: None,
                 inbuf_grew: false,
+                inbuf_split: 0,
+                query_peak: 0,
                 authenticated,
             },
             addr,
-            out: Vec::with_capacity(READ_CHUNK),
+            out: Vec::with_capacity(REPLY_CHUNK),
             in_flight: false,
             eof: false,
             closing: false,
@@ -287,6 +349,12 @@ impl Conn {
             lent: None,
             writing: None,
             bufs: Rc::new(ConnBuffers::new(clients_mem)),
+            out_lent: 0,
+            reply: ReplyBuf {
+                size: REPLY_CHUNK,
+                peak: 0,
+                peak_reset_ms: crate::util::clock::real_now_ms(),
+            },
         };
         c.account();
         c
@@ -301,9 +369,12 @@ impl Conn {
         let big = io.big.as_ref().map_or(0, Vec::len);
         b.query.set(io.parser.unparsed(io.inbuf.len()) + big);
         b.query_alloc.set(
-            io.inbuf.capacity() + io.big.as_ref().map_or(0, Vec::capacity) + io.parser.held_big(),
+            io.query_block() + io.big.as_ref().map_or(0, Vec::capacity) + io.parser.held_big(),
         );
-        b.output_alloc.set(self.out.capacity() + io.wbuf.capacity());
+        b.output_alloc
+            .set(self.out.capacity() + self.out_lent + io.wbuf.capacity());
+        b.reply_size.set(self.reply.size);
+        b.reply_peak.set(self.reply.peak);
         b.recount();
     }
 
@@ -323,16 +394,29 @@ impl Conn {
         let io = &mut self.io;
         let n = io.parser.consumed();
         io.batch.input = io.inbuf.split_to(n).freeze();
+        io.inbuf_split += n;
         io.parser.rebase(n);
         self.in_flight = true;
+        // Redis gives the query buffer room for another argument as large
+        // as one just read (which becomes the value), and its cron shrinks
+        // it back unless more come.
+        if let Some(room) = io.batch.big.iter().map(|b| b.len() + 2).max() {
+            if io.inbuf.capacity() < room && room <= KEEP_BUFFER {
+                let mut inbuf = BytesMut::with_capacity(room);
+                inbuf.extend_from_slice(&io.inbuf);
+                io.set_inbuf(inbuf);
+            }
+        }
         let batch = std::mem::take(&mut io.batch);
         let out = std::mem::take(&mut self.out);
+        self.out_lent = out.capacity();
         (batch, out)
     }
 
     /// Queues reply bytes, taking `out`'s buffer when nothing is pending
     /// (no copy); returns the spare buffer for the next batch.
     pub fn queue_output(&mut self, mut out: Vec<u8>) -> Vec<u8> {
+        self.out_lent = 0;
         let io = &mut self.io;
         if io.wpos == io.wbuf.len() {
             io.wbuf.clear();
@@ -353,35 +437,78 @@ impl Conn {
     pub fn release_idle_buffers(&mut self, keep_output: bool) {
         let io = &mut self.io;
         if io.inbuf.is_empty() && (io.inbuf_grew || io.inbuf.capacity() > KEEP_BUFFER) {
-            io.inbuf = BytesMut::with_capacity(READ_CHUNK);
-            io.inbuf_grew = false;
+            io.set_inbuf(BytesMut::with_capacity(READ_CHUNK));
         }
         if !keep_output && self.out.is_empty() && self.out.capacity() > KEEP_BUFFER {
-            self.out = Vec::with_capacity(READ_CHUNK);
+            self.out = Vec::with_capacity(self.reply.size);
         }
     }
 
-    /// Frees the buffers of a connection idle for a while with nothing in
-    /// them (Redis's clientsCronResizeQueryBuffer, which frees an idle
-    /// client's query buffer): an idle connection then costs its state
-    /// alone; the next read or reply allocates again.
-    pub fn free_idle_buffers(&mut self) {
-        let io = &mut self.io;
-        if self.in_flight
-            || !io.inbuf.is_empty()
-            || io.big.is_some()
-            || io.parser.in_progress()
-            || io.wpos != io.wbuf.len()
-            || !self.out.is_empty()
-        {
-            return;
+    /// The reply buffer's peak takes in what is pending now, up to the
+    /// buffer's size (Redis's buf_peak, raised as replies fill c->buf).
+    #[inline]
+    pub fn note_reply_peak(&mut self) {
+        let held = self.io.pending().min(self.reply.size);
+        if held > self.reply.peak {
+            self.reply.peak = held;
         }
-        io.inbuf = BytesMut::new();
-        io.inbuf_grew = false;
-        io.wbuf = Vec::new();
-        io.wpos = 0;
-        self.out = Vec::new();
+    }
+
+    /// The connection's share of Redis's clientsCron, once a second or so:
+    /// the query buffer is freed after `idle_s` > 2 seconds of idleness or
+    /// shrunk to its recent peak (clientsCronResizeQueryBuffer), the reply
+    /// buffer follows its peak (clientsCronResizeOutputBuffer), and an
+    /// idle connection's written-out buffer is given back. Nothing happens
+    /// while an I/O thread has the connection.
+    pub fn cron(&mut self, idle_s: u64, now_ms: u64, rs: ReplyResize) -> Resized {
+        if self.lent.is_some() || self.writing.is_some() {
+            return Resized::No;
+        }
+        self.io.resize_query(idle_s);
+        let resized = self.resize_reply(now_ms, rs);
+        let io = &mut self.io;
+        if idle_s > 2 && io.wpos == io.wbuf.len() && io.wbuf.capacity() > 0 {
+            io.wbuf = Vec::new();
+            io.wpos = 0;
+        }
         self.account();
+        resized
+    }
+
+    /// clientsCronResizeOutputBuffer: halves the buffer toward its peak
+    /// when the peak is under half of it, doubles it (up to
+    /// [`REPLY_CHUNK`]) when the peak filled it, and resets the peak every
+    /// `peak_reset_ms`. The buffers are reallocated only while empty.
+    fn resize_reply(&mut self, now_ms: u64, rs: ReplyResize) -> Resized {
+        if !rs.resizing {
+            return Resized::No;
+        }
+        let r = &mut self.reply;
+        let mut resized = Resized::No;
+        if r.size / 2 >= REPLY_MIN && r.peak < r.size / 2 {
+            r.size = REPLY_MIN.max(r.peak + 1);
+            resized = Resized::Shrunk;
+        } else if r.size * 2 < REPLY_CHUNK * 2 && r.peak == r.size {
+            r.size = REPLY_CHUNK.min(r.size * 2);
+            resized = Resized::Expanded;
+        }
+        if let Some(every) = rs.peak_reset_ms {
+            if now_ms.saturating_sub(r.peak_reset_ms) >= every {
+                r.peak = self.io.pending().min(r.size);
+                r.peak_reset_ms = now_ms;
+            }
+        }
+        let size = r.size;
+        let fits = |cap: usize| cap >= size && cap <= size * 2;
+        if !self.in_flight && self.out.is_empty() && !fits(self.out.capacity()) {
+            self.out = Vec::with_capacity(size);
+        }
+        let io = &mut self.io;
+        if io.wpos == io.wbuf.len() && io.wbuf.capacity() > size * 2 {
+            io.wbuf = Vec::with_capacity(size);
+            io.wpos = 0;
+        }
+        resized
     }
 
     /// Writes what it can and accounts for it; Ok(n) is the number of
@@ -394,6 +521,52 @@ impl Conn {
 }
 
 impl ConnIo {
+    /// Bytes allocated for the query buffer, what was split off for the
+    /// executor included (it shares the allocation until freed).
+    #[inline]
+    fn query_block(&self) -> usize {
+        self.inbuf.capacity() + self.inbuf_split
+    }
+
+    /// Puts a new allocation in place of the query buffer.
+    fn set_inbuf(&mut self, inbuf: BytesMut) {
+        self.inbuf = inbuf;
+        self.inbuf_split = 0;
+        self.inbuf_grew = false;
+    }
+
+    /// clientsCronResizeQueryBuffer: with more than 4 KB unused, an idle
+    /// query buffer keeps only its bytes, and one over 32 KB at more than
+    /// twice its recent peak shrinks to the peak (never below the large
+    /// argument being read). The peak then starts again from what is
+    /// buffered.
+    fn resize_query(&mut self, idle_s: u64) {
+        let len = self.inbuf.len();
+        let bulk = self.parser.big_wanted().unwrap_or(0);
+        let alloc = self.query_block();
+        if alloc.saturating_sub(len) > 4096 {
+            let to = if idle_s > 2 {
+                Some(len)
+            } else if alloc > QUERY_RESIZE_THRESHOLD && alloc / 2 > self.query_peak {
+                Some(len.max(self.query_peak).max(bulk))
+            } else {
+                None
+            };
+            if let Some(to) = to {
+                // The unparsed bytes move as they are: the parser counts
+                // from the buffer's start.
+                let mut inbuf = if to == 0 {
+                    BytesMut::new()
+                } else {
+                    BytesMut::with_capacity(to)
+                };
+                inbuf.extend_from_slice(&self.inbuf);
+                self.set_inbuf(inbuf);
+            }
+        }
+        self.query_peak = len.max(bulk);
+    }
+
     /// Bytes buffered and not yet handed to the executor (CLIENT LIST
     /// `qbuf`, client-query-buffer-limit).
     pub fn qbuf_len(&self) -> usize {
@@ -409,9 +582,12 @@ impl ConnIo {
     /// read.
     pub fn read(&mut self) -> ReadOutcome {
         if let (Some(big), Some(want)) = (&mut self.big, self.parser.big_wanted()) {
+            self.query_peak = self.query_peak.max(want);
             return read_into(&mut self.sock, big, want - big.len());
         }
         self.prepare_read();
+        // Redis's peak counts the read's full length, asked for or not.
+        self.query_peak = self.query_peak.max(self.inbuf.len() + READ_CHUNK);
         let room = self.inbuf.capacity() - self.inbuf.len();
         read_into(&mut self.sock, &mut self.inbuf, room)
     }
@@ -430,6 +606,8 @@ impl ConnIo {
         let want = READ_CHUNK.max(self.inbuf.len().min(1 << 20));
         if self.inbuf.capacity() - self.inbuf.len() < want / 2 {
             self.inbuf.reserve(want);
+            // A new allocation, or the old one reclaimed whole.
+            self.inbuf_split = 0;
             self.inbuf_grew |= self.inbuf.capacity() > KEEP_BUFFER;
         }
     }

@@ -93,9 +93,8 @@ pub struct NetLimits {
     pub protected_mode: bool,
     /// The default user has `nopass` (protected mode's condition).
     pub default_nopass: bool,
-    /// Output buffers are kept at their size rather than released when
-    /// idle (DEBUG REPLYBUFFER RESIZING 0 or PEAK-RESET-TIME NEVER).
-    pub keep_reply_buffers: bool,
+    /// How reply buffers are resized (DEBUG REPLYBUFFER).
+    pub reply_resize: super::conn::ReplyResize,
     /// tcp-keepalive: seconds of idleness before keepalive probes on
     /// accepted connections (0: off).
     pub tcp_keepalive: u64,
@@ -120,6 +119,10 @@ pub struct NetStats {
     pub total_reads: u64,
     /// Writes to client sockets (total_writes_processed).
     pub total_writes: u64,
+    /// Reply buffers shrunk to their peak (reply_buffer_shrinks).
+    pub reply_buffer_shrinks: u64,
+    /// Reply buffers doubled (reply_buffer_expands).
+    pub reply_buffer_expands: u64,
 }
 
 /// The sockets and what is queued for and from the executor.
@@ -293,15 +296,15 @@ impl Net {
             auth_required: self.limits.auth_required,
             protected_mode: c.protected_mode,
             default_nopass: self.limits.default_nopass,
-            keep_reply_buffers: self.limits.keep_reply_buffers,
+            reply_resize: self.limits.reply_resize,
             tcp_keepalive: c.tcp_keepalive,
             listen: super::listener::ListenOpts::from_config(c),
         };
     }
 
-    /// DEBUG REPLYBUFFER: whether idle output buffers are released.
-    pub fn keep_reply_buffers(&mut self, keep: bool) {
-        self.limits.keep_reply_buffers = keep;
+    /// DEBUG REPLYBUFFER: how reply buffers are resized.
+    pub fn set_reply_resize(&mut self, rs: super::conn::ReplyResize) {
+        self.limits.reply_resize = rs;
     }
 
     /// Whether connections must authenticate and whether the default user
@@ -765,6 +768,7 @@ impl Net {
                         if let Some(c) = conn!(self, id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
                             c.io.wbuf.extend_from_slice(&bytes);
+                            c.note_reply_peak();
                             c.account();
                             self.mark_dirty(id);
                         }
@@ -813,7 +817,9 @@ impl Net {
             c.out = out;
         }
         c.closing |= close;
-        c.release_idle_buffers(self.limits.keep_reply_buffers);
+        let rs = self.limits.reply_resize;
+        c.note_reply_peak();
+        c.release_idle_buffers(!rs.resizing || rs.peak_reset_ms.is_none());
         c.account();
         let more = c.readable && !close;
         if wrote || close {
@@ -1259,11 +1265,17 @@ impl Net {
         }
     }
 
-    /// Frees the empty buffers of connection `id`, idle for a while
-    /// ([`Conn::free_idle_buffers`]).
-    pub fn free_idle_buffers(&mut self, id: u64) {
-        if let Some(c) = conn!(self, id) {
-            c.free_idle_buffers();
+    /// Connection `id`'s share of the clients cron ([`Conn::cron`]);
+    /// `idle_s` is how long the client has been idle.
+    pub fn client_cron(&mut self, id: u64, idle_s: u64, now_ms: u64) {
+        let rs = self.limits.reply_resize;
+        let Some(c) = conn!(self, id) else {
+            return;
+        };
+        match c.cron(idle_s, now_ms, rs) {
+            super::conn::Resized::Shrunk => self.stats.reply_buffer_shrinks += 1,
+            super::conn::Resized::Expanded => self.stats.reply_buffer_expands += 1,
+            super::conn::Resized::No => {}
         }
     }
 

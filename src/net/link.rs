@@ -142,11 +142,18 @@ pub struct ConnBuffers {
     pub query_alloc: Cell<usize>,
     /// Bytes allocated for output, queued or spare.
     pub output_alloc: Cell<usize>,
+    /// The reply buffer's size (CLIENT LIST `rbs`).
+    pub reply_size: Cell<usize>,
+    /// The reply buffer's recent peak (CLIENT LIST `rbp`).
+    pub reply_peak: Cell<usize>,
     /// Bytes the executor holds for the client besides its buffers (its
     /// state, MULTI queue, subscriptions), as it last counted them.
     pub held: Cell<usize>,
     /// This connection's share last added to `total`.
     counted: Cell<usize>,
+    /// A replica or master link: not a client in `total` (Redis counts
+    /// those apart from normal and pub/sub clients).
+    link: Cell<bool>,
     /// The sum of every connection's [`Self::memory`] (INFO
     /// `mem_clients_normal`, `maxmemory-clients`).
     total: Rc<Cell<usize>>,
@@ -170,10 +177,21 @@ impl ConnBuffers {
     /// Counts the current [`Self::memory`] in the total, after a change.
     /// A client being closed no longer counts.
     pub fn recount(&self) {
-        let now = if self.killed.get() { 0 } else { self.memory() };
+        let now = if self.killed.get() || self.link.get() {
+            0
+        } else {
+            self.memory()
+        };
         let total = (self.total.get() + now).saturating_sub(self.counted.get());
         self.total.set(total);
         self.counted.set(now);
+    }
+
+    /// Marks the connection as a replica's or the master's: it leaves the
+    /// clients' total (INFO mem_clients_normal, `maxmemory-clients`).
+    pub fn set_link(&self) {
+        self.link.set(true);
+        self.recount();
     }
 
     /// Marks the client as being closed: it leaves the total at once.

@@ -305,11 +305,13 @@ pub fn info_line(
     let qbuf_free = bufs.query_alloc.get().saturating_sub(qbuf);
     // Output as Redis lays it out: the first 16 KB pending in the client's
     // reply buffer (`obl`), the rest in 16 KB blocks (`oll`), and `omem`
-    // the memory output takes beyond the buffers every client has.
+    // the memory output takes beyond the client's reply buffer and the
+    // written-out one it swaps with (each `rbs`).
     let pending = bufs.pending.get();
-    let obl = pending.min(REPLY_CHUNK);
+    let rbs = bufs.reply_size.get();
+    let obl = pending.min(rbs);
     let oll = (pending - obl).div_ceil(REPLY_CHUNK);
-    let omem = bufs.output_alloc.get().saturating_sub(2 * REPLY_CHUNK);
+    let omem = bufs.output_alloc.get().saturating_sub(2 * rbs);
     let tot_mem = bufs.query_alloc.get()
         + bufs.output_alloc.get()
         + super::client_mem::held(c, server, store)
@@ -317,7 +319,7 @@ pub fn info_line(
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs=1024 rbp=0 obl={} oll={} omem={} \
+         multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} \
          tot-mem={} events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
@@ -336,6 +338,8 @@ pub fn info_line(
         qbuf_free,
         argv_mem,
         c.multi.as_ref().map_or(0, |m| m.mem()),
+        rbs,
+        bufs.reply_peak.get(),
         obl,
         oll,
         omem,

@@ -219,6 +219,7 @@ impl ServerState {
     /// WATCH and blocked clients as a deletion does.
     pub fn perform_evictions(&mut self, store: &mut Store) -> Evicted {
         if self.config.maxmemory == 0 {
+            crate::store::hashed::set_expand_headroom(u64::MAX);
             return Evicted::Ok;
         }
         // A replica keeps what its master sends: the master evicts and its
@@ -228,8 +229,11 @@ impl ServerState {
         }
         let Some(to_free) = self.over_limit() else {
             self.memory.running = false;
+            let left = self.config.maxmemory.saturating_sub(self.counted_memory());
+            crate::store::hashed::set_expand_headroom(left);
             return Evicted::Ok;
         };
+        crate::store::hashed::set_expand_headroom(0);
         // Nothing is evicted while clients are paused (Redis's
         // isSafeToPerformEvictions): the data set stays as it is.
         if self.pause.active(crate::util::clock::now_ms()) {
@@ -241,6 +245,8 @@ impl ServerState {
         }
         let started = Instant::now();
         let result = self.evict_for(store, policy, to_free);
+        let left = self.config.maxmemory.saturating_sub(self.counted_memory());
+        crate::store::hashed::set_expand_headroom(left);
         let ms = started.elapsed().as_millis() as u64;
         let threshold = self.config.latency_monitor_threshold;
         self.latency.add_if_needed("eviction-cycle", ms, threshold);
@@ -257,23 +263,28 @@ impl ServerState {
         let samples = self.config.maxmemory_samples.max(1) as usize;
         let started = Instant::now();
         let mut freed_keys = 0u64;
-        let mut events = Vec::new();
-        let mut dels = Vec::new();
         let mut pool = std::mem::take(&mut self.memory.pool);
+        let mut sink = Vec::new();
         let result = loop {
             let Some((db, key)) = store.eviction_candidate(policy, samples, &mut pool) else {
                 break Evicted::Fail;
             };
+            // Only the deletion counts as freed, as in Redis: what the
+            // notification and the propagated DEL take is not the key's.
             let before = self.memory.used();
             if !store.evict(db, &key) {
                 continue;
             }
             let freed = before.saturating_sub(self.memory.used());
             freed_keys += 1;
+            // Told and propagated at once, as Redis does, so that the key's
+            // name is freed with it: names held for later took back what
+            // their deletion freed, and the loop chased its own growth.
+            super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
             if self.stream_on() {
-                dels.push((db, key.clone()));
+                self.feed_del(db, &key);
             }
-            events.push((db, key));
+            drop(key);
             to_free = to_free.saturating_sub(freed);
             if to_free == 0 {
                 // The estimate says done; confirm with a fresh total.
@@ -288,13 +299,6 @@ impl ServerState {
         };
         self.memory.pool = pool;
         self.memory.running = result == Evicted::Running;
-        for (db, key) in &dels {
-            self.feed_del(*db, key);
-        }
-        let mut sink = Vec::new();
-        for (db, key) in events {
-            super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
-        }
         result
     }
 }

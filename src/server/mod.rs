@@ -66,15 +66,6 @@ pub struct ServerStats {
     pub unexpected_error_replies: u64,
 }
 
-/// How output buffers are resized (DEBUG REPLYBUFFER).
-#[derive(Clone, Copy, Debug)]
-pub struct ReplyBuffers {
-    /// RESIZING: idle buffers may shrink.
-    pub resizing: bool,
-    /// PEAK-RESET-TIME NEVER: a buffer keeps the size it once needed.
-    pub never_reset_peak: bool,
-}
-
 /// A load in progress: Redis's loading_start_time, loading_total_bytes and
 /// loading_loaded_bytes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -182,7 +173,7 @@ pub struct ServerState {
     /// reaped by the cron and killed at shutdown.
     pub ldb_children: Vec<i32>,
     /// DEBUG REPLYBUFFER's settings.
-    pub reply_buffers: ReplyBuffers,
+    pub reply_resize: crate::net::conn::ReplyResize,
     /// The scripts' client (Redis's lua_client), taken out while a script
     /// runs; made on first use.
     pub script_client: Option<Box<Client>>,
@@ -410,10 +401,7 @@ impl ServerState {
             call_started_real_us: 0,
             running_script: None,
             ldb_children: Vec::new(),
-            reply_buffers: ReplyBuffers {
-                resizing: true,
-                never_reset_peak: false,
-            },
+            reply_resize: crate::net::conn::ReplyResize::default(),
             repl,
             propagation: propagate::Propagation::default(),
             memory: evict::Memory::default(),

@@ -304,6 +304,14 @@ impl Dict {
         link.map(|l| unsafe { EntryMut::new(l) })
     }
 
+    /// Whether the full table grows now: as any table (the fork child's
+    /// policy), and not past maxmemory unless it is well over full.
+    fn may_grow(&self) -> bool {
+        let (used, size) = (self.len, self.buckets.len());
+        let more = (used + 1).next_power_of_two() * std::mem::size_of::<usize>();
+        super::hashed::may_grow(used, size) && super::hashed::expand_allowed(more, used, size)
+    }
+
     /// Inserts a new entry; the caller has checked the key is absent.
     pub fn insert_new<'v>(
         &mut self,
@@ -315,7 +323,7 @@ impl Dict {
     ) -> EntryMut<'_> {
         if self.next.is_empty()
             && self.len >= self.buckets.len()
-            && (self.buckets.is_empty() || super::hashed::may_grow(self.len, self.buckets.len()))
+            && (self.buckets.is_empty() || self.may_grow())
         {
             self.start_rehash((self.len + 1).next_power_of_two().max(INITIAL_SIZE));
         }

@@ -13,7 +13,7 @@
 //! children, and [`in_fork_child`] stops all resizing in a child.
 
 use crate::util::siphash::SipKey;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::bytes::CompactBytes;
@@ -70,6 +70,27 @@ pub(crate) fn may_grow(used: usize, size: usize) -> bool {
         ResizePolicy::Avoid => used / size > FORCE_RESIZE_RATIO,
         ResizePolicy::Forbid => false,
     }
+}
+
+/// Bytes the keyspace may still take before maxmemory (u64::MAX without
+/// a limit), as the server last counted them.
+static EXPAND_HEADROOM: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The server's count of what memory is left under maxmemory, for
+/// [`expand_allowed`]; u64::MAX when no limit is set.
+pub fn set_expand_headroom(bytes: u64) {
+    EXPAND_HEADROOM.store(bytes, Ordering::Relaxed);
+}
+
+/// Redis's dictExpandAllowed for the keyspace: a table at most 1.618
+/// entries per bucket does not grow when its new array (`more` bytes)
+/// would pass maxmemory; fuller, it grows anyway.
+pub(crate) fn expand_allowed(more: usize, used: usize, size: usize) -> bool {
+    // used / size <= 1.618, in integers.
+    if used.saturating_mul(1000) > size.saturating_mul(1618) {
+        return true;
+    }
+    more as u64 <= EXPAND_HEADROOM.load(Ordering::Relaxed)
 }
 
 /// Tables shrink only while no child saves (Redis's dictResize).

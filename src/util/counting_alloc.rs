@@ -83,7 +83,9 @@ pub fn set_background_thread(on: bool) {
 }
 
 /// The allocator's bytes in use, all threads: jemalloc's
-/// `stats.allocated`, or this allocator's count in a sanitizer build.
+/// `stats.allocated` less what the threads' caches hold (freed blocks kept
+/// for reuse, which Redis's own count of used memory does not include
+/// either), or this allocator's count in a sanitizer build.
 pub fn allocated() -> u64 {
     #[cfg(ferrokv_sanitize)]
     {
@@ -92,7 +94,13 @@ pub fn allocated() -> u64 {
     #[cfg(all(ferrokv_jemalloc, not(ferrokv_sanitize)))]
     {
         let _ = tikv_jemalloc_ctl::epoch::advance();
-        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64)
+        let allocated = tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |n| n as u64);
+        // 4096 is MALLCTL_ARENAS_ALL: the sum over every arena.
+        // SAFETY: a NUL-terminated name of a size_t statistic.
+        let cached =
+            unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"stats.arenas.4096.tcache_bytes\0") }
+                .map_or(0, |n| n as u64);
+        allocated.saturating_sub(cached)
     }
     #[cfg(all(not(ferrokv_jemalloc), not(ferrokv_sanitize)))]
     {

@@ -543,7 +543,9 @@ impl Replication {
         let queued: usize = self
             .replicas
             .iter()
-            .map(|r| r.bufs.pending.get() + r.waiting.capacity())
+            // What the output takes: a buffer grown for a backlog of
+            // stream is all counted, as Redis counts its reply blocks.
+            .map(|r| r.bufs.pending.get().max(r.bufs.output_alloc.get()) + r.waiting.capacity())
             .sum();
         (queued + self.snapshot.as_ref().map_or(0, |s| s.held())) as u64
     }
