@@ -274,6 +274,8 @@ pub struct ConnIo {
     /// The most the query buffer was asked to hold since the last cron
     /// pass (Redis's querybuf_peak).
     query_peak: usize,
+    /// The reply buffer's size: what the written-out buffer keeps.
+    wbuf_keep: usize,
     /// The client has authenticated, as the executor said with its last
     /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
     /// limits for unauthenticated clients.
@@ -297,6 +299,9 @@ pub struct Conn {
     pub closing: bool,
     /// The socket may hold unread bytes (the last read filled its buffer).
     pub readable: bool,
+    /// The peer closed its side (an event said so): reads go on until
+    /// they see the end, a short one included.
+    pub peer_closed: bool,
     /// Registered for writability because a write could not finish.
     pub want_write: bool,
     /// Listed for the next flush.
@@ -336,6 +341,7 @@ impl Conn {
                 inbuf_grew: false,
                 inbuf_split: 0,
                 query_peak: 0,
+                wbuf_keep: REPLY_CHUNK,
                 authenticated,
             },
             addr,
@@ -344,6 +350,7 @@ impl Conn {
             eof: false,
             closing: false,
             readable: false,
+            peer_closed: false,
             want_write: false,
             dirty: false,
             lent: None,
@@ -499,6 +506,7 @@ impl Conn {
             }
         }
         let size = r.size;
+        self.io.wbuf_keep = size;
         let fits = |cap: usize| cap >= size && cap <= size * 2;
         if !self.in_flight && self.out.is_empty() && !fits(self.out.capacity()) {
             self.out = Vec::with_capacity(size);
@@ -663,10 +671,11 @@ impl ConnIo {
         if self.wpos == self.wbuf.len() {
             self.wpos = 0;
             self.wbuf.clear();
-            // A burst (a large reply, a backlog of pub/sub messages) need
-            // not keep its buffer.
-            if self.wbuf.capacity() > 4 * 1024 * 1024 {
-                self.wbuf.shrink_to(READ_CHUNK);
+            // Written out, a burst (a large reply, a backlog of pub/sub
+            // messages or invalidations) gives its memory back, as Redis
+            // frees its reply blocks: only the reply buffer's size stays.
+            if self.wbuf.capacity() > 2 * self.wbuf_keep {
+                self.wbuf.shrink_to(self.wbuf_keep);
             }
         }
         Ok(written)

@@ -150,8 +150,8 @@ pub struct Net {
     dirty: Vec<u64>,
     /// Connections whose socket may hold more unread bytes.
     unread: Vec<u64>,
-    /// (token, readable, writable) of the last poll.
-    ready: Vec<(Token, bool, bool)>,
+    /// (token, readable, writable, peer closed) of the last poll.
+    ready: Vec<(Token, bool, bool, bool)>,
     shared: Arc<Shared>,
     waker: Arc<Waker>,
     accept_retry: bool,
@@ -398,8 +398,14 @@ impl Net {
         }
         let mut ready = std::mem::take(&mut self.ready);
         ready.extend(self.events.iter().map(|e| {
-            let readable = e.is_readable() || e.is_read_closed() || e.is_error();
-            (e.token(), readable, e.is_writable() || e.is_write_closed())
+            let hup = e.is_read_closed() || e.is_error();
+            let readable = e.is_readable() || hup;
+            (
+                e.token(),
+                readable,
+                e.is_writable() || e.is_write_closed(),
+                hup,
+            )
         }));
         if std::mem::take(&mut self.accept_retry) {
             for i in 0..self.listeners.len() {
@@ -411,7 +417,7 @@ impl Net {
             #[cfg(unix)]
             self.accept_unix();
         }
-        for (token, readable, writable) in ready.drain(..) {
+        for (token, readable, writable, hup) in ready.drain(..) {
             if token == WAKER {
                 self.take_signal();
             } else if super::bus::Bus::owns(token) {
@@ -437,6 +443,9 @@ impl Net {
                     c.dirty = true;
                     self.dirty.push(id);
                 }
+                // The peer's close may come with its last bytes, in one
+                // edge: reads go on past a short one until they see it.
+                c.peer_closed |= hup;
                 if read && !c.readable {
                     c.readable = true;
                     self.unread.push(id);
@@ -658,7 +667,7 @@ impl Net {
             ReadOutcome::Data { n, drained } => {
                 self.stats.net_input_bytes += n as u64;
                 c.bufs.read_total.set(c.bufs.read_total.get() + n as u64);
-                if drained {
+                if drained && !c.peer_closed {
                     c.readable = false;
                 } else {
                     self.unread.push(id);

@@ -263,6 +263,7 @@ impl ServerState {
         let samples = self.config.maxmemory_samples.max(1) as usize;
         let started = Instant::now();
         let mut freed_keys = 0u64;
+        let lazy = crate::store::lazyfree::LAZY_EVICTION.load(std::sync::atomic::Ordering::Relaxed);
         let mut pool = std::mem::take(&mut self.memory.pool);
         let mut sink = Vec::new();
         let result = loop {
@@ -277,9 +278,12 @@ impl ServerState {
             }
             let freed = before.saturating_sub(self.memory.used());
             freed_keys += 1;
-            // Told and propagated at once, as Redis does, so that the key's
-            // name is freed with it: names held for later took back what
-            // their deletion freed, and the loop chased its own growth.
+            // Watchers, notifications and replicas are told at once, as
+            // Redis does, so that the key's name is freed with it; what
+            // they take is not held against the deletion: counted, the
+            // invalidations of tracked keys made each eviction call for
+            // more (Redis's loop likewise counts the deletion alone).
+            store.signal_modified(db, &key);
             super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
             if self.stream_on() {
                 self.feed_del(db, &key);
@@ -287,14 +291,16 @@ impl ServerState {
             drop(key);
             to_free = to_free.saturating_sub(freed);
             if to_free == 0 {
-                // The estimate says done; confirm with a fresh total.
-                match self.over_limit() {
-                    None => break Evicted::Ok,
-                    Some(more) => to_free = more,
-                }
+                break Evicted::Ok;
             }
-            if freed_keys.is_multiple_of(16) && started.elapsed().as_micros() as u64 > limit {
-                break Evicted::Running;
+            if freed_keys.is_multiple_of(16) {
+                // Freed by another thread, the memory is seen only now.
+                if lazy && self.over_limit().is_none() {
+                    break Evicted::Ok;
+                }
+                if started.elapsed().as_micros() as u64 > limit {
+                    break Evicted::Running;
+                }
             }
         };
         self.memory.pool = pool;

@@ -321,8 +321,10 @@ impl Store {
         d.get(d.hash(key), key)
     }
 
-    /// Removes a key chosen for eviction: like a deletion, it is signalled
-    /// to WATCH and blocked clients. True when it was there.
+    /// Removes a key chosen for eviction and counts it; the caller then
+    /// signals it to WATCH, tracking and blocked clients
+    /// ([`Store::signal_modified`]), once it has measured what the removal
+    /// freed. True when it was there.
     pub fn evict(&mut self, db: usize, key: &[u8]) -> bool {
         let d = &mut self.dbs[db];
         let h = d.dict.hash(key);
@@ -337,7 +339,6 @@ impl Store {
             e,
             super::lazyfree::LAZY_EVICTION.load(std::sync::atomic::Ordering::Relaxed),
         );
-        self.signal_modified(db, key);
         true
     }
 }
