@@ -298,3 +298,163 @@ fn complete_bulk_without_crlf_and_idle_buffers_like_redis() {
         assert_eq!(idle.cmd_str(&["PING"]), b"+PONG\r\n");
     }
 }
+
+/// The binary and redis-server with DEBUG on, each checked by `case`.
+fn on_both_processes(case: impl Fn(u16, &str)) {
+    let args = ["--enable-debug-command", "yes"];
+    let server = spawn_ferrokv_process_with(&args);
+    case(server.port, "ferrokv");
+    let redis = spawn_redis_with(&args);
+    case(redis.port, "redis-server");
+}
+
+/// What CLIENT LIST says the query buffer of `client` takes.
+fn query_buffer(control: &mut Raw, client: &str) -> u64 {
+    field_of(control, client, "qbuf").unwrap_or(0)
+        + field_of(control, client, "qbuf-free").unwrap_or(0)
+}
+
+/// Redis's `unit/querybuf`: a new client's buffer is the read size (16 KB)
+/// and goes once the client idles; after a large argument the buffer keeps
+/// room for another, and shrinks back to its recent peak once small
+/// commands follow.
+#[test]
+fn query_buffers_are_sized_and_trimmed_as_redis() {
+    on_both_processes(|port, who| {
+        let mut control = Raw::connect(port);
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["CLIENT", "SETNAME", "q"]), b"+OK\r\n");
+        let first = query_buffer(&mut control, "q");
+        assert!((16384..32768).contains(&first), "{who}: {first}");
+        let big = "A".repeat(400_000);
+        assert_eq!(c.cmd_str(&["SET", "x", &big]), b"+OK\r\n");
+        let grown = query_buffer(&mut control, "q");
+        assert!(grown > 32768, "{who}: {grown}");
+        assert!(
+            wait_until(Duration::from_secs(3), || {
+                assert_eq!(c.cmd_str(&["SET", "x", "small"]), b"+OK\r\n");
+                query_buffer(&mut control, "q") < grown
+            }),
+            "{who}: the buffer stayed at {grown}"
+        );
+        assert!(query_buffer(&mut control, "q") > 0, "{who}");
+        // Idle more than two seconds: freed.
+        assert!(
+            wait_until(Duration::from_secs(6), || query_buffer(&mut control, "q")
+                == 0),
+            "{who}: {}",
+            client_list(&mut control)
+        );
+        assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n", "{who}");
+    });
+}
+
+/// Redis's `unit/replybufsize`: an idle client's reply buffer shrinks to
+/// 1 KB, and one whose replies fill it doubles it up to 16 KB (CLIENT LIST
+/// `rbs`), counted in INFO's reply_buffer_shrinks and _expands.
+#[test]
+fn reply_buffers_follow_their_peak_as_redis() {
+    on_both_processes(|port, who| {
+        let mut control = Raw::connect(port);
+        control.cmd_str(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100"]);
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["CLIENT", "SETNAME", "r"]), b"+OK\r\n");
+        assert!(
+            wait_until(Duration::from_secs(3), || {
+                let rbs = field_of(&mut control, "r", "rbs").unwrap_or(0);
+                (1024..2046).contains(&rbs)
+            }),
+            "{who}: {}",
+            client_list(&mut control)
+        );
+        assert!(info_u64(&mut control, "reply_buffer_shrinks") > 0, "{who}");
+        control.cmd_str(&["SET", "bigval", &"x".repeat(32768)]);
+        control.cmd_str(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never"]);
+        assert!(
+            wait_until(Duration::from_secs(3), || {
+                c.cmd_str(&["GET", "bigval"]);
+                let rbs = field_of(&mut control, "r", "rbs").unwrap_or(0);
+                (16384..32768).contains(&rbs)
+            }),
+            "{who}: {}",
+            client_list(&mut control)
+        );
+        assert!(info_u64(&mut control, "reply_buffer_expands") > 0, "{who}");
+        assert_eq!(
+            control.cmd_str(&["DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            &control.cmd_str(&["DEBUG", "REPLYBUFFER", "nope", "1"])[..5],
+            b"-ERR ",
+            "{who}"
+        );
+    });
+}
+
+/// Redis's "evict clients only until below limit": a no-evict client's
+/// figure read during its own CLIENT LIST is not less than what counts
+/// against the limit afterwards (the reply buffer its command fills
+/// included), so exactly half the clients go.
+#[test]
+fn eviction_stops_below_the_limit_as_redis() {
+    on_both_processes(|port, who| {
+        let mut control = Raw::connect(port);
+        control.cmd_str(&["DEBUG", "REPLYBUFFER", "RESIZING", "0"]);
+        control.cmd_str(&["CLIENT", "SETNAME", "control"]);
+        control.cmd_str(&["CLIENT", "NO-EVICT", "on"]);
+        let mut clients = Vec::new();
+        let mut most = 0;
+        for j in 0..10 {
+            let name = format!("client{j}");
+            let c = partial_bulk(port, &name, 1 << 20, 1 << 20);
+            clients.push(c);
+            assert!(
+                wait_until(Duration::from_secs(5), || {
+                    field_of(&mut control, &name, "tot-mem").unwrap_or(0) >= 1 << 20
+                }),
+                "{who}"
+            );
+            most = most.max(field_of(&mut control, &name, "tot-mem").unwrap_or(0));
+        }
+        let control_mem = field_of(&mut control, "control", "tot-mem").expect("control");
+        let limit = most * 10 / 2 + control_mem;
+        assert_eq!(
+            control.cmd_str(&["CONFIG", "SET", "maxmemory-clients", &limit.to_string()]),
+            b"+OK\r\n"
+        );
+        let left = client_list(&mut control).matches(" name=client").count();
+        assert_eq!(left, 5, "{who}: {}", client_list(&mut control));
+    });
+}
+
+/// A client that sends the start of a large command and closes at once
+/// (its close arriving with its last bytes) is gone, as from Redis: such
+/// connections stayed open, holding their query buffers.
+#[test]
+fn a_close_that_comes_with_the_last_bytes_closes_the_client() {
+    on_both(|port, who| {
+        let mut control = Raw::connect(port);
+        for _ in 0..3 {
+            let mut socks = Vec::new();
+            for _ in 0..20 {
+                let mut c = Raw::connect(port);
+                assert_eq!(c.cmd_str(&["PING"]), b"+PONG\r\n");
+                socks.push(c);
+            }
+            let arg = format!("$1000\r\n{}\r\n", "x".repeat(1000));
+            let partial = format!("*250\r\n{}", arg.repeat(249));
+            for c in &mut socks {
+                c.send(partial.as_bytes());
+            }
+            drop(socks);
+            assert!(
+                wait_until(Duration::from_secs(5), || {
+                    info_u64(&mut control, "connected_clients") == 1
+                }),
+                "{who}: {}",
+                client_list(&mut control)
+            );
+        }
+    });
+}
