@@ -102,6 +102,8 @@ const HELP: &[&str] = &[
     "    In case RESET is provided the peak reset time will be restored to the default value",
     "REPLYBUFFER RESIZING <0|1>",
     "    Enable or disable the reply buffer resize cron job",
+    "CLUSTERLINK KILL <to|from|all> <node-id>",
+    "    Kills the link based on the direction to/from (both) with the provided node.",
     "HELP",
     "    Prints this help.",
 ];
@@ -241,6 +243,8 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             .simple("Apparently Redis did not crash: test passed");
     } else if is(sub, "replybuffer") && n == 4 {
         replybuffer(ctx, argv)?;
+    } else if is(sub, "clusterlink") && n == 5 && is(argv.get(2), "kill") {
+        clusterlink_kill(ctx, argv)?;
     } else if is(sub, "error") && n == 3 {
         // The message as an error reply, newlines made spaces.
         let msg: Vec<u8> = argv
@@ -437,6 +441,44 @@ fn replybuffer(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let rs = *rs;
     if let Some(net) = &ctx.server.net {
         net.borrow_mut().set_reply_resize(rs);
+    }
+    ctx.reply.ok();
+    Ok(())
+}
+
+/// CLUSTERLINK KILL to|from|all node-id: closes this node's outbound
+/// link to the node, its inbound link from it, or both; the cron links
+/// again.
+fn clusterlink_kill(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    let Some(c) = ctx.server.cluster.as_deref() else {
+        return Err(Error::err(
+            "Debug option only available for cluster mode enabled setup!",
+        ));
+    };
+    let Some(k) = c.lookup(argv.get(4)) else {
+        return Err(Error::err_owned(format!(
+            "Unknown node {}",
+            args::lossy(argv.get(4))
+        )));
+    };
+    let node = c.node(k);
+    let direction = argv.get(3);
+    let links = if is(direction, "from") {
+        [node.inbound_link, None]
+    } else if is(direction, "to") {
+        [node.link, None]
+    } else if is(direction, "all") {
+        [node.link, node.inbound_link]
+    } else {
+        // Redis sends this error and then +OK as well, a second reply the
+        // client never asked for: the error alone here.
+        return Err(Error::err_owned(format!(
+            "Unknown direction {}",
+            args::lossy(direction)
+        )));
+    };
+    for link in links.into_iter().flatten() {
+        crate::server::cluster::bus::free_link(ctx.server, link);
     }
     ctx.reply.ok();
     Ok(())

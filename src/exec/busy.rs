@@ -26,6 +26,12 @@ pub fn serve_while_busy(server: &mut ServerState, store: &mut Store) {
         return;
     }
     net.borrow_mut().poll(Duration::ZERO);
+    if server.loading && server.cluster.is_some() {
+        // The bus goes on while a load runs (Redis's
+        // processEventsWhileBlocked): pings are answered, so the cluster
+        // learns of the load, and no one takes this node for failed.
+        crate::server::cluster::bus::process_events(server, store);
+    }
     loop {
         let req = net.borrow_mut().next_request();
         let Some(req) = req else {

@@ -412,6 +412,25 @@ impl Executor {
         })
     }
 
+    /// Loads the snapshot a full resynchronization wrote to disk, as Redis's
+    /// rdbLoad there: the server is loading meanwhile, answering clients
+    /// (-LOADING, INFO) and the cluster bus every
+    /// `loading-process-events-interval-bytes`.
+    fn load_synced_file(&mut self, rdb: &[u8]) -> Result<(), crate::persist::rdb::load::LoadError> {
+        let config = self.server.config.clone();
+        self.server.loading = true;
+        self.server.load_progress = crate::server::LoadProgress::start(rdb.len() as u64);
+        let server = &mut self.server;
+        let loaded =
+            crate::persist::load_file_with(rdb, &mut self.store, &config, &mut |store, bytes| {
+                server.load_progress.loaded_bytes += bytes;
+                (server.serve_while_busy)(server, store);
+                !server.shutdown
+            });
+        self.server.loading = false;
+        loaded.map(|_| ())
+    }
+
     /// The handshake succeeded: load the snapshot of a full
     /// resynchronization (readSyncBulkPayload) or take the new ID of a
     /// partial one, then serve the socket as the master client.
@@ -438,8 +457,7 @@ impl Executor {
                 let loaded = match payload {
                     Payload::Rdb(rdb) => {
                         tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-                        crate::persist::load_file(&rdb, &mut self.store, &self.server.config)
-                            .map(|_| ())
+                        self.load_synced_file(&rdb)
                     }
                     Payload::Loaded(store, _) => {
                         tracing::info!("MASTER <-> REPLICA sync: Swapping the loaded data set in");

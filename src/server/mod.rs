@@ -491,7 +491,8 @@ impl ServerState {
     pub fn net_stats(&self) -> crate::net::event_loop::NetStats {
         self.net
             .as_ref()
-            .map(|n| n.borrow().stats())
+            // A crash report may read it while the event loop holds it.
+            .and_then(|n| n.try_borrow().ok().map(|n| n.stats()))
             .unwrap_or_default()
     }
 
@@ -500,7 +501,7 @@ impl ServerState {
     pub fn io_thread_stats(&self) -> (bool, u64, u64) {
         self.net
             .as_ref()
-            .map(|n| n.borrow().io_thread_stats())
+            .and_then(|n| n.try_borrow().ok().map(|n| n.io_thread_stats()))
             .unwrap_or_default()
     }
 

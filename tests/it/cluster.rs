@@ -88,6 +88,7 @@ fn spawn_node(kind: Kind, node_timeout: u64, port: u16, dir: &std::path::Path) -
         .args(["--cluster-node-timeout", &node_timeout.to_string()])
         .args(["--dir", dir.to_str().unwrap_or("/tmp")])
         .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+        .args(["--enable-debug-command", "yes"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = ChildGuard(cmd.spawn().expect("the server binary runs"));
@@ -634,6 +635,33 @@ fn links_agree(nodes: &[Node]) {
             assert_eq!(w[0].1, w[1].1, "CLUSTER LINKS differs: {w:?}");
         }
     }
+}
+
+/// DEBUG CLUSTERLINK KILL as Redis's: the link to a node is closed and
+/// the cron links again; a node it does not know gets Redis's error. On a
+/// cluster of ferrokv and redis-server nodes.
+#[test]
+fn debug_clusterlink_kill_closes_links_that_come_back_as_redis() {
+    let _one = one_at_a_time();
+    let nodes = create_cluster(&[Kind::Ferrokv, Kind::Redis, Kind::Ferrokv], 0, 5000);
+    links_agree(&nodes);
+    let ids: Vec<String> = nodes.iter().map(|n| node_id(n.port)).collect();
+    let unknown = "0".repeat(40);
+    let mut errors = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let other = ids[(i + 1) % ids.len()].as_str();
+        // One direction at a time: redis-server crashes when told to kill
+        // a link that is already gone.
+        let reply = ask(n.port, &["DEBUG", "CLUSTERLINK", "KILL", "to", other]);
+        assert_eq!(reply, "+OK\r\n", "{:?}", n.kind);
+        errors.push(ask(
+            n.port,
+            &["DEBUG", "CLUSTERLINK", "KILL", "to", &unknown],
+        ));
+    }
+    assert!(errors.iter().all(|e| *e == errors[1]), "{errors:?}");
+    assert!(errors[1].starts_with("-ERR Unknown node"), "{errors:?}");
+    links_agree(&nodes);
 }
 
 /// Builds a 3-master, 3-replica cluster of `kinds`, writes through

@@ -499,6 +499,45 @@ fn crash_directives_act_like_redis() {
     }
 }
 
+/// Redis's "Crash report generated on SIGABRT": a fatal signal sent from
+/// outside, while the event loop waits, writes the crash report and the
+/// process dies of the signal, as redis-server does. (The report read the
+/// network's state that the waiting loop held, failed, and the process
+/// died with nothing written.)
+#[test]
+fn a_fatal_signal_from_outside_writes_the_crash_report_as_redis() {
+    use std::os::unix::process::ExitStatusExt;
+    let run = |program: &str, sig: libc::c_int| -> (Option<i32>, bool, bool) {
+        let dir = unique_temp_path("ferrokv-signal");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log = dir.join("log.txt");
+        let (mut child, port) = spawn_on_free_port(|port| {
+            let mut c = crate::support::server_command(program, port);
+            c.args(["--logfile", log.to_str().expect("utf-8 path")])
+                .args(["--crash-memcheck-enabled", "no"]);
+            c
+        });
+        let mut r = Raw::connect(port);
+        assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let status = wait_exit(&mut child, Duration::from_secs(20)).expect("it ends");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            status.signal(),
+            text.contains("------ STACK TRACE ------"),
+            text.contains(&format!("crashed by signal: {sig}")),
+        )
+    };
+    for sig in [libc::SIGABRT, libc::SIGSEGV] {
+        let ours = run(env!("CARGO_BIN_EXE_ferrokv"), sig);
+        let theirs = run("redis-server", sig);
+        assert_eq!(ours, theirs, "signal {sig}");
+        assert_eq!(ours, (Some(sig), true, true), "signal {sig}");
+    }
+}
+
 /// A replica loading its master's snapshot from the socket
 /// (`repl-diskless-load on-empty-db`) runs no cron, as Redis's does not
 /// while it loads: a load longer than `watchdog-period` logs the watchdog's

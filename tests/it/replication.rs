@@ -1768,3 +1768,45 @@ fn the_masters_stream_waits_for_a_busy_script_as_redis() {
         );
     }
 }
+
+/// A replica loading its master's snapshot from disk (repl-diskless-load
+/// disabled) is loading meanwhile, as Redis's: INFO says `loading:1` and
+/// commands get -LOADING, until the load ends and the link is up. Side by
+/// side with a redis-server replica; the load is slowed by
+/// `key-load-delay`.
+#[test]
+fn a_replica_loading_a_snapshot_from_disk_answers_loading_as_redis() {
+    let master = ferrokv_master();
+    let mut m = master.raw();
+    let value = "A".repeat(1024);
+    for j in 0..200 {
+        assert_eq!(m.cmd_str(&["SET", &format!("k{j}"), &value]), b"+OK\r\n");
+    }
+    let ours = spawn_ferrokv_process();
+    let theirs = spawn_redis();
+    for (port, who) in [(ours.port, "ferrokv"), (theirs.port, "redis-server")] {
+        let mut r = Raw::connect(port);
+        for (k, v) in [
+            ("repl-diskless-load", "disabled"),
+            ("key-load-delay", "10000"),
+            ("loading-process-events-interval-bytes", "1024"),
+        ] {
+            assert_eq!(r.cmd_str(&["CONFIG", "SET", k, v]), b"+OK\r\n", "{who} {k}");
+        }
+        r.cmd_str(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+        assert!(
+            wait_until(Duration::from_secs(20), || info_field(
+                &mut r,
+                "persistence",
+                "loading"
+            ) == "1"),
+            "{who}: never seen loading"
+        );
+        let reply = text(&r.cmd_str(&["GET", "k1"]));
+        assert!(reply.starts_with("-LOADING"), "{who}: {reply}");
+        r.cmd_str(&["CONFIG", "SET", "key-load-delay", "0"]);
+        wait_link_up(&mut r);
+        assert_eq!(info_field(&mut r, "persistence", "loading"), "0", "{who}");
+        assert_eq!(r.cmd_str(&["DBSIZE"]), b":200\r\n", "{who}");
+    }
+}

@@ -320,12 +320,13 @@ impl Replication {
     }
 
     /// replicationGetSlaveOffset: the offset applied from the master, 0
-    /// when this server follows none.
+    /// when this server follows none, or is taking a full resynchronization
+    /// (Redis then has neither a master client nor a cached one: the
+    /// cluster hides such a replica from CLUSTER SLOTS).
     pub fn replica_offset(&self) -> u64 {
-        if self.master.is_some() {
-            self.current_offset()
-        } else {
-            0
+        match &self.master {
+            Some(m) if m.state != LinkState::Transfer => self.current_offset(),
+            _ => 0,
         }
     }
 
