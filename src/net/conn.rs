@@ -265,8 +265,10 @@ pub struct ConnIo {
     pub wpos: usize,
     /// A protocol error to report once earlier commands are answered.
     pub error: Option<ProtocolError>,
-    /// The query buffer grew past [`KEEP_BUFFER`]: once empty it is given
-    /// back (its allocation may outlive what is left of its capacity).
+    /// Reads grew the query buffer past [`QUERY_RESIZE_THRESHOLD`] (a
+    /// command of many arguments, a deep pipeline): once empty it is given
+    /// back. Redis's buffer stays small there, as it turns each argument
+    /// into an object as it arrives; this one holds the whole command.
     inbuf_grew: bool,
     /// Bytes split off the front of `inbuf`'s allocation since it was
     /// made: the allocation is `capacity() + inbuf_split`.
@@ -616,7 +618,7 @@ impl ConnIo {
             self.inbuf.reserve(want);
             // A new allocation, or the old one reclaimed whole.
             self.inbuf_split = 0;
-            self.inbuf_grew |= self.inbuf.capacity() > KEEP_BUFFER;
+            self.inbuf_grew |= self.inbuf.capacity() > QUERY_RESIZE_THRESHOLD;
         }
     }
 
