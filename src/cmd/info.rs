@@ -332,7 +332,10 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         Some(bg) => (
             1,
             bg.started.elapsed().as_secs() as i64,
-            bg.keys_processed.load(Ordering::Relaxed),
+            match &bg.child_info {
+                Some(info) => info.keys(),
+                None => bg.keys_processed.load(Ordering::Relaxed),
+            },
             bg.keys_total,
         ),
         // A snapshot for replicas is Redis's RDB child too.
@@ -346,14 +349,26 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         u8::from(ctx.server.loading && !ctx.server.async_loading),
     );
     f.kv("async_loading", u8::from(ctx.server.async_loading));
-    for k in [
-        "current_cow_peak",
-        "current_cow_size",
-        "current_cow_size_age",
-    ] {
-        f.kv(k, 0);
-    }
-    f.kv("current_fork_perc", "0.00");
+    // What the saving child reported (Redis's child info).
+    let (cow, peak, at_ms) = p
+        .bgsave
+        .as_ref()
+        .and_then(|bg| bg.child_info.as_ref())
+        .map_or((0, 0, 0), |info| info.cow());
+    f.kv("current_cow_peak", peak);
+    f.kv("current_cow_size", cow);
+    let age = if at_ms == 0 {
+        0
+    } else {
+        crate::util::clock::real_now_ms().saturating_sub(at_ms) / 1000
+    };
+    f.kv("current_cow_size_age", age);
+    let perc = if in_progress == 1 && total > 0 {
+        processed as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    f.kv("current_fork_perc", format!("{perc:.2}"));
     f.kv("current_save_keys_processed", processed);
     f.kv("current_save_keys_total", total);
     f.kv("rdb_changes_since_last_save", ctx.store.stats.dirty);
@@ -366,7 +381,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rdb_last_bgsave_time_sec", p.last_bgsave_time_sec);
     f.kv("rdb_current_bgsave_time_sec", current_secs);
     f.kv("rdb_saves", p.saves);
-    f.kv("rdb_last_cow_size", 0);
+    f.kv("rdb_last_cow_size", p.last_cow_size);
     f.kv("rdb_last_load_keys_expired", p.last_load_keys_expired);
     f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
     let aof = &ctx.server.aof;

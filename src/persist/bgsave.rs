@@ -34,6 +34,8 @@ pub struct Bgsave {
     pub keys_processed: Arc<AtomicU64>,
     /// Keys to write (`current_save_keys_total`).
     pub keys_total: u64,
+    /// What the forked child reports as it goes.
+    pub child_info: Option<super::child_info::ChildInfo>,
 }
 
 /// A point-in-time copy of the keyspace for a background save.
@@ -123,7 +125,15 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
     // Counted when started, as Redis's rdbSaveBackground does.
     p.state.saves += 1;
     #[cfg(unix)]
-    let forked = match fork_writer(store, &path, opts, keys_total, tx.clone()) {
+    let child_info = super::child_info::ChildInfo::new();
+    let forked = match fork_writer(
+        store,
+        &path,
+        opts,
+        keys_total,
+        tx.clone(),
+        child_info.as_ref(),
+    ) {
         Ok(f) => Some(f),
         Err(e) => {
             tracing::warn!("fork failed ({e}); saving from a copy of the data instead");
@@ -131,7 +141,7 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
         }
     };
     #[cfg(not(unix))]
-    let forked = None;
+    let (forked, child_info) = (None, None);
     let (thread, child) = match forked {
         Some((thread, child)) => (thread, Some(child)),
         None => (
@@ -139,6 +149,7 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
             None,
         ),
     };
+    let forked_child = child.is_some();
     tracing::info!("Background saving started");
     p.state.bgsave = Some(Bgsave {
         started: Instant::now(),
@@ -149,6 +160,7 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
         child,
         keys_processed: processed,
         keys_total,
+        child_info: if forked_child { child_info } else { None },
     });
     Ok(())
 }
@@ -186,11 +198,17 @@ fn fork_writer(
     opts: SaveOptions,
     keys: u64,
     tx: Done,
+    info: Option<&super::child_info::ChildInfo>,
 ) -> Result<(std::thread::JoinHandle<()>, (i32, PathBuf)), String> {
     let pid = fork_child(None, "redis-rdb-bgsave", || {
         // The child's only save: it is named `temp-<child pid>.rdb`.
         super::TEMP_IN_FLIGHT.store(0, Ordering::Relaxed);
-        write_file(path, store, opts, None).is_ok()
+        if let Some(info) = info {
+            info.report_here();
+        }
+        let ok = write_file(path, store, opts, None).is_ok();
+        super::child_info::save_ended();
+        ok
     })?;
     let tmp = super::temp_path(path, pid as u32, None);
     let thread = std::thread::Builder::new()
@@ -530,6 +548,9 @@ pub fn bgsave_poll(store: &mut Store, p: &mut Persistence<'_>) {
     }
     let st = &mut *p.state;
     st.last_bgsave_time_sec = bg.started.elapsed().as_secs() as i64;
+    if let Some(info) = &bg.child_info {
+        st.last_cow_size = info.cow().0;
+    }
     match result {
         Ok(r) => {
             store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);

@@ -14,6 +14,7 @@
 pub mod aof;
 pub mod aof_load;
 mod bgsave;
+pub mod child_info;
 pub mod cmdlog;
 pub mod rdb;
 
@@ -91,6 +92,9 @@ pub struct PersistState {
     /// Outcome of the last background (or foreground) save
     /// (`rdb_last_bgsave_status`).
     pub last_bgsave_ok: bool,
+    /// What the last background save's child copied on write
+    /// (`rdb_last_cow_size`).
+    pub last_cow_size: u64,
     /// Real Unix ms of the last "applying a command even though it is
     /// unable to write to disk" warning of a replica.
     pub disk_error_logged_ms: u64,
@@ -119,6 +123,7 @@ impl Default for PersistState {
             last_save: clock::real_now_ms() / 1000,
             bgsave: None,
             last_bgsave_ok: true,
+            last_cow_size: 0,
             disk_error_logged_ms: 0,
             last_bgsave_time_sec: -1,
             last_bgsave_try: 0,

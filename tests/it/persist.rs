@@ -926,3 +926,47 @@ fn a_replica_keeps_expired_keys_from_its_file_as_redis() {
         }
     }
 }
+
+/// Redis's "Test child sending info": while a forked BGSAVE runs, INFO
+/// shows the keys it has written, its progress and the memory it has
+/// copied on write as writes touch shared pages, and afterwards
+/// `rdb_last_cow_size`; side by side with redis-server.
+#[test]
+fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
+    let args = ["--enable-debug-command", "yes"];
+    let ours = spawn_ferrokv_process_with(&args);
+    let theirs = spawn_redis_with(&args);
+    for (port, who) in [(ours.port, "ferrokv"), (theirs.port, "redis-server")] {
+        let mut r = Raw::connect(port);
+        assert_eq!(
+            r.cmd_str(&["DEBUG", "POPULATE", "10000", "key", "500"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(info_u64(&mut r, "current_cow_size"), 0, "{who}");
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "200"]);
+        r.cmd_str(&["BGSAVE"]);
+        let mut next = 0;
+        let seen = wait_until(Duration::from_secs(20), || {
+            for _ in 0..16 {
+                r.cmd_str(&["SETRANGE", &format!("key:{next}"), "0", &"B".repeat(500)]);
+                next += 1;
+            }
+            info_u64(&mut r, "rdb_bgsave_in_progress") == 1
+                && info_u64(&mut r, "current_cow_size") >= 4096
+                && info_u64(&mut r, "current_save_keys_processed") > 0
+        });
+        assert!(seen, "{who}: no child info while saving");
+        let perc = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        assert!(!perc.contains("current_fork_perc:0.00"), "{who}: {perc}");
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        assert!(
+            wait_until(Duration::from_secs(20), || info_u64(
+                &mut r,
+                "rdb_bgsave_in_progress"
+            ) == 0),
+            "{who}"
+        );
+        assert!(info_u64(&mut r, "rdb_last_cow_size") > 0, "{who}");
+        assert_eq!(info_u64(&mut r, "current_save_keys_processed"), 0, "{who}");
+    }
+}

@@ -377,6 +377,7 @@ pub fn write_rdb<W: Write>(
             e.string(key);
             e.value(value);
             n += 1;
+            super::super::child_info::key_saved();
             if opts.key_delay_us != 0 {
                 crate::util::clock::debug_delay(opts.key_delay_us);
             }
