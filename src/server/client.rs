@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use crate::net::addr::PeerAddr;
+use crate::net::conn::REPLY_CHUNK;
 use std::rc::Rc;
 
 use std::fmt::Write as _;
@@ -235,10 +236,6 @@ impl ClientState {
         }
     }
 }
-
-/// Redis's reply block size (PROTO_REPLY_CHUNK_BYTES), the unit CLIENT
-/// LIST's output fields count in.
-const REPLY_CHUNK: usize = 16 * 1024;
 
 /// Appends one CLIENT LIST line (Redis's catClientInfoString), without the
 /// trailing newline. `current` is the running command's argv when `c` is

@@ -299,15 +299,6 @@ fn complete_bulk_without_crlf_and_idle_buffers_like_redis() {
     }
 }
 
-/// The binary and redis-server with DEBUG on, each checked by `case`.
-fn on_both_processes(case: impl Fn(u16, &str)) {
-    let args = ["--enable-debug-command", "yes"];
-    let server = spawn_ferrokv_process_with(&args);
-    case(server.port, "ferrokv");
-    let redis = spawn_redis_with(&args);
-    case(redis.port, "redis-server");
-}
-
 /// What CLIENT LIST says the query buffer of `client` takes.
 fn query_buffer(control: &mut Raw, client: &str) -> u64 {
     field_of(control, client, "qbuf").unwrap_or(0)

@@ -410,10 +410,7 @@ fn tracking_invalidations_do_not_feed_eviction_as_redis() {
 /// evicted for it.
 #[test]
 fn the_keyspace_does_not_grow_past_maxmemory_as_redis() {
-    let args = ["--enable-debug-command", "yes"];
-    let server = spawn_ferrokv_process_with(&args);
-    let redis = spawn_redis_with(&args);
-    for (port, who) in [(server.port, "ferrokv"), (redis.port, "redis-server")] {
+    on_both_processes(|port, who| {
         let mut r = Raw::connect(port);
         r.cmd_str(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
         r.cmd_str(&["CONFIG", "SET", "latency-tracking", "no"]);
@@ -443,7 +440,7 @@ fn the_keyspace_does_not_grow_past_maxmemory_as_redis() {
         assert_eq!(r.cmd_str(&["SET", "k2", "v2"]), b"+OK\r\n");
         assert_eq!(r.cmd_str(&["DBSIZE"]), b":4098\r\n", "{who}");
         assert_eq!(info_u64(&mut r, "evicted_keys"), 0, "{who}");
-    }
+    });
 }
 
 /// Redis's "slave buffer are counted correctly": a stopped replica's

@@ -933,10 +933,7 @@ fn a_replica_keeps_expired_keys_from_its_file_as_redis() {
 /// `rdb_last_cow_size`; side by side with redis-server.
 #[test]
 fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
-    let args = ["--enable-debug-command", "yes"];
-    let ours = spawn_ferrokv_process_with(&args);
-    let theirs = spawn_redis_with(&args);
-    for (port, who) in [(ours.port, "ferrokv"), (theirs.port, "redis-server")] {
+    on_both_processes(|port, who| {
         let mut r = Raw::connect(port);
         assert_eq!(
             r.cmd_str(&["DEBUG", "POPULATE", "10000", "key", "500"]),
@@ -968,5 +965,5 @@ fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
         );
         assert!(info_u64(&mut r, "rdb_last_cow_size") > 0, "{who}");
         assert_eq!(info_u64(&mut r, "current_save_keys_processed"), 0, "{who}");
-    }
+    });
 }

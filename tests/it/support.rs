@@ -735,3 +735,13 @@ pub fn info_u64(raw: &mut Raw, name: &str) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {name} in INFO"))
 }
+
+/// The ferrokv binary (its own allocator: memory figures are real) and
+/// redis-server, both with DEBUG on, each checked by `case` in turn.
+pub fn on_both_processes(case: impl Fn(u16, &str)) {
+    let args = ["--enable-debug-command", "yes"];
+    let server = spawn_ferrokv_process_with(&args);
+    case(server.port, "ferrokv");
+    let redis = spawn_redis_with(&args);
+    case(redis.port, "redis-server");
+}
