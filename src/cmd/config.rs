@@ -308,6 +308,17 @@ fn apply(ctx: &mut Ctx<'_>, mut next: crate::config::Config) {
     if next.requirepass != ctx.server.config.requirepass {
         acl.set_default_password(&ctx.server.table.universe, next.requirepass.as_deref());
     }
+    // Redis's resizeReplicationBacklog: a size set below the least is
+    // raised to it.
+    let backlog_size = next.get_i64("repl-backlog-size").unwrap_or(0);
+    if next.get("repl-backlog-size") != ctx.server.config.get("repl-backlog-size")
+        && backlog_size < crate::server::repl::backlog::MIN_SIZE as i64
+    {
+        if let Some((p, _)) = crate::config::params::lookup(b"repl-backlog-size") {
+            let least = crate::server::repl::backlog::MIN_SIZE.to_string();
+            let _ = next.set_value(p, least.as_bytes());
+        }
+    }
     let maxmemory_lowered = next.maxmemory != 0
         && (ctx.server.config.maxmemory == 0 || next.maxmemory < ctx.server.config.maxmemory);
     ctx.server.obuf_limits =

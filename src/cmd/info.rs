@@ -312,7 +312,7 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("mem_fragmentation_bytes", rss as i64 - used as i64);
     f.kv("mem_not_counted_for_evict", ctx.server.not_counted_memory());
     f.kv("mem_replication_backlog", backlog);
-    f.kv("mem_total_replication_buffers", backlog + replicas);
+    f.kv("mem_total_replication_buffers", o.repl_buffers);
     f.kv("mem_clients_slaves", replicas);
     f.kv("mem_clients_normal", ctx.server.clients_mem.get());
     f.kv("mem_cluster_links", 0);

@@ -49,6 +49,8 @@ pub(super) struct Overhead {
     pub startup: u64,
     /// The replication backlog's bytes.
     pub backlog: u64,
+    /// The replication buffer's bytes, shared by the backlog and replicas.
+    pub repl_buffers: u64,
     /// What replicas' connections hold.
     pub replicas: u64,
     /// What normal clients' buffers hold.
@@ -83,8 +85,8 @@ impl Overhead {
         let peak = PEAK_MEMORY.fetch_max(used, Ordering::Relaxed).max(used);
         let startup = ctx.server.memory.startup.min(used);
         let repl = &ctx.server.repl;
-        let backlog = repl.backlog.as_ref().map_or(0, |b| b.histlen() as u64);
-        let replicas = repl.replica_buffers();
+        let repl_mem = repl.memory();
+        let (backlog, replicas) = (repl_mem.backlog, repl_mem.replicas);
         let clients = ctx.server.clients_mem.get() as u64;
         let aof = ctx.server.aof.buffered() as u64;
         let dbs: Vec<(usize, u64)> = (0..ctx.store.dbs.len())
@@ -100,6 +102,7 @@ impl Overhead {
             startup,
             backlog,
             replicas,
+            repl_buffers: repl_mem.buffers,
             clients,
             aof,
             dbs,

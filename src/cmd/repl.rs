@@ -55,12 +55,11 @@ fn replconf(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                         r.ack_ms = clock::real_now_ms();
                         if r.state == ReplicaState::WaitAck {
                             r.state = ReplicaState::Online;
-                            let waiting = std::mem::take(&mut r.waiting);
-                            if !waiting.is_empty() {
-                                let _ = r.tx.send(ToConn::Push(waiting));
-                            }
+                            // The stream kept since the fork follows.
+                            ctx.server.repl.lagging = true;
                         }
                     }
+                    ctx.server.repl.pump();
                     ctx.server.repl.refresh_good_replicas();
                 }
             }
@@ -173,29 +172,36 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         .take()
         .map(|c| *c)
         .unwrap_or_default();
-    let size = backlog_size(ctx);
     let repl = &mut ctx.server.repl;
     if psync {
         let replid = args::lossy(argv.get(1));
         let offset = args::int(argv.get(2)).unwrap_or(-1);
-        let data = u64::try_from(offset)
+        let from = u64::try_from(offset)
             .ok()
-            .and_then(|o| repl.continuation(&replid, o));
-        if let (Some(data), false) = (data, conf.rdb_only) {
+            .filter(|&o| repl.can_continue(&replid, o));
+        if let (Some(from), false) = (from, conf.rdb_only) {
             let out = ctx.reply.raw();
             if conf.capa_psync2 {
                 out.extend_from_slice(format!("+CONTINUE {}\r\n", repl.replid).as_bytes());
             } else {
                 out.extend_from_slice(b"+CONTINUE\r\n");
             }
-            out.extend_from_slice(&data);
             repl.stats.partial_ok += 1;
             tracing::info!(
                 "Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.",
                 ctx.client.addr,
-                data.len()
+                repl.offset + 1 - from
             );
+            // The stream from its offset on is given to it after this
+            // reply, from the shared buffer (addReplyReplicationBacklog:
+            // no reference while the backlog is empty).
+            let held = repl.backlog.as_ref().is_some_and(|b| b.histlen() > 0);
             attach(ctx, conf, ReplicaState::Online, false);
+            let repl = &mut ctx.server.repl;
+            if let Some(r) = repl.replicas.last_mut() {
+                r.cursor = held.then_some(from);
+            }
+            repl.lagging = true;
             return Ok(());
         }
         if replid != "?" {
@@ -203,7 +209,7 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     repl.stats.full += 1;
-    repl.ensure_backlog(size);
+    repl.ensure_backlog();
     tracing::info!("Replica {} asks for synchronization", ctx.client.addr);
     // A snapshot already being made for other replicas serves this one
     // too: it gets their copy of the stream since the fork.
@@ -221,8 +227,8 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         .replicas
         .iter()
         .find(|r| r.state == ReplicaState::WaitSnapshotEnd && running);
-    match peer.map(|r| (r.sync_offset, r.waiting.clone())) {
-        Some((offset, waiting)) => {
+    match peer.map(|r| (r.sync_offset, r.cursor)) {
+        Some((offset, cursor)) => {
             if psync {
                 let line = format!("+FULLRESYNC {} {offset}\r\n", ctx.server.repl.replid);
                 ctx.reply.raw().extend_from_slice(line.as_bytes());
@@ -230,20 +236,14 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             attach(ctx, conf, ReplicaState::WaitSnapshotEnd, !psync);
             if let Some(r) = ctx.server.repl.replicas.last_mut() {
                 r.sync_offset = offset;
-                r.waiting = waiting;
+                // Shares the stream kept since the fork
+                // (copyReplicaOutputBuffer).
+                r.cursor = cursor;
             }
         }
         None => attach(ctx, conf, ReplicaState::WaitSnapshotStart, !psync),
     }
     Ok(())
-}
-
-fn backlog_size(ctx: &Ctx<'_>) -> usize {
-    ctx.server
-        .config
-        .get_i64("repl-backlog-size")
-        .unwrap_or(1 << 20)
-        .max(1) as usize
 }
 
 /// Makes the calling client a replica in `state`.
@@ -265,7 +265,7 @@ fn attach(ctx: &mut Ctx<'_>, conf: ReplicaConf, state: ReplicaState, old_sync: b
         conf,
         state,
         sync_offset: offset,
-        waiting: Vec::new(),
+        cursor: None,
         ack_offset: 0,
         ack_ms: now,
         since_ms: now,

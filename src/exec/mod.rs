@@ -140,7 +140,9 @@ impl Executor {
                 net.borrow_mut().deliver();
                 self.serve(&net);
             }
-            self.repl_before_sleep();
+            if self.repl_before_sleep() {
+                net.borrow_mut().deliver();
+            }
             if self.server.cluster.is_some() {
                 crate::server::cluster::cron::before_sleep(&mut self.server);
             }

@@ -126,13 +126,24 @@ impl Executor {
     }
 
     /// Before the loop sleeps: a WAIT asked replicas for acknowledgements.
-    pub(super) fn repl_before_sleep(&mut self) {
-        if std::mem::take(&mut self.server.repl.get_ack) && self.server.repl.feeding() {
-            self.server
-                .repl
-                .feed_raw_command(&[b"REPLCONF", b"GETACK", b"*"]);
+    /// Replicas behind are given more of the stream, and the buffer's
+    /// blocks none needs are freed, ten steps' worth (Redis's beforeSleep).
+    /// True when something was queued for a connection.
+    pub(super) fn repl_before_sleep(&mut self) -> bool {
+        let repl = &mut self.server.repl;
+        let mut queued = false;
+        if std::mem::take(&mut repl.get_ack) && repl.feeding() {
+            repl.feed_raw_command(&[&b"REPLCONF"[..], b"GETACK", b"*"]);
             self.server.flush_stream();
+            queued = true;
         }
+        let repl = &mut self.server.repl;
+        if repl.lagging {
+            repl.pump();
+            queued = true;
+        }
+        repl.trim(10 * crate::server::repl::backlog::TRIM_BLOCKS_PER_CALL);
+        queued
     }
 
     fn repl_every_second(&mut self, now: u64) {
@@ -496,13 +507,7 @@ impl Executor {
                 }
             }
         }
-        let size = self
-            .server
-            .config
-            .get_i64("repl-backlog-size")
-            .unwrap_or(1 << 20)
-            .max(1) as usize;
-        self.server.repl.ensure_backlog(size);
+        self.server.repl.ensure_backlog();
         let Some(net) = self.server.net.clone() else {
             return;
         };
@@ -657,7 +662,9 @@ impl Executor {
             }
             r.state = ReplicaState::WaitSnapshotEnd;
             r.sync_offset = offset;
-            r.waiting.clear();
+            // The stream from the fork on is kept for it from the next
+            // bytes fed.
+            r.cursor = None;
             r.transfer_progress = (0, now);
             let mut head = Vec::new();
             if !r.old_sync {
@@ -798,6 +805,7 @@ impl Executor {
             }
         };
         let diskless = self.server.config.get_bool("repl-diskless-sync");
+        repl.lagging = true;
         let empty = crate::persist::empty_rdb(&self.server.config, &[]);
         let functions_only = crate::persist::empty_rdb(&self.server.config, &self.store.functions);
         for r in &mut repl.replicas {
@@ -819,7 +827,7 @@ impl Executor {
             } else {
                 payload.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
                 payload.extend_from_slice(rdb);
-                payload.append(&mut r.waiting);
+                // The stream kept since the fork follows it (pump).
                 r.state = ReplicaState::Online;
             }
             let _ = r.tx.send(ToConn::Push(payload));

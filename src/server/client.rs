@@ -307,12 +307,22 @@ pub fn info_line(
     let pending = bufs.pending.get();
     let rbs = bufs.reply_size.get();
     let obl = pending.min(rbs);
-    let oll = (pending - obl).div_ceil(REPLY_CHUNK);
-    let omem = bufs.output_alloc.get().saturating_sub(2 * rbs);
-    let tot_mem = bufs.query_alloc.get()
+    let mut oll = (pending - obl).div_ceil(REPLY_CHUNK);
+    let mut omem = bufs.output_alloc.get().saturating_sub(2 * rbs);
+    let mut tot_mem = bufs.query_alloc.get()
         + bufs.output_alloc.get()
         + super::client_mem::held(c, server, store)
         + argv_mem;
+    // A replica's output is mostly the shared replication buffer from
+    // where it reads on (Redis's getClientOutputBufferMemoryUsage).
+    if c.kind == ClientKind::Replica {
+        if let Some(r) = server.repl.replicas.iter().find(|r| r.client_id == c.id) {
+            let (shared, blocks) = server.repl.replica_share(r);
+            oll += blocks;
+            omem = shared + pending;
+            tot_mem += shared;
+        }
+    }
     let _ = write!(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \

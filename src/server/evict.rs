@@ -173,12 +173,7 @@ impl ServerState {
 
     /// `mem_not_counted_for_evict`.
     pub fn not_counted_memory(&self) -> u64 {
-        let replicas = if self.repl.replicas.is_empty() {
-            0
-        } else {
-            self.repl.replica_buffers()
-        };
-        self.aof.buffered() as u64 + replicas
+        self.aof.buffered() as u64 + self.repl.not_counted_memory()
     }
 
     /// Bytes over maxmemory, or None when within it. An estimate past the

@@ -108,6 +108,20 @@ pub fn allocated() -> u64 {
     }
 }
 
+/// The size the allocator really gives for a request of `size` bytes
+/// (jemalloc's size class, as Redis's zmalloc_usable_size reads it).
+pub fn usable_size(size: usize) -> usize {
+    #[cfg(all(ferrokv_jemalloc, not(ferrokv_sanitize)))]
+    {
+        // SAFETY: nallocx only computes a size class; 0 flags.
+        let n = unsafe { tikv_jemalloc_sys::nallocx(size.max(1), 0) };
+        if n >= size {
+            return n;
+        }
+    }
+    size
+}
+
 /// Pointers to the calling thread's allocated and freed counters, as
 /// jemalloc's `thread.allocatedp` / `thread.deallocatedp` give them; they
 /// stay valid while the thread lives.

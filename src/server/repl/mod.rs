@@ -5,10 +5,13 @@
 //!
 //! As a master, the propagation stream (`server/propagate.rs`) is encoded
 //! into [`Replication::log`] while a batch runs, exactly as the AOF gets
-//! it; [`Replication::flush`] then appends it to the backlog and hands it
-//! to every replica, before the batch's replies go out. A replica that
-//! asks with PSYNC gets the backlog from its offset (`+CONTINUE`) or a
-//! full resynchronization: a snapshot made by a forked child, followed by
+//! it; [`Replication::flush`] then appends it to the replication buffer
+//! (`backlog.rs`), shared by the backlog and every replica, and hands it
+//! to the replicas that are up to date, before the batch's replies go
+//! out; those behind are given more as their connection drains
+//! ([`Replication::pump`]). A replica that asks with PSYNC continues from
+//! its offset (`+CONTINUE`) while the buffer holds it, or gets a full
+//! resynchronization: a snapshot made by a forked child, followed by
 //! everything propagated since the fork.
 //!
 //! As a replica, the commands the master sends run through the one command
@@ -22,10 +25,14 @@ pub mod master_link;
 
 use std::rc::Rc;
 
-use self::backlog::Backlog;
+use self::backlog::ReplBuffer;
 use crate::net::link::{ConnBuffers, ConnTx, ToConn};
 use crate::persist::cmdlog::CommandLog;
 use crate::util::clock;
+
+/// Output a replica's connection may be handed beyond what it has
+/// written before the rest waits in the shared buffer.
+const PUMP_HIGH: usize = 256 * 1024;
 
 /// A replica's replication ID placeholder (no history yet).
 pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
@@ -92,8 +99,12 @@ pub struct Replica {
     pub state: ReplicaState,
     /// The offset its snapshot stands for.
     pub sync_offset: u64,
-    /// The stream since the snapshot's fork, sent after the snapshot.
-    pub waiting: Vec<u8>,
+    /// The offset of the next stream byte it is to be given (Redis's
+    /// `ref_repl_buf_node` and `ref_block_pos`): set by the first bytes
+    /// fed after it attached, or where its PSYNC continues. While its
+    /// snapshot is made it stays there, so the buffer keeps the stream
+    /// since the fork for it.
+    pub cursor: Option<u64>,
     /// The offset it last acknowledged (REPLCONF ACK).
     pub ack_offset: u64,
     /// Real Unix ms of its last acknowledgement.
@@ -222,6 +233,17 @@ impl Failover {
     }
 }
 
+/// Replication's memory (INFO memory, MEMORY STATS).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplMemory {
+    /// `mem_replication_backlog`.
+    pub backlog: u64,
+    /// `mem_clients_slaves`.
+    pub replicas: u64,
+    /// `mem_total_replication_buffers`.
+    pub buffers: u64,
+}
+
 /// Full and partial synchronizations served (INFO stats).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SyncStats {
@@ -243,8 +265,14 @@ pub struct Replication {
     pub second_replid_offset: i64,
     /// Bytes of stream produced or received (`master_repl_offset`).
     pub offset: u64,
-    /// The backlog, once a replica ever attached.
-    pub backlog: Option<Backlog>,
+    /// The replication buffer and its backlog, once a replica ever
+    /// attached.
+    pub backlog: Option<ReplBuffer>,
+    /// `repl-backlog-size`.
+    pub backlog_size: usize,
+    /// An online replica has stream left to be given
+    /// ([`Replication::pump`]).
+    pub lagging: bool,
     /// The stream written by the running batch, not yet handed out.
     pub log: CommandLog,
     /// The replicas attached.
@@ -288,6 +316,8 @@ impl Default for Replication {
             second_replid_offset: -1,
             offset: 0,
             backlog: None,
+            backlog_size: 1 << 20,
+            lagging: false,
             log: CommandLog::default(),
             replicas: Vec::new(),
             master: None,
@@ -340,7 +370,7 @@ impl Replication {
 
     /// Creates the backlog when the first replica attaches (Redis's
     /// createReplicationBacklog); a master starts a new history then.
-    pub fn ensure_backlog(&mut self, size: usize) {
+    pub fn ensure_backlog(&mut self) {
         if self.backlog.is_some() {
             return;
         }
@@ -348,7 +378,7 @@ impl Replication {
             self.replid = new_replid();
             self.clear_replid2();
         }
-        self.backlog = Some(Backlog::new(size));
+        self.backlog = Some(ReplBuffer::new(self.backlog_size, self.offset + 1));
         self.log.db = None;
     }
 
@@ -361,7 +391,7 @@ impl Replication {
     /// The offset of the backlog's first byte (`repl_backlog_first_byte_offset`).
     pub fn backlog_first_offset(&self) -> u64 {
         match &self.backlog {
-            Some(b) => self.offset + 1 - b.histlen() as u64,
+            Some(b) => b.first_offset(),
             None => 0,
         }
     }
@@ -386,26 +416,33 @@ impl Replication {
     }
 
     fn append(&mut self, bytes: &[u8]) {
+        let from = self.offset + 1;
         self.offset += bytes.len() as u64;
-        if let Some(b) = &mut self.backlog {
-            b.append(bytes);
-        }
+        let limits = self.obuf_limits();
+        let Some(b) = &mut self.backlog else {
+            return;
+        };
+        let added = b.append(bytes);
         let mut over = false;
         for r in &mut self.replicas {
-            let queued = match r.state {
-                ReplicaState::Online => {
+            if r.state == ReplicaState::WaitSnapshotStart || r.conf.rdb_only {
+                continue;
+            }
+            let cursor = *r.cursor.get_or_insert(from);
+            // Up to date with room in its output: given the bytes now.
+            if r.state == ReplicaState::Online && cursor == from {
+                if r.bufs.pending.get() < PUMP_HIGH {
                     let _ = r.tx.send(ToConn::Push(bytes.to_vec()));
-                    r.bufs.pending.get() + bytes.len()
+                    r.cursor = Some(self.offset + 1);
+                } else {
+                    self.lagging = true;
                 }
-                ReplicaState::WaitSnapshotEnd | ReplicaState::WaitAck => {
-                    r.waiting.extend_from_slice(bytes);
-                    r.waiting.len()
-                }
-                ReplicaState::WaitSnapshotStart => 0,
-            };
-            if !self.obuf.is_off() && self.obuf.reached(&r.bufs, queued) {
-                over = true;
-                if r.bufs.kill() {
+            }
+            // Checked as a block is added, as in Redis's feedReplicationBuffer.
+            if added && !limits.is_off() {
+                let held = b.held_from(r.cursor.unwrap_or(from)).0 + r.bufs.pending.get();
+                if limits.reached(&r.bufs, held) && r.bufs.kill() {
+                    over = true;
                     tracing::warn!(
                         "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits (slave).",
                         r.client_id,
@@ -421,23 +458,94 @@ impl Replication {
                 self.no_replicas_since_ms = clock::real_now_ms();
             }
         }
+        if added {
+            self.trim(backlog::TRIM_BLOCKS_PER_CALL);
+        }
     }
 
-    /// The stream from `psync_offset` on, when the backlog still holds it
-    /// and `replid` names this history or the one before the last
-    /// promotion up to where they part (Redis's masterTryPartialResynchronization).
-    pub fn continuation(&self, replid: &str, psync_offset: u64) -> Option<Vec<u8>> {
+    /// The replicas' output limits; a hard limit below the backlog's size
+    /// counts as that size (Redis's checkClientOutputBufferLimits: the
+    /// stream a partial resynchronization sends must fit).
+    fn obuf_limits(&self) -> super::obuf::Limits {
+        let mut limits = self.obuf;
+        if limits.hard != 0 && limits.hard < self.backlog_size {
+            limits.hard = self.backlog_size;
+        }
+        limits
+    }
+
+    /// Gives the online replicas that are behind more of the stream, as
+    /// their connections take it (Redis's writeToClient for replicas
+    /// reading the shared buffer); the blocks none needs any more are
+    /// trimmed.
+    pub fn pump(&mut self) {
+        if !std::mem::take(&mut self.lagging) {
+            return;
+        }
+        let Some(b) = &self.backlog else {
+            return;
+        };
+        let next = self.offset + 1;
+        let mut moved = false;
+        for r in &mut self.replicas {
+            let Some(cursor) = r.cursor.filter(|&c| c < next) else {
+                continue;
+            };
+            if r.state != ReplicaState::Online {
+                continue;
+            }
+            let room = PUMP_HIGH.saturating_sub(r.bufs.pending.get());
+            if room == 0 {
+                self.lagging = true;
+                continue;
+            }
+            let mut chunk = Vec::with_capacity(room.min((next - cursor) as usize));
+            let to = b.read(cursor, room, &mut chunk);
+            let _ = r.tx.send(ToConn::Push(chunk));
+            r.cursor = Some(to);
+            moved = true;
+            if to < next {
+                self.lagging = true;
+            }
+        }
+        if moved {
+            self.trim(backlog::TRIM_BLOCKS_PER_CALL);
+        }
+    }
+
+    /// Frees up to `max_blocks` blocks of the buffer no replica needs
+    /// beyond the backlog's size (incrementalTrimReplicationBacklog).
+    pub fn trim(&mut self, max_blocks: usize) {
+        let Some(b) = &mut self.backlog else {
+            return;
+        };
+        if b.histlen() <= b.limit() {
+            return;
+        }
+        let needed = (self.replicas.iter())
+            .filter_map(|r| r.cursor)
+            .min()
+            .unwrap_or(u64::MAX);
+        b.trim(max_blocks, needed);
+    }
+
+    /// Whether a replica asking to continue `replid` from `psync_offset`
+    /// can: the ID names this history, or the one before the last
+    /// promotion up to where they part, and the buffer still holds the
+    /// stream from there (Redis's masterTryPartialResynchronization).
+    pub fn can_continue(&self, replid: &str, psync_offset: u64) -> bool {
         let same = replid == self.replid
             || (replid == self.replid2 && psync_offset as i64 <= self.second_replid_offset);
-        let b = self.backlog.as_ref()?;
-        if !same {
-            return None;
+        same && self.backlog.as_ref().is_some_and(|b| b.holds(psync_offset))
+    }
+
+    /// What replica `r` holds of the shared buffer, as Redis counts a
+    /// replica's output memory, and the number of blocks that is.
+    pub fn replica_share(&self, r: &Replica) -> (usize, usize) {
+        match (&self.backlog, r.cursor) {
+            (Some(b), Some(c)) => b.held_from(c),
+            _ => (0, 0),
         }
-        let first = self.backlog_first_offset();
-        if psync_offset < first || psync_offset > self.offset + 1 {
-            return None;
-        }
-        Some(b.tail((self.offset + 1 - psync_offset) as usize))
     }
 
     /// The replica with client id `id`.
@@ -445,12 +553,16 @@ impl Replication {
         self.replicas.iter_mut().find(|r| r.client_id == id)
     }
 
-    /// Forgets a replica whose connection closed.
+    /// Forgets a replica whose connection closed; the blocks it alone
+    /// held go in steps (freeReplicaReferencedReplBuffer).
     pub fn forget(&mut self, id: u64) {
         let before = self.replicas.len();
         self.replicas.retain(|r| r.client_id != id);
-        if before != self.replicas.len() && self.replicas.is_empty() {
-            self.no_replicas_since_ms = clock::real_now_ms();
+        if before != self.replicas.len() {
+            if self.replicas.is_empty() {
+                self.no_replicas_since_ms = clock::real_now_ms();
+            }
+            self.trim(backlog::TRIM_BLOCKS_PER_CALL);
         }
     }
 
@@ -463,14 +575,14 @@ impl Replication {
             config.get_i64("min-replicas-to-write").unwrap_or(0).max(0) as usize,
             config.get_i64("min-replicas-max-lag").unwrap_or(10).max(0) as u64,
         );
+        self.backlog_size = config
+            .get_i64("repl-backlog-size")
+            .unwrap_or(1 << 20)
+            .max(1) as usize;
         if let Some(b) = &mut self.backlog {
-            b.resize(
-                config
-                    .get_i64("repl-backlog-size")
-                    .unwrap_or(1 << 20)
-                    .max(1) as usize,
-            );
+            b.set_limit(self.backlog_size);
         }
+        self.trim(backlog::TRIM_BLOCKS_PER_CALL);
         self.refresh_good_replicas();
     }
 
@@ -535,20 +647,61 @@ impl Replication {
         }
     }
 
-    /// Memory held for replicas beyond the backlog: their queued stream,
-    /// what waits while their snapshot is made, and the snapshot being
-    /// collected. Redis leaves it out of maxmemory (as its replicas'
-    /// share of the replication buffer) and reports it as
-    /// `mem_clients_slaves`.
-    pub fn replica_buffers(&self) -> u64 {
-        let queued: usize = self
-            .replicas
-            .iter()
-            // What the output takes: a buffer grown for a backlog of
-            // stream is all counted, as Redis counts its reply blocks.
-            .map(|r| r.bufs.pending.get().max(r.bufs.output_alloc.get()) + r.waiting.capacity())
+    /// Memory ferrokv holds for replicas besides the shared buffer: the
+    /// stream (or snapshot) handed to their connections and not yet
+    /// written, and a snapshot collected for them.
+    fn replica_output_memory(&self) -> u64 {
+        let queued: usize = (self.replicas.iter())
+            .map(|r| match r.bufs.pending.get() {
+                0 => 0,
+                // While output waits its whole buffer is the replica's.
+                n => n.max(r.bufs.output_alloc.get()),
+            })
             .sum();
         (queued + self.snapshot.as_ref().map_or(0, |s| s.held())) as u64
+    }
+
+    /// The replication buffer's memory as Redis reports it
+    /// (getMemoryOverheadData): the backlog's share, at most its size
+    /// while replicas are attached (with the index Redis keeps over the
+    /// blocks), and the replicas' share, what passes it plus what they
+    /// hold of their own.
+    pub fn memory(&self) -> ReplMemory {
+        let Some(b) = &self.backlog else {
+            return ReplMemory {
+                replicas: self.replica_output_memory(),
+                ..ReplMemory::default()
+            };
+        };
+        let total = b.mem() as u64;
+        let limit = b.limit() as u64;
+        let (backlog, shared) = if !self.replicas.is_empty() && total > limit {
+            (limit, total - limit)
+        } else {
+            (total, 0)
+        };
+        ReplMemory {
+            backlog: backlog + b.index_memory() as u64,
+            replicas: shared + self.replica_output_memory(),
+            buffers: total,
+        }
+    }
+
+    /// What maxmemory leaves out for replication (Redis's
+    /// freeMemoryGetNotCountedMemory): the buffer beyond the backlog's
+    /// size, replicas or not (a disconnected replica's blocks are freed in
+    /// steps), and the replicas' own output.
+    pub fn not_counted_memory(&self) -> u64 {
+        let beyond = self.backlog.as_ref().map_or(0, |b| {
+            let counted = b.limit() + b.limit().div_ceil(16 * 1024).max(1) * 64;
+            b.mem().saturating_sub(counted)
+        }) as u64;
+        let own = if self.replicas.is_empty() {
+            0
+        } else {
+            self.replica_output_memory()
+        };
+        beyond + own
     }
 
     /// The history a save records (rdbPopulateSaveInfo): a master's when
@@ -579,7 +732,7 @@ impl Replication {
             self.replid2 = id;
             self.second_replid_offset = info.offset as i64 + 1;
             self.offset = info.offset;
-            self.backlog = Some(Backlog::new(backlog_size));
+            self.backlog = Some(ReplBuffer::new(backlog_size, self.offset + 1));
             self.no_replicas_since_ms = clock::real_now_ms();
         }
     }
@@ -596,24 +749,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn continues_from_the_backlog_only_within_its_history() {
+    fn continues_from_the_buffer_only_within_its_history() {
         let mut r = Replication::default();
-        r.ensure_backlog(16);
+        r.backlog_size = 16;
+        r.ensure_backlog();
         let id = r.replid.clone();
         r.proxy(b"0123456789");
         assert_eq!(r.offset, 10);
-        assert_eq!(r.continuation(&id, 11).as_deref(), Some(&b""[..]));
-        assert_eq!(r.continuation(&id, 6).as_deref(), Some(&b"56789"[..]));
-        assert_eq!(r.continuation(&id, 12), None);
-        assert_eq!(r.continuation("x", 6), None);
-        r.proxy(b"abcdefghij");
-        assert_eq!(r.backlog_first_offset(), 5);
-        assert_eq!(r.continuation(&id, 4), None);
+        assert!(r.can_continue(&id, 11));
+        assert!(r.can_continue(&id, 6));
+        assert!(!r.can_continue(&id, 12));
+        assert!(!r.can_continue("x", 6));
+        r.proxy(&[b'a'; 40_000]);
+        // Trimmed to what the backlog's size needs, in whole blocks.
+        r.trim(backlog::TRIM_BLOCKS_PER_CALL);
+        assert!(!r.can_continue(&id, 1));
+        let first = r.backlog_first_offset();
+        assert!(first > 1 && r.can_continue(&id, first));
         r.promote();
-        assert_eq!(r.continuation(&id, 21).as_deref(), Some(&b""[..]));
+        assert!(r.can_continue(&id, r.offset + 1));
         r.proxy(b"z");
-        assert_eq!(r.continuation(&id, 21).as_deref(), Some(&b"z"[..]));
-        assert_eq!(r.continuation(&id, 22), None);
+        assert!(r.can_continue(&id, r.offset));
+        assert!(!r.can_continue(&id, r.offset + 1));
     }
 }
 
