@@ -432,7 +432,7 @@ impl Conn {
             io.wpos = 0;
             std::mem::swap(&mut io.wbuf, &mut out);
         } else {
-            io.wbuf.extend_from_slice(&out);
+            io.queue(&out);
         }
         out.clear();
         out
@@ -586,6 +586,18 @@ impl ConnIo {
     /// Bytes queued and not written.
     pub fn pending(&self) -> usize {
         self.wbuf.len() - self.wpos
+    }
+
+    /// Queues output bytes after those pending. When the buffer would have
+    /// to grow, what was already written is dropped from its front first:
+    /// its size then follows what is pending (CLIENT LIST `omem`, the
+    /// output limits), not everything a slow reader was sent so far.
+    pub fn queue(&mut self, bytes: &[u8]) {
+        if self.wpos > 0 && self.wbuf.len() + bytes.len() > self.wbuf.capacity() {
+            self.wbuf.drain(..self.wpos);
+            self.wpos = 0;
+        }
+        self.wbuf.extend_from_slice(bytes);
     }
 
     /// One read into the query buffer, or into the large argument being

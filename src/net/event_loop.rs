@@ -724,7 +724,7 @@ impl Net {
             return;
         }
         if let Some(e) = c.io.error.take() {
-            c.io.wbuf.extend_from_slice(&e.line());
+            c.io.queue(&e.line());
             c.closing = true;
             self.mark_dirty(id);
         } else if c.eof {
@@ -776,7 +776,7 @@ impl Net {
                         self.finish_write(id);
                         if let Some(c) = conn!(self, id) {
                             self.stats.net_output_bytes += bytes.len() as u64;
-                            c.io.wbuf.extend_from_slice(&bytes);
+                            c.io.queue(&bytes);
                             c.note_reply_peak();
                             c.account();
                             self.mark_dirty(id);

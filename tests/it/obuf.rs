@@ -108,3 +108,44 @@ fn the_soft_limit_closes_a_client_that_stays_over_it() {
     }));
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
+
+/// The output a subscriber that reads nothing holds, side by side with
+/// redis-server (obuf-limits' "hard limit is enforced"): CLIENT LIST's
+/// `omem` follows its pending messages up to the pub/sub hard limit of
+/// 100000 bytes, where it is closed; never the size of everything the
+/// socket took before it filled.
+#[test]
+fn omem_follows_a_slow_subscribers_pending_output_as_redis() {
+    on_both_processes(|port, who| {
+        let mut m = Raw::connect(port);
+        assert_eq!(
+            m.cmd_str(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 100000 0 0"
+            ]),
+            b"+OK\r\n"
+        );
+        let mut sub = Raw::connect(port);
+        assert!(sub.cmd_str(&["SUBSCRIBE", "foo"]).starts_with(b"*3\r\n"));
+        let mut last = 0u64;
+        for _ in 0..1_000_000 {
+            m.cmd_str(&["PUBLISH", "foo", "bar"]);
+            let list = String::from_utf8_lossy(&m.cmd_str(&["CLIENT", "LIST", "TYPE", "pubsub"]))
+                .into_owned();
+            let Some(omem) = list
+                .split(' ')
+                .find_map(|f| f.strip_prefix("omem="))
+                .and_then(|v| v.parse::<u64>().ok())
+            else {
+                break;
+            };
+            last = omem;
+            if omem > 200_000 {
+                break;
+            }
+        }
+        assert!((70_000..200_000).contains(&last), "{who}: omem {last}");
+    });
+}

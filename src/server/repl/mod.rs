@@ -750,8 +750,10 @@ mod tests {
 
     #[test]
     fn continues_from_the_buffer_only_within_its_history() {
-        let mut r = Replication::default();
-        r.backlog_size = 16;
+        let mut r = Replication {
+            backlog_size: 16,
+            ..Replication::default()
+        };
         r.ensure_backlog();
         let id = r.replid.clone();
         r.proxy(b"0123456789");
