@@ -328,33 +328,39 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
 
 fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let p = &ctx.server.persist;
-    let (in_progress, current_secs, processed, total) = match &p.bgsave {
-        Some(bg) => (
-            1,
-            bg.started.elapsed().as_secs() as i64,
-            match &bg.child_info {
-                Some(info) => info.keys(),
-                None => bg.keys_processed.load(Ordering::Relaxed),
-            },
-            bg.keys_total,
-        ),
+    let (in_progress, current_secs) = match &p.bgsave {
+        Some(bg) => (1, bg.started.elapsed().as_secs() as i64),
         // A snapshot for replicas is Redis's RDB child too.
         None => match &ctx.server.repl.snapshot {
-            Some(s) => (1, s.started.elapsed().as_secs() as i64, 0, 0),
-            None => (0, -1, 0, 0),
+            Some(s) => (1, s.started.elapsed().as_secs() as i64),
+            None => (0, -1),
         },
     };
+    // What the running child reported (Redis's child info): a background
+    // save's, a snapshot for replicas', or an AOF rewrite's.
+    let aof = &ctx.server.aof;
+    let (child, processed, total) = if let Some(bg) = &p.bgsave {
+        let processed = match &bg.child_info {
+            Some(info) => info.keys(),
+            None => bg.keys_processed.load(Ordering::Relaxed),
+        };
+        (bg.child_info.as_ref(), processed, bg.keys_total)
+    } else if let Some(s) = &ctx.server.repl.snapshot {
+        let info = s.child_info.as_ref();
+        (info, info.map_or(0, |i| i.keys()), s.keys_total)
+    } else if let Some(rw) = &aof.rewrite {
+        let info = rw.child_info.as_ref();
+        (info, info.map_or(0, |i| i.keys()), rw.keys_total)
+    } else {
+        (None, 0, 0)
+    };
+    let running = in_progress == 1 || aof.rewrite.is_some();
     f.kv(
         "loading",
         u8::from(ctx.server.loading && !ctx.server.async_loading),
     );
     f.kv("async_loading", u8::from(ctx.server.async_loading));
-    // What the saving child reported (Redis's child info).
-    let (cow, peak, at_ms) = p
-        .bgsave
-        .as_ref()
-        .and_then(|bg| bg.child_info.as_ref())
-        .map_or((0, 0, 0), |info| info.cow());
+    let (cow, peak, at_ms) = child.map_or((0, 0, 0), |info| info.cow());
     f.kv("current_cow_peak", peak);
     f.kv("current_cow_size", cow);
     let age = if at_ms == 0 {
@@ -363,7 +369,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         crate::util::clock::real_now_ms().saturating_sub(at_ms) / 1000
     };
     f.kv("current_cow_size_age", age);
-    let perc = if in_progress == 1 && total > 0 {
+    let perc = if running && total > 0 {
         processed as f64 * 100.0 / total as f64
     } else {
         0.0
@@ -384,7 +390,6 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("rdb_last_cow_size", p.last_cow_size);
     f.kv("rdb_last_load_keys_expired", p.last_load_keys_expired);
     f.kv("rdb_last_load_keys_loaded", p.last_load_keys_loaded);
-    let aof = &ctx.server.aof;
     f.kv("aof_enabled", u8::from(aof.enabled()));
     f.kv("aof_rewrite_in_progress", u8::from(aof.rewrite.is_some()));
     f.kv("aof_rewrite_scheduled", u8::from(aof.rewrite_scheduled));
@@ -405,7 +410,7 @@ fn persistence(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
         "aof_last_write_status",
         if aof.write_ok() { "ok" } else { "err" },
     );
-    f.kv("aof_last_cow_size", 0);
+    f.kv("aof_last_cow_size", aof.last_cow_size);
     f.kv("module_fork_in_progress", 0);
     f.kv("module_fork_last_cow_size", 0);
     if aof.enabled() {

@@ -718,6 +718,7 @@ impl Executor {
                 crate::persist::Piece::Wait => return,
                 crate::persist::Piece::End(Ok(())) => {
                     let mark = snap.mark.clone().unwrap_or_default();
+                    self.server.persist.last_cow_size = snap.cow_size();
                     repl.snapshot = None;
                     let up = repl.replicas.iter_mut().filter(receiving).count();
                     tracing::info!(
@@ -795,6 +796,9 @@ impl Executor {
         let Some(result) = repl.snapshot.as_ref().and_then(|s| s.poll()) else {
             return;
         };
+        if result.is_ok() {
+            self.server.persist.last_cow_size = repl.snapshot.as_ref().map_or(0, |s| s.cow_size());
+        }
         repl.snapshot = None;
         let rdb = match result {
             Ok(rdb) => rdb,

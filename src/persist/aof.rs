@@ -100,6 +100,8 @@ pub struct Aof {
     pub rewrites: u64,
     /// Duration of the last rewrite in seconds, -1 when none ran.
     pub last_rewrite_sec: i64,
+    /// What the last rewrite's child copied on write (`aof_last_cow_size`).
+    pub last_cow_size: u64,
     /// The files the manifest names now.
     pub manifest: Manifest,
     /// The background rewrite running now (`aof_rewrite_in_progress`).
@@ -143,6 +145,7 @@ impl Default for Aof {
             fsync_errno: Arc::new(AtomicI32::new(0)),
             rewrites: 0,
             last_rewrite_sec: -1,
+            last_cow_size: 0,
             manifest: Manifest::default(),
             rewrite: None,
             rewrite_scheduled: false,

@@ -333,6 +333,10 @@ pub struct SyncSnapshot {
     pub started: Instant,
     /// The end mark of a streamed (diskless) transfer.
     pub mark: Option<String>,
+    /// What the child reports as it goes (keys written, copy-on-write).
+    pub child_info: Option<super::child_info::ChildInfo>,
+    /// The keys there were at the fork (`current_save_keys_total`).
+    pub keys_total: u64,
 }
 
 /// What a streamed snapshot has next.
@@ -378,11 +382,19 @@ impl SyncSnapshot {
         } else {
             "redis-rdb-bgsave"
         };
+        let child_info = super::child_info::ChildInfo::new();
+        let keys_total = store.total_keys() as u64;
         let pid = fork_child(Some(wfd), title, || {
+            if let Some(info) = &child_info {
+                info.report_here();
+            }
             // SAFETY: the child owns the pipe's write end from here on.
             let file = unsafe { std::fs::File::from_raw_fd(wfd) };
             let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
-            super::rdb::save::write_rdb(&mut w, store, opts, None).is_ok() && w.flush().is_ok()
+            let ok =
+                super::rdb::save::write_rdb(&mut w, store, opts, None).is_ok() && w.flush().is_ok();
+            super::child_info::save_ended();
+            ok
         });
         // SAFETY: the parent's copy of the write end is closed so the
         // reader sees end of file when the child is done; the read end is
@@ -456,7 +468,15 @@ impl SyncSnapshot {
             held,
             started: Instant::now(),
             mark,
+            child_info,
+            keys_total,
         })
+    }
+
+    /// What the child copied on write, as it last measured
+    /// (`rdb_last_cow_size` once it is done).
+    pub fn cow_size(&self) -> u64 {
+        self.child_info.as_ref().map_or(0, |i| i.cow().0)
     }
 
     /// True once the child died without finishing (killed, or failed),

@@ -967,3 +967,45 @@ fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
         assert_eq!(info_u64(&mut r, "current_save_keys_processed"), 0, "{who}");
     });
 }
+
+/// The same child info from an AOF rewrite's child, side by side with
+/// redis-server: the keys at the fork and those written so far, the
+/// progress and the copy-on-write while it runs, `aof_last_cow_size`
+/// afterwards.
+#[test]
+fn a_rewriting_child_reports_progress_and_copy_on_write_as_redis() {
+    on_both_processes(|port, who| {
+        let mut r = Raw::connect(port);
+        assert_eq!(
+            r.cmd_str(&["DEBUG", "POPULATE", "10000", "key", "500"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(info_u64(&mut r, "aof_last_cow_size"), 0, "{who}");
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "200"]);
+        assert!(r.cmd_str(&["BGREWRITEAOF"]).starts_with(b"+"), "{who}");
+        let mut next = 0;
+        let seen = wait_until(Duration::from_secs(20), || {
+            for _ in 0..16 {
+                r.cmd_str(&["SETRANGE", &format!("key:{next}"), "0", &"B".repeat(500)]);
+                next += 1;
+            }
+            info_u64(&mut r, "aof_rewrite_in_progress") == 1
+                && info_u64(&mut r, "current_cow_size") >= 4096
+                && info_u64(&mut r, "current_save_keys_processed") > 0
+        });
+        assert!(seen, "{who}: no child info while rewriting");
+        assert_eq!(info_u64(&mut r, "current_save_keys_total"), 10000, "{who}");
+        let perc = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
+        assert!(!perc.contains("current_fork_perc:0.00"), "{who}: {perc}");
+        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+        assert!(
+            wait_until(Duration::from_secs(20), || info_u64(
+                &mut r,
+                "aof_rewrite_in_progress"
+            ) == 0),
+            "{who}"
+        );
+        assert!(info_u64(&mut r, "aof_last_cow_size") > 0, "{who}");
+        assert_eq!(info_u64(&mut r, "current_save_keys_total"), 0, "{who}");
+    });
+}

@@ -45,6 +45,10 @@ pub struct Rewrite {
     tmp: PathBuf,
     done: Receiver<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// What the child reports as it goes (keys written, copy-on-write).
+    pub child_info: Option<crate::persist::child_info::ChildInfo>,
+    /// The keys there were at the fork (`current_save_keys_total`).
+    pub keys_total: u64,
 }
 
 /// What BGREWRITEAOF did.
@@ -151,7 +155,8 @@ fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
     } else if aof.on {
         switch_incr(aof, config, &dir)?;
     }
-    let (pid, tmp, thread, done) = match fork_child(store, config, &dir) {
+    let child_info = crate::persist::child_info::ChildInfo::new();
+    let (pid, tmp, thread, done) = match fork_child(store, config, &dir, child_info.as_ref()) {
         Ok(forked) => forked,
         Err(e) => {
             if aof.enabling {
@@ -168,6 +173,8 @@ fn start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String> {
         tmp,
         done,
         thread: Some(thread),
+        child_info,
+        keys_total: store.total_keys() as u64,
     });
     tracing::info!("Background append only file rewriting started by pid {pid}");
     Ok(())
@@ -244,7 +251,12 @@ type Forked = (i32, PathBuf, std::thread::JoinHandle<()>, Receiver<bool>);
 /// Forks the child that writes the new base to
 /// `temp-rewriteaof-bg-<pid>.aof`, and a thread that waits for it.
 #[cfg(unix)]
-fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, String> {
+fn fork_child(
+    store: &Store,
+    config: &Config,
+    dir: &Path,
+    info: Option<&crate::persist::child_info::ChildInfo>,
+) -> Result<Forked, String> {
     // SAFETY: called on the executor thread, which owns the store, so the
     // child's copy is consistent. The child only writes the file and leaves
     // with _exit, never running the parent's runtime or destructors (see
@@ -269,10 +281,14 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
         crate::util::process::after_fork_in_child("redis-aof-rewrite");
         crate::store::hashed::in_fork_child();
         let tmp = temp_name(dir, std::process::id());
+        if let Some(info) = info {
+            info.report_here();
+        }
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             write_base(&tmp, store, config).is_ok()
         }))
         .unwrap_or(false);
+        crate::persist::child_info::save_ended();
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
@@ -311,7 +327,12 @@ fn fork_child(store: &Store, config: &Config, dir: &Path) -> Result<Forked, Stri
 }
 
 #[cfg(not(unix))]
-fn fork_child(_: &Store, _: &Config, _: &Path) -> Result<Forked, String> {
+fn fork_child(
+    _: &Store,
+    _: &Config,
+    _: &Path,
+    _: Option<&crate::persist::child_info::ChildInfo>,
+) -> Result<Forked, String> {
     Err("Can't rewrite append only file in background: fork is not available".into())
 }
 
@@ -428,6 +449,9 @@ fn poll(p: &mut Persistence<'_>) {
     }
     let aof = &mut p.aof;
     aof.last_rewrite_sec = rw.started.elapsed().as_secs() as i64;
+    if let Some(info) = &rw.child_info {
+        aof.last_cow_size = info.cow().0;
+    }
     let result = if ok {
         install(aof, p.config, &rw.tmp)
     } else {
@@ -645,6 +669,7 @@ pub fn write_commands<W: Write>(
         }
         encode(&mut buf, &[b"SELECT", db.to_string().as_bytes()]);
         src.each(db, &mut |key, value, expire_at| {
+            crate::persist::child_info::key_saved();
             key_commands(&mut buf, key, value);
             if expire_at != 0 {
                 encode(
