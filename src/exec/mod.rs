@@ -237,6 +237,10 @@ impl Executor {
             // A snapshot or handshake finishing is noticed within 1 ms.
             cycle = cycle.min(Duration::from_millis(1));
         }
+        if self.server.repl.pump_ready() {
+            // A replica behind takes more of the stream at once.
+            return Duration::ZERO;
+        }
         match self.server.blocking.next_deadline() {
             // Wake for the nearest blocked-client timeout too.
             Some(at) => cycle.min(Duration::from_millis(at.saturating_sub(clock::now_ms()))),

@@ -513,6 +513,21 @@ impl Replication {
         }
     }
 
+    /// True when a replica behind has room in its connection's output:
+    /// the loop pumps again without sleeping (a replica whose output is
+    /// full wakes it when its socket drains).
+    pub fn pump_ready(&self) -> bool {
+        if !self.lagging {
+            return false;
+        }
+        let next = self.offset + 1;
+        self.replicas.iter().any(|r| {
+            r.state == ReplicaState::Online
+                && r.cursor.is_some_and(|c| c < next)
+                && r.bufs.pending.get() < PUMP_HIGH
+        })
+    }
+
     /// Frees up to `max_blocks` blocks of the buffer no replica needs
     /// beyond the backlog's size (incrementalTrimReplicationBacklog).
     pub fn trim(&mut self, max_blocks: usize) {
