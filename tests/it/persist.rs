@@ -927,12 +927,12 @@ fn a_replica_keeps_expired_keys_from_its_file_as_redis() {
     }
 }
 
-/// Redis's "Test child sending info": while a forked BGSAVE runs, INFO
-/// shows the keys it has written, its progress and the memory it has
-/// copied on write as writes touch shared pages, and afterwards
-/// `rdb_last_cow_size`; side by side with redis-server.
-#[test]
-fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
+/// Redis's "Test child sending info": while a forked child started with
+/// `start` writes the data set, INFO shows the keys there were and those
+/// it has written, its progress and the memory it has copied on write as
+/// writes touch shared pages (`in_progress` says it runs), and afterwards
+/// `last_cow`; side by side with redis-server.
+fn a_child_reports_progress_and_copy_on_write(start: &str, in_progress: &str, last_cow: &str) {
     on_both_processes(|port, who| {
         let mut r = Raw::connect(port);
         assert_eq!(
@@ -940,72 +940,51 @@ fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
             b"+OK\r\n"
         );
         assert_eq!(info_u64(&mut r, "current_cow_size"), 0, "{who}");
+        assert_eq!(info_u64(&mut r, last_cow), 0, "{who}");
         r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "200"]);
-        r.cmd_str(&["BGSAVE"]);
+        assert!(r.cmd_str(&[start]).starts_with(b"+"), "{who}");
         let mut next = 0;
         let seen = wait_until(Duration::from_secs(20), || {
             for _ in 0..16 {
                 r.cmd_str(&["SETRANGE", &format!("key:{next}"), "0", &"B".repeat(500)]);
                 next += 1;
             }
-            info_u64(&mut r, "rdb_bgsave_in_progress") == 1
+            info_u64(&mut r, in_progress) == 1
                 && info_u64(&mut r, "current_cow_size") >= 4096
                 && info_u64(&mut r, "current_save_keys_processed") > 0
         });
-        assert!(seen, "{who}: no child info while saving");
-        let perc = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
-        assert!(!perc.contains("current_fork_perc:0.00"), "{who}: {perc}");
-        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
-        assert!(
-            wait_until(Duration::from_secs(20), || info_u64(
-                &mut r,
-                "rdb_bgsave_in_progress"
-            ) == 0),
-            "{who}"
-        );
-        assert!(info_u64(&mut r, "rdb_last_cow_size") > 0, "{who}");
-        assert_eq!(info_u64(&mut r, "current_save_keys_processed"), 0, "{who}");
-    });
-}
-
-/// The same child info from an AOF rewrite's child, side by side with
-/// redis-server: the keys at the fork and those written so far, the
-/// progress and the copy-on-write while it runs, `aof_last_cow_size`
-/// afterwards.
-#[test]
-fn a_rewriting_child_reports_progress_and_copy_on_write_as_redis() {
-    on_both_processes(|port, who| {
-        let mut r = Raw::connect(port);
-        assert_eq!(
-            r.cmd_str(&["DEBUG", "POPULATE", "10000", "key", "500"]),
-            b"+OK\r\n"
-        );
-        assert_eq!(info_u64(&mut r, "aof_last_cow_size"), 0, "{who}");
-        r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "200"]);
-        assert!(r.cmd_str(&["BGREWRITEAOF"]).starts_with(b"+"), "{who}");
-        let mut next = 0;
-        let seen = wait_until(Duration::from_secs(20), || {
-            for _ in 0..16 {
-                r.cmd_str(&["SETRANGE", &format!("key:{next}"), "0", &"B".repeat(500)]);
-                next += 1;
-            }
-            info_u64(&mut r, "aof_rewrite_in_progress") == 1
-                && info_u64(&mut r, "current_cow_size") >= 4096
-                && info_u64(&mut r, "current_save_keys_processed") > 0
-        });
-        assert!(seen, "{who}: no child info while rewriting");
+        assert!(seen, "{who}: no child info while {start} runs");
         assert_eq!(info_u64(&mut r, "current_save_keys_total"), 10000, "{who}");
         let perc = String::from_utf8_lossy(&r.cmd_str(&["INFO", "persistence"])).into_owned();
         assert!(!perc.contains("current_fork_perc:0.00"), "{who}: {perc}");
         r.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
         assert!(
-            wait_until(Duration::from_secs(20), || info_u64(
-                &mut r,
-                "aof_rewrite_in_progress"
-            ) == 0),
+            wait_until(Duration::from_secs(20), || info_u64(&mut r, in_progress)
+                == 0),
             "{who}"
         );
-        assert!(info_u64(&mut r, "aof_last_cow_size") > 0, "{who}");
+        assert!(info_u64(&mut r, last_cow) > 0, "{who}");
+        assert_eq!(info_u64(&mut r, "current_save_keys_processed"), 0, "{who}");
         assert_eq!(info_u64(&mut r, "current_save_keys_total"), 0, "{who}");
     });
+}
+
+/// A forked BGSAVE's child info, `rdb_last_cow_size` after it.
+#[test]
+fn a_saving_child_reports_progress_and_copy_on_write_as_redis() {
+    a_child_reports_progress_and_copy_on_write(
+        "BGSAVE",
+        "rdb_bgsave_in_progress",
+        "rdb_last_cow_size",
+    );
+}
+
+/// An AOF rewrite's child info, `aof_last_cow_size` after it.
+#[test]
+fn a_rewriting_child_reports_progress_and_copy_on_write_as_redis() {
+    a_child_reports_progress_and_copy_on_write(
+        "BGREWRITEAOF",
+        "aof_rewrite_in_progress",
+        "aof_last_cow_size",
+    );
 }
