@@ -37,6 +37,17 @@ fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
         .to_string()
 }
 
+/// CONFIG SETs each of `pairs`, each answered +OK.
+fn config_set_all(raw: &mut Raw, who: &str, pairs: &[(&str, &str)]) {
+    for (k, v) in pairs {
+        assert_eq!(
+            raw.cmd_str(&["CONFIG", "SET", k, v]),
+            b"+OK\r\n",
+            "{who} {k}"
+        );
+    }
+}
+
 /// Waits until `replica` says its link to the master is up.
 fn wait_link_up(replica: &mut Raw) {
     assert!(
@@ -1788,13 +1799,15 @@ fn a_replica_loading_a_snapshot_from_disk_answers_loading_as_redis() {
     let theirs = spawn_redis();
     for (port, who) in [(ours.port, "ferrokv"), (theirs.port, "redis-server")] {
         let mut r = Raw::connect(port);
-        for (k, v) in [
-            ("repl-diskless-load", "disabled"),
-            ("key-load-delay", "10000"),
-            ("loading-process-events-interval-bytes", "1024"),
-        ] {
-            assert_eq!(r.cmd_str(&["CONFIG", "SET", k, v]), b"+OK\r\n", "{who} {k}");
-        }
+        config_set_all(
+            &mut r,
+            who,
+            &[
+                ("repl-diskless-load", "disabled"),
+                ("key-load-delay", "10000"),
+                ("loading-process-events-interval-bytes", "1024"),
+            ],
+        );
         r.cmd_str(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
         assert!(
             wait_until(Duration::from_secs(20), || info_field(
@@ -1914,13 +1927,15 @@ fn replicas_share_one_replication_buffer_as_redis() {
 fn a_replica_far_behind_catches_up_at_once_as_redis() {
     on_both_processes(|port, who| {
         let mut m = Raw::connect(port);
-        for (k, v) in [
-            ("save", ""),
-            ("repl-backlog-size", "104857600"),
-            ("client-output-buffer-limit", "replica 512k 0 0"),
-        ] {
-            assert_eq!(m.cmd_str(&["CONFIG", "SET", k, v]), b"+OK\r\n", "{who}");
-        }
+        config_set_all(
+            &mut m,
+            who,
+            &[
+                ("save", ""),
+                ("repl-backlog-size", "104857600"),
+                ("client-output-buffer-limit", "replica 512k 0 0"),
+            ],
+        );
         let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &port.to_string()]);
         let mut r = Raw::connect(replica.port);
         wait_link_up(&mut r);

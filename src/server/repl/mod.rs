@@ -120,6 +120,13 @@ pub struct Replica {
 }
 
 impl Replica {
+    /// Where it reads on, when it is online and has stream before `next`
+    /// (the next byte to come) still to be given.
+    fn behind(&self, next: u64) -> Option<u64> {
+        self.cursor
+            .filter(|&c| c < next && self.state == ReplicaState::Online)
+    }
+
     /// The address it is known by: the one it announced, else its
     /// connection's.
     pub fn ip(&self) -> String {
@@ -488,12 +495,9 @@ impl Replication {
         let next = self.offset + 1;
         let mut moved = false;
         for r in &mut self.replicas {
-            let Some(cursor) = r.cursor.filter(|&c| c < next) else {
+            let Some(cursor) = r.behind(next) else {
                 continue;
             };
-            if r.state != ReplicaState::Online {
-                continue;
-            }
             let room = PUMP_HIGH.saturating_sub(r.bufs.pending.get());
             if room == 0 {
                 self.lagging = true;
@@ -521,11 +525,7 @@ impl Replication {
             return false;
         }
         let next = self.offset + 1;
-        self.replicas.iter().any(|r| {
-            r.state == ReplicaState::Online
-                && r.cursor.is_some_and(|c| c < next)
-                && r.bufs.pending.get() < PUMP_HIGH
-        })
+        (self.replicas.iter()).any(|r| r.behind(next).is_some() && r.bufs.pending.get() < PUMP_HIGH)
     }
 
     /// Frees up to `max_blocks` blocks of the buffer no replica needs
