@@ -4,7 +4,7 @@
 
 use super::Executor;
 use crate::net::request::Batch;
-use crate::server::client::Client;
+use crate::server::client::{Client, ClientKind};
 use crate::util::clock;
 
 impl Executor {
@@ -21,10 +21,12 @@ impl Executor {
 
     /// True when command `i` of `batch` must wait for the pause to end; an
     /// EXEC waits when what it would run does (Redis's processCommand).
+    /// Replicas are never paused: their acknowledgements must count while
+    /// a pause (or a shutdown's wait for them) lasts.
     pub(super) fn paused_for(&self, client: &Client, batch: &Batch, i: usize) -> bool {
         let pause = self.server.pause;
         let now = clock::now_ms();
-        if !pause.active(now) {
+        if !pause.active(now) || client.kind == ClientKind::Replica {
             return false;
         }
         let argv = batch.argv(i);

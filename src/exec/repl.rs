@@ -732,6 +732,7 @@ impl Executor {
                             "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
                             r.addr
                         );
+                        tracing::info!("Synchronization with replica {} succeeded", r.addr);
                     }
                     return;
                 }

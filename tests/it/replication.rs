@@ -1356,6 +1356,57 @@ fn signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
+/// Replicas are never paused: under `CLIENT PAUSE ALL` the master still
+/// counts their acknowledgements, so a SIGTERM finds the replica in sync
+/// and exits at once instead of waiting `shutdown-timeout` for it (the
+/// instance suites' "Waiting for process to exit" lines). The same steps
+/// against redis-server as the master.
+#[test]
+fn a_paused_master_still_counts_replica_acks_as_redis() {
+    let run = |program: &str| {
+        let dir = crate::aof::Dir::new("ferrokv-paused-acks");
+        let mut master = crate::aof::launch(|port| {
+            let mut c = std::process::Command::new(program);
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+                .args(["--repl-diskless-sync-delay", "0"])
+                .current_dir(&dir.0);
+            c
+        });
+        let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        let mut r = Raw::connect(replica.port);
+        wait_link_up(&mut r);
+        // Writes and the pause in one go: the replica's acknowledgement of
+        // them can only arrive while the pause lasts.
+        let mut m = Raw::connect(master.port);
+        let mut batch = Vec::new();
+        for i in 0..50 {
+            batch.extend(encode(&[b"SET", format!("k{i}").as_bytes(), b"v"]));
+        }
+        batch.extend(encode(&[b"CLIENT", b"PAUSE", b"60000", b"ALL"]));
+        m.send(&batch);
+        for _ in 0..51 {
+            assert_eq!(m.read_reply(), b"+OK\r\n");
+        }
+        assert!(wait_until(Duration::from_secs(10), || r
+            .cmd_str(&["DBSIZE"])
+            == b":50\r\n"));
+        signal(master.child.id(), libc::SIGTERM);
+        let exited = master.child_wait(Duration::from_secs(5));
+        let log = std::fs::read_to_string(dir.0.join("log.txt")).expect("log");
+        let found = (
+            log.contains("1 of 1 replicas are in sync when shutting down."),
+            log.contains("Lagging replica"),
+        );
+        let _ = replica.wait_exit(Duration::ZERO);
+        (exited, found)
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    let theirs = run("redis-server");
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, (Some(0), (true, false)));
+}
+
 /// SHUTDOWN and SIGTERM with a lagging replica, as Redis 7.0's
 /// integration/shutdown: the callers block and writes pause while the
 /// master waits (INFO's shutdown_in_milliseconds), SHUTDOWN ABORT answers
