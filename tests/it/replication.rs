@@ -1356,6 +1356,19 @@ fn signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
+/// `program` as a master writing `log.txt` in `dir`, syncing replicas at
+/// once.
+fn launch_logged_master(program: &str, dir: &crate::aof::Dir) -> crate::aof::Proc {
+    crate::aof::launch(|port| {
+        let mut c = std::process::Command::new(program);
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+            .args(["--repl-diskless-sync-delay", "0"])
+            .current_dir(&dir.0);
+        c
+    })
+}
+
 /// Replicas are never paused: under `CLIENT PAUSE ALL` the master still
 /// counts their acknowledgements, so a SIGTERM finds the replica in sync
 /// and exits at once instead of waiting `shutdown-timeout` for it (the
@@ -1365,14 +1378,7 @@ fn signal(pid: u32, sig: i32) {
 fn a_paused_master_still_counts_replica_acks_as_redis() {
     let run = |program: &str| {
         let dir = crate::aof::Dir::new("ferrokv-paused-acks");
-        let mut master = crate::aof::launch(|port| {
-            let mut c = std::process::Command::new(program);
-            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
-                .args(["--repl-diskless-sync-delay", "0"])
-                .current_dir(&dir.0);
-            c
-        });
+        let mut master = launch_logged_master(program, &dir);
         let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
         let mut r = Raw::connect(replica.port);
         wait_link_up(&mut r);
@@ -1417,14 +1423,7 @@ fn a_paused_master_still_counts_replica_acks_as_redis() {
 fn shutdown_waits_for_lagging_replicas_as_redis() {
     let run = |program: &str| {
         let dir = crate::aof::Dir::new("ferrokv-shutdown-wait");
-        let mut master = crate::aof::launch(|port| {
-            let mut c = std::process::Command::new(program);
-            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
-                .args(["--repl-diskless-sync-delay", "0"])
-                .current_dir(&dir.0);
-            c
-        });
+        let mut master = launch_logged_master(program, &dir);
         let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
         let mut r = Raw::connect(replica.port);
         wait_link_up(&mut r);
