@@ -111,16 +111,25 @@ impl ServerState {
             if self.clients_mem.get() < limit {
                 break;
             }
-            let Some(c) = self.clients.get(&id).or(current.filter(|c| c.id == id)) else {
+            let is_current = current.is_some_and(|cur| cur.id == id);
+            let Some(c) = self.clients.get(&id).or(current.filter(|_| is_current)) else {
                 continue;
             };
             let mut info = String::new();
             info_line(&mut info, c, self, store, clock::real_now_ms(), None);
             tracing::info!("Evicting client: {info}");
             c.bufs.kill();
-            let _ = c.tx.send(ToConn::Close);
             self.stats.evicted_clients += 1;
-            evicted_current |= current.is_some_and(|cur| cur.id == id);
+            if is_current {
+                // Out of the table while its command is at hand; the
+                // caller closes it after its reply.
+                let _ = c.tx.send(ToConn::Close);
+                evicted_current = true;
+            } else {
+                // Redis frees it at once: the next command (a CLIENT LIST
+                // in the same pipeline) no longer sees it.
+                self.kill_client(id);
+            }
         }
         if self.clients_mem.get() >= limit {
             tracing::warn!("Over client maxmemory after evicting all evictable clients");

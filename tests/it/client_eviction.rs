@@ -233,6 +233,27 @@ fn the_largest_clients_go_first_and_only_until_below_the_limit() {
     });
 }
 
+/// Redis frees an evicted client at once: a CLIENT LIST pipelined behind
+/// the CONFIG SET that put the clients over the limit (eviction runs
+/// before it) no longer lists it.
+#[test]
+fn an_evicted_client_is_gone_from_the_next_command() {
+    on_both(|port, who| {
+        let mut control = Raw::connect(port);
+        let _big = partial_bulk(port, "big", 2_000_000, 1000);
+        settle(port);
+        assert!(present(&mut control, "big"), "{who}");
+        let mut pipeline = encode(&[b"CONFIG", b"SET", b"maxmemory-clients", b"1mb"]);
+        pipeline.extend(encode(&[b"CLIENT", b"LIST"]));
+        control.send(&pipeline);
+        assert_eq!(control.read_reply(), b"+OK\r\n", "{who}");
+        let list = String::from_utf8_lossy(&control.read_reply()).into_owned();
+        assert!(list.contains(" name= "), "{who}: {list}");
+        assert!(!list.contains(" name=big "), "{who}: {list}");
+        assert_eq!(evicted_clients(&mut control), 1, "{who}");
+    });
+}
+
 #[test]
 fn a_percentage_of_maxmemory() {
     on_both(|port, who| {
