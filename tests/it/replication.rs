@@ -1652,6 +1652,50 @@ fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
     }
 }
 
+/// Pointed at another master, a replica's link counts as down from when
+/// the old one dropped (Redis's repl_down_since is kept across
+/// REPLICAOF): INFO shows it, and a cluster replica whose new master dies
+/// before the sync may still fail over (its data age is that, not "never
+/// connected").
+#[test]
+fn a_new_master_keeps_the_old_links_down_time_as_redis() {
+    let master = spawn_redis();
+    let ours = start_with(|c| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "enable-debug-command", "yes");
+    });
+    let mut o = ours.raw();
+    let theirs = spawn_redis_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut t = Raw::connect(theirs.port);
+    let (nobody, nobody_else) = (free_port().to_string(), free_port().to_string());
+    for (r, who) in [(&mut o, "ferrokv"), (&mut t, "redis-server")] {
+        wait_link_up(r);
+        assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody]), b"+OK\r\n");
+        let since = info_field(r, "replication", "master_link_down_since_seconds");
+        assert!(since == "0" || since == "1", "{who}: down for {since} s");
+        r.cmd_str(&["DEBUG", "SLEEP", "1.1"]);
+        assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody_else]), b"+OK\r\n");
+        let since: i64 = info_field(r, "replication", "master_link_down_since_seconds")
+            .parse()
+            .expect("a number");
+        assert!(since >= 1, "{who}: down for {since} s");
+        // A master that becomes a replica was never connected.
+        assert_eq!(r.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+        assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody]), b"+OK\r\n");
+        assert_eq!(
+            info_field(r, "replication", "master_link_down_since_seconds"),
+            "-1",
+            "{who}"
+        );
+    }
+}
+
 /// A writable replica expires the keys its own clients gave a TTL (the
 /// master knows nothing of them), and INFO's slave_expires_tracked_keys
 /// counts them as redis-server's does; keys from the master stay the

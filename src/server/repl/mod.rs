@@ -801,6 +801,13 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
     crate::config::log::set_role(b'S');
     crate::server::set_oom_class(crate::util::process::OomClass::Replica);
     let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
+    // Redis's repl_down_since is kept: a link up now is down from now, one
+    // already down from when it dropped; a master was never connected.
+    let down_since_ms = match &server.repl.master {
+        Some(m) if m.client_id.is_some() => crate::util::clock::real_now_ms(),
+        Some(m) => m.down_since_ms,
+        None => 0,
+    };
     drop_master_link(server);
     server.repl.master = Some(MasterLink {
         host,
@@ -810,7 +817,7 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         read_base: 0,
         tx: None,
         last_io_ms: 0,
-        down_since_ms: 0,
+        down_since_ms,
         last_ack_ms: 0,
         next_attempt_ms: 0,
         generation,
