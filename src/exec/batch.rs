@@ -75,7 +75,7 @@ impl Executor {
             if client.kind == crate::server::client::ClientKind::Master {
                 self.applied_from_master(batch.argv(i), client.db);
             }
-            self.server.update_client_mem(&client, &self.store);
+            self.server.update_client_mem(&client, &self.store, out.len());
             if self.output_limit_reached(&client, out.len()) {
                 // Closed with what it had queued; nothing more is sent.
                 out.clear();
@@ -97,6 +97,8 @@ impl Executor {
         // acknowledges it.
         self.server.flush_stream();
         let close = client.close_after_reply;
+        // The replies leave for the connection, which counts them now.
+        self.server.update_client_mem(&client, &self.store, 0);
         self.server.send_replies(&client, batch, out);
         if close {
             self.store.watches.unwatch_all(id);

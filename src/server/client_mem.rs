@@ -75,12 +75,14 @@ pub fn held(c: &Client, server: &ServerState, store: &Store) -> usize {
 
 impl ServerState {
     /// Counts what the executor holds for `c` in its memory figure, after
-    /// a command that may have changed it; only while client eviction is
-    /// on (otherwise CLIENT LIST computes it when asked).
+    /// a command that may have changed it: its state and `replies`, the
+    /// bytes of replies its batch built so far (the connection counts them
+    /// once they are handed back). Only while client eviction is on
+    /// (otherwise CLIENT LIST computes it when asked).
     #[inline]
-    pub fn update_client_mem(&self, c: &Client, store: &Store) {
+    pub fn update_client_mem(&self, c: &Client, store: &Store, replies: usize) {
         if self.client_evict_limit != 0 {
-            c.bufs.held.set(held(c, self, store));
+            c.bufs.held.set(held(c, self, store) + replies);
             c.bufs.recount();
         }
     }

@@ -29,6 +29,10 @@ fn field_of(control: &mut Raw, client: &str, name: &str) -> Option<u64> {
     value.parse().ok()
 }
 
+fn text_of(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
 fn present(control: &mut Raw, client: &str) -> bool {
     client_list(control).contains(&format!(" name={client} "))
 }
@@ -230,6 +234,34 @@ fn the_largest_clients_go_first_and_only_until_below_the_limit() {
             !present(&mut control, "c") && !present(&mut control, "d"),
             "{who}"
         );
+    });
+}
+
+/// Replies a pipeline builds count as they grow: Redis updates a client's
+/// memory after each command, so a client piling up replies it does not
+/// read is evicted in the middle of its pipeline (its later commands do
+/// not run), not after it.
+#[test]
+fn replies_count_while_a_pipeline_runs() {
+    on_both(|port, who| {
+        let mut control = Raw::connect(port);
+        control.cmd_str(&["SETRANGE", "k", "100000", "x"]);
+        control.cmd_str(&["CONFIG", "SET", "maxmemory-clients", "3mb"]);
+        assert_eq!(control.cmd_str(&["CLIENT", "NO-EVICT", "on"]), b"+OK\r\n");
+        let mut big = Raw::connect(port);
+        let mut pipeline = Vec::new();
+        for _ in 0..60 {
+            pipeline.extend(encode(&[b"MGET", b"k"]));
+            pipeline.extend(encode(&[b"INCR", b"ran"]));
+        }
+        big.send(&pipeline);
+        assert!(
+            wait_until(Duration::from_secs(5), || evicted_clients(&mut control) == 1),
+            "{who}: not evicted"
+        );
+        let ran = text_of(&control.cmd_str(&["GET", "ran"]));
+        let ran: u32 = ran.lines().nth(1).unwrap_or("0").parse().expect("a count");
+        assert!((20..=40).contains(&ran), "{who}: {ran} commands ran");
     });
 }
 
