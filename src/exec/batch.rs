@@ -73,7 +73,7 @@ impl Executor {
             }
             self.call(&mut client, batch.argv(i), &mut out);
             if client.kind == crate::server::client::ClientKind::Master {
-                self.applied_from_master(batch.argv(i), client.db);
+                self.applied_from_master(batch.argv(i), client.db, client.multi.is_some());
             }
             self.server.update_client_mem(&client, &self.store, out.len());
             if self.output_limit_reached(&client, out.len()) {

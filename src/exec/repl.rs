@@ -545,6 +545,7 @@ impl Executor {
             m.state = LinkState::Connected;
             m.last_io_ms = now;
             m.last_ack_ms = now;
+            m.multi_held.clear();
         }
         // The first acknowledgement puts us online at a master that sent
         // a diskless snapshot.
@@ -561,12 +562,22 @@ impl Executor {
 
     /// After each command the master sent: its bytes go on to this
     /// server's backlog and replicas, and the link is alive.
-    pub(super) fn applied_from_master(&mut self, argv: Argv<'_>, db: usize) {
-        crate::net::request::encode_argv(&mut self.server.repl.log.buf, argv);
-        self.server.repl.stream_db = db;
-        if let Some(m) = &mut self.server.repl.master {
-            m.last_io_ms = clock::real_now_ms();
+    pub(super) fn applied_from_master(&mut self, argv: Argv<'_>, db: usize, in_multi: bool) {
+        let repl = &mut self.server.repl;
+        let Some(m) = &mut repl.master else {
+            crate::net::request::encode_argv(&mut repl.log.buf, argv);
+            repl.stream_db = db;
+            return;
+        };
+        m.last_io_ms = clock::real_now_ms();
+        if in_multi {
+            crate::net::request::encode_argv(&mut m.multi_held, argv);
+            return;
         }
+        // The transaction ended (EXEC, DISCARD): counted whole.
+        repl.log.buf.append(&mut m.multi_held);
+        crate::net::request::encode_argv(&mut repl.log.buf, argv);
+        repl.stream_db = db;
     }
 
     /// Starts the snapshot replicas wait for: at once, or with

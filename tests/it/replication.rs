@@ -2054,3 +2054,89 @@ fn a_replica_far_behind_catches_up_at_once_as_redis() {
         assert_eq!(info_field(&mut m, "stats", "sync_full"), "1", "{who}");
     });
 }
+
+/// A fake master on a port of its own: answers the handshake of the
+/// replica that connects, returns the replica's PSYNC arguments and the
+/// socket.
+fn fake_master_accept(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let (mut s, _) = listener.accept().expect("accept");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).expect("read");
+        let n: usize = line.trim().trim_start_matches('*').parse().expect("an array");
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let mut len = String::new();
+            r.read_line(&mut len).expect("read");
+            let mut arg = String::new();
+            r.read_line(&mut arg).expect("read");
+            args.push(arg.trim_end().to_string());
+        }
+        match args[0].to_ascii_uppercase().as_str() {
+            "PING" => s.write_all(b"+PONG\r\n").expect("write"),
+            "PSYNC" => return (s, args),
+            _ => s.write_all(b"+OK\r\n").expect("write"),
+        }
+    }
+}
+
+/// Redis counts a master's transaction in the replica's offset only at its
+/// EXEC: a link lost between MULTI and EXEC resumes at the MULTI (PSYNC
+/// asks for it again), so the transaction is neither cut nor half-applied
+/// ("EXEC without MULTI" on the replica).
+#[test]
+fn a_link_lost_inside_a_transaction_resumes_at_its_multi_as_redis() {
+    use std::io::Write;
+    const REPLID: &str = "0123456789012345678901234567890123456789";
+    let multi = encode(&[b"MULTI"]);
+    let set = encode(&[b"SET", b"k", b"v"]);
+    for who in ["ferrokv", "redis-server"] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let fake = listener.local_addr().expect("addr").port().to_string();
+        let ours;
+        let theirs;
+        let mut r = if who == "ferrokv" {
+            ours = start();
+            ours.raw()
+        } else {
+            theirs = spawn_redis();
+            Raw::connect(theirs.port)
+        };
+        assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &fake]), b"+OK\r\n");
+        let (mut s, _) = fake_master_accept(&listener);
+        // An empty data set (checksum 0: not checked), then half a
+        // transaction, and the link drops.
+        let rdb = b"REDIS0009\xff\0\0\0\0\0\0\0\0";
+        s.write_all(format!("+FULLRESYNC {REPLID} 0\r\n${}\r\n", rdb.len()).as_bytes())
+            .expect("write");
+        s.write_all(rdb).expect("write");
+        s.write_all(&multi).expect("write");
+        s.write_all(&set).expect("write");
+        assert!(
+            wait_until(Duration::from_secs(5), || {
+                info_field(&mut r, "replication", "master_link_status") == "up"
+            }),
+            "{who}: no link"
+        );
+        drop(s);
+        let (mut s, psync) = fake_master_accept(&listener);
+        assert_eq!(psync[1..], [REPLID.to_string(), "1".to_string()], "{who}");
+        s.write_all(format!("+CONTINUE {REPLID}\r\n").as_bytes()).expect("write");
+        s.write_all(&multi).expect("write");
+        s.write_all(&set).expect("write");
+        s.write_all(&encode(&[b"EXEC"])).expect("write");
+        assert!(
+            wait_until(Duration::from_secs(5), || r.cmd_str(&["GET", "k"]) == b"$1\r\nv\r\n"),
+            "{who}: the transaction did not apply"
+        );
+        assert_eq!(
+            info_field(&mut r, "replication", "master_repl_offset"),
+            (multi.len() + set.len() + encode(&[b"EXEC"]).len()).to_string(),
+            "{who}"
+        );
+        assert_eq!(info_field(&mut r, "stats", "total_error_replies"), "0", "{who}");
+    }
+}

@@ -191,6 +191,10 @@ pub struct MasterLink {
     /// Bumped on every change of master, so a handshake for an older one
     /// is ignored.
     pub generation: u64,
+    /// The master's commands since its MULTI, applied (queued) but not yet
+    /// counted in the offset: as in Redis, a link lost inside a
+    /// transaction resumes at its MULTI, not in its middle.
+    pub multi_held: Vec<u8>,
 }
 
 impl MasterLink {
@@ -201,6 +205,7 @@ impl MasterLink {
         self.tx = None;
         self.state = LinkState::Connect;
         self.down_since_ms = crate::util::clock::real_now_ms();
+        self.multi_held.clear();
         tracing::warn!("Connection with master lost.");
     }
 }
@@ -821,6 +826,7 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         last_ack_ms: 0,
         next_attempt_ms: 0,
         generation,
+        multi_held: Vec::new(),
     });
 }
 
