@@ -75,7 +75,8 @@ impl Executor {
             if client.kind == crate::server::client::ClientKind::Master {
                 self.applied_from_master(batch.argv(i), client.db, client.multi.is_some());
             }
-            self.server.update_client_mem(&client, &self.store, out.len());
+            self.server
+                .update_client_mem(&client, &self.store, out.len());
             if self.output_limit_reached(&client, out.len()) {
                 // Closed with what it had queued; nothing more is sent.
                 out.clear();

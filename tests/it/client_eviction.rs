@@ -256,7 +256,8 @@ fn replies_count_while_a_pipeline_runs() {
         }
         big.send(&pipeline);
         assert!(
-            wait_until(Duration::from_secs(5), || evicted_clients(&mut control) == 1),
+            wait_until(Duration::from_secs(5), || evicted_clients(&mut control)
+                == 1),
             "{who}: not evicted"
         );
         let ran = text_of(&control.cmd_str(&["GET", "ran"]));

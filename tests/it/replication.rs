@@ -1617,12 +1617,11 @@ fn bind_source_addr_sets_the_replica_links_address_as_redis() {
 /// at once), so INFO's `master_link_down_since_seconds` (and the cluster
 /// replica's data age, cluster-replica-validity-factor) count the sleep.
 /// The master is paused so neither replica reconnects meanwhile.
-#[test]
-fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
-    let master = spawn_redis();
-    let mut m = Raw::connect(master.port);
+/// A ferrokv and a redis-server replica of the server on `port`, with
+/// DEBUG on, once both links are up.
+fn debug_replicas_of(port: u16) -> (Ferrokv, Raw, RedisServer, Raw) {
     let ours = start_with(|c| {
-        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
+        conf(c, "replicaof", &format!("127.0.0.1 {port}"));
         conf(c, "enable-debug-command", "yes");
     });
     let mut o = ours.raw();
@@ -1630,12 +1629,20 @@ fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
     let theirs = spawn_redis_with(&[
         "--replicaof",
         "127.0.0.1",
-        &master.port.to_string(),
+        &port.to_string(),
         "--enable-debug-command",
         "yes",
     ]);
     let mut t = Raw::connect(theirs.port);
     wait_link_up(&mut t);
+    (ours, o, theirs, t)
+}
+
+#[test]
+fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
+    let master = spawn_redis();
+    let mut m = Raw::connect(master.port);
+    let (_ours, mut o, _theirs, mut t) = debug_replicas_of(master.port);
     assert_eq!(m.cmd_str(&["CLIENT", "PAUSE", "20000"]), b"+OK\r\n");
     for r in [&mut o, &mut t] {
         assert_eq!(r.cmd_str(&["MULTI"]), b"+OK\r\n");
@@ -1660,27 +1667,17 @@ fn a_killed_master_link_is_down_from_the_kill_as_in_redis() {
 #[test]
 fn a_new_master_keeps_the_old_links_down_time_as_redis() {
     let master = spawn_redis();
-    let ours = start_with(|c| {
-        conf(c, "replicaof", &format!("127.0.0.1 {}", master.port));
-        conf(c, "enable-debug-command", "yes");
-    });
-    let mut o = ours.raw();
-    let theirs = spawn_redis_with(&[
-        "--replicaof",
-        "127.0.0.1",
-        &master.port.to_string(),
-        "--enable-debug-command",
-        "yes",
-    ]);
-    let mut t = Raw::connect(theirs.port);
+    let (_ours, mut o, _theirs, mut t) = debug_replicas_of(master.port);
     let (nobody, nobody_else) = (free_port().to_string(), free_port().to_string());
     for (r, who) in [(&mut o, "ferrokv"), (&mut t, "redis-server")] {
-        wait_link_up(r);
         assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody]), b"+OK\r\n");
         let since = info_field(r, "replication", "master_link_down_since_seconds");
         assert!(since == "0" || since == "1", "{who}: down for {since} s");
         r.cmd_str(&["DEBUG", "SLEEP", "1.1"]);
-        assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody_else]), b"+OK\r\n");
+        assert_eq!(
+            r.cmd_str(&["REPLICAOF", "127.0.0.1", &nobody_else]),
+            b"+OK\r\n"
+        );
         let since: i64 = info_field(r, "replication", "master_link_down_since_seconds")
             .parse()
             .expect("a number");
@@ -2061,12 +2058,17 @@ fn a_replica_far_behind_catches_up_at_once_as_redis() {
 fn fake_master_accept(listener: &std::net::TcpListener) -> (std::net::TcpStream, Vec<String>) {
     use std::io::{BufRead, BufReader, Write};
     let (mut s, _) = listener.accept().expect("accept");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let mut r = BufReader::new(s.try_clone().expect("clone"));
     loop {
         let mut line = String::new();
         r.read_line(&mut line).expect("read");
-        let n: usize = line.trim().trim_start_matches('*').parse().expect("an array");
+        let n: usize = line
+            .trim()
+            .trim_start_matches('*')
+            .parse()
+            .expect("an array");
         let mut args = Vec::new();
         for _ in 0..n {
             let mut len = String::new();
@@ -2124,12 +2126,14 @@ fn a_link_lost_inside_a_transaction_resumes_at_its_multi_as_redis() {
         drop(s);
         let (mut s, psync) = fake_master_accept(&listener);
         assert_eq!(psync[1..], [REPLID.to_string(), "1".to_string()], "{who}");
-        s.write_all(format!("+CONTINUE {REPLID}\r\n").as_bytes()).expect("write");
+        s.write_all(format!("+CONTINUE {REPLID}\r\n").as_bytes())
+            .expect("write");
         s.write_all(&multi).expect("write");
         s.write_all(&set).expect("write");
         s.write_all(&encode(&[b"EXEC"])).expect("write");
         assert!(
-            wait_until(Duration::from_secs(5), || r.cmd_str(&["GET", "k"]) == b"$1\r\nv\r\n"),
+            wait_until(Duration::from_secs(5), || r.cmd_str(&["GET", "k"])
+                == b"$1\r\nv\r\n"),
             "{who}: the transaction did not apply"
         );
         assert_eq!(
@@ -2137,6 +2141,10 @@ fn a_link_lost_inside_a_transaction_resumes_at_its_multi_as_redis() {
             (multi.len() + set.len() + encode(&[b"EXEC"]).len()).to_string(),
             "{who}"
         );
-        assert_eq!(info_field(&mut r, "stats", "total_error_replies"), "0", "{who}");
+        assert_eq!(
+            info_field(&mut r, "stats", "total_error_replies"),
+            "0",
+            "{who}"
+        );
     }
 }
