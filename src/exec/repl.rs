@@ -564,18 +564,15 @@ impl Executor {
     /// server's backlog and replicas, and the link is alive.
     pub(super) fn applied_from_master(&mut self, argv: Argv<'_>, db: usize, in_multi: bool) {
         let repl = &mut self.server.repl;
-        let Some(m) = &mut repl.master else {
-            crate::net::request::encode_argv(&mut repl.log.buf, argv);
-            repl.stream_db = db;
-            return;
-        };
-        m.last_io_ms = clock::real_now_ms();
-        if in_multi {
-            crate::net::request::encode_argv(&mut m.multi_held, argv);
-            return;
+        if let Some(m) = &mut repl.master {
+            m.last_io_ms = clock::real_now_ms();
+            if in_multi {
+                crate::net::request::encode_argv(&mut m.multi_held, argv);
+                return;
+            }
+            // The transaction ended (EXEC, DISCARD): counted whole.
+            repl.log.buf.append(&mut m.multi_held);
         }
-        // The transaction ended (EXEC, DISCARD): counted whole.
-        repl.log.buf.append(&mut m.multi_held);
         crate::net::request::encode_argv(&mut repl.log.buf, argv);
         repl.stream_db = db;
     }
