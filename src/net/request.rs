@@ -277,6 +277,9 @@ pub struct RequestParser {
     big_wanted: bool,
     /// The CRLF after a large argument read apart is still to be skipped.
     skip_crlf: bool,
+    /// An incomplete line's search so far: where the line starts and where
+    /// the next search resumes ([`Self::find_line_end`]).
+    line_scan: Option<(usize, usize)>,
 }
 
 /// Limits taken from the configuration.
@@ -324,6 +327,9 @@ impl RequestParser {
         debug_assert!(n == self.consumed);
         self.consumed -= n;
         self.cursor -= n;
+        self.line_scan = self
+            .line_scan
+            .and_then(|(start, to)| (start >= n).then(|| (start - n, to - n)));
         for s in &mut self.partial {
             if s.start & BIG_BIT == 0 {
                 s.start -= n;
@@ -433,7 +439,7 @@ impl RequestParser {
         pos: usize,
         limits: Limits,
     ) -> Result<Option<usize>, ProtocolError> {
-        let Some(cr) = find(&buf[pos..], b'\r') else {
+        let Some(cr) = self.find_line_end(buf, pos, b'\r') else {
             if buf.len() - pos > INLINE_MAX {
                 return Err(ProtocolError("too big mbulk count string".into()));
             }
@@ -480,7 +486,7 @@ impl RequestParser {
                 Some(len) => len,
                 None => {
                     let pos = self.cursor;
-                    let Some(cr) = find(&buf[pos..], b'\r') else {
+                    let Some(cr) = self.find_line_end(buf, pos, b'\r') else {
                         if buf.len() - pos > INLINE_MAX {
                             return Err(ProtocolError("too big bulk count string".into()));
                         }
@@ -525,10 +531,52 @@ impl RequestParser {
         Ok(true)
     }
 
+    /// Where the line starting at `pos` ends (its `needle`, as an offset
+    /// from `pos`), or None while it has not arrived. Only the bytes read
+    /// since the last search of the same line are searched, so a line that
+    /// trickles in a byte per read costs linear time, not quadratic.
+    #[inline]
+    fn find_line_end(&mut self, buf: &[u8], pos: usize, needle: u8) -> Option<usize> {
+        if self.line_scan.is_some() {
+            return self.resume_line(buf, pos, needle);
+        }
+        match find_stop(&buf[pos..], needle) {
+            Some(i) if buf[pos + i] == needle => Some(i),
+            stop => {
+                self.line_pending(buf, pos, stop.map(|i| pos + i));
+                None
+            }
+        }
+    }
+
+    /// [`Self::find_line_end`] for a line searched before.
+    #[cold]
+    fn resume_line(&mut self, buf: &[u8], pos: usize, needle: u8) -> Option<usize> {
+        let from = match self.line_scan.take() {
+            Some((start, to)) if start == pos => to,
+            _ => pos,
+        };
+        match find_stop(&buf[from..], needle) {
+            Some(i) if buf[from + i] == needle => Some(from + i - pos),
+            stop => {
+                self.line_pending(buf, pos, stop.map(|i| from + i));
+                None
+            }
+        }
+    }
+
+    /// Notes how far the line at `pos` was searched: to the NUL at `nul`
+    /// (no line yet however much follows, see [`find_stop`], and later
+    /// searches stop there again at once), or to the end of `buf`.
+    #[cold]
+    fn line_pending(&mut self, buf: &[u8], pos: usize, nul: Option<usize>) {
+        self.line_scan = Some((pos, nul.unwrap_or(buf.len())));
+    }
+
     /// Reads one inline line; false when incomplete.
     fn inline(&mut self, buf: &[u8], pos: usize, batch: &mut Batch) -> Result<bool, ProtocolError> {
         let too_big = || ProtocolError("too big inline request".into());
-        let Some(nl) = find(&buf[pos..], b'\n') else {
+        let Some(nl) = self.find_line_end(buf, pos, b'\n') else {
             if buf.len() - pos > INLINE_MAX {
                 return Err(too_big());
             }
@@ -571,9 +619,9 @@ impl RequestParser {
 
 /// Redis looks for line ends with `strchr` on the query buffer, which
 /// stops at a NUL byte: a NUL before the line end means "no line yet".
-fn find(hay: &[u8], needle: u8) -> Option<usize> {
-    let i = hay.iter().position(|&c| c == needle || c == 0)?;
-    (hay[i] == needle).then_some(i)
+/// The first `needle` or NUL in `hay`.
+fn find_stop(hay: &[u8], needle: u8) -> Option<usize> {
+    hay.iter().position(|&c| c == needle || c == 0)
 }
 
 #[cfg(test)]
@@ -624,6 +672,38 @@ mod tests {
             }
         }
         (out, None)
+    }
+
+    /// A line arriving a byte per read resumes its search where the last
+    /// read's ended: the same commands and errors as read whole, across
+    /// the buffer being split after each batch, and a NUL still means "no
+    /// line yet" however much follows it.
+    #[test]
+    fn lines_trickling_in_parse_as_when_read_whole() {
+        let long_inline = [b"SET k ".as_slice(), &[b'v'; 20_000], b"\r\n"].concat();
+        let inputs: Vec<Vec<u8>> = vec![
+            b"PING\r\nECHO \"a b\"\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nPING\n".to_vec(),
+            long_inline.clone(),
+            [long_inline.as_slice(), b"*1\r\n$4\r\nPING\r\n"].concat(),
+            b"*1\r\n$4\r\nPING\r\n*000000000000000000001\r\n$000004\r\nPING\r\n".to_vec(),
+            b"PI\0NG\r\nPING\r\n".to_vec(),
+            b"*1\0\r\n$4\r\nPING\r\n".to_vec(),
+            b"*1\r\n$4\0\r\nPING\r\n".to_vec(),
+            b"*x\r\n".to_vec(),
+            vec![b'a'; INLINE_MAX + 2],
+        ];
+        for input in &inputs {
+            let whole = parse_all(&[input]);
+            let bytes: Vec<&[u8]> = input.chunks(1).collect();
+            assert_eq!(
+                parse_all(&bytes),
+                whole,
+                "{:?}",
+                String::from_utf8_lossy(&input[..input.len().min(40)])
+            );
+            let sevens: Vec<&[u8]> = input.chunks(7).collect();
+            assert_eq!(parse_all(&sevens), whole);
+        }
     }
 
     #[test]
