@@ -537,40 +537,30 @@ impl RequestParser {
     /// trickles in a byte per read costs linear time, not quadratic.
     #[inline]
     fn find_line_end(&mut self, buf: &[u8], pos: usize, needle: u8) -> Option<usize> {
-        if self.line_scan.is_some() {
-            return self.resume_line(buf, pos, needle);
-        }
-        match find_stop(&buf[pos..], needle) {
-            Some(i) if buf[pos + i] == needle => Some(i),
-            stop => {
-                self.line_pending(buf, pos, stop.map(|i| pos + i));
-                None
-            }
-        }
-    }
-
-    /// [`Self::find_line_end`] for a line searched before.
-    #[cold]
-    fn resume_line(&mut self, buf: &[u8], pos: usize, needle: u8) -> Option<usize> {
-        let from = match self.line_scan.take() {
-            Some((start, to)) if start == pos => to,
-            _ => pos,
+        let from = if self.line_scan.is_some() {
+            self.resume_from(pos)
+        } else {
+            pos
         };
         match find_stop(&buf[from..], needle) {
             Some(i) if buf[from + i] == needle => Some(from + i - pos),
+            // A NUL: no line yet however much follows (see find_stop), and
+            // later searches stop there again at once.
             stop => {
-                self.line_pending(buf, pos, stop.map(|i| from + i));
+                self.line_scan = Some((pos, stop.map_or(buf.len(), |i| from + i)));
                 None
             }
         }
     }
 
-    /// Notes how far the line at `pos` was searched: to the NUL at `nul`
-    /// (no line yet however much follows, see [`find_stop`], and later
-    /// searches stop there again at once), or to the end of `buf`.
+    /// Where the search of the line at `pos` resumes; the note of an
+    /// earlier search is used up.
     #[cold]
-    fn line_pending(&mut self, buf: &[u8], pos: usize, nul: Option<usize>) {
-        self.line_scan = Some((pos, nul.unwrap_or(buf.len())));
+    fn resume_from(&mut self, pos: usize) -> usize {
+        match self.line_scan.take() {
+            Some((start, to)) if start == pos => to,
+            _ => pos,
+        }
     }
 
     /// Reads one inline line; false when incomplete.
