@@ -109,6 +109,7 @@ impl ServerState {
             .collect();
         order.sort_unstable_by(|a, b| b.cmp(a));
         let mut evicted_current = false;
+        let mut evicted_others = false;
         for (_, id) in order {
             if self.clients_mem.get() < limit {
                 break;
@@ -131,12 +132,29 @@ impl ServerState {
                 // Redis frees it at once: the next command (a CLIENT LIST
                 // in the same pipeline) no longer sees it.
                 self.kill_client(id);
+                evicted_others = true;
             }
+        }
+        if evicted_others {
+            self.free_closed_connections();
         }
         if self.clients_mem.get() >= limit {
             tracing::warn!("Over client maxmemory after evicting all evictable clients");
         }
         evicted_current
+    }
+}
+
+impl ServerState {
+    /// Drops the connections closed so far (their buffers with them) now
+    /// rather than after the running command, as Redis's freeClient does:
+    /// memory an eviction freed must be free before the command's key
+    /// eviction looks at `used_memory`. Deferred, as before, while the
+    /// network is in use further up (a script serving clients meanwhile).
+    fn free_closed_connections(&self) {
+        if let Some(mut net) = self.net.as_ref().and_then(|n| n.try_borrow_mut().ok()) {
+            net.deliver();
+        }
     }
 }
 

@@ -506,3 +506,40 @@ fn a_close_that_comes_with_the_last_bytes_closes_the_client() {
         }
     });
 }
+
+/// Redis frees an evicted client's buffers before the command that
+/// evicted it runs, so memory a client eviction gave back is not taken
+/// for keys: 20 clients each pipelining MGETs of a 100 kB value while
+/// paused (each then runs its whole pipeline at once) are evicted under
+/// `maxmemory-clients`, and no key is evicted under `maxmemory`. Closed
+/// only after the running command, their buffers made the server evict
+/// keys (maxmemory's 'many MGET clients, client eviction: true' under
+/// load).
+#[test]
+fn evicted_clients_free_their_memory_before_key_eviction() {
+    // Processes of their own: used_memory is the server's alone.
+    on_both_processes(|port, who| {
+        let mut control = Raw::connect(port);
+        for (name, value) in [
+            ("maxmemory", "11mb"),
+            ("maxmemory-policy", "allkeys-lru"),
+            ("maxmemory-clients", "3mb"),
+        ] {
+            assert_eq!(control.cmd_str(&["CONFIG", "SET", name, value]), b"+OK\r\n");
+        }
+        assert_eq!(control.cmd_str(&["CLIENT", "NO-EVICT", "on"]), b"+OK\r\n");
+        for j in 0..50 {
+            control.cmd_str(&["SETRANGE", &j.to_string(), "100000", "x"]);
+        }
+        let mut clients: Vec<Raw> = (0..20).map(|_| Raw::connect(port)).collect();
+        assert_eq!(control.cmd_str(&["CLIENT", "PAUSE", "500", "ALL"]), b"+OK\r\n");
+        let pipeline = encode(&[b"MGET", b"1"]).repeat(16);
+        for c in &mut clients {
+            c.send(&pipeline);
+        }
+        // Answered once the pause is over and the pipelines ran.
+        assert!(evicted_clients(&mut control) > 0, "{who}: no client evicted");
+        assert_eq!(info_u64(&mut control, "evicted_keys"), 0, "{who}");
+        assert_eq!(control.cmd_str(&["DBSIZE"]), b":50\r\n", "{who}");
+    });
+}
