@@ -143,14 +143,13 @@ impl ServerState {
         }
         evicted_current
     }
-}
 
-impl ServerState {
-    /// Drops the connections closed so far (their buffers with them) now
+    /// Drops the connections closed so far, their buffers with them, now
     /// rather than after the running command, as Redis's freeClient does:
-    /// memory an eviction freed must be free before the command's key
-    /// eviction looks at `used_memory`. Deferred, as before, while the
-    /// network is in use further up (a script serving clients meanwhile).
+    /// memory a client eviction gave back must be free before the
+    /// command's key eviction reads `used_memory`. Left to the event loop
+    /// while the network is in use further up (a script serving clients
+    /// meanwhile).
     fn free_closed_connections(&self) {
         if let Some(mut net) = self.net.as_ref().and_then(|n| n.try_borrow_mut().ok()) {
             net.deliver();

@@ -532,13 +532,27 @@ fn evicted_clients_free_their_memory_before_key_eviction() {
             control.cmd_str(&["SETRANGE", &j.to_string(), "100000", "x"]);
         }
         let mut clients: Vec<Raw> = (0..20).map(|_| Raw::connect(port)).collect();
-        assert_eq!(control.cmd_str(&["CLIENT", "PAUSE", "500", "ALL"]), b"+OK\r\n");
+        assert_eq!(
+            control.cmd_str(&["CLIENT", "PAUSE", "500", "ALL"]),
+            b"+OK\r\n"
+        );
         let pipeline = encode(&[b"MGET", b"1"]).repeat(16);
         for c in &mut clients {
             c.send(&pipeline);
         }
-        // Answered once the pause is over and the pipelines ran.
-        assert!(evicted_clients(&mut control) > 0, "{who}: no client evicted");
+        // Answered once the pause is over; the pipelines ran when no
+        // client is held by it any more.
+        assert!(
+            wait_until(Duration::from_secs(5), || info_u64(
+                &mut control,
+                "blocked_clients"
+            ) == 0),
+            "{who}: clients still paused"
+        );
+        assert!(
+            evicted_clients(&mut control) > 0,
+            "{who}: no client evicted"
+        );
         assert_eq!(info_u64(&mut control, "evicted_keys"), 0, "{who}");
         assert_eq!(control.cmd_str(&["DBSIZE"]), b":50\r\n", "{who}");
     });
