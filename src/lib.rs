@@ -65,7 +65,7 @@ pub const REDIS_VERSION: &str = "7.0.15";
 /// Stack of the event loop's thread: scripts recurse through Rust (cjson
 /// encodes 1000 levels deep, replies nest), so it gets more than the
 /// default 2 MiB.
-const EXEC_STACK: usize = 64 * 1024 * 1024;
+pub const EXEC_STACK: usize = 64 * 1024 * 1024;
 
 /// ferrokv's own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -78,6 +78,14 @@ pub struct Server {
     thread: Option<std::thread::JoinHandle<()>>,
     /// A shutdown came while the data set loaded: the server is stopping.
     stopped_loading: bool,
+}
+
+/// A server run by [`Server::run_on_this_thread`], once serving.
+pub struct Started {
+    /// Addresses bound.
+    pub addrs: Vec<SocketAddr>,
+    /// A shutdown came while the data set loaded: the server is stopping.
+    pub stopped_loading: bool,
 }
 
 /// Asks a running server to stop, from any thread (signals).
@@ -291,6 +299,32 @@ impl Server {
             thread: Some(thread),
             stopped_loading,
         })
+    }
+
+    /// Runs the server on the calling thread until it stops (SHUTDOWN or
+    /// a signal), as Redis's main thread runs its event loop; `on_started`
+    /// is called once the ports are open and the data set is loaded. The
+    /// binary serves this way so that signals sent to the process reach
+    /// the thread that serves: the kernel hands a process's SIGSTOP to its
+    /// main thread, and while that thread idled in a join the event loop
+    /// went on serving (and a stopped replica acknowledged writes) until
+    /// the main thread was next scheduled. The caller's stack must hold
+    /// [`EXEC_STACK`].
+    pub fn run_on_this_thread(
+        config: Config,
+        config_file: Option<String>,
+        on_bound: Option<OnBound>,
+        on_started: impl FnOnce(&Started),
+    ) -> std::io::Result<()> {
+        tune_allocator(config.get_bool("jemalloc-bg-thread"));
+        let (executor, net, _handle) = prepare(config, config_file, on_bound)?;
+        let addrs = net.borrow().local_addrs();
+        on_started(&Started {
+            addrs,
+            stopped_loading: executor.server.shutdown,
+        });
+        executor.run(net);
+        Ok(())
     }
 
     /// The first address bound (with the port actually taken), to

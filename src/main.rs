@@ -13,7 +13,7 @@ static GLOBAL: ferrokv::util::counting_alloc::Counting = ferrokv::util::counting
 
 use ferrokv::config::cli::{self, Action};
 use ferrokv::config::{file, Config};
-use ferrokv::Server;
+use ferrokv::{Server, Started};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -138,28 +138,40 @@ fn main() {
             }
         }
     });
-    let server = match Server::start_with_file(config, config_file, Some(forward_signals)) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("{e}");
-            std::process::exit(1);
+    let on_started = |started: &Started| {
+        // Once the ports are bound, as Redis's createPidFile after
+        // initServer: a server that could not start leaves no pid file.
+        if !pidfile.is_empty() {
+            if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+                tracing::warn!("Failed to write PID file: {e}");
+            }
+        }
+        if !started.stopped_loading {
+            ferrokv::util::process::linux_memory_warnings(disable_thp);
+            tracing::info!("Ready to accept connections");
+            if let Some(s) = supervisor {
+                ferrokv::util::process::supervisor_ready(s, replica);
+            }
         }
     };
-    // Once the ports are bound, as Redis's createPidFile after initServer:
-    // a server that could not start leaves no pid file behind.
-    if !pidfile.is_empty() {
-        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
-            tracing::warn!("Failed to write PID file: {e}");
-        }
+    // The event loop runs on the main thread, as Redis's: a signal sent
+    // to the process (SIGSTOP above all) reaches the thread that serves.
+    // On a thread of its own where the main stack cannot grow enough.
+    let served = if ferrokv::util::process::main_stack_can_grow_to(ferrokv::EXEC_STACK) {
+        Server::run_on_this_thread(config, config_file, Some(forward_signals), on_started)
+    } else {
+        Server::start_with_file(config, config_file, Some(forward_signals)).map(|server| {
+            on_started(&Started {
+                addrs: server.addrs.clone(),
+                stopped_loading: server.stopped_loading(),
+            });
+            server.join();
+        })
+    };
+    if let Err(e) = served {
+        tracing::warn!("{e}");
+        std::process::exit(1);
     }
-    if !server.stopped_loading() {
-        ferrokv::util::process::linux_memory_warnings(disable_thp);
-        tracing::info!("Ready to accept connections");
-        if let Some(s) = supervisor {
-            ferrokv::util::process::supervisor_ready(s, replica);
-        }
-    }
-    server.join();
     if supervisor == Some(ferrokv::util::process::Supervisor::Systemd) {
         ferrokv::util::process::notify_systemd("STOPPING=1\n");
     }

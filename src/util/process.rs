@@ -274,9 +274,90 @@ pub fn after_fork_in_child(title: &str) {
     }
 }
 
+/// Whether the main thread's stack can grow to `bytes`, so that the
+/// event loop can run on it (signals sent to the process then reach the
+/// thread that serves, as in Redis). Raises the soft `RLIMIT_STACK`,
+/// which the kernel checks as the stack grows, when the hard limit allows
+/// it; then checks that the address space below the stack is free for
+/// that much (the kernel leaves room for the limit in force at exec, and
+/// with address randomization the room left can be less).
+#[cfg(target_os = "linux")]
+pub fn main_stack_can_grow_to(bytes: usize) -> bool {
+    let want = bytes as libc::rlim_t;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } != 0 {
+        return false;
+    }
+    if limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < want {
+        if limit.rlim_max != libc::RLIM_INFINITY && limit.rlim_max < want {
+            return false;
+        }
+        let raised = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit(2) reads the struct it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_STACK, &raised) } != 0 {
+            return false;
+        }
+    }
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    // The kernel keeps a guard gap (1 MB by default) below a growing stack.
+    room_below_stack(&maps).is_some_and(|room| room >= bytes as u64 + (2 << 20))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn main_stack_can_grow_to(_bytes: usize) -> bool {
+    false
+}
+
+/// The free address space between the main thread's stack (`[stack]` in
+/// /proc/self/maps) and the mapping below it, counted from the stack's top.
+fn room_below_stack(maps: &str) -> Option<u64> {
+    let range = |line: &str| -> Option<(u64, u64)> {
+        let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+        Some((
+            u64::from_str_radix(start, 16).ok()?,
+            u64::from_str_radix(end, 16).ok()?,
+        ))
+    };
+    let (stack_start, stack_end) = maps
+        .lines()
+        .find(|l| l.ends_with("[stack]"))
+        .and_then(range)?;
+    let below = maps
+        .lines()
+        .filter_map(range)
+        .map(|(_, end)| end)
+        .filter(|&end| end <= stack_start)
+        .max()
+        .unwrap_or(0);
+    Some(stack_end - below)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_below_the_stack_is_read_from_the_maps() {
+        let maps = "\
+55d0c0000000-55d0c0001000 r--p 00000000 00:00 0    /bin/x
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0    [stack]
+7ffc00100000-7ffc00102000 r-xp 00000000 00:00 0    [vdso]";
+        assert_eq!(
+            room_below_stack(maps),
+            Some(0x7ffc00021000 - 0x7f0000100000)
+        );
+        assert_eq!(room_below_stack("7f00-7f10 rw-p 0 0 0"), None);
+    }
 
     #[test]
     fn atoi_reads_a_leading_integer() {
