@@ -3,6 +3,7 @@
 //! systemd` (sd_notify lines on `$NOTIFY_SOCKET`), each checked on the
 //! real binary.
 
+use std::io::{Read, Write};
 use std::os::unix::net::UnixDatagram;
 use std::process::Command;
 use std::time::Duration;
@@ -611,5 +612,77 @@ fn watchdog_expires_during_a_diskless_load() {
         assert!(!text().contains("Reconnecting to MASTER"), "{replica_kind}");
         // The replica is killed mid-load with its directory gone.
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// CPU ticks (user and system) in a /proc `stat` file.
+fn cpu_ticks(stat_path: &str) -> u64 {
+    let stat = std::fs::read_to_string(stat_path).expect("a stat file");
+    // Fields after the parenthesized name: state is the first, utime the
+    // 12th and stime the 13th.
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(11) + field(12)
+}
+
+/// The event loop runs on the process's main thread, as Redis's: the
+/// kernel hands a signal sent to the process (SIGSTOP above all) to the
+/// main thread, so the thread that serves is the one it stops at once.
+/// Served from another thread while the main thread idled, a replica the
+/// suite stopped went on acknowledging writes until the main thread was
+/// next scheduled (unit/wait under load). The main thread's CPU time shows
+/// who serves, in both servers; a stopped server answers only once
+/// continued.
+#[test]
+fn the_main_thread_serves_and_a_stop_signal_stops_it() {
+    let ours = crate::support::spawn_ferrokv_process();
+    let theirs = crate::support::spawn_redis();
+    for (port, pid, who) in [
+        (ours.port, ours.pid(), "ferrokv"),
+        (theirs.port, theirs.pid(), "redis-server"),
+    ] {
+        // With I/O threads (scripts/test-io-threads.sh) the network's work
+        // is shared out, in both servers.
+        if crate::support::test_io_threads().is_none() {
+            let mut c = Raw::connect(port);
+            let pipeline = encode(&[b"PING"]).repeat(10_000);
+            for _ in 0..100 {
+                c.send(&pipeline);
+                for _ in 0..10_000 {
+                    assert_eq!(c.read_reply(), b"+PONG\r\n");
+                }
+            }
+            let main = cpu_ticks(&format!("/proc/{pid}/task/{pid}/stat"));
+            let all = cpu_ticks(&format!("/proc/{pid}/stat"));
+            assert!(
+                all > 0 && main * 2 >= all,
+                "{who}: the main thread took {main} of the process's {all} ticks"
+            );
+        }
+
+        let mut sock = Raw::connect(port).into_stream();
+        // SAFETY: kill(2) on the server process this test started.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+        sock.write_all(&encode(&[b"PING"])).expect("write");
+        sock.set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        let mut reply = [0u8; 7];
+        assert!(
+            sock.read(&mut reply).is_err(),
+            "{who}: answered while stopped"
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGCONT) }, 0);
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        sock.read_exact(&mut reply)
+            .expect("the reply once continued");
+        assert_eq!(&reply, b"+PONG\r\n", "{who}");
     }
 }
