@@ -386,6 +386,30 @@ impl Drop for Server {
 /// the ports are open.
 pub type OnBound = Box<dyn FnOnce(ServerHandle) + Send>;
 
+/// Redis's redisAsciiArt, once the ports are open (the suite takes the
+/// logo's PID line for a server that listens): the logo when asked for
+/// (`always-show-logo`) or when logging to a terminal, else one line.
+fn announce(config: &Config) {
+    use std::io::IsTerminal;
+    let mode = if config.get_bool("cluster-enabled") {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    let port = match config.port {
+        0 => config.get("tls-port").parse().unwrap_or(0),
+        port => port,
+    };
+    let to_terminal = !config.get_bool("syslog-enabled")
+        && config.logfile.is_empty()
+        && std::io::stdout().is_terminal();
+    if to_terminal || config.get_bool("always-show-logo") {
+        tracing::info!("{}", config::cli::logo(mode, port));
+    } else {
+        tracing::info!("Running mode={mode}, port={port}.");
+    }
+}
+
 /// Binds, builds the executor and loads the data set (serving clients
 /// meanwhile), on the thread that will run the event loop.
 fn prepare(
@@ -470,6 +494,7 @@ fn prepare(
             })?;
     }
     executor.server.apply_proc_title();
+    announce(&executor.server.config);
     tracing::warn!("Server initialized");
     // Redis's moduleLoadFromQueue: ferrokv loads no modules, so the first
     // `loadmodule` fails as a module that cannot be loaded does in Redis.

@@ -95,15 +95,6 @@ fn main() {
     } else {
         b'S'
     });
-    if config.get_bool("always-show-logo") {
-        tracing::info!("{}", cli::logo(config.port));
-    }
-    let mode = if config.get_bool("cluster-enabled") {
-        "cluster"
-    } else {
-        "standalone"
-    };
-    tracing::info!("Running mode={mode}, port={}.", config.port);
     let disable_thp = config.get_bool("disable-thp");
     let replica = !config.get("replicaof").is_empty();
     let pidfile = config.pidfile.clone();

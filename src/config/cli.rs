@@ -143,12 +143,12 @@ pub fn parse(args: Vec<String>) -> Action {
 
 /// The banner `always-show-logo yes` logs at start-up, with the PID and
 /// port as Redis's has them.
-pub fn logo(port: u16) -> String {
+pub fn logo(mode: &str, port: u16) -> String {
     format!(
         "\n\
          \x20   ___                _          \n\
          \x20  / _|___ _ _ _ _ ___| |____ __  ferrokv {} (Redis {} compatible) 64 bit\n\
-         \x20 |  _/ -_) '_| '_/ _ \\ / /\\ V /  Running in standalone mode\n\
+         \x20 |  _/ -_) '_| '_/ _ \\ / /\\ V /  Running in {mode} mode\n\
          \x20 |_| \\___|_| |_| \\___/_\\_\\ \\_/   Port: {port}\n\
          \x20                                  PID: {}\n",
         crate::VERSION,

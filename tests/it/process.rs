@@ -686,3 +686,55 @@ fn the_main_thread_serves_and_a_stop_signal_stops_it() {
         assert_eq!(&reply, b"+PONG\r\n", "{who}");
     }
 }
+
+/// The logo (or the "Running mode" line) is logged once the ports are
+/// open, as Redis's redisAsciiArt after initServer: the suite takes the
+/// logo's PID line for a server that listens and connects at once. Each
+/// server here is connected to the moment its PID line is read; and only
+/// one of the two forms is logged, the logo with the server's mode.
+#[test]
+fn the_logo_is_logged_once_the_port_listens() {
+    for (logo, cluster) in [("yes", "no"), ("yes", "yes"), ("no", "no")] {
+        let dir = unique_temp_path("ferrokv-logo");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let port = free_port();
+        let (_server, lines) = crate::support::spawn_lines(
+            Command::new(env!("CARGO_BIN_EXE_ferrokv"))
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--dir", &dir.display().to_string()])
+                .args(["--always-show-logo", logo, "--cluster-enabled", cluster]),
+        );
+        let mut seen = Vec::new();
+        let sign = if logo == "yes" {
+            " PID: "
+        } else {
+            "Running mode="
+        };
+        while !seen.last().is_some_and(|l: &String| l.contains(sign)) {
+            match lines.recv_timeout(Duration::from_secs(10)) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no {sign:?} line (port {port} taken?): {seen:?}"),
+            }
+        }
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            "not listening once {sign:?} was logged"
+        );
+        let mode = if cluster == "yes" {
+            "cluster"
+        } else {
+            "standalone"
+        };
+        let text = seen.join("\n");
+        if logo == "yes" {
+            assert!(text.contains(&format!("Running in {mode} mode")), "{text}");
+            assert!(!text.contains("Running mode="), "{text}");
+        } else {
+            assert!(
+                text.contains(&format!("Running mode={mode}, port={port}.")),
+                "{text}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
