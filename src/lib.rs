@@ -304,12 +304,10 @@ impl Server {
     /// Runs the server on the calling thread until it stops (SHUTDOWN or
     /// a signal), as Redis's main thread runs its event loop; `on_started`
     /// is called once the ports are open and the data set is loaded. The
-    /// binary serves this way so that signals sent to the process reach
-    /// the thread that serves: the kernel hands a process's SIGSTOP to its
-    /// main thread, and while that thread idled in a join the event loop
-    /// went on serving (and a stopped replica acknowledged writes) until
-    /// the main thread was next scheduled. The caller's stack must hold
-    /// [`EXEC_STACK`].
+    /// binary serves this way because the kernel hands a signal sent to
+    /// the process (a SIGSTOP) to its main thread: an idle main thread
+    /// let the event loop go on serving until it was next scheduled. The
+    /// caller's stack must hold [`EXEC_STACK`].
     pub fn run_on_this_thread(
         config: Config,
         config_file: Option<String>,

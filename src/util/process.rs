@@ -283,7 +283,8 @@ pub fn after_fork_in_child(title: &str) {
 /// with address randomization the room left can be less).
 #[cfg(target_os = "linux")]
 pub fn main_stack_can_grow_to(bytes: usize) -> bool {
-    let want = bytes as libc::rlim_t;
+    // What main() and the start-up used of the stack come on top.
+    let want = (bytes + (8 << 20)) as libc::rlim_t;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -309,7 +310,7 @@ pub fn main_stack_can_grow_to(bytes: usize) -> bool {
         return false;
     };
     // The kernel keeps a guard gap (1 MB by default) below a growing stack.
-    room_below_stack(&maps).is_some_and(|room| room >= bytes as u64 + (2 << 20))
+    room_below_stack(&maps).is_some_and(|room| room >= want as u64 + (2 << 20))
 }
 
 #[cfg(not(target_os = "linux"))]
