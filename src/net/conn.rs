@@ -16,6 +16,7 @@ use mio::net::TcpStream;
 use mio::net::UnixStream;
 
 use super::addr::PeerAddr;
+use super::output::Output;
 
 use super::event_loop::NetLimits;
 use super::request::{take_big_start, Batch, Limits, ProtocolError, RequestParser, BIG_ARG};
@@ -188,6 +189,18 @@ impl Write for Stream {
         }
     }
 
+    /// One system call for several blocks of a backlog (TLS takes the
+    /// first).
+    #[inline]
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Tls(s) => s.write(bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b)),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.write_vectored(bufs),
+        }
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
@@ -259,10 +272,8 @@ pub struct ConnIo {
     pub parser: RequestParser,
     /// Commands parsed and not yet dispatched (its buffers are reused).
     pub batch: Batch,
-    /// Output not yet written: `wbuf[wpos..]`.
-    pub wbuf: Vec<u8>,
-    /// Written prefix of `wbuf`.
-    pub wpos: usize,
+    /// Output not yet written.
+    pub output: Output,
     /// A protocol error to report once earlier commands are answered.
     pub error: Option<ProtocolError>,
     /// Reads grew the query buffer past [`QUERY_RESIZE_THRESHOLD`] (a
@@ -276,8 +287,6 @@ pub struct ConnIo {
     /// The most the query buffer was asked to hold since the last cron
     /// pass (Redis's querybuf_peak).
     query_peak: usize,
-    /// The reply buffer's size: what the written-out buffer keeps.
-    wbuf_keep: usize,
     /// The client has authenticated, as the executor said with its last
     /// replies (AUTH/HELLO/RESET); until then the parser applies Redis's
     /// limits for unauthenticated clients.
@@ -296,7 +305,7 @@ pub struct Conn {
     pub in_flight: bool,
     /// The peer closed its side (or the socket failed).
     pub eof: bool,
-    /// Close once `wbuf` is written (QUIT, protocol error, CLIENT KILL of
+    /// Close once the output is written (QUIT, protocol error, CLIENT KILL of
     /// itself).
     pub closing: bool,
     /// The socket may hold unread bytes (the last read filled its buffer).
@@ -337,13 +346,11 @@ impl Conn {
                 big: None,
                 parser: RequestParser::default(),
                 batch: Batch::default(),
-                wbuf: Vec::with_capacity(REPLY_CHUNK),
-                wpos: 0,
+                output: Output::new(REPLY_CHUNK),
                 error: None,
                 inbuf_grew: false,
                 inbuf_split: 0,
                 query_peak: 0,
-                wbuf_keep: REPLY_CHUNK,
                 authenticated,
             },
             addr,
@@ -359,10 +366,13 @@ impl Conn {
             writing: None,
             bufs: Rc::new(ConnBuffers::new(clients_mem)),
             out_lent: 0,
+            // As Redis 7.0's createClient: the peak starts at the buffer's
+            // size, and its first reset comes at the first cron visit
+            // (Redis stamps it in seconds and compares milliseconds).
             reply: ReplyBuf {
                 size: REPLY_CHUNK,
-                peak: 0,
-                peak_reset_ms: crate::util::clock::real_now_ms(),
+                peak: REPLY_CHUNK,
+                peak_reset_ms: 0,
             },
         };
         c.account();
@@ -381,7 +391,7 @@ impl Conn {
             io.query_block() + io.big.as_ref().map_or(0, Vec::capacity) + io.parser.held_big(),
         );
         b.output_alloc
-            .set(self.out.capacity() + self.out_lent + io.wbuf.capacity());
+            .set(self.out.capacity() + self.out_lent + io.output.alloc());
         b.reply_size.set(self.reply.size);
         b.reply_peak.set(self.reply.peak);
         b.recount();
@@ -424,18 +434,9 @@ impl Conn {
 
     /// Queues reply bytes, taking `out`'s buffer when nothing is pending
     /// (no copy); returns the spare buffer for the next batch.
-    pub fn queue_output(&mut self, mut out: Vec<u8>) -> Vec<u8> {
+    pub fn queue_output(&mut self, out: Vec<u8>) -> Vec<u8> {
         self.out_lent = 0;
-        let io = &mut self.io;
-        if io.wpos == io.wbuf.len() {
-            io.wbuf.clear();
-            io.wpos = 0;
-            std::mem::swap(&mut io.wbuf, &mut out);
-        } else {
-            io.queue(&out);
-        }
-        out.clear();
-        out
+        self.io.output.take(out)
     }
 
     /// Gives back buffers a large request or reply grew, once they are
@@ -475,10 +476,8 @@ impl Conn {
         }
         self.io.resize_query(idle_s);
         let resized = self.resize_reply(now_ms, rs);
-        let io = &mut self.io;
-        if idle_s > 2 && io.wpos == io.wbuf.len() && io.wbuf.capacity() > 0 {
-            io.wbuf = Vec::new();
-            io.wpos = 0;
+        if idle_s > 2 {
+            self.io.output.free_idle();
         }
         self.account();
         resized
@@ -508,16 +507,11 @@ impl Conn {
             }
         }
         let size = r.size;
-        self.io.wbuf_keep = size;
         let fits = |cap: usize| cap >= size && cap <= size * 2;
         if !self.in_flight && self.out.is_empty() && !fits(self.out.capacity()) {
             self.out = Vec::with_capacity(size);
         }
-        let io = &mut self.io;
-        if io.wpos == io.wbuf.len() && io.wbuf.capacity() > size * 2 {
-            io.wbuf = Vec::with_capacity(size);
-            io.wpos = 0;
-        }
+        self.io.output.set_keep(size);
         resized
     }
 
@@ -525,6 +519,7 @@ impl Conn {
     /// bytes written, an error means the connection is dead.
     pub fn write_pending(&mut self) -> std::io::Result<usize> {
         let r = self.io.write_pending();
+        self.io.output.reclaim();
         self.account();
         r
     }
@@ -585,19 +580,12 @@ impl ConnIo {
 
     /// Bytes queued and not written.
     pub fn pending(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.output.pending()
     }
 
-    /// Queues output bytes after those pending. When the buffer would have
-    /// to grow, what was already written is dropped from its front first:
-    /// its size then follows what is pending (CLIENT LIST `omem`, the
-    /// output limits), not everything a slow reader was sent so far.
+    /// Queues output bytes after those pending.
     pub fn queue(&mut self, bytes: &[u8]) {
-        if self.wpos > 0 && self.wbuf.len() + bytes.len() > self.wbuf.capacity() {
-            self.wbuf.drain(..self.wpos);
-            self.wpos = 0;
-        }
-        self.wbuf.extend_from_slice(bytes);
+        self.output.queue(bytes);
     }
 
     /// One read into the query buffer, or into the large argument being
@@ -671,28 +659,7 @@ impl ConnIo {
     /// means the connection is dead. The caller accounts for it
     /// ([`Conn::account`]).
     pub fn write_pending(&mut self) -> std::io::Result<usize> {
-        let start = self.wpos;
-        while self.wpos < self.wbuf.len() {
-            match self.sock.write(&self.wbuf[self.wpos..]) {
-                Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => self.wpos += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let written = self.wpos - start;
-        if self.wpos == self.wbuf.len() {
-            self.wpos = 0;
-            self.wbuf.clear();
-            // Written out, a burst (a large reply, a backlog of pub/sub
-            // messages or invalidations) gives its memory back, as Redis
-            // frees its reply blocks: only the reply buffer's size stays.
-            if self.wbuf.capacity() > 2 * self.wbuf_keep {
-                self.wbuf.shrink_to(self.wbuf_keep);
-            }
-        }
-        Ok(written)
+        self.output.write_to(&mut self.sock)
     }
 }
 

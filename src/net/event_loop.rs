@@ -891,6 +891,7 @@ impl Net {
         let Some(c) = conn!(self, id) else {
             return;
         };
+        c.io.output.reclaim();
         c.account();
         if wrote.is_err() {
             self.drop_conn(id, true);

@@ -10,6 +10,7 @@ pub mod event_loop;
 pub mod io_threads;
 pub mod link;
 pub mod listener;
+pub mod output;
 pub mod reply;
 pub mod request;
 pub mod tls;

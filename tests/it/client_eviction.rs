@@ -90,14 +90,16 @@ fn client_list_shows_a_large_query_buffer_and_pending_output() {
         assert!(free >= 1_000_000, "{who}: qbuf-free={free}");
         let tot = field_of(&mut control, "big", "tot-mem").expect("tot-mem");
         assert!(tot >= 2_000_000, "{who}: tot-mem={tot}");
-        // A client that asks for ~5 MB of replies and reads none of them.
+        // A client that asks for ~10 MB of replies and reads none of them
+        // (more than the kernel's socket buffers take).
         let item = "v".repeat(1000);
         let mut push = vec!["RPUSH", "list"];
         push.extend(std::iter::repeat_n(item.as_str(), 500));
         control.cmd_str(&push);
         let mut reader = Raw::connect(port);
         assert_eq!(reader.cmd_str(&["CLIENT", "SETNAME", "reader"]), b"+OK\r\n");
-        reader.send(&encode(&[b"LRANGE", b"list", b"0", b"-1"]).repeat(10));
+        reader.send(&encode(&[b"LRANGE", b"list", b"0", b"-1"]).repeat(20));
+        let replies = 20 * (6 + 500 * (7 + 1000 + 2));
         settle(port);
         assert!(
             wait_until(Duration::from_secs(5), || {
@@ -109,6 +111,13 @@ fn client_list_shows_a_large_query_buffer_and_pending_output() {
         let oll = field_of(&mut control, "reader", "oll").expect("oll");
         let obl = field_of(&mut control, "reader", "obl").expect("obl");
         assert!(oll > 0, "{who}: obl={obl} oll={oll}");
+        // What waits takes the memory its bytes need: no more than the
+        // replies themselves, not a buffer doubled as it grew.
+        let omem = field_of(&mut control, "reader", "omem").expect("omem");
+        assert!(
+            omem <= replies,
+            "{who}: omem={omem} for {replies} bytes of replies"
+        );
         let tot = field_of(&mut control, "reader", "tot-mem").expect("tot-mem");
         assert!(tot > 1_000_000, "{who}: tot-mem={tot}");
     });
