@@ -120,7 +120,7 @@ impl Executor {
         if limits.is_off() {
             return false;
         }
-        let pending = client.bufs.pending.get() + replies;
+        let pending = obuf::counted(&client.bufs, client.bufs.pending.get() + replies);
         if !limits.reached(&client.bufs, pending) {
             return false;
         }

@@ -375,7 +375,8 @@ impl Executor {
                 continue;
             }
             let limits = self.server.obuf_limits[class as usize];
-            if !limits.is_off() && limits.reached(&c.bufs, c.bufs.pending.get()) {
+            let pending = crate::server::obuf::counted(&c.bufs, c.bufs.pending.get());
+            if !limits.is_off() && limits.reached(&c.bufs, pending) {
                 crate::server::obuf::close(c, class);
             }
         }

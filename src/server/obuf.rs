@@ -73,6 +73,15 @@ impl Limits {
     }
 }
 
+/// The part of `pending` output bytes that counts against the limits:
+/// what does not fit in the client's reply buffer. Redis's
+/// getClientOutputBufferMemoryUsage counts the reply list, not the buffer
+/// every client has, so even a 1-byte hard limit lets small replies out.
+#[inline]
+pub fn counted(q: &ConnBuffers, pending: usize) -> usize {
+    pending.saturating_sub(q.reply_size.get())
+}
+
 /// The class whose limits apply to `c` (Redis's getClientType).
 pub fn class_of(c: &Client) -> Class {
     match c.kind {

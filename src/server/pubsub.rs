@@ -312,7 +312,7 @@ pub fn deliver(c: &Client, bytes: &[u8], limits: &[obuf::Limits; 3]) {
     let pending = q.pending.get() + bytes.len();
     q.pending.set(pending);
     let class = obuf::class_of(c);
-    if limits[class as usize].reached(q, pending) {
+    if limits[class as usize].reached(q, obuf::counted(q, pending)) {
         obuf::close(c, class);
         return;
     }

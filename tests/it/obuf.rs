@@ -149,3 +149,45 @@ fn omem_follows_a_slow_subscribers_pending_output_as_redis() {
         assert!((70_000..200_000).contains(&last), "{who}: omem {last}");
     });
 }
+
+/// Output that fits in the client's reply buffer does not count against
+/// the limits (Redis counts its reply list only): with a 1-byte hard
+/// limit, small replies still arrive, and a reply larger than the buffer
+/// closes the client.
+#[test]
+fn replies_that_fit_the_reply_buffer_pass_a_tiny_limit_as_in_redis() {
+    let server = start();
+    let redis = spawn_redis();
+    for port in [server.port, redis.port] {
+        let mut r = Raw::connect(port);
+        assert_eq!(
+            r.cmd_str(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 1 1 1"
+            ]),
+            b"+OK\r\n"
+        );
+        assert_eq!(r.cmd_str(&["PING"]), b"+PONG\r\n");
+        assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+        let mut other = Raw::connect(port);
+        assert_eq!(other.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+        let big = "x".repeat(64 * 1024);
+        assert_eq!(r.cmd_str(&["SET", "big", &big]), b"+OK\r\n");
+        // 64 KB does not fit in the 16 KB reply buffer: the reply passes
+        // the limit and the client is closed instead of answered.
+        let mut sock = r.into_stream();
+        sock.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n")
+            .expect("write");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut got = Vec::new();
+        let _ = sock.read_to_end(&mut got);
+        assert!(
+            got.len() < big.len(),
+            "port {port}: got {} bytes",
+            got.len()
+        );
+    }
+}
