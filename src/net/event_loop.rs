@@ -200,7 +200,9 @@ impl Net {
             accept_retry: false,
             limits: NetLimits::default(),
             stats: NetStats::default(),
-            last_id: 0,
+            // Redis 7.0 gives ids 1 and 2 to its Lua and function-engine
+            // clients at start-up: its first connection is id 3.
+            last_id: 2,
             clients_mem: Rc::default(),
             bus: super::bus::Bus::default(),
             io_threads: None,

@@ -466,3 +466,15 @@ fn client_pause_and_unpause() {
         t.elapsed()
     );
 }
+
+/// A fresh server's first connection is id 3 in both: Redis 7.0 gives
+/// ids 1 and 2 to its Lua and function-engine clients at start-up.
+#[test]
+fn the_first_connection_is_client_id_3() {
+    let server = start();
+    let redis = spawn_redis();
+    for port in [server.port, redis.port] {
+        let mut r = Raw::connect(port);
+        assert_eq!(r.cmd_str(&["CLIENT", "ID"]), b":3\r\n", "port {port}");
+    }
+}
