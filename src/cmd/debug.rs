@@ -1007,7 +1007,7 @@ fn htstats(ctx: &mut Ctx<'_>, arg: &[u8]) -> CmdResult {
 fn htstats_key(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     use crate::store::{hash::Hash, zset::ZSet};
     let db = ctx.db();
-    let Some(e) = ctx.store.get_read_notouch(db, key) else {
+    let Some(e) = ctx.store.get_object(db, key) else {
         return Err(Error::NoSuchKey);
     };
     let e = e.into_ref();

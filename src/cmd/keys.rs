@@ -285,7 +285,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 /// time); replies null and returns None when it is missing.
 fn object_lookup<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c crate::store::dict::Entry> {
     let db = ctx.db();
-    match ctx.store.get_read_notouch(db, key) {
+    match ctx.store.get_object(db, key) {
         Some(e) => Some(e.into_ref()),
         None => {
             ctx.reply.null();

@@ -202,25 +202,10 @@ pub fn notify_db(ctx: &mut Ctx<'_>, class: u8, event: &str, db: usize, key: &[u8
     {
         crate::server::tracking::drain(ctx.server, ctx.store, ctx.client.id);
     }
-    // Keys this command created are announced first, as Redis's dbAdd does.
-    if ctx.store.new_events.as_ref().is_some_and(|l| !l.is_empty()) {
-        let log = ctx
-            .store
-            .new_events
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default();
-        for (d, k) in log {
-            pubsub::notify(
-                ctx.server,
-                Some(ctx.client),
-                ctx.reply.raw(),
-                b'n',
-                "new",
-                d,
-                &k,
-            );
-        }
+    // What the store raised (a key read and missed, created, found
+    // expired) comes first, as Redis fires those from lookupKey and dbAdd.
+    if !ctx.store.key_events.is_empty() {
+        pubsub::drain_key_events(ctx.server, ctx.store, Some(ctx.client), ctx.reply.raw());
     }
     pubsub::notify(
         ctx.server,

@@ -251,7 +251,12 @@ fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         _ => {}
     }
     if src == dst {
-        let found = set_read(ctx.store, db, src)?.is_some_and(|s| s.contains(member));
+        // Redis looks both keys up for writing: no keyspace hit is counted.
+        let found = ctx
+            .store
+            .get(db, src)
+            .and_then(|e| e.set().map(|s| s.contains(member)))
+            .unwrap_or(false);
         ctx.reply.int(i64::from(found));
         return Ok(());
     }

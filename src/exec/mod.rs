@@ -463,7 +463,7 @@ impl Executor {
     /// Hook after a batch or cycle: WATCH and blocked clients consume the
     /// touched-key lists here.
     fn after_writes(&mut self) {
-        pubsub::drain_expired(&mut self.server, &mut self.store);
+        pubsub::drain_key_events(&mut self.server, &mut self.store, None, &mut Vec::new());
         self.server.pubsub.held.clear();
         self.store.touched.clear();
         self.store.touched_dbs.clear();

@@ -1070,6 +1070,7 @@ fn invoke(
         super::tracking::before_handler(server, client, id, argv);
     }
     server.propagation.depth += 1;
+    let reply_at = out.len();
     let result = {
         let mut ctx = Ctx {
             store,
@@ -1080,6 +1081,9 @@ fn invoke(
         handler(&mut ctx, argv)
     };
     server.propagation.depth -= 1;
+    if !store.key_events.is_empty() {
+        publish_key_events(server, store, client, out, reply_at);
+    }
     if server.repl.master.is_some()
         && store.stats.dirty != dirty
         && client.kind != ClientKind::Master
@@ -1157,6 +1161,24 @@ fn invoke(
         server.slowlog.push(client, name, argv, duration, max_len);
     }
     result
+}
+
+/// Publishes the events the command's lookups raised and no event of its
+/// own carried out (a read's `keymiss`, an `expired` key). The caller's
+/// own copy goes ahead of its reply, where Redis's lookup put it.
+#[cold]
+fn publish_key_events(
+    server: &mut ServerState,
+    store: &mut Store,
+    client: &Client,
+    out: &mut Vec<u8>,
+    reply_at: usize,
+) {
+    let mut own = Vec::new();
+    super::pubsub::drain_key_events(server, store, Some(client), &mut own);
+    if !own.is_empty() {
+        out.splice(reply_at..reply_at, own);
+    }
 }
 
 /// On a writable replica, the keys of a write from one of its own clients

@@ -414,43 +414,31 @@ pub fn notify(
     }
 }
 
-/// Publishes `expired` events for keys the store expired since the last
-/// call, and turns the store's log on or off to follow the configuration.
-pub fn drain_expired(server: &mut super::ServerState, store: &mut crate::store::Store) {
-    drain_new(server, store);
-    if server.config.notify_keyspace_events.contains('n') {
-        store.new_events.get_or_insert_with(Vec::new);
-    } else {
-        store.new_events = None;
+/// Publishes the events the store raised since the last call (`keymiss`,
+/// `new`, `expired`), in their order, and has the store record the
+/// classes the configuration enables. A copy for `caller`, when it is
+/// subscribed, goes to `own`.
+pub fn drain_key_events(
+    server: &mut super::ServerState,
+    store: &mut crate::store::Store,
+    caller: Option<&Client>,
+    own: &mut Vec<u8>,
+) {
+    if !store.key_events.is_empty() {
+        let log = std::mem::take(&mut store.key_events);
+        for e in &log {
+            notify(server, caller, own, e.class, e.name(), e.db, &e.key);
+        }
+        // Keep the allocation for the next events.
+        store.key_events = log;
+        store.key_events.clear();
     }
-    let on = class_enabled(&server.config.notify_keyspace_events, b'x');
-    let log = store.expired_events.take();
-    if on {
-        store.expired_events = Some(Vec::new());
-    }
-    let Some(log) = log else {
-        return;
+    let flags = &server.config.notify_keyspace_events;
+    store.key_event_classes = crate::store::KeyEventClasses {
+        miss: class_enabled(flags, b'm'),
+        new: class_enabled(flags, b'n'),
+        expired: class_enabled(flags, b'x'),
     };
-    let mut sink = Vec::new();
-    for (db, key) in log {
-        notify(server, None, &mut sink, b'x', "expired", db, &key);
-    }
-}
-
-/// Publishes the `new` events of keys created since the last call (class
-/// `n`, which `A` does not include).
-pub fn drain_new(server: &mut super::ServerState, store: &mut crate::store::Store) {
-    let Some(log) = store.new_events.as_mut() else {
-        return;
-    };
-    if log.is_empty() {
-        return;
-    }
-    let log = std::mem::take(log);
-    let mut sink = Vec::new();
-    for (db, key) in log {
-        notify(server, None, &mut sink, b'n', "new", db, &key);
-    }
 }
 
 /// The subscribers of shard channels in `slots` are unsubscribed from them,

@@ -115,9 +115,7 @@ impl Store {
                 expired_here += removed.len();
                 for e in removed {
                     self.stats.expired_keys += 1;
-                    if let Some(log) = &mut self.expired_events {
-                        log.push((db, e.key().to_vec()));
-                    }
+                    self.note_expired(db, e.key());
                     if self.log_expired {
                         self.expired_log.push((db, e.key().to_vec()));
                     }

@@ -104,13 +104,15 @@ pub struct Store {
     /// Keys written since the executor last drained them (WATCH and blocked
     /// clients look here); only recorded while `track_writes` is on.
     pub touched: Vec<(usize, Vec<u8>)>,
-    /// Keys removed by expiry, recorded while keyspace notifications of
-    /// class `x` are on (the executor turns it on and drains it).
-    pub expired_events: Option<Vec<(usize, Vec<u8>)>>,
-    /// Keys created, recorded while keyspace notifications of class `n`
-    /// are on (Redis fires `new` from dbAdd); drained ahead of the next
-    /// event so `new` precedes the creating command's own event.
-    pub new_events: Option<Vec<(usize, Vec<u8>)>>,
+    /// Keyspace events the store raises itself, in the order they happen:
+    /// `keymiss` (Redis's lookupKey), `new` (dbAdd) and `expired`
+    /// (expireIfNeeded and the expire cycle). Only the classes in
+    /// `key_event_classes` are recorded; the executor publishes them ahead
+    /// of the next event and after each command.
+    pub key_events: Vec<KeyEvent>,
+    /// Which classes of [`Store::key_events`] are recorded (the executor
+    /// follows notify-keyspace-events).
+    pub key_event_classes: KeyEventClasses,
     /// Whether anything (WATCH, a blocked client) needs [`Store::touched`].
     pub track_writes: bool,
     /// Set while clients are blocked on keys: they need
@@ -172,13 +174,54 @@ pub enum Ttl {
     At(u64),
 }
 
+/// A keyspace event the store raised (see [`Store::key_events`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyEvent {
+    /// Its notify-keyspace-events class: `m`, `n` or `x`.
+    pub class: u8,
+    /// The database of its key.
+    pub db: usize,
+    /// The key.
+    pub key: Vec<u8>,
+}
+
+impl KeyEvent {
+    fn new(class: u8, db: usize, key: &[u8]) -> Self {
+        KeyEvent {
+            class,
+            db,
+            key: key.to_vec(),
+        }
+    }
+
+    /// The event's name, as Redis publishes it.
+    pub fn name(&self) -> &'static str {
+        match self.class {
+            b'm' => "keymiss",
+            b'n' => "new",
+            _ => "expired",
+        }
+    }
+}
+
+/// The classes of [`KeyEvent`] the store records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyEventClasses {
+    /// `keymiss` (class `m`).
+    pub miss: bool,
+    /// `new` (class `n`).
+    pub new: bool,
+    /// `expired` (class `x`).
+    pub expired: bool,
+}
+
 impl Store {
     /// A store with `databases` empty databases.
     pub fn new(databases: usize) -> Self {
         Store {
             functions: Vec::new(),
-            expired_events: None,
-            new_events: None,
+            key_events: Vec::new(),
+            key_event_classes: KeyEventClasses::default(),
             dbs: (0..databases).map(|_| Db::default()).collect(),
             stats: KeyStats::default(),
             now_ms: 0,
@@ -332,15 +375,32 @@ impl Store {
     }
 
     /// Like [`Store::get_read`] but leaves the access time alone (Redis's
-    /// `LOOKUP_NOTOUCH`: TYPE, TTL, OBJECT, EXISTS...).
+    /// `LOOKUP_NOTOUCH`: TYPE, TTL, EXISTS...).
     pub fn get_read_notouch(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
+        self.lookup_counted(db, key, true)
+    }
+
+    /// Like [`Store::get_read_notouch`] but a miss raises no `keymiss`
+    /// event (Redis's objectCommandLookup: OBJECT, DEBUG).
+    pub fn get_object(&mut self, db: usize, key: &[u8]) -> Option<EntryMut<'_>> {
+        self.lookup_counted(db, key, false)
+    }
+
+    /// A read lookup counted as a keyspace hit or miss; a miss is a
+    /// `keymiss` event when `notify` and that class is on.
+    fn lookup_counted(&mut self, db: usize, key: &[u8], notify: bool) -> Option<EntryMut<'_>> {
         let found = match self.live_hash(db, key, true) {
             Some(h) => self.dbs[db].dict.get_mut(h, key),
             None => None,
         };
         match found {
             Some(_) => self.stats.keyspace_hits += 1,
-            None => self.stats.keyspace_misses += 1,
+            None => {
+                self.stats.keyspace_misses += 1;
+                if notify && self.key_event_classes.miss {
+                    self.key_events.push(KeyEvent::new(b'm', db, key));
+                }
+            }
         }
         found
     }
@@ -377,9 +437,7 @@ impl Store {
                 self.dbs[db].volatile -= 1;
             }
             self.stats.expired_keys += 1;
-            if let Some(log) = &mut self.expired_events {
-                log.push((db, key.to_vec()));
-            }
+            self.note_expired(db, key);
             if self.log_expired {
                 self.expired_log.push((db, key.to_vec()));
             }
@@ -468,8 +526,16 @@ impl Store {
     /// Records a created key for `new` notifications when they are on.
     #[inline]
     fn note_new(&mut self, db: usize, key: &[u8]) {
-        if let Some(log) = &mut self.new_events {
-            log.push((db, key.to_vec()));
+        if self.key_event_classes.new {
+            self.key_events.push(KeyEvent::new(b'n', db, key));
+        }
+    }
+
+    /// Records an expired key for `expired` notifications when they are on.
+    #[inline]
+    pub(crate) fn note_expired(&mut self, db: usize, key: &[u8]) {
+        if self.key_event_classes.expired {
+            self.key_events.push(KeyEvent::new(b'x', db, key));
         }
     }
 
@@ -541,9 +607,7 @@ impl Store {
         }
         if e.is_expired(now) && self.expiry != Expiry::Keep {
             self.stats.expired_keys += 1;
-            if let Some(log) = &mut self.expired_events {
-                log.push((db, key.to_vec()));
-            }
+            self.note_expired(db, key);
             if self.log_expired {
                 self.expired_log.push((db, key.to_vec()));
             }

@@ -301,6 +301,65 @@ fn new_key_events() {
     }
 }
 
+/// Reads that miss are `keymiss` events (class `m`, not part of `A`), as
+/// Redis's lookupKey fires them: not for writes, OBJECT or DEBUG, and
+/// ahead of the events of the command that missed.
+#[test]
+fn key_misses_are_announced() {
+    let misses = &[
+        "GET nokey",
+        "SET a 1",
+        "MGET a b c",
+        "EXISTS nokey a",
+        "TYPE nokey",
+        "TTL nokey",
+        "OBJECT ENCODING nokey",
+        "DUMP nokey",
+        "HGETALL nokey",
+        "LRANGE nokey 0 -1",
+        "BLPOP nokey 0.01",
+        "LMOVE nokey dst LEFT LEFT",
+        "SINTER nokey a",
+        "ZRANGESTORE d nokey 0 -1",
+        "SUNIONSTORE d nokey",
+        "SDIFFSTORE d2 a nokey",
+        "SADD s 1",
+        "SDIFFSTORE d2 s nokey",
+        "XREAD COUNT 1 STREAMS nokey 0",
+        "PFMERGE hl2 nohl",
+        "BITOP OR b2 a nokey",
+        "SORT nokey BY x GET y",
+        "SORT nokey STORE st",
+        "GETDEL nokey",
+        "INCR n",
+        "EVAL redis.call('get','m1');return(redis.call('set','m1',1)) 0",
+        "GEOPOS nokey a",
+    ];
+    same_events("KEm", misses);
+    same_events("KEAm", misses);
+    same_events("KEA", misses);
+}
+
+/// A RESP3 client subscribed to its own misses gets the event ahead of
+/// the reply, as in Redis.
+#[test]
+fn a_resp3_subscriber_gets_its_own_keymiss_before_the_reply() {
+    let mut p = Pair::new();
+    p.same(&["CONFIG", "SET", "notify-keyspace-events", "Em"]);
+    let (mut a, mut b) = p.connect_again();
+    for r in [&mut a, &mut b] {
+        r.cmd_str(&["HELLO", "3"]);
+        r.cmd_str(&["SUBSCRIBE", "__keyevent@0__:keymiss"]);
+    }
+    for r in [&mut a, &mut b] {
+        r.send(b"*2\r\n$3\r\nGET\r\n$6\r\nnokey1\r\n");
+    }
+    let ours = (a.read_reply(), a.read_reply());
+    let theirs = (b.read_reply(), b.read_reply());
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.1, b"_\r\n");
+}
+
 #[test]
 fn expired_keys_are_announced() {
     let mut p = Pair::new();
