@@ -73,13 +73,23 @@ impl Limits {
     }
 }
 
-/// The part of `pending` output bytes that counts against the limits:
-/// what does not fit in the client's reply buffer. Redis's
-/// getClientOutputBufferMemoryUsage counts the reply list, not the buffer
-/// every client has, so even a 1-byte hard limit lets small replies out.
+/// Bytes of data in one of Redis's reply list nodes: 16 KB asked for, in
+/// jemalloc's 20 KB size class, less the node's 16-byte header.
+const NODE_DATA: usize = 20_464;
+
+/// What one reply list node counts: its data size plus the list node and
+/// block header (Redis's getClientOutputBufferMemoryUsage).
+const NODE_COST: usize = NODE_DATA + 40;
+
+/// What `pending` output bytes count against the limits, as Redis counts
+/// them: nothing for what fits in the client's reply buffer (every client
+/// has one), and the rest as the reply list nodes that would hold it. So
+/// even a 1-byte hard limit lets small replies out, and about 100 KB of
+/// KEYS output passes a 100,000-byte limit, as in Redis.
 #[inline]
 pub fn counted(q: &ConnBuffers, pending: usize) -> usize {
-    pending.saturating_sub(q.reply_size.get())
+    let over = pending.saturating_sub(q.reply_size.get());
+    over.div_ceil(NODE_DATA) * NODE_COST
 }
 
 /// The class whose limits apply to `c` (Redis's getClientType).
@@ -129,5 +139,19 @@ mod tests {
         assert_eq!(l[Class::Replica as usize].hard, 268435456);
         assert_eq!(l[Class::PubSub as usize].soft_secs, 9);
         assert!(Limits::from_config("normal 0 0 0")[0].is_off());
+    }
+
+    #[test]
+    fn output_counts_as_redis_reply_list_nodes_beyond_the_reply_buffer() {
+        let q = ConnBuffers::default();
+        q.reply_size.set(16_384);
+        assert_eq!(counted(&q, 0), 0);
+        assert_eq!(counted(&q, 16_384), 0);
+        assert_eq!(counted(&q, 16_385), NODE_COST);
+        assert_eq!(counted(&q, 16_384 + NODE_DATA), NODE_COST);
+        assert_eq!(counted(&q, 16_384 + NODE_DATA + 1), 2 * NODE_COST);
+        // obuf-limits' "KEYS stopped mid-run": 1,000 keys of 103 bytes
+        // pass a 100,000-byte limit.
+        assert!(counted(&q, 1000 * 111) >= 100_000);
     }
 }

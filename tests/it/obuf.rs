@@ -191,3 +191,41 @@ fn replies_that_fit_the_reply_buffer_pass_a_tiny_limit_as_in_redis() {
         );
     }
 }
+
+/// About 110 KB of KEYS output passes a 100,000-byte hard limit in both
+/// (Redis counts its reply list nodes beyond the reply buffer).
+#[test]
+fn keys_output_past_the_hard_limit_closes_the_client_as_in_redis() {
+    let server = start();
+    let redis = spawn_redis();
+    let prefix = "k".repeat(100);
+    for port in [server.port, redis.port] {
+        let mut r = Raw::connect(port);
+        for chunk in 0..10 {
+            let mut args = vec!["MSET".to_string()];
+            for i in 0..100 {
+                args.push(format!("{prefix}{}", chunk * 100 + i));
+                args.push("v".into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            assert_eq!(r.cmd_str(&args), b"+OK\r\n");
+        }
+        assert_eq!(
+            r.cmd_str(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 100000 0 0"
+            ]),
+            b"+OK\r\n"
+        );
+        let mut sock = r.into_stream();
+        sock.write_all(b"*2\r\n$4\r\nKEYS\r\n$1\r\n*\r\n")
+            .expect("write");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut got = Vec::new();
+        let _ = sock.read_to_end(&mut got);
+        assert!(got.len() < 100_000, "port {port}: got {} bytes", got.len());
+    }
+}
