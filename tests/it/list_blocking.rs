@@ -222,17 +222,18 @@ fn disconnected_waiter_is_forgotten() {
 #[test]
 fn client_unblock_timeout_and_error() {
     let server = start();
-    // A fresh server numbers its two clients 1 and 2, in either order.
+    // A fresh server numbers its two clients 3 and 4 (as Redis 7.0), in
+    // either order.
     let mut c = server.raw();
     let mut p = server.raw();
     block(&mut c, &["BLPOP", "k", "0"]);
-    let hits: Vec<Vec<u8>> = ["1", "2"]
+    let hits: Vec<Vec<u8>> = ["3", "4"]
         .iter()
         .map(|id| p.cmd_str(&["CLIENT", "UNBLOCK", id, "TIMEOUT"]))
         .collect();
     let id = match (hits[0].as_slice(), hits[1].as_slice()) {
-        (b":1\r\n", b":0\r\n") => "1",
-        (b":0\r\n", b":1\r\n") => "2",
+        (b":1\r\n", b":0\r\n") => "3",
+        (b":0\r\n", b":1\r\n") => "4",
         other => panic!("unexpected CLIENT UNBLOCK replies {other:?}"),
     };
     assert_eq!(c.read_reply(), b"*-1\r\n");
