@@ -440,7 +440,7 @@ pub fn rewrite_file(ctx: &mut Ctx<'_>, force_all: bool) -> Result<(), RewriteErr
         };
         debug_assert!(set.is_ok(), "a master's address is a valid replicaof");
     }
-    crate::config::file::rewrite(&path, &config, &users, force_all).map_err(RewriteError::Io)
+    crate::config::rewrite::rewrite(&path, &config, &users, force_all).map_err(RewriteError::Io)
 }
 
 const HELP: &[&str] = &[

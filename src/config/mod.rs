@@ -11,6 +11,7 @@ pub mod cli;
 pub mod file;
 pub mod log;
 pub mod params;
+pub mod rewrite;
 pub mod value;
 
 use std::collections::BTreeMap;
