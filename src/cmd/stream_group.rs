@@ -563,6 +563,12 @@ const AUTOCLAIM_ALLOC_COUNT: i64 = 1 << 32;
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
 fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let (key, group) = (argv.get(1), argv.get(2));
+    // Redis looks the key up before it reads the arguments: the lookup
+    // counts (a hit, or a miss and its keymiss) even when they are wrong.
+    // A wrong type is reported after them.
+    let db = ctx.db();
+    let has_group = super::stream::stream_read(ctx.store, db, key)
+        .map(|s| s.is_some_and(|s| s.group(group).is_some()));
     let min_idle = crate::util::num::parse_i64(argv.get(4))
         .ok_or(Error::err("Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
@@ -590,7 +596,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         j += 1;
     }
-    if stream_with_group(ctx, key, group)?.is_none() {
+    if !has_group? {
         return Err(no_key_or_group(key, group, ""));
     }
     if count > AUTOCLAIM_ALLOC_COUNT {
@@ -604,7 +610,6 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         group,
         consumer: argv.get(3),
     };
-    let db = ctx.db();
     let now = ctx.store.record_time();
     let mut attempts = count.saturating_mul(10);
     let mut count = count as u64;

@@ -116,6 +116,9 @@ impl Executor {
         crate::util::watchdog::set_executor_thread(true);
         self.attach_net(net.clone());
         self.server.acl_changed();
+        // The store records the event classes the configuration asks for
+        // from the first command on.
+        pubsub::drain_key_events(&mut self.server, &mut self.store, None, &mut Vec::new());
         // Redis's first replicationCron runs as the server starts, before
         // any replica is there: its loop 0 PINGs nobody, and a replica
         // that attaches at once waits for the period like any other.

@@ -334,6 +334,9 @@ fn key_misses_are_announced() {
         "INCR n",
         "EVAL redis.call('get','m1');return(redis.call('set','m1',1)) 0",
         "GEOPOS nokey a",
+        // Looked up before its arguments are read, as in Redis.
+        "XAUTOCLAIM nokey g c 0 0 COUNT 0",
+        "XAUTOCLAIM nokey g c 0 0",
     ];
     same_events("KEm", misses);
     same_events("KEAm", misses);
