@@ -396,11 +396,16 @@ fn resetstat(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 fn rewrite(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
     match rewrite_file(ctx, false) {
         Ok(()) => {
+            tracing::warn!("CONFIG REWRITE executed with success.");
             ctx.reply.ok();
             Ok(())
         }
         Err(RewriteError::NoFile) => Err(Error::err("The server is running without a config file")),
-        Err(RewriteError::Io(e)) => Err(Error::err_owned(format!("Rewriting config file: {e}"))),
+        Err(RewriteError::Io(e)) => {
+            let reason = crate::util::process::strerror(&e);
+            tracing::warn!("CONFIG REWRITE failed: {reason}");
+            Err(Error::err_owned(format!("Rewriting config file: {reason}")))
+        }
     }
 }
 

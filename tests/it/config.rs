@@ -953,3 +953,37 @@ fn config_rewrite_writes_the_file_redis_writes() {
     assert!(ours.0.contains("maxmemory 200mb\n"), "{}", ours.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A rewrite that cannot write its file answers with strerror's text, as
+/// Redis does: here the file's folder is gone.
+#[test]
+fn config_rewrite_failure_reads_as_redis() {
+    let dir = unique_temp_path("ferrokv-rewrite-fails");
+    let mut conns = Vec::new();
+    let mut children = Vec::new();
+    for (i, program) in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"]
+        .into_iter()
+        .enumerate()
+    {
+        let conf_dir = dir.join(format!("conf{i}"));
+        std::fs::create_dir_all(&conf_dir).expect("dir");
+        let path = conf_dir.join("redis.conf");
+        let (child, port) = spawn_on_free_port(|port| {
+            std::fs::write(&path, format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"))
+                .expect("write config");
+            let mut c = std::process::Command::new(program);
+            c.arg(&path).current_dir(&dir);
+            c
+        });
+        children.push(ChildGuard(child));
+        conns.push(Raw::connect(port));
+        std::fs::remove_dir_all(&conf_dir).expect("remove the config folder");
+    }
+    for c in conns.iter_mut() {
+        assert_eq!(
+            c.cmd_str(&["CONFIG", "REWRITE"]),
+            b"-ERR Rewriting config file: No such file or directory\r\n"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
