@@ -823,6 +823,45 @@ fn config_set_empty_bind_listens_nowhere_like_redis() {
     }
 }
 
+/// ferrokv and redis-server, each started in `dir` from its own config
+/// file (`conf(i)`, written with `text(port)`), answering on a connection.
+struct BothFromFiles {
+    conns: Vec<(Raw, u16)>,
+    files: Vec<std::path::PathBuf>,
+    _children: Vec<ChildGuard>,
+}
+
+fn start_both_from_files(
+    dir: &std::path::Path,
+    conf: impl Fn(usize) -> std::path::PathBuf,
+    text: impl Fn(u16) -> String,
+) -> BothFromFiles {
+    let mut both = BothFromFiles {
+        conns: Vec::new(),
+        files: Vec::new(),
+        _children: Vec::new(),
+    };
+    for (i, program) in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"]
+        .into_iter()
+        .enumerate()
+    {
+        let path = conf(i);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("dir");
+        }
+        let (child, port) = spawn_on_free_port(|port| {
+            std::fs::write(&path, text(port)).expect("write config");
+            let mut c = std::process::Command::new(program);
+            c.arg(&path).current_dir(dir);
+            c
+        });
+        both._children.push(ChildGuard(child));
+        both.conns.push((Raw::connect(port), port));
+        both.files.push(path);
+    }
+    both
+}
+
 /// CONFIG REWRITE writes the master followed now (set by REPLICAOF, not
 /// only by the file), and no `replicaof` line once it follows none, as
 /// Redis's rewriteConfigReplicaOfOption.
@@ -838,31 +877,21 @@ fn config_rewrite_writes_the_master_followed_now_as_redis() {
             .map(str::to_string)
             .collect()
     };
-    let mut files = Vec::new();
-    let mut conns = Vec::new();
-    let mut children = Vec::new();
-    for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
-        let path = dir.join(format!("{}.conf", files.len()));
-        let (child, port) = spawn_on_free_port(|port| {
-            std::fs::write(&path, format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"))
-                .expect("write config");
-            let mut c = std::process::Command::new(program);
-            c.arg(&path).current_dir(&dir);
-            c
-        });
-        children.push(ChildGuard(child));
-        conns.push(Raw::connect(port));
-        files.push(path);
-    }
+    let mut both = start_both_from_files(
+        &dir,
+        |i| dir.join(format!("{i}.conf")),
+        |port| format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"),
+    );
+    let files = both.files.clone();
     for step in [&["REPLICAOF", "127.0.0.1", "1"][..], &["CONFIG", "REWRITE"]] {
-        for c in conns.iter_mut() {
+        for (c, _) in both.conns.iter_mut() {
             assert_eq!(c.cmd_str(step), b"+OK\r\n", "{step:?}");
         }
     }
     assert_eq!(replicaof_lines(&files[0]), replicaof_lines(&files[1]));
     assert_eq!(replicaof_lines(&files[0]), ["replicaof 127.0.0.1 1"]);
     for step in [&["REPLICAOF", "NO", "ONE"][..], &["CONFIG", "REWRITE"]] {
-        for c in conns.iter_mut() {
+        for (c, _) in both.conns.iter_mut() {
             assert_eq!(c.cmd_str(step), b"+OK\r\n", "{step:?}");
         }
     }
@@ -889,31 +918,19 @@ impl Drop for ChildGuard {
 #[test]
 fn config_rewrite_writes_the_file_redis_writes() {
     let dir = unique_temp_path("ferrokv-rewrite-formats");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let mut files = Vec::new();
-    let mut conns = Vec::new();
-    let mut children = Vec::new();
-    for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
-        let path = dir.join(format!("{}.conf", files.len()));
-        let (child, port) = spawn_on_free_port(|port| {
-            std::fs::write(
-                &path,
-                format!(
-                    "# kept\nport {port}\nbind 127.0.0.1\nsave 900 1\nsave 300 10\n\
-                     maxmemory 100mb\n\n\nclient-output-buffer-limit pubsub 32mb 8mb 60\n\
-                     notify-keyspace-events Ex\nrename-command FLUSHALL \"\"\n\
-                     hash-max-ziplist-entries 256\nlogfile \"\"\n"
-                ),
+    let mut both = start_both_from_files(
+        &dir,
+        |i| dir.join(format!("{i}.conf")),
+        |port| {
+            format!(
+                "# kept\nport {port}\nbind 127.0.0.1\nsave 900 1\nsave 300 10\n\
+                 maxmemory 100mb\n\n\nclient-output-buffer-limit pubsub 32mb 8mb 60\n\
+                 notify-keyspace-events Ex\nrename-command FLUSHALL \"\"\n\
+                 hash-max-ziplist-entries 256\nlogfile \"\"\n"
             )
-            .expect("write config");
-            let mut c = std::process::Command::new(program);
-            c.arg(&path).current_dir(&dir);
-            c
-        });
-        children.push(ChildGuard(child));
-        conns.push((Raw::connect(port), port));
-        files.push(path);
-    }
+        },
+    );
+    let (files, conns) = (both.files.clone(), &mut both.conns);
     let steps: &[&[&str]] = &[
         &["CONFIG", "SET", "maxmemory", "200mb"],
         &["CONFIG", "SET", "save", "60 5"],
@@ -959,27 +976,16 @@ fn config_rewrite_writes_the_file_redis_writes() {
 #[test]
 fn config_rewrite_failure_reads_as_redis() {
     let dir = unique_temp_path("ferrokv-rewrite-fails");
-    let mut conns = Vec::new();
-    let mut children = Vec::new();
-    for (i, program) in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"]
-        .into_iter()
-        .enumerate()
-    {
-        let conf_dir = dir.join(format!("conf{i}"));
-        std::fs::create_dir_all(&conf_dir).expect("dir");
-        let path = conf_dir.join("redis.conf");
-        let (child, port) = spawn_on_free_port(|port| {
-            std::fs::write(&path, format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"))
-                .expect("write config");
-            let mut c = std::process::Command::new(program);
-            c.arg(&path).current_dir(&dir);
-            c
-        });
-        children.push(ChildGuard(child));
-        conns.push(Raw::connect(port));
-        std::fs::remove_dir_all(&conf_dir).expect("remove the config folder");
+    let mut both = start_both_from_files(
+        &dir,
+        |i| dir.join(format!("conf{i}")).join("redis.conf"),
+        |port| format!("port {port}\nbind 127.0.0.1\nsave \"\"\n"),
+    );
+    for path in &both.files {
+        let folder = path.parent().expect("a folder");
+        std::fs::remove_dir_all(folder).expect("remove the config folder");
     }
-    for c in conns.iter_mut() {
+    for (c, _) in both.conns.iter_mut() {
         assert_eq!(
             c.cmd_str(&["CONFIG", "REWRITE"]),
             b"-ERR Rewriting config file: No such file or directory\r\n"
