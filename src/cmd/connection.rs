@@ -101,7 +101,12 @@ fn reset(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 /// Authenticates the client as `user` with `pass` (ACLAuthenticateUser):
 /// on success the client runs as that user; a failure is logged in the
 /// ACL log under the command's own name.
-pub(super) fn authenticate(ctx: &mut Ctx<'_>, argv0: &[u8], user: &[u8], pass: &[u8]) -> CmdResult {
+pub(super) fn authenticate(
+    ctx: &mut Ctx<'_>,
+    argv: &Argv<'_>,
+    user: &[u8],
+    pass: &[u8],
+) -> CmdResult {
     match ctx.server.acl.check_credentials(user, pass) {
         Some(u) => {
             ctx.client.user = Some(u);
@@ -115,8 +120,9 @@ pub(super) fn authenticate(ctx: &mut Ctx<'_>, argv0: &[u8], user: &[u8], pass: &
                 ctx.client,
                 Reason::Auth,
                 context,
-                argv0,
+                argv.get(0),
                 Some(user),
+                Some(argv),
             );
             Err(Error::WrongPass)
         }
@@ -140,7 +146,7 @@ fn auth(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         (argv.get(1), argv.get(2))
     };
-    authenticate(ctx, argv.get(0), user, pass)?;
+    authenticate(ctx, &argv, user, pass)?;
     ctx.reply.ok();
     Ok(())
 }
@@ -184,7 +190,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     if let Some((user, pass)) = creds {
-        authenticate(ctx, argv.get(0), user, pass)?;
+        authenticate(ctx, &argv, user, pass)?;
     }
     // Redis sets the name before checking authentication.
     if let Some(name) = name {

@@ -58,7 +58,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, ro: bool) -> CmdResult {
     let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
     *engine.run.command.borrow_mut() = argv.iter_from(0).map(<[u8]>::to_vec).collect();
     let name = argv.get(1);
-    let result = run_on_host(ctx, &mut engine, |e, run| {
+    let result = run_on_host(ctx, &argv, &mut engine, |e, run| {
         e.fcall(run, name, &keys, &args, ro)
     });
     ctx.server.scripting.put(engine);

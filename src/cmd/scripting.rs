@@ -73,6 +73,7 @@ pub(super) fn take_engine(ctx: &mut Ctx<'_>) -> Result<Box<Engine>, Error> {
 /// reply.
 pub(super) fn run_on_host(
     ctx: &mut Ctx<'_>,
+    argv: &Argv<'_>,
     engine: &mut Engine,
     start: impl FnOnce(&mut Engine, Run<'_, '_>) -> CmdResult,
 ) -> CmdResult {
@@ -100,7 +101,7 @@ pub(super) fn run_on_host(
             ctx.server,
             ctx.store,
             crate::util::clock::real_now_ms(),
-            None,
+            Some(argv),
         );
         client.script_caller_info = Some(info);
     }
@@ -196,7 +197,7 @@ pub(super) fn eval_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, by_sha: bool, ro: 
         };
         let keys: Vec<&[u8]> = argv.iter_from(3).take(nk).collect();
         let args: Vec<&[u8]> = argv.iter_from(3 + nk).collect();
-        run_on_host(ctx, &mut engine, |e, run| {
+        run_on_host(ctx, &argv, &mut engine, |e, run| {
             e.run_script(run, &sha, &keys, &args, ro)
         })
     })();

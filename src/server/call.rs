@@ -291,7 +291,13 @@ fn run(
         }
         Caller::Client | Caller::Busy | Caller::Aof => {
             let checked = check(server, client, argv)
-                .and_then(|id| acl_check(server, store, client, id, argv))
+                .and_then(|id| {
+                    // Redis sets lastcmd before its checks: CLIENT LIST's and
+                    // the ACL log's `cmd=` name the command being refused.
+                    client.last_cmd.clear();
+                    client.last_cmd.push_str(&server.table.commands[id].name);
+                    acl_check(server, store, client, id, argv)
+                })
                 .and_then(|id| pubsub_context_check(server, client, id))
                 .and_then(|id| {
                     // Redis's mustObeyClient: the master's stream and the
@@ -378,8 +384,6 @@ fn run(
                 Err((id, e)) => return Err(Refusal::Checks(reject(store, server, client, id, e))),
             };
             let cmd = &server.table.commands[id];
-            client.last_cmd.clear();
-            client.last_cmd.push_str(&cmd.name);
             if client.multi.is_some() && !multi::runs_in_multi(&cmd.name) {
                 return multi::queue(store, server, client, id, argv, out)
                     .map_err(Refusal::Handler);
@@ -583,7 +587,15 @@ fn log_denial(
         Some(i) => argv.get(i).to_vec(),
         None => server.table.commands[id].name.as_bytes().to_vec(),
     };
-    server.acl_log(store, client, d.reason(), context, &object, None);
+    server.acl_log(
+        store,
+        client,
+        d.reason(),
+        context,
+        &object,
+        None,
+        Some(&argv),
+    );
 }
 
 /// The error of a command refused for memory.
@@ -1006,11 +1018,15 @@ fn reject(
     e: Error,
 ) -> Error {
     server.stats.rejected_calls += 1;
-    if let Some(id) = id {
-        server.table.commands[id].rejected_calls += 1;
-        // Redis sets lastcmd before its checks (CLIENT LIST's cmd=).
-        client.last_cmd.clear();
-        client.last_cmd.push_str(&server.table.commands[id].name);
+    // Redis sets lastcmd before its checks (CLIENT LIST's cmd=): an
+    // unknown command leaves it unset, which reads NULL.
+    client.last_cmd.clear();
+    match id {
+        Some(id) => {
+            server.table.commands[id].rejected_calls += 1;
+            client.last_cmd.push_str(&server.table.commands[id].name);
+        }
+        None => client.last_cmd.push_str("NULL"),
     }
     multi::flag_transaction(client);
     let is_exec = id.is_some_and(|id| server.table.commands[id].name == "exec");

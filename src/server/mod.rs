@@ -667,7 +667,8 @@ impl ServerState {
 
     /// Records a denied command or failed authentication in the ACL log
     /// (addACLLogEntry). `client` is who ran it; a script's denials name
-    /// the script's caller.
+    /// the script's caller. `current` is the command being refused: the
+    /// client info counts it in `qbuf` and `argv-mem`, as Redis's does.
     pub fn acl_log(
         &mut self,
         store: &Store,
@@ -676,6 +677,7 @@ impl ServerState {
         context: acl::log::Context,
         object: &[u8],
         username: Option<&[u8]>,
+        current: Option<&Argv<'_>>,
     ) {
         let username = match username {
             Some(u) => u.to_vec(),
@@ -689,7 +691,7 @@ impl ServerState {
             Some(info) => info.clone(),
             None => {
                 let mut s = String::new();
-                client::info_line(&mut s, client, self, store, clock::real_now_ms(), None);
+                client::info_line(&mut s, client, self, store, clock::real_now_ms(), current);
                 s
             }
         };

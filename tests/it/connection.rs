@@ -324,6 +324,29 @@ fn client_list_and_info_format() {
     for f in ["cmd", "qbuf", "argv-mem", "flags", "db"] {
         assert_eq!(field(o, f), field(t, f), "field {f}:\n{o}\n{t}");
     }
+    // `cmd=` names the last command even when it was refused, and reads
+    // NULL after an unknown command or subcommand.
+    for refused in [
+        &["GET", "x"][..],
+        &["FOO"],
+        &["GET"],
+        &["CLIENT", "NOSUCH"],
+        &["SET", "k", "v"],
+    ] {
+        o2.cmd_str(refused);
+        t2.cmd_str(refused);
+        let (ours, theirs) = p.both(&["CLIENT", "LIST"]);
+        let (o, t) = (text_of(&ours), text_of(&theirs));
+        let (o, t) = (
+            o.lines().nth(1).expect("second"),
+            t.lines().nth(1).expect("second"),
+        );
+        assert_eq!(
+            field(o, "cmd"),
+            field(t, "cmd"),
+            "after {refused:?}:\n{o}\n{t}"
+        );
+    }
 }
 
 /// The `addr=` of the connection behind `r`.
