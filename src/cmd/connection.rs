@@ -118,8 +118,7 @@ pub(super) fn authenticate(
             ctx.server.acl_log(
                 ctx.store,
                 ctx.client,
-                Reason::Auth,
-                context,
+                (Reason::Auth, context),
                 argv.get(0),
                 Some(user),
                 Some(argv),

@@ -5,6 +5,8 @@
 //! a ferrokv data set and a redis-server one compare equal when they hold
 //! the same data.
 
+use std::fmt::Write as _;
+
 use sha1::{Digest, Sha1};
 
 use super::args::{self, is};
@@ -20,6 +22,8 @@ const HELP: &[&str] = &[
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "AOF-FLUSH-SLEEP <microsec>",
     "    Server will sleep before flushing the AOF, this is used for testing.",
+    "ASSERT",
+    "    Crash by assertion failed.",
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
@@ -37,6 +41,8 @@ const HELP: &[&str] = &[
     "    unit tests to simulate Redis errors.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "LEAK <string>",
+    "    Create a memory leak of the input string.",
     "HTSTATS <dbid>",
     "    Return hash table statistics of the specified Redis database.",
     "HTSTATS-KEY <key>",
@@ -51,6 +57,8 @@ const HELP: &[&str] = &[
     "    Get or set a malloc tuning string.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
+    "OOM",
+    "    Crash the server simulating an out-of-memory error.",
     "PANIC",
     "    Crash the server simulating a panic.",
     "POPULATE <count> [<prefix>] [<size>]",
@@ -75,6 +83,8 @@ const HELP: &[&str] = &[
     "      existing RDB file.",
     "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
     "      file to the database.",
+    "SDSLEN <key>",
+    "    Show low level SDS string info representing `key` and value.",
     "SEGFAULT",
     "    Crash the server with sigsegv.",
     "SET-ACTIVE-EXPIRE <0|1>",
@@ -104,6 +114,8 @@ const HELP: &[&str] = &[
     "    Enable or disable the reply buffer resize cron job",
     "CLUSTERLINK KILL <to|from|all> <node-id>",
     "    Kills the link based on the direction to/from (both) with the provided node.",
+    "CLIENT-EVICTION",
+    "    Show low level client eviction pools info (maxmemory-clients).",
     "HELP",
     "    Prints this help.",
 ];
@@ -126,20 +138,45 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         ctx.reply.ok();
     } else if is(sub, "config-rewrite-force-all") && n == 2 {
-        match super::config::rewrite_file(ctx, true) {
-            Ok(()) => ctx.reply.ok(),
+        let reason = match super::config::rewrite_file(ctx, true) {
+            Ok(()) => {
+                ctx.reply.ok();
+                return Ok(());
+            }
+            // Redis's rewriteConfig opens a NULL path: EFAULT.
             Err(super::config::RewriteError::NoFile) => {
-                return Err(Error::err_owned(format!(
-                    "CONFIG-REWRITE-FORCE-ALL failed: {}",
-                    std::io::Error::from_raw_os_error(libc::ENOENT)
-                )))
+                std::io::Error::from_raw_os_error(libc::EFAULT)
             }
-            Err(super::config::RewriteError::Io(e)) => {
-                return Err(Error::err_owned(format!(
-                    "CONFIG-REWRITE-FORCE-ALL failed: {e}"
-                )))
-            }
-        }
+            Err(super::config::RewriteError::Io(e)) => e,
+        };
+        return Err(Error::err_owned(format!(
+            "CONFIG-REWRITE-FORCE-ALL failed: {}",
+            crate::util::process::strerror(&reason)
+        )));
+    } else if is(sub, "assert") {
+        // The crash DEBUG ASSERT asks for: the assertion report, then the
+        // crash report (Redis's serverAssertWithInfo).
+        // invariant: a deliberate panic.
+        std::panic::panic_any(crate::exec::crash::AssertionFailed {
+            context: assertion_context(ctx, &argv),
+            expr: "1 == 2",
+        });
+    } else if is(sub, "oom") {
+        // The crash DEBUG OOM asks for, as Redis's out-of-memory handler
+        // reports a failed allocation of SIZE_MAX/2 bytes.
+        // invariant: a deliberate panic.
+        panic!(
+            "ferrokv aborting for OUT OF MEMORY. Allocating {} bytes!",
+            usize::MAX / 2
+        );
+    } else if is(sub, "leak") && n == 3 {
+        // A deliberate leak, for testing leak detectors.
+        std::mem::forget(argv.get(2).to_vec());
+        ctx.reply.ok();
+    } else if is(sub, "sdslen") && n == 3 {
+        sdslen(ctx, argv.get(2))?;
+    } else if is(sub, "client-eviction") && n == 2 {
+        client_eviction(ctx)?;
     } else if is(sub, "htstats") && n == 3 {
         htstats(ctx, argv.get(2))?;
     } else if is(sub, "htstats-key") && n == 3 {
@@ -585,15 +622,18 @@ fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
 }
 
 /// OBJECT key: the fields tools read (`encoding:`, `serializedlength:`,
-/// `lru:`, `lru_seconds_idle:`), of the key in ferrokv.
+/// `lru:`, `lru_seconds_idle:`, and a list's `ql_` figures), of the key in
+/// ferrokv.
 fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let db = ctx.client.db;
     let dict = &ctx.store.dbs[db].dict;
     let Some(e) = dict.get(dict.hash(key), key) else {
         return Err(Error::NoSuchKey);
     };
-    // The RDB body alone: a DUMP payload less its type byte and footer.
-    let serialized = crate::persist::rdb::save::dump_payload(&e.value(), false)
+    // The RDB body alone, compressed as an RDB file would have it: a DUMP
+    // payload less its type byte and footer.
+    let compress = ctx.server.config.rdbcompression;
+    let serialized = crate::persist::rdb::save::dump_payload(&e.value(), compress)
         .len()
         .saturating_sub(11);
     let now_s = ctx.store.now() / 1000;
@@ -602,13 +642,168 @@ fn object(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         Some(StrRef::Int(n)) if (0..10_000).contains(&n) => i32::MAX,
         _ => 1,
     };
-    let line = format!(
+    let mut line = format!(
         "Value at:{:p} refcount:{refcount} encoding:{} serializedlength:{serialized} lru:{} lru_seconds_idle:{idle}",
-        e as *const crate::store::dict::Entry,
+        (e as *const crate::store::dict::Entry).cast::<u8>(),
         e.encoding(),
         e.lru() & 0xff_ffff,
     );
+    if let Value::List(l) = &*e.value() {
+        // The quicklist's figures, its chunks standing for Redis's nodes.
+        let nodes = l.chunk_count();
+        let _ = write!(
+            line,
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{} ql_uncompressed_size:{}",
+            l.len() as f64 / nodes as f64,
+            l.fill(),
+            u8::from(l.compress_depth() != 0),
+            l.listpack_bytes(),
+        );
+    }
     ctx.reply.simple(&line);
+    Ok(())
+}
+
+/// The client and object context Redis logs ahead of a failed assertion
+/// (`_serverAssertPrintClientInfo`, `_serverAssertPrintObject`), about the
+/// client running DEBUG ASSERT and the command's name.
+fn assertion_context(ctx: &Ctx<'_>, argv: &Argv<'_>) -> Vec<String> {
+    // CLIENT_MULTI and CLIENT_PUBSUB, the flags a client running DEBUG may
+    // have.
+    let mut flags = 0u64;
+    if ctx.client.multi.is_some() {
+        flags |= 1 << 3;
+    }
+    if ctx.client.kind == crate::server::client::ClientKind::PubSub {
+        flags |= 1 << 18;
+    }
+    let mut out = vec![
+        "=== ASSERTION FAILED CLIENT CONTEXT ===".to_string(),
+        format!("client->flags = {flags}"),
+        format!("client->conn = fd={}", ctx.client.fd),
+        format!("client->argc = {}", argv.len()),
+    ];
+    for (i, a) in argv.iter_from(0).enumerate() {
+        out.push(format!(
+            "client->argv[{i}] = \"{}\" (refcount: 1)",
+            args::lossy(a)
+        ));
+    }
+    // argv[0], a string of up to 44 bytes: embstr (encoding 8).
+    out.push("=== ASSERTION FAILED OBJECT CONTEXT ===".to_string());
+    out.push("Object type: 0".to_string());
+    let encoding = if argv.get(0).len() <= crate::store::value::EMBSTR_MAX {
+        8
+    } else {
+        0
+    };
+    out.push(format!("Object encoding: {encoding}"));
+    out.push("Object refcount: 1".to_string());
+    out
+}
+
+/// SDSLEN key: the string's length, spare room and allocation, in the
+/// figures of Redis's sds strings (a header sized for the length, the
+/// bytes, a terminator, in the allocator's size class).
+fn sdslen(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    let db = ctx.client.db;
+    let dict = &ctx.store.dbs[db].dict;
+    let Some(e) = dict.get(dict.hash(key), key) else {
+        return Err(Error::NoSuchKey);
+    };
+    let (len, alloc, embedded) = match &*e.value() {
+        Value::Str(v) => (v.len(), v.len(), v.len() <= crate::store::value::EMBSTR_MAX),
+        Value::Raw(v) => (v.len(), v.capacity(), false),
+        Value::Large(v) => (v.len(), v.len(), false),
+        _ => return Err(Error::err("Not an sds encoded string.")),
+    };
+    let size = crate::util::counting_alloc::usable_size;
+    let (val_alloc, val_mem) = if embedded {
+        // An embstr shares one allocation with its 16-byte object header,
+        // sized to fit.
+        (len, size(16 + sds_header(len) + len + 1) - 16)
+    } else {
+        let alloc = sds_alloc(alloc);
+        (alloc, size(sds_header(alloc) + alloc + 1))
+    };
+    let line = format!(
+        "key_sds_len:{}, key_sds_avail:{}, key_zmalloc: {}, val_sds_len:{len}, val_sds_avail:{}, val_zmalloc: {val_mem}",
+        key.len(),
+        sds_alloc(key.len()) - key.len(),
+        size(sds_header(key.len()) + key.len() + 1),
+        val_alloc - len,
+    );
+    ctx.reply.simple(&line);
+    Ok(())
+}
+
+/// The room an sds string made for `len` bytes has: the allocator's size
+/// class less header and terminator, up to its type's most (sdsnewlen);
+/// the smallest type keeps no room.
+fn sds_alloc(len: usize) -> usize {
+    let hdr = sds_header(len);
+    let most = match hdr {
+        1 => return len,
+        3 => 255,
+        5 => 65535,
+        9 => u32::MAX as usize,
+        _ => usize::MAX,
+    };
+    (crate::util::counting_alloc::usable_size(hdr + len + 1) - hdr - 1).min(most)
+}
+
+/// The header of an sds string of `len` bytes (sdsReqType's sizes).
+fn sds_header(len: usize) -> usize {
+    match len {
+        1..=31 => 1,
+        0 | 32..=255 => 3,
+        256..=65535 => 5,
+        _ if len as u64 <= u64::from(u32::MAX) => 9,
+        _ => 17,
+    }
+}
+
+/// CLIENT-EVICTION: the clients client eviction may close, grouped by
+/// memory in Redis's buckets (under 32 KB, then one per power of two up
+/// to 8 GB and over), with each bucket's total.
+fn client_eviction(ctx: &mut Ctx<'_>) -> CmdResult {
+    if ctx.server.client_evict_limit == 0 {
+        return Err(Error::err("maxmemory-clients is disabled."));
+    }
+    const MIN_LOG: usize = 15;
+    const BUCKETS: usize = 33 - MIN_LOG + 1;
+    let mut buckets = [(0usize, 0usize); BUCKETS];
+    let clients = ctx
+        .server
+        .clients
+        .values()
+        .chain(std::iter::once(&*ctx.client));
+    for c in clients {
+        use crate::server::client::ClientKind;
+        if c.no_evict || matches!(c.kind, ClientKind::Master | ClientKind::Replica) {
+            continue;
+        }
+        let mem = c.bufs.memory();
+        let bits = (usize::BITS - mem.leading_zeros()) as usize;
+        let i = bits.clamp(MIN_LOG, 33) - MIN_LOG;
+        buckets[i].0 += mem;
+        buckets[i].1 += 1;
+    }
+    let mut text = String::new();
+    for (j, (mem, count)) in buckets.iter().enumerate() {
+        if j == 0 {
+            text.push_str("bucket          0");
+        } else {
+            let _ = write!(text, "bucket {:10}", 1usize << (j - 1 + MIN_LOG));
+        }
+        if j == BUCKETS - 1 {
+            text.push_str("+            : ");
+        } else {
+            let _ = write!(text, " - {:10}: ", (1usize << (j + MIN_LOG)) - 1);
+        }
+        let _ = writeln!(text, "tot-mem: {mem:10}, clients: {count}");
+    }
+    ctx.reply.verbatim(text.as_bytes());
     Ok(())
 }
 

@@ -17,6 +17,16 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::Executor;
 
+/// A panic payload that reports as Redis's failed assertion
+/// (`_serverAssertWithInfo`): the context lines (the client and object
+/// the assertion was about), then the expression that is not true.
+pub struct AssertionFailed {
+    /// Lines logged ahead of the assertion.
+    pub context: Vec<String>,
+    /// The expression.
+    pub expr: &'static str,
+}
+
 /// The executor whose state the report shows, while its loop runs.
 static EXECUTOR: AtomicPtr<Executor> = AtomicPtr::new(std::ptr::null_mut());
 /// The process the handlers belong to (forked children do not report).
@@ -64,11 +74,20 @@ pub fn install() {
             .location()
             .map(|l| format!(" #{}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let head = [
-            "------------------------------------------------".to_string(),
-            "!!! Software Failure. Press left mouse button to continue".to_string(),
-            format!("Guru Meditation: {msg}{at}"),
-        ];
+        let head = match info.payload().downcast_ref::<AssertionFailed>() {
+            Some(AssertionFailed { context, expr }) => {
+                let (file, line) = info.location().map_or(("?", 0), |l| (l.file(), l.line()));
+                let mut head = context.clone();
+                head.push("=== ASSERTION FAILED ===".to_string());
+                head.push(format!("==> {file}:{line} '{expr}' is not true"));
+                head
+            }
+            None => vec![
+                "------------------------------------------------".to_string(),
+                "!!! Software Failure. Press left mouse button to continue".to_string(),
+                format!("Guru Meditation: {msg}{at}"),
+            ],
+        };
         // Without the crash log (Redis's crashlog_enabled), the cause alone.
         write_report(&head, None, crash_log_enabled());
         if crate::util::process::EXIT_ON_PANIC.load(Ordering::Relaxed) {

@@ -590,8 +590,7 @@ fn log_denial(
     server.acl_log(
         store,
         client,
-        d.reason(),
-        context,
+        (d.reason(), context),
         &object,
         None,
         Some(&argv),

@@ -200,3 +200,49 @@ fn compressed_lists_match_redis() {
         both.same(&["LRANGE", "l", "0", "-1"]);
     }
 }
+
+/// A list made by RPUSH is saved in the nodes Redis's quicklist would
+/// have, under every `list-max-listpack-size`, with elements that encode
+/// as integers (whose estimate differs from their listpack size), long
+/// strings, and PLAIN nodes past DEBUG QUICKLIST-PACKED-THRESHOLD: DUMP
+/// reads byte for byte as Redis's.
+#[test]
+fn rpush_built_lists_dump_in_redis_nodes() {
+    let args = ["--enable-debug-command", "yes"];
+    let (ours_srv, _dir) = spawn_ours(&args);
+    let theirs_srv = spawn_redis_with(&args);
+    let mut both = Both {
+        ours: Raw::connect(ours_srv.port),
+        theirs: Raw::connect(theirs_srv.port),
+    };
+    let lists: Vec<Vec<String>> = vec![
+        (1000..4000).map(|i| i.to_string()).collect(),
+        (0..3000).map(|i| (-i * 1000).to_string()).collect(),
+        (0..2000)
+            .map(|i| {
+                if i % 3 == 0 {
+                    "abc".repeat(i % 90)
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect(),
+        vec!["x".repeat(200); 100],
+        vec![String::new(); 20000],
+    ];
+    for fill in ["-2", "-1", "-3", "-5", "0", "1", "3", "100"] {
+        both.same(&["CONFIG", "SET", "list-max-listpack-size", fill]);
+        for items in &lists {
+            both.same(&["DEL", "l"]);
+            let mut cmd = vec!["RPUSH", "l"];
+            cmd.extend(items.iter().map(String::as_str));
+            both.same(&cmd);
+            both.same(&["DUMP", "l"]);
+        }
+    }
+    both.same(&["CONFIG", "SET", "list-max-listpack-size", "-2"]);
+    both.same(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "100"]);
+    let (a, c, d) = ("a".repeat(150), "c".repeat(99), "d".repeat(100));
+    both.same(&["RPUSH", "p", &a, "b", &c, &d, "e"]);
+    both.same(&["DUMP", "p"]);
+}

@@ -549,18 +549,78 @@ fn debug_replies_match_redis() {
         two.push(got);
     }
     assert_eq!(text(&two[0]), text(&two[1]));
-    // OBJECT's encoding field is Redis's.
-    p.script(&["SET a 1", "SET b hello", "RPUSH l x", "SADD s 1"]);
+    // OBJECT's fields are Redis's but for the address and the clock: the
+    // address is a plain pointer, the serialized length is compressed as
+    // in an RDB file, and a list has its quicklist's figures.
+    let long = "a".repeat(100);
+    p.script(&[
+        "SET a 1",
+        "SET b hello",
+        &format!("SET big {long}"),
+        "RPUSH l x 1 -1 1000 100000 helloworld",
+        "SADD s 1",
+        "CONFIG SET list-max-listpack-size 2",
+        "CONFIG SET list-compress-depth 1",
+        "RPUSH l2 a b c d e f g",
+        "SETRANGE r 0 abc",
+        "APPEND r2 hello",
+    ]);
     let (mut a, mut b) = p.connect_again();
-    for k in ["a", "b", "l", "s"] {
-        let enc = |r: &mut Raw| {
+    for k in ["a", "b", "big", "l", "s", "l2"] {
+        let fields = |r: &mut Raw| {
             let t = text(&r.cmd_str(&["DEBUG", "OBJECT", k]));
+            let at = t.split(' ').nth(1).unwrap_or_default().to_string();
+            assert!(t.starts_with("+Value at:0x"), "{t}");
+            assert!(at[5..].bytes().all(|c| c.is_ascii_hexdigit()), "{t}");
             t.split(' ')
-                .find(|w| w.starts_with("encoding:"))
-                .unwrap_or_default()
-                .to_string()
+                .skip(2)
+                .filter(|w| !w.starts_with("lru"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
         };
-        assert_eq!(enc(&mut a), enc(&mut b), "{k}");
+        assert_eq!(fields(&mut a), fields(&mut b), "{k}");
+    }
+    for cmd in [
+        "DEBUG SDSLEN a",
+        "DEBUG SDSLEN b",
+        "DEBUG SDSLEN big",
+        "DEBUG SDSLEN r",
+        "DEBUG SDSLEN r2",
+        "DEBUG SDSLEN l",
+        "DEBUG SDSLEN nokey",
+        "DEBUG LEAK abc",
+        "DEBUG CLIENT-EVICTION",
+        "DEBUG CONFIG-REWRITE-FORCE-ALL",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(text(&a.cmd_str(&args)), text(&b.cmd_str(&args)), "{cmd}");
+    }
+    // The client eviction buckets: one client per connection, in the
+    // bucket of its memory (each server's own figure).
+    for r in [&mut a, &mut b] {
+        r.cmd_str(&["CONFIG", "SET", "maxmemory-clients", "100mb"]);
+        let t = text(&r.cmd_str(&["DEBUG", "CLIENT-EVICTION"]));
+        assert!(
+            t.contains("\r\nbucket          0 -      32767: tot-mem:"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\nbucket 4294967296+            : tot-mem:"),
+            "{t}"
+        );
+        let clients: usize = t
+            .split("clients: ")
+            .skip(1)
+            .map(|c| {
+                c.split('\n')
+                    .next()
+                    .unwrap_or_default()
+                    .parse::<usize>()
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert_eq!(clients, 3, "{t}");
+        r.cmd_str(&["CONFIG", "SET", "maxmemory-clients", "0"]);
     }
     // RELOAD keeps the data set (saved into the server's directory).
     let dir = text(&a.cmd_str(&["CONFIG", "GET", "dir"]));
@@ -643,6 +703,12 @@ fn debug_segfault_and_panic_write_the_crash_report() {
             6,
             "Guru Meditation: DEBUG PANIC called at Unix time",
         ),
+        ("assert", 6, "'1 == 2' is not true"),
+        (
+            "oom",
+            6,
+            "aborting for OUT OF MEMORY. Allocating 9223372036854775807 bytes!",
+        ),
     ] {
         for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
             let log = unique_temp_path("crash");
@@ -695,6 +761,16 @@ fn debug_segfault_and_panic_write_the_crash_report() {
             }
             if program != "redis-server" {
                 assert!(text.contains("ferrokv::cmd::debug::debug"), "{text}");
+            }
+            if sub == "assert" {
+                for want in [
+                    "=== ASSERTION FAILED CLIENT CONTEXT ===",
+                    "client->argv[1] = \"assert\" (refcount: 1)",
+                    "=== ASSERTION FAILED OBJECT CONTEXT ===",
+                    "=== ASSERTION FAILED ===",
+                ] {
+                    assert!(text.contains(want), "{program}: no {want:?} in\n{text}");
+                }
             }
             let _ = std::fs::remove_file(&log);
         }

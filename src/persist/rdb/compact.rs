@@ -233,10 +233,14 @@ mod tests {
 
     fn lp(items: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
-        listpack::build_nodes(items.iter().copied(), |_, b| {
-            out = b.to_vec();
-            Ok::<(), ()>(())
-        })
+        listpack::build_nodes(
+            items.iter().copied(),
+            listpack::NodeRule::DEFAULT,
+            |_, b| {
+                out = b.to_vec();
+                Ok::<(), ()>(())
+            },
+        )
         .unwrap_or(());
         out
     }

@@ -5,7 +5,8 @@
 use crate::store::listpack::backlen_size;
 use crate::util::num;
 
-/// Largest listpack node Redis 7.0 builds with `list-max-listpack-size -2`.
+/// Largest listpack node Redis 7.0 builds with `list-max-listpack-size -2`,
+/// and with a count for a fill (its SIZE_SAFETY_LIMIT).
 pub const NODE_MAX_BYTES: usize = 8192;
 
 /// Elements from this size on go into a PLAIN node of their own (Redis's
@@ -89,18 +90,54 @@ pub fn push_entry(out: &mut Vec<u8>, item: &[u8]) {
     push_backlen(out, l);
 }
 
-/// Builds listpacks from a list's elements, Redis-sized: a node closes
-/// before it would pass [`NODE_MAX_BYTES`]. Large elements become PLAIN
-/// nodes. Calls `node(container, bytes)` for each node in order.
+/// How a list's elements are grouped into quicklist nodes: its
+/// `list-max-listpack-size` and the size from which an element gets a
+/// PLAIN node of its own.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRule {
+    /// `list-max-listpack-size`: a size class when negative, else a count.
+    pub fill: i32,
+    /// Elements this large or larger stand alone.
+    pub plain_threshold: usize,
+}
+
+impl NodeRule {
+    /// Redis's defaults: 8 KB nodes, PLAIN from 1 GiB.
+    pub const DEFAULT: NodeRule = NodeRule {
+        fill: -2,
+        plain_threshold: PLAIN_THRESHOLD,
+    };
+
+    /// Redis's `_quicklistNodeAllowInsert`: whether an element of `sz`
+    /// bytes joins a node of `node_sz` listpack bytes holding `count`
+    /// elements. Redis estimates the new size as the element's text length
+    /// plus 8 bytes (SIZE_ESTIMATE_OVERHEAD), whatever its encoding; the
+    /// nodes only match Redis's with the same estimate.
+    fn admits(&self, node_sz: usize, count: usize, sz: usize) -> bool {
+        let new_sz = node_sz + sz + 8;
+        // optimization_level: 4 KB for -1 up to 64 KB for -5.
+        let level = (-i64::from(self.fill) - 1) as u64;
+        if self.fill < 0 && level < 5 && new_sz <= 4096 << level {
+            return true;
+        }
+        new_sz <= NODE_MAX_BYTES && self.fill > 0 && count < self.fill as usize
+    }
+}
+
+/// Builds listpacks from a list's elements as Redis's quicklistPushTail
+/// groups them under `rule`, so a list made by RPUSH is saved in Redis's
+/// nodes. Large elements become PLAIN nodes. Calls `node(container,
+/// bytes)` for each node in order.
 pub fn build_nodes<'a, E>(
     items: impl Iterator<Item = &'a [u8]>,
+    rule: NodeRule,
     mut node: impl FnMut(u64, &[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut lp: Vec<u8> = Vec::new();
     let mut count = 0usize;
     let mut entry: Vec<u8> = Vec::new();
     for item in items {
-        if item.len() >= PLAIN_THRESHOLD {
+        if item.len() >= rule.plain_threshold {
             if count > 0 {
                 node(super::container::PACKED, &finish(&mut lp, count))?;
                 count = 0;
@@ -110,7 +147,8 @@ pub fn build_nodes<'a, E>(
         }
         entry.clear();
         push_entry(&mut entry, item);
-        if count > 0 && (HEADER + lp.len() + entry.len() + 1 > NODE_MAX_BYTES || count >= 65535) {
+        let node_sz = HEADER + lp.len() + 1;
+        if count > 0 && (!rule.admits(node_sz, count, item.len()) || count >= 65535) {
             node(super::container::PACKED, &finish(&mut lp, count))?;
             count = 0;
         }
@@ -368,7 +406,7 @@ mod tests {
         ];
         let items: [&[u8]; 5] = [b"a", b"b", b"1", b"2", b"-5000"];
         let mut nodes = Vec::new();
-        build_nodes(items.iter().copied(), |c, b| {
+        build_nodes(items.iter().copied(), NodeRule::DEFAULT, |c, b| {
             nodes.push((c, b.to_vec()));
             Ok::<(), ()>(())
         })
@@ -412,12 +450,16 @@ mod tests {
         items.push(vec![b'w'; 20000]);
         let mut got = Vec::new();
         let mut nodes = 0;
-        build_nodes(items.iter().map(|i| i.as_slice()), |c, b| {
-            assert_eq!(c, 2);
-            assert!(b.len() <= NODE_MAX_BYTES || decode(b, |_| ()).is_ok());
-            nodes += 1;
-            decode(b, |e| got.push(e.to_vec()))
-        })
+        build_nodes(
+            items.iter().map(|i| i.as_slice()),
+            NodeRule::DEFAULT,
+            |c, b| {
+                assert_eq!(c, 2);
+                assert!(b.len() <= NODE_MAX_BYTES || decode(b, |_| ()).is_ok());
+                nodes += 1;
+                decode(b, |e| got.push(e.to_vec()))
+            },
+        )
         .expect("decodes");
         assert_eq!(got, items);
         assert!(nodes >= 3);

@@ -121,7 +121,11 @@ impl Enc {
             Value::List(l) => {
                 // Node count first: build the nodes, then write them.
                 let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
-                let _ = listpack::build_nodes(l.iter(), |c, b| {
+                let rule = listpack::NodeRule {
+                    fill: l.fill(),
+                    plain_threshold: crate::store::list::plain_threshold(),
+                };
+                let _ = listpack::build_nodes(l.iter(), rule, |c, b| {
                     nodes.push((c, b.to_vec()));
                     Ok::<(), ()>(())
                 });

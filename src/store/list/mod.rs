@@ -44,6 +44,12 @@ pub fn set_plain_threshold(size: u64) -> bool {
     true
 }
 
+/// The size from which elements pushed at a list's ends get a chunk of
+/// their own.
+pub fn plain_threshold() -> usize {
+    PLAIN_THRESHOLD.load(Ordering::Relaxed)
+}
+
 /// An element of `len` bytes (`count` 1), or a chunk of `count` elements
 /// in `len` bytes, stands alone.
 #[inline]
@@ -133,6 +139,36 @@ impl List {
     /// Chunks (Redis's quicklist nodes).
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// `list-max-listpack-size` as the list keeps it (the quicklist's fill).
+    pub fn fill(&self) -> i32 {
+        self.fill
+    }
+
+    /// `list-compress-depth` as the list keeps it.
+    pub fn compress_depth(&self) -> u16 {
+        self.depth
+    }
+
+    /// The bytes Redis's quicklist nodes would hold for these chunks,
+    /// uncompressed: a listpack per chunk (its 6-byte header, entries and
+    /// end byte), or the element alone where a chunk stands for a plain
+    /// node (DEBUG OBJECT's `ql_uncompressed_size`).
+    pub fn listpack_bytes(&self) -> usize {
+        let mut items = self.iter();
+        let mut total = 0;
+        for (_, count, plain) in self.chunks() {
+            if plain {
+                total += items.next().map_or(0, <[u8]>::len);
+                continue;
+            }
+            total += 7;
+            for item in items.by_ref().take(count) {
+                total += super::listpack::entry_size(item);
+            }
+        }
+        total
     }
 
     /// Chunks that hold their bytes compressed (DEBUG QUICKLIST).
