@@ -281,7 +281,8 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     let total = total_system_memory();
     f.kv("total_system_memory", total);
     f.kv("total_system_memory_human", human(total));
-    // One Lua state serves EVAL and functions (absent while a script runs).
+    // One Lua state serves EVAL and functions (absent while a script runs):
+    // its memory is the eval VM's, and the functions VM reads 0.
     let engine = ctx.server.scripting.get();
     let lua = engine.map_or(0, |e| e.lua.used_memory() as u64);
     let scripts = engine.map_or(0, |e| e.scripts.len());
@@ -289,16 +290,21 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("used_memory_lua", lua);
     f.kv("used_memory_vm_eval", lua);
     f.kv("used_memory_lua_human", human(lua));
-    f.kv("used_memory_scripts_eval", 0);
+    let scripts_mem = engine.map_or(0, |e| e.scripts_memory());
+    let functions_mem = engine.map_or(0, |e| e.libraries.memory());
+    f.kv("used_memory_scripts_eval", scripts_mem);
     f.kv("number_of_cached_scripts", scripts);
     f.kv("number_of_functions", funcs);
     f.kv("number_of_libraries", libs);
     f.kv("used_memory_vm_functions", 0);
     f.kv("used_memory_vm_total", lua);
     f.kv("used_memory_vm_total_human", human(lua));
-    f.kv("used_memory_functions", 0);
-    f.kv("used_memory_scripts", 0);
-    f.kv("used_memory_scripts_human", human(0));
+    f.kv("used_memory_functions", functions_mem);
+    f.kv("used_memory_scripts", scripts_mem + functions_mem);
+    f.kv(
+        "used_memory_scripts_human",
+        human((scripts_mem + functions_mem) as u64),
+    );
     f.kv("maxmemory", cfg.maxmemory);
     f.kv("maxmemory_human", human(cfg.maxmemory));
     f.kv("maxmemory_policy", &cfg.maxmemory_policy);

@@ -56,6 +56,26 @@ impl Libraries {
         self.index.len()
     }
 
+    /// What the libraries take outside the Lua state (INFO
+    /// `used_memory_functions`): their names and code, their functions'
+    /// names, descriptions and records, and the name index.
+    pub fn memory(&self) -> usize {
+        use std::mem::size_of;
+        let function = |f: &Func| {
+            size_of::<(String, Func)>() + f.name.len() + f.description.as_ref().map_or(0, Vec::len)
+        };
+        let library = |l: &Library| {
+            size_of::<(String, Library)>()
+                + 2 * l.name.len()
+                + l.code.len()
+                + l.functions.values().map(function).sum::<usize>()
+        };
+        let index: usize = (self.index.iter())
+            .map(|(f, l)| size_of::<(String, String)>() + f.len() + l.len())
+            .sum();
+        self.libs.values().map(library).sum::<usize>() + index
+    }
+
     fn remove(&mut self, name: &str) -> Option<Library> {
         let lib = self.libs.remove(name)?;
         for f in lib.functions.keys() {

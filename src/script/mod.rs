@@ -285,6 +285,15 @@ pub fn sha1_hex(data: &[u8]) -> String {
 }
 
 impl Engine {
+    /// What the script cache takes outside the Lua state (INFO
+    /// `used_memory_scripts_eval`): the bodies, and each script's SHA-1
+    /// held twice with its entries in the two maps.
+    pub fn scripts_memory(&self) -> usize {
+        use std::mem::size_of;
+        let entry = size_of::<(String, Script)>() + size_of::<(Box<[u8]>, String)>() + 2 * 40;
+        self.body_bytes + self.scripts.len() * entry
+    }
+
     /// A fresh Lua state with Redis's environment.
     /// `mem_limit` caps the Lua heap while script code runs (0: none).
     pub fn new(mem_limit: usize) -> Result<Box<Engine>, Error> {

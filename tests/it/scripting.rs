@@ -894,9 +894,41 @@ fn info_memory_counts_scripts_and_functions() {
         .find_map(|l| l.strip_prefix("used_memory_lua:").map(str::to_string))
         .and_then(|v| v.parse::<u64>().ok());
     assert!(lua.is_some_and(|n| n > 0), "{lua:?}");
+    // The script cache's and the libraries' own memory: above zero while
+    // they hold something, growing with them, zero once flushed.
+    let sizes = |p: &mut Pair| {
+        let (a, b) = p.both(&["INFO", "memory"]);
+        [a, b].map(|r| {
+            [
+                "used_memory_scripts_eval:",
+                "used_memory_functions:",
+                "used_memory_scripts:",
+            ]
+            .map(|f| {
+                String::from_utf8_lossy(&r)
+                    .split("\r\n")
+                    .find_map(|l| l.strip_prefix(f).and_then(|v| v.parse::<u64>().ok()))
+                    .unwrap_or_else(|| panic!("no {f}"))
+            })
+        })
+    };
+    let before = sizes(&mut p);
+    for [eval, functions, total] in before {
+        assert!(
+            eval > 0 && functions > 0 && total == eval + functions,
+            "{before:?}"
+        );
+    }
+    p.same(&["SCRIPT", "LOAD", &format!("return '{}'", "x".repeat(1000))]);
+    let after = sizes(&mut p);
+    for (b, a) in before.iter().zip(&after) {
+        assert!(a[0] > b[0] + 1000 && a[1] == b[1], "{before:?} {after:?}");
+    }
     p.same(&["SCRIPT", "FLUSH"]);
     p.same(&["FUNCTION", "FLUSH"]);
     check(&mut p);
+    // Redis's empty function dictionaries still take 200 bytes.
+    assert_eq!(sizes(&mut p)[0], [0, 0, 0]);
 }
 
 /// Large tables go through cmsgpack and out as RESP3 maps and sets whole,
