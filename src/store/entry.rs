@@ -555,11 +555,13 @@ impl Entry {
         }
     }
 
-    /// True when the entry has a TTL that has passed at `now_ms`.
+    /// True when the entry has a TTL that has passed at `now_ms`: the
+    /// clock is past it, as Redis's keyIsExpired has it (`now > when`), so
+    /// a key lives through the millisecond its TTL names.
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
         let at = self.expire_at();
-        at != 0 && at <= now_ms
+        at != 0 && at < now_ms
     }
 
     /// The value part as a `T`, when the entry holds its value as `kind`.

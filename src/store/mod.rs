@@ -468,7 +468,7 @@ impl Store {
         let h = d.dict.hash(key);
         // The expiry the new value gets over one that expires at `was`.
         let expiry = |was: u64| {
-            let expired = was != 0 && was <= now;
+            let expired = was != 0 && was < now;
             let at = match ttl {
                 Ttl::None => 0,
                 Ttl::At(at) => at,

@@ -248,7 +248,7 @@ fn active_expiry_reclaims_keys_nobody_reads() {
     let mut c = server.raw();
     // Nothing expires while the clock stands, however long loading took.
     assert_eq!(c.cmd_str(&["DBSIZE"]), b":100000\r\n");
-    clock.advance(Duration::from_millis(100));
+    clock.advance(Duration::from_millis(101));
     let loaded_at = Instant::now();
     assert!(
         wait_until(Duration::from_secs(2), || c.cmd_str(&["DBSIZE"])
@@ -257,6 +257,36 @@ fn active_expiry_reclaims_keys_nobody_reads() {
         loaded_at.elapsed(),
         String::from_utf8_lossy(&c.cmd_str(&["DBSIZE"]))
     );
+}
+
+/// A key lives through the millisecond its TTL names and is gone the
+/// next one, as Redis's keyIsExpired has it (`now > when`): PTTL reads 0
+/// at that millisecond, and neither a read nor active expiry takes the key
+/// before it has passed.
+#[test]
+fn a_key_lives_through_its_last_millisecond() {
+    let (server, clock) = start_with_clock(|_| {});
+    let mut c = server.raw();
+    assert_eq!(c.cmd_str(&["SET", "k", "v", "PX", "100"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["SET", "k2", "v", "PX", "100"]), b"+OK\r\n");
+    clock.advance(Duration::from_millis(100));
+    assert_eq!(c.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+    assert_eq!(c.cmd_str(&["PTTL", "k"]), b":0\r\n");
+    assert_eq!(c.cmd_str(&["TTL", "k"]), b":0\r\n");
+    // SET ... KEEPTTL keeps a TTL that has not passed.
+    assert_eq!(c.cmd_str(&["SET", "k", "w", "KEEPTTL"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["PTTL", "k"]), b":0\r\n");
+    // Active expiry runs meanwhile and spares them.
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        assert_eq!(c.cmd_str(&["DBSIZE"]), b":2\r\n");
+    }
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(c.cmd_str(&["GET", "k"]), b"$-1\r\n");
+    assert_eq!(c.cmd_str(&["PTTL", "k"]), b":-2\r\n");
+    assert!(wait_until(Duration::from_secs(2), || {
+        c.cmd_str(&["DBSIZE"]) == b":0\r\n"
+    }));
 }
 
 #[test]
@@ -271,7 +301,7 @@ fn active_expiry_spares_persistent_and_future_keys() {
         c.cmd_str(&["SELECT", db]);
         load_here(&mut c, 1500);
     }
-    clock.advance(Duration::from_millis(20));
+    clock.advance(Duration::from_millis(21));
     c.cmd_str(&["SELECT", "0"]);
     assert!(wait_until(Duration::from_secs(2), || {
         c.cmd_str(&["DBSIZE"]) == b":1000\r\n"
