@@ -157,7 +157,7 @@ fn debugCommand(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         // The crash DEBUG ASSERT asks for: the assertion report, then the
         // crash report (Redis's serverAssertWithInfo).
         // invariant: a deliberate panic.
-        std::panic::panic_any(crate::exec::crash::AssertionFailed {
+        std::panic::panic_any(crate::util::process::AssertionFailed {
             context: assertion_context(ctx, &argv),
             expr: "1 == 2",
         });

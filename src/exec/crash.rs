@@ -16,16 +16,7 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use super::Executor;
-
-/// A panic payload that reports as Redis's failed assertion
-/// (`_serverAssertWithInfo`): the context lines (the client and object
-/// the assertion was about), then the expression that is not true.
-pub struct AssertionFailed {
-    /// Lines logged ahead of the assertion.
-    pub context: Vec<String>,
-    /// The expression.
-    pub expr: &'static str,
-}
+use crate::util::process::AssertionFailed;
 
 /// The executor whose state the report shows, while its loop runs.
 static EXECUTOR: AtomicPtr<Executor> = AtomicPtr::new(std::ptr::null_mut());

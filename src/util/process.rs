@@ -342,6 +342,17 @@ fn room_below_stack(maps: &str) -> Option<u64> {
     Some(stack_end - below)
 }
 
+/// A panic payload that reports as Redis's failed assertion
+/// (`_serverAssertWithInfo`) in the crash report: the context lines (the
+/// client and object the assertion was about), then the expression that
+/// is not true.
+pub struct AssertionFailed {
+    /// Lines logged ahead of the assertion.
+    pub context: Vec<String>,
+    /// The expression.
+    pub expr: &'static str,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
