@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Random commands for every command redis-server documents, sent to
+ferrokv and to redis-server side by side, replies compared.
+
+The commands come from redis-server's COMMAND DOCS: each argument is
+filled in by its type (keys from a small keyspace holding every type,
+integers, doubles, patterns, tokens, blocks and choices), optional ones
+left out at random, repeated ones repeated, and now and then an argument
+dropped or added. Replies of commands tipped `nondeterministic_output_order`
+are compared sorted; commands that block, kill connections, change the
+server's role, depend on the clock, on random choice or on hash table
+layout (SCAN cursors) are left out.
+
+A difference prints the command, both replies and the commands before it
+since the keyspace was last reset (every 60 commands and after each
+difference). TTLs are long or already past, so no key expires between
+the two servers' copies of a command; re-run a difference before chasing
+it all the same.
+
+usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
+                                 [--resp3] [--script] [--only cmd,...]
+  --script  wraps each command in EVAL "return redis.call/pcall(...)" 0
+"""
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sidebyside import start, stop  # noqa: E402
+
+import socket  # noqa: E402
+
+# Left out: blocking, connection-killing, role-changing, clock- or
+# random-dependent, or replying with server-specific figures.
+SKIP = set("""shutdown debug monitor subscribe psubscribe ssubscribe unsubscribe punsubscribe
+sunsubscribe sync psync replicaof slaveof failover cluster migrate wait quit save bgsave
+bgrewriteaof lastsave time info memory slowlog latency command spop randomkey srandmember
+hrandfield zrandmember pfselftest reset hello auth client|pause client|kill client|list
+client|info client|reply client|unpause client|no-evict client|tracking client|caching
+client|getredir client|trackinginfo client|setname xinfo xpending acl|log acl|setuser
+acl|deluser acl|genpass acl|load acl|save config|rewrite config|set object|idletime
+object|freq readonly readwrite swapdb select function|dump script|kill function|kill
+function|stats function|restore module lolwut asking function|list blpop brpop blmove
+brpoplpush bzpopmin bzpopmax blmpop bzmpop xread xreadgroup scan sscan hscan zscan""".split())
+
+KEYS = ["s", "l", "h", "S", "z", "x", "n", "b"]
+INTS = ["0", "1", "2", "-1", "3", "5", "10", "100", "-100", "abc", "9223372036854775807",
+        "-9223372036854775808", "1.5", "18446744073709551616", "007"]
+DOUBLES = ["0", "1.5", "-1", "inf", "-inf", "+inf", "nan", "abc", "1e10", "2", "-0",
+           "3.0000000000000001", ".5"]
+STRINGS = ["a", "b", "hello", "1", "", "x", "-", "+", "0-1", "1-0", "$", ">", "10", "-1", "g",
+           "c", "foo"]
+PATTERNS = ["*", "s*", "?", "[a-z]", "h", "x*"]
+SETUP = [["flushall"], ["set", "s", "10"], ["rpush", "l", "a", "b", "1"],
+         ["hset", "h", "a", "1", "b", "x"], ["sadd", "S", "3", "1", "2"],
+         ["zadd", "z", "1", "a", "2", "b"], ["xadd", "x", "1-1", "a", "1"],
+         ["setbit", "b", "3", "1"]]
+
+
+def encode(args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+class Conn:
+    """A connection reading whole RESP2/RESP3 replies as nested tuples."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.settimeout(10)
+        self.buf = b""
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError
+        self.buf += data
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _bytes(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read(self):
+        line = self._line()
+        kind = line[:1]
+        if kind in b"$=!":
+            n = int(line[1:])
+            return line if n < 0 else kind + self._bytes(n + 2)[:-2]
+        if kind in b"*~>%|":
+            n = int(line[1:])
+            if n < 0:
+                return line
+            per = 2 if kind in b"%|" else 1
+            return (kind, [self.read() for _ in range(n * per)])
+        return line
+
+    def call(self, args):
+        try:
+            self.sock.sendall(encode(args))
+            return self.read()
+        except (EOFError, OSError):
+            return "EOF"
+
+
+def as_map(flat):
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def plain(v):
+    """A COMMAND DOCS reply as Python lists, dicts and strings."""
+    if isinstance(v, tuple):
+        return [plain(x) for x in v[1]]
+    if isinstance(v, bytes):
+        return v[1:].decode() if v[:1] in (b"+", b"$") else v.decode()
+    return v
+
+
+def command_table(conn):
+    """Every command and subcommand with its documented arguments."""
+    table = {}
+    for name, doc in as_map(plain(conn.call(["command", "docs"]))).items():
+        doc = as_map(doc)
+        if name in SKIP:
+            continue
+        subs = doc.get("subcommands")
+        if subs:
+            for sub, sdoc in as_map(subs).items():
+                if sub not in SKIP and not sub.endswith("|help"):
+                    table[sub] = as_map(sdoc)
+        else:
+            table[name] = doc
+    return table
+
+
+def fill(rnd, arg, out):
+    arg = as_map(arg)
+    flags = arg.get("flags", [])
+    if "optional" in flags and rnd.random() < 0.5:
+        return
+    times = rnd.choice([1, 1, 2, 3]) if "multiple" in flags else 1
+    for i in range(times):
+        if arg.get("token") and (i == 0 or "multiple_token" in flags):
+            out.append(arg["token"])
+        value(rnd, arg, out)
+
+
+def value(rnd, arg, out):
+    kind = arg["type"]
+    if kind == "pure-token":
+        return
+    if kind == "oneof":
+        choice = as_map(rnd.choice(arg["arguments"]))
+        choice.pop("flags", None)
+        fill(rnd, [x for kv in choice.items() for x in kv], out)
+    elif kind == "block":
+        for sub in arg["arguments"]:
+            fill(rnd, sub, out)
+    elif arg["name"] in ("seconds", "milliseconds", "ttl", "timeout"):
+        # No TTL short enough to run out between the two servers' copies.
+        out.append(rnd.choice(["100000", "0", "-1", "abc", "9223372036854775807"]))
+    else:
+        pool = {
+            "key": KEYS, "integer": INTS, "double": DOUBLES, "pattern": PATTERNS,
+            "unix-time": ["0", "1", str(int(time.time()) + 1000), "99999999999", "-1", "x"],
+        }.get(kind, STRINGS + [arg["name"]])
+        out.append(rnd.choice(pool))
+
+
+def random_command(rnd, table, names):
+    name = rnd.choice(names)
+    words = name.split("|")
+    out = list(words)
+    for arg in table[name].get("arguments", []):
+        fill(rnd, arg, out)
+    if rnd.random() < 0.05 and len(out) > len(words):
+        del out[rnd.randrange(len(words), len(out))]
+    if rnd.random() < 0.05:
+        out.insert(rnd.randrange(len(words), len(out) + 1), rnd.choice(STRINGS + INTS))
+    if words[0] == "xadd":
+        # Explicit IDs: `*` takes each server's clock.
+        out = [f"{rnd.randint(1, 5)}-{rnd.randint(0, 3)}" if a == "*" else a for a in out]
+    if "BLOCK" in (a.upper() for a in out):
+        return name, None
+    return name, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ferrokv", default="target/release/ferrokv")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=5000)
+    ap.add_argument("--resp3", action="store_true")
+    ap.add_argument("--script", action="store_true")
+    ap.add_argument("--only", default="")
+    opts = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="fuzz-commands-")
+    ours_proc, ours_port = start(opts.ferrokv, 0, work, [])
+    theirs_proc, theirs_port = start("redis-server", 1 % os.cpu_count(), work, [])
+    ours, theirs = Conn(ours_port), Conn(theirs_port)
+    table = command_table(theirs)
+    if opts.only:
+        table = {k: v for k, v in table.items() if k in opts.only.split(",")}
+    names = sorted(table)
+    unordered = {n for n in names
+                 if "nondeterministic_output_order" in str(theirs.call(["command", "info", n.split("|")[0]]))}
+
+    def both(args):
+        return ours.call(args), theirs.call(args)
+
+    def canonical(name, reply):
+        if name == "exec" and isinstance(reply, tuple):
+            return (reply[0], [(e[0], sorted(map(str, e[1]))) if isinstance(e, tuple) else e
+                               for e in reply[1]])
+        if name in unordered and isinstance(reply, tuple):
+            return (reply[0], sorted(map(str, reply[1])))
+        return reply
+
+    def reset():
+        if opts.resp3:
+            both(["hello", "3"])
+        for c in SETUP:
+            both(c)
+
+    rnd = random.Random(opts.seed)
+    reset()
+    history, differences = [], 0
+    for i in range(opts.count):
+        name, args = random_command(rnd, table, names)
+        if args is None:
+            continue
+        if opts.script:
+            fn = "pcall" if rnd.random() < 0.5 else "call"
+            args = ["eval", f"return redis.{fn}(unpack(ARGV))", "0", *args]
+        a, b = both(args)
+        history.append(" ".join(args))
+        if canonical(name, a) != canonical(name, b):
+            differences += 1
+            print(f"DIFF #{i}: {args!r}")
+            print(f"  ferrokv: {str(a)[:400]}")
+            print(f"  redis  : {str(b)[:400]}")
+            print(f"  since the reset: {history[:-1]}")
+            if a == "EOF":
+                stop(ours_proc)
+                ours_proc, ours_port = start(opts.ferrokv, 0, work, [])
+                ours = Conn(ours_port)
+            if b == "EOF":
+                stop(theirs_proc)
+                theirs_proc, theirs_port = start("redis-server", 1 % os.cpu_count(), work, [])
+                theirs = Conn(theirs_port)
+            reset()
+            history = []
+        elif len(history) > 60:
+            reset()
+            history = []
+    print(f"{differences} differences in {opts.count} commands")
+    stop(ours_proc)
+    stop(theirs_proc)
+    sys.exit(1 if differences else 0)
+
+
+if __name__ == "__main__":
+    main()
