@@ -70,7 +70,9 @@ impl Libraries {
                 + l.code.len()
                 + l.functions.values().map(function).sum::<usize>()
         };
-        let index: usize = (self.index.iter())
+        let index: usize = self
+            .index
+            .iter()
             .map(|(f, l)| size_of::<(String, String)>() + f.len() + l.len())
             .sum();
         self.libs.values().map(library).sum::<usize>() + index
