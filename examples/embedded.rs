@@ -53,7 +53,9 @@ fn main() {
         .arg(1800)
         .query(&mut con)
         .expect("SET");
-    clock.advance(Duration::from_secs(1800));
+    // A key lives through its TTL's last millisecond, as in Redis: step
+    // just past it.
+    clock.advance(Duration::from_secs(1800) + Duration::from_millis(1));
     let gone: Option<String> = redis::cmd("GET")
         .arg("session")
         .query(&mut con)
