@@ -765,7 +765,7 @@ fn sds_header(len: usize) -> usize {
 
 /// CLIENT-EVICTION: the clients client eviction may close, grouped by
 /// memory in Redis's buckets (under 32 KB, then one per power of two up
-/// to 8 GB and over), with each bucket's total.
+/// to 4 GB and over), with each bucket's total.
 fn client_eviction(ctx: &mut Ctx<'_>) -> CmdResult {
     if ctx.server.client_evict_limit == 0 {
         return Err(Error::err("maxmemory-clients is disabled."));
@@ -778,11 +778,7 @@ fn client_eviction(ctx: &mut Ctx<'_>) -> CmdResult {
         .clients
         .values()
         .chain(std::iter::once(&*ctx.client));
-    for c in clients {
-        use crate::server::client::ClientKind;
-        if c.no_evict || matches!(c.kind, ClientKind::Master | ClientKind::Replica) {
-            continue;
-        }
+    for c in clients.filter(|c| crate::server::client_mem::evictable(c)) {
         let mem = c.bufs.memory();
         let bits = (usize::BITS - mem.leading_zeros()) as usize;
         let i = bits.clamp(MIN_LOG, 33) - MIN_LOG;

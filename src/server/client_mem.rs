@@ -61,6 +61,14 @@ pub fn eviction_limit(config: &Config) -> usize {
     limit.max(MIN_LIMIT).try_into().unwrap_or(usize::MAX)
 }
 
+/// Whether client eviction may close `c` (Redis's clientEvictionAllowed):
+/// normal and pub/sub clients without CLIENT NO-EVICT; never a replica
+/// nor the master link.
+pub fn evictable(c: &Client) -> bool {
+    use super::client::ClientKind;
+    !c.no_evict && !matches!(c.kind, ClientKind::Master | ClientKind::Replica)
+}
+
 /// What the executor holds for `c` besides the connection's buffers
 /// (getClientMemoryUsage's argv, MULTI, pub/sub and tracking prefix
 /// parts).
@@ -104,7 +112,7 @@ impl ServerState {
             .clients
             .values()
             .chain(current)
-            .filter(|c| !c.no_evict && !c.bufs.killed.get())
+            .filter(|c| evictable(c) && !c.bufs.killed.get())
             .map(|c| (c.bufs.memory(), c.id))
             .collect();
         order.sort_unstable_by(|a, b| b.cmp(a));

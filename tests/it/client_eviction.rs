@@ -566,3 +566,36 @@ fn evicted_clients_free_their_memory_before_key_eviction() {
         assert_eq!(control.cmd_str(&["DBSIZE"]), b":50\r\n", "{who}");
     });
 }
+
+/// A replica is never a client eviction candidate (Redis's
+/// clientEvictionAllowed): however much of the stream it has pending, the
+/// master keeps its link, and the replica gets every write.
+#[test]
+fn replicas_are_not_evicted() {
+    on_both(|port, who| {
+        let mut control = Raw::connect(port);
+        assert_eq!(
+            control.cmd_str(&["CONFIG", "SET", "repl-diskless-sync", "no"]),
+            b"+OK\r\n"
+        );
+        let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &port.to_string()]);
+        let mut r = Raw::connect(replica.port);
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                String::from_utf8_lossy(&r.cmd_str(&["INFO", "replication"]))
+                    .contains("master_link_status:up")
+            }),
+            "{who}: the replica never linked"
+        );
+        control.cmd_str(&["CONFIG", "SET", "maxmemory-clients", "128kb"]);
+        control.cmd_str(&["CLIENT", "NO-EVICT", "on"]);
+        let value = "x".repeat(3_000_000);
+        for i in 0..5 {
+            let key = format!("big{i}");
+            assert_eq!(control.cmd_str(&["SET", &key, &value]), b"+OK\r\n");
+        }
+        assert_eq!(control.cmd_str(&["WAIT", "1", "10000"]), b":1\r\n", "{who}");
+        assert_eq!(evicted_clients(&mut control), 0, "{who}");
+        assert_eq!(r.cmd_str(&["DBSIZE"]), b":5\r\n", "{who}");
+    });
+}
