@@ -18,8 +18,12 @@ the two servers' copies of a command; re-run a difference before chasing
 it all the same.
 
 usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
-                                 [--resp3] [--script] [--only cmd,...]
-  --script  wraps each command in EVAL "return redis.call/pcall(...)" 0
+                                 [--resp3] [--script] [--effects] [--only cmd,...]
+  --script   wraps each command in EVAL "return redis.call/pcall(...)" 0
+  --effects  also compares each command's side effects: the keyspace
+             notifications a PSUBSCRIBE __key*__:* client receives
+             (notify-keyspace-events KEA) and the commands a replica
+             receives on its replication stream
 """
 import argparse
 import os
@@ -116,6 +120,48 @@ class Conn:
             return "EOF"
 
 
+class Effects:
+    """A server's side effects: a subscriber to every keyspace notification
+    and a raw replica's replication stream. After each command the fuzzer
+    PUBLISHes a marker on `fuzz-sync`; both channels are read up to it
+    (PUBLISH is propagated to replicas too), so each command's effects
+    are compared on their own."""
+
+    def __init__(self, port):
+        self.sub = Conn(port)
+        self.sub.call(["psubscribe", "__key*__:*"])
+        self.sub.call(["subscribe", "fuzz-sync"])
+        self.repl = Conn(port)
+        self.repl.sock.settimeout(30)
+        self.repl.call(["replconf", "listening-port", "1"])
+        self.repl.call(["replconf", "capa", "psync2"])
+        self.repl.sock.sendall(encode(["psync", "?", "-1"]))
+        self.repl.read()  # +FULLRESYNC <replid> <offset>
+        line = self.repl._line()
+        while not line.startswith(b"$"):  # newlines keep the link alive while the RDB is made
+            line = self.repl._line()
+        self.repl._bytes(int(line[1:]))  # the RDB, with no trailing CRLF
+
+    def upto(self, marker):
+        """(notifications, propagated commands) up to the marker."""
+        notes, cmds = [], []
+        while True:
+            msg = plain(self.sub.read())
+            if msg[0] == "message" and msg[1] == "fuzz-sync":
+                if msg[2] == marker:
+                    break
+                continue
+            notes.append(" ".join(msg[2:]))
+        while True:
+            cmd = [x.lower() if i == 0 else x for i, x in enumerate(plain(self.repl.read()))]
+            if cmd == ["publish", "fuzz-sync", marker]:
+                break
+            if cmd[0] != "ping" and cmd[:2] != ["publish", "fuzz-sync"]:
+                cmds.append(" ".join(cmd))
+        self.repl.sock.sendall(encode(["replconf", "ack", "0"]))
+        return notes, cmds
+
+
 def as_map(flat):
     return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
@@ -205,12 +251,18 @@ def main():
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--resp3", action="store_true")
     ap.add_argument("--script", action="store_true")
+    ap.add_argument("--effects", action="store_true")
     ap.add_argument("--only", default="")
     opts = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fuzz-commands-")
-    ours_proc, ours_port = start(opts.ferrokv, 0, work, [])
-    theirs_proc, theirs_port = start("redis-server", 1 % os.cpu_count(), work, [])
-    ours, theirs = Conn(ours_port), Conn(theirs_port)
+    extra = ["--notify-keyspace-events", "KEA"] if opts.effects else []
+
+    def launch(binary, core):
+        proc, port = start(binary, core, work, extra)
+        return proc, Conn(port), Effects(port) if opts.effects else None
+
+    ours_proc, ours, ours_fx = launch(opts.ferrokv, 0)
+    theirs_proc, theirs, theirs_fx = launch("redis-server", 1 % os.cpu_count())
     table = command_table(theirs)
     if opts.only:
         table = {k: v for k, v in table.items() if k in opts.only.split(",")}
@@ -229,11 +281,26 @@ def main():
             return (reply[0], sorted(map(str, reply[1])))
         return reply
 
+    def effects(i):
+        """Each server's side effects of the last command."""
+        if not opts.effects:
+            return None, None
+        marker = str(i)
+        published = both(["publish", "fuzz-sync", marker])
+        if not all(isinstance(r, bytes) and r.startswith(b":") for r in published):
+            # Queued inside MULTI: the marker (and the effects) come with EXEC.
+            return None, None
+        try:
+            return ours_fx.upto(marker), theirs_fx.upto(marker)
+        except (OSError, EOFError) as err:
+            sys.exit(f"lost the side effects after {history[-3:]}: {err!r}")
+
     def reset():
         if opts.resp3:
             both(["hello", "3"])
         for c in SETUP:
             both(c)
+        effects("reset")
 
     rnd = random.Random(opts.seed)
     reset()
@@ -247,20 +314,24 @@ def main():
             args = ["eval", f"return redis.{fn}(unpack(ARGV))", "0", *args]
         a, b = both(args)
         history.append(" ".join(args))
-        if canonical(name, a) != canonical(name, b):
+        fa, fb = (None, None) if "EOF" in (a, b) else effects(i)
+        if name in unordered and fa is not None:
+            fa, fb = sorted(map(str, fa)), sorted(map(str, fb))
+        if canonical(name, a) != canonical(name, b) or fa != fb:
             differences += 1
             print(f"DIFF #{i}: {args!r}")
             print(f"  ferrokv: {str(a)[:400]}")
             print(f"  redis  : {str(b)[:400]}")
+            if fa != fb:
+                print(f"  ferrokv effects: {str(fa)[:600]}")
+                print(f"  redis   effects: {str(fb)[:600]}")
             print(f"  since the reset: {history[:-1]}")
             if a == "EOF":
                 stop(ours_proc)
-                ours_proc, ours_port = start(opts.ferrokv, 0, work, [])
-                ours = Conn(ours_port)
+                ours_proc, ours, ours_fx = launch(opts.ferrokv, 0)
             if b == "EOF":
                 stop(theirs_proc)
-                theirs_proc, theirs_port = start("redis-server", 1 % os.cpu_count(), work, [])
-                theirs = Conn(theirs_port)
+                theirs_proc, theirs, theirs_fx = launch("redis-server", 1 % os.cpu_count())
             reset()
             history = []
         elif len(history) > 60:

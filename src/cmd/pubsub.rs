@@ -100,20 +100,26 @@ fn do_publish(ctx: &mut Ctx<'_>, argv: Argv<'_>, shard: bool) -> CmdResult {
 
 fn publish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     do_publish(ctx, argv, false)?;
-    // Outside a cluster (whose bus carries it) PUBLISH reaches replicas,
-    // so their subscribers get the message too; never the AOF (Redis's
-    // forceCommandPropagation with PROPAGATE_REPL).
+    to_replicas_outside_cluster(ctx, argv);
+    Ok(())
+}
+
+fn spublish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
+    do_publish(ctx, argv, true)?;
+    to_replicas_outside_cluster(ctx, argv);
+    Ok(())
+}
+
+/// Outside a cluster (whose bus carries it) PUBLISH and SPUBLISH reach
+/// replicas, so their subscribers get the message too; never the AOF
+/// (Redis's forceCommandPropagation with PROPAGATE_REPL).
+fn to_replicas_outside_cluster(ctx: &mut Ctx<'_>, argv: Argv<'_>) {
     if ctx.server.cluster.is_none() {
         let db = ctx.db();
         ctx.server
             .propagation
             .also_to_replicas(db, &[argv.get(0), argv.get(1), argv.get(2)]);
     }
-    Ok(())
-}
-
-fn spublish(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    do_publish(ctx, argv, true)
 }
 
 fn help(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {

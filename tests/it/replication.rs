@@ -1329,8 +1329,9 @@ fn a_paused_replica_reads_its_masters_stream_without_applying_it() {
     assert_eq!(r.cmd_str(&["GET", "foo2"]), b"$4\r\nbar2\r\n");
 }
 
-/// Outside a cluster PUBLISH reaches replicas (Redis's PROPAGATE_REPL), so
-/// a subscriber on a replica gets what is published on its master.
+/// Outside a cluster PUBLISH and SPUBLISH reach replicas (Redis's
+/// PROPAGATE_REPL), so a subscriber on a replica gets what is published on
+/// its master.
 #[test]
 fn publish_reaches_subscribers_on_a_replica() {
     let master = ferrokv_master();
@@ -1347,6 +1348,16 @@ fn publish_reaches_subscribers_on_a_replica() {
     assert_eq!(
         sub.read_reply(),
         b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+    );
+    let mut ssub = replica.raw();
+    assert_eq!(
+        ssub.cmd_str(&["SSUBSCRIBE", "shard"]),
+        b"*3\r\n$10\r\nssubscribe\r\n$5\r\nshard\r\n:1\r\n"
+    );
+    assert_eq!(m.cmd_str(&["SPUBLISH", "shard", "hi"]), b":0\r\n");
+    assert_eq!(
+        ssub.read_reply(),
+        b"*3\r\n$8\r\nsmessage\r\n$5\r\nshard\r\n$2\r\nhi\r\n"
     );
 }
 
