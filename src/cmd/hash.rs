@@ -243,6 +243,9 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     finish_write(ctx.store, db, key, true);
     super::pubsub::notify(ctx, b'h', "hincrbyfloat", key);
+    // Replicas and the AOF get the result, not the increment, so float
+    // formatting can never make them differ (Redis's hincrbyfloatCommand).
+    ctx.propagate_as(&[b"HSET", key, field, &value]);
     ctx.reply.bulk(&value);
     Ok(())
 }

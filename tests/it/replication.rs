@@ -1181,8 +1181,9 @@ fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> 
 }
 
 /// Commands reach replicas in the form redis-server propagates them:
-/// GETSET as SET, GETDEL as DEL, INCRBYFLOAT as SET KEEPTTL (Redis's
-/// rewriteClientCommandVector), read from each master's stream.
+/// GETSET as SET, GETDEL as DEL, INCRBYFLOAT as SET KEEPTTL, HINCRBYFLOAT
+/// as HSET (Redis's rewriteClientCommandVector), and SPUBLISH as itself,
+/// read from each master's stream.
 #[test]
 fn commands_are_propagated_in_redis_form() {
     let mut p = Pair::new_with(
@@ -1207,6 +1208,9 @@ fn commands_are_propagated_in_redis_form() {
         &["GETDEL", "test"],
         &["SET", "f", "1.5"],
         &["INCRBYFLOAT", "f", "1"],
+        &["HSET", "h", "a", "1"],
+        &["HINCRBYFLOAT", "h", "a", "1.50"],
+        &["SPUBLISH", "ch", "m"],
     ];
     for c in cmds {
         p.same(c);
