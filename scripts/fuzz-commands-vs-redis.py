@@ -18,12 +18,13 @@ the two servers' copies of a command; re-run a difference before chasing
 it all the same.
 
 usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
-                                 [--resp3] [--script] [--effects] [--only cmd,...]
+                                 [--resp3] [--script] [--effects [--notify FLAGS]]
+                                 [--only cmd,...]
   --script   wraps each command in EVAL "return redis.call/pcall(...)" 0
   --effects  also compares each command's side effects: the keyspace
              notifications a PSUBSCRIBE __key*__:* client receives
-             (notify-keyspace-events KEA) and the commands a replica
-             receives on its replication stream
+             (notify-keyspace-events FLAGS, KEA by default) and the
+             commands a replica receives on its replication stream
 """
 import argparse
 import os
@@ -270,10 +271,11 @@ def main():
     ap.add_argument("--resp3", action="store_true")
     ap.add_argument("--script", action="store_true")
     ap.add_argument("--effects", action="store_true")
+    ap.add_argument("--notify", default="KEA")
     ap.add_argument("--only", default="")
     opts = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fuzz-commands-")
-    extra = ["--notify-keyspace-events", "KEA"] if opts.effects else []
+    extra = ["--notify-keyspace-events", opts.notify] if opts.effects else []
 
     def launch(binary, core):
         proc, port = start(binary, core, work, extra)

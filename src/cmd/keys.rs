@@ -124,6 +124,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
         return Err(Error::NoSuchKey);
     };
     let (expire_at, lru) = (entry.expire_at(), entry.lru());
+    // The destination is deleted and created anew (Redis's dbDelete then
+    // dbAdd), so a `new` event fires even when it existed.
+    ctx.store.delete(db, dst);
     put(ctx, db, dst, entry.into_value(), expire_at, lru);
     super::pubsub::notify(ctx, b'g', "rename_from", src);
     super::pubsub::notify(ctx, b'g', "rename_to", dst);
@@ -190,6 +193,10 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         return Ok(());
     }
     let lru = (ctx.store.now() / 1000) as u32;
+    if replace {
+        // Deleted and created anew, as rename_generic does.
+        ctx.store.delete(dst_db, newkey);
+    }
     put(ctx, dst_db, newkey, value, expire_at, lru);
     super::pubsub::notify_db(ctx, b'g', "copy_to", dst_db, newkey);
     ctx.reply.int(1);

@@ -189,9 +189,12 @@ fn restore(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if ttl > 0 && !absttl {
         ttl = ttl.saturating_add(now as i64);
     }
+    // REPLACE deletes the old key and creates a new one (Redis's dbDelete
+    // then dbAdd), so a `new` event fires even when it existed.
+    let deleted = replace && ctx.store.delete(db, key);
     if ttl > 0 && ttl as u64 <= now {
         // Already expired: the key is only deleted (when REPLACE found one).
-        if replace && ctx.store.delete(db, key) {
+        if deleted {
             ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }

@@ -102,7 +102,8 @@ fn restore() {
         r.cmd_str(&["PSUBSCRIBE", "__keyspace@0__:*", "__keyevent@0__:*"]);
         r.read_reply();
     }
-    p.same(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    // With `new`: RESTORE REPLACE creates the key anew.
+    p.same(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]);
     // A DUMP of "value" from Redis, loaded by both.
     let dump = p.theirs.cmd_str(&["DUMP", "__end__"]);
     assert_eq!(dump, b"$-1\r\n");
@@ -291,6 +292,10 @@ fn new_key_events() {
         "SUNIONSTORE s2 s",
         "LMOVE l l2 LEFT LEFT",
         "MSET a 1 b 2 a 3",
+        // Created anew over an existing key (dbDelete then dbAdd).
+        "RENAME a k3",
+        "COPY b k3 REPLACE",
+        "INCRBYFLOAT f 1.5",
     ];
     same_events("KEn", creating);
     same_events("KEAn", creating);

@@ -82,7 +82,6 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     // Float arithmetic may differ where the AOF is replayed: the result
     // goes there as a SET that keeps the TTL, as Redis does.
     ctx.propagate_as(&[b"SET", key, &text, b"KEEPTTL"]);
-    crate::cmd::pubsub::notify(ctx, b'$', "incrbyfloat", key);
     match ctx.store.get(db, key) {
         Some(mut e) => {
             e.set_value(Value::plain_string(text));
@@ -92,5 +91,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             ctx.store.insert_new(db, key, Value::plain_string(text));
         }
     }
+    // After the write, so a created key's `new` event comes first.
+    crate::cmd::pubsub::notify(ctx, b'$', "incrbyfloat", key);
     Ok(())
 }
