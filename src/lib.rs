@@ -554,8 +554,9 @@ fn prepare(
         let expired = std::mem::take(&mut executor.server.persist.loaded_expired);
         let repl = &mut executor.server.repl;
         if repl.master.is_none() {
+            let lazy = store::lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed);
             for (db, key) in &expired {
-                repl.log.feed_del(*db, key);
+                repl.log.feed_del(*db, key, lazy);
             }
             repl.flush();
         }

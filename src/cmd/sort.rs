@@ -321,10 +321,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
     Ok(())
 }
 
-/// A sort weight as Redis's strtod check reads it; the empty string is 0.
+/// A sort weight as Redis's sortCommand reads it: C strtod over the whole
+/// C string (so "" is 0, and leading spaces and hex are taken), refused
+/// out of range or NaN.
 fn parse_score(b: &[u8]) -> Option<f64> {
-    if b.is_empty() {
-        return Some(0.0);
+    match num::strtod_whole(b) {
+        Some((v, false)) if !v.is_nan() => Some(v),
+        _ => None,
     }
-    num::parse_f64(b).filter(|s| !s.is_nan())
 }

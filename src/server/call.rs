@@ -1109,8 +1109,17 @@ fn invoke(
         super::tracking::after_handler(server, store, client, id, argv);
     }
     if propagating {
-        // Keys found expired reach the AOF as DEL before what ran into them.
-        server.feed_expired(store);
+        // Keys found expired reach the AOF as DEL before what ran into
+        // them, in the same unit; SCAN and RANDOMKEY, which may run into
+        // any key, send theirs on their own (Redis's
+        // CMD_TOUCHES_ARBITRARY_KEYS).
+        if !store.expired_log.is_empty() {
+            if depth == 0 && matches!(&*server.table.commands[id].name, "scan" | "randomkey") {
+                server.feed_expired(store);
+            } else {
+                server.propagation.pend_expired(store);
+            }
+        }
         propagate(store, server, client.db, id, argv, dirty, depth);
         server.propagation.restore(own);
         if depth == 0 {

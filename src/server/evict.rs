@@ -281,7 +281,7 @@ impl ServerState {
             store.signal_modified(db, &key);
             super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
             if self.stream_on() {
-                self.feed_del(db, &key);
+                self.feed_del(db, &key, lazy);
             }
             drop(key);
             to_free = to_free.saturating_sub(freed);

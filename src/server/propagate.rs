@@ -78,6 +78,18 @@ impl Propagation {
         }
     }
 
+    /// The keys the running command found expired join what it
+    /// propagates, ahead of it (Redis's propagateDeletion through
+    /// alsoPropagate): with the command they make a unit of several, so
+    /// they go out wrapped in MULTI/EXEC together. Whatever `redis.set_repl`
+    /// says, they reach the AOF and the replicas alike.
+    pub fn pend_expired(&mut self, store: &mut crate::store::Store) {
+        let verb = crate::persist::cmdlog::deletion_verb(lazy_expire());
+        for (db, key) in store.expired_log.drain(..) {
+            self.pending.push((db, argv_of(&[verb, &key])));
+        }
+    }
+
     /// Puts back what [`Propagation::take_own`] took.
     pub fn restore(&mut self, own: (Option<OwnedArgv>, bool)) {
         self.rewritten = own.0;
@@ -104,6 +116,12 @@ fn feed_except(
     if !kept.is_empty() {
         feed(&kept);
     }
+}
+
+/// Expired keys are freed in the background (`lazyfree-lazy-expire`), so
+/// they propagate as UNLINK.
+fn lazy_expire() -> bool {
+    crate::store::lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Builds an owned argument vector from slices.
@@ -146,26 +164,28 @@ impl super::ServerState {
     }
 
     /// A deleted key (expired or evicted) reaches the AOF and the replicas
-    /// as DEL.
-    pub fn feed_del(&mut self, db: usize, key: &[u8]) {
+    /// as DEL, or as UNLINK when it was freed `lazy`.
+    pub fn feed_del(&mut self, db: usize, key: &[u8], lazy: bool) {
         if self.aof.on {
             self.aof.annotate();
-            self.aof.log.feed_del(db, key);
+            self.aof.log.feed_del(db, key, lazy);
         }
         if self.repl.feeding() {
-            self.repl.log.feed_del(db, key);
+            self.repl.log.feed_del(db, key, lazy);
         }
     }
 
-    /// The keys expired since the last call, as DEL, before the command
-    /// that ran into them.
+    /// The keys expired since the last call, each on its own (the active
+    /// expiry's, or what SCAN and RANDOMKEY ran into: Redis never wraps
+    /// those in MULTI/EXEC).
     pub fn feed_expired(&mut self, store: &mut crate::store::Store) {
         if store.expired_log.is_empty() {
             return;
         }
+        let lazy = lazy_expire();
         let mut log = std::mem::take(&mut store.expired_log);
         for (db, key) in &log {
-            self.feed_del(*db, key);
+            self.feed_del(*db, key, lazy);
         }
         log.clear();
         store.expired_log = log;

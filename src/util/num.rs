@@ -75,6 +75,26 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     (ok == 1).then_some(out)
 }
 
+/// C strtod over the text read as a C string (up to its first NUL byte),
+/// when it consumes all of it: Redis's zslParseRange rule, looser than
+/// [`parse_f64`] (an empty text reads 0; leading spaces and hex are
+/// taken). NaN is returned as read, with whether strtod said the text
+/// was out of range (ERANGE: overflow or underflow).
+pub fn strtod_whole(s: &[u8]) -> Option<(f64, bool)> {
+    let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+    let text = std::ffi::CString::new(&s[..end]).ok()?;
+    let mut rest: *mut libc::c_char = std::ptr::null_mut();
+    // SAFETY: errno is this thread's; `text` is NUL-terminated and outlives
+    // the call; strtod sets `rest` to a position within it.
+    let (v, erange) = unsafe {
+        *libc::__errno_location() = 0;
+        let v = libc::strtod(text.as_ptr(), &mut rest);
+        (v, *libc::__errno_location() == libc::ERANGE)
+    };
+    // SAFETY: `rest` points into `text`, at worst at its terminating NUL.
+    (unsafe { *rest } == 0).then_some((v, erange))
+}
+
 /// A listpack score as Redis's `zzlStrtod` reads it: C strtod over the
 /// text's first 127 bytes, taking the longest number it starts with and 0
 /// when it starts with none.

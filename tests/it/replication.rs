@@ -1222,6 +1222,103 @@ fn commands_are_propagated_in_redis_form() {
     );
 }
 
+/// The server's clock in milliseconds (TIME).
+fn server_ms(r: &mut Raw) -> u64 {
+    let reply = String::from_utf8(r.cmd_str(&["TIME"])).expect("TIME is text");
+    let nums: Vec<u64> = reply
+        .split("\r\n")
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    nums[0] * 1000 + nums[1] / 1000
+}
+
+/// Gives `keys` a TTL of 20 ms on both servers and waits, on each
+/// server's own clock, until it has passed (active expiry is off, so the
+/// keys stay until a command runs into them).
+fn let_expire(p: &mut Pair, keys: &[&str]) {
+    for k in keys {
+        p.same(&["SET", k, "v", "PX", "20"]);
+    }
+    for r in [&mut p.ours, &mut p.theirs] {
+        let at = server_ms(r) + 21;
+        assert!(wait_until(Duration::from_secs(5), || server_ms(r) > at));
+    }
+}
+
+/// Keys a command finds expired go out as DEL ahead of it, in its unit:
+/// with the command's own effects they are wrapped in MULTI/EXEC, inside
+/// EXEC and scripts too (Redis 7.0's propagateDeletion through
+/// alsoPropagate); a lone read sends a lone DEL, SCAN never wraps, and
+/// under `lazyfree-lazy-expire` the deletion is an UNLINK, as an evicted
+/// key's is under `lazyfree-lazy-eviction`. Both masters' streams, read as
+/// a replica reads them, compared.
+#[test]
+fn expired_keys_propagate_with_what_ran_into_them() {
+    let mut p = Pair::new_with(
+        |c| {
+            conf(c, "repl-diskless-sync", "no");
+            conf(c, "repl-diskless-sync-delay", "0");
+            conf(c, "enable-debug-command", "yes");
+        },
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let (ours, theirs) = p.ports();
+    let (mut s1, mut b1) = stream_reader(ours);
+    let (mut s2, mut b2) = stream_reader(theirs);
+    p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let script = "redis.call('rpush', KEYS[1], 'a') return redis.call('rpush', KEYS[2], 'a')";
+    let steps: &[(&[&str], &[&[&str]])] = &[
+        (&["m"], &[&["RPUSH", "m", "a"]]),
+        (&["k", "j"], &[&["MGET", "k", "j"]]),
+        (&["k"], &[&["GET", "k"]]),
+        (&["k", "j"], &[&["EVAL", script, "2", "k", "j"]]),
+        (&["k"], &[&["MULTI"], &["GET", "k"], &["RPUSH", "k", "a"], &["EXEC"]]),
+        (&["k"], &[&["DEL", "m", "j"], &["SCAN", "0"]]),
+        (&["k"], &[&["CONFIG", "SET", "lazyfree-lazy-expire", "yes"], &["INCR", "k"]]),
+    ];
+    for (keys, cmds) in steps {
+        let_expire(&mut p, keys);
+        for c in *cmds {
+            p.same(c);
+        }
+    }
+    // An evicted key goes as UNLINK under `lazyfree-lazy-eviction`.
+    p.script(&[
+        "FLUSHALL",
+        "SET big v",
+        "CONFIG SET lazyfree-lazy-eviction yes",
+        "CONFIG SET maxmemory-policy allkeys-lru",
+        "CONFIG SET maxmemory 1",
+        "SET a b",
+        "CONFIG SET maxmemory 0",
+        "SET __end__ 1",
+    ]);
+    // SET ... PX reaches the stream as PXAT of each server's own clock.
+    let read = |s: &mut std::net::TcpStream, b: &mut Vec<u8>| {
+        let mut out = Vec::new();
+        while out.last().map(String::as_str) != Some("SET __end__ 1") {
+            let c = stream_commands(s, b, 1).remove(0);
+            let words: Vec<&str> = c.split(' ').collect();
+            out.push(match words.as_slice() {
+                ["SET", k, v, "PXAT", _] => format!("SET {k} {v} PXAT <at>"),
+                _ => c,
+            });
+        }
+        out
+    };
+    let got = read(&mut s1, &mut b1);
+    assert!(got.iter().any(|c| c == "UNLINK k"), "{got:?}");
+    assert!(got.iter().any(|c| c == "UNLINK big"), "{got:?}");
+    assert_eq!(got, read(&mut s2, &mut b2));
+}
+
 /// A diskless transfer whose every replica went away kills its child
 /// (Redis's "Diskless rdb transfer, last replica dropped, killing fork
 /// child"): the RDB child is gone at once, not after the whole save.

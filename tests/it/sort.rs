@@ -100,3 +100,23 @@ fn sort_by_constant_inside_a_script_matches_redis() {
         p.same(&["EVAL", &script, "0"]);
     }
 }
+
+/// Weights and elements are read as Redis's sortCommand reads them, by C
+/// strtod over the whole C string: "" is 0, leading spaces and hex count,
+/// trailing text, NaN and out-of-range values refuse the sort. (Redis
+/// checks errno without clearing it first, so after an out-of-range weight
+/// it may refuse sorts that follow; those come last here.)
+#[test]
+fn sort_reads_weights_with_strtod() {
+    let mut p = Pair::new();
+    p.same(&["RPUSH", "n", "", " 5", "0x10", "-1", "3"]);
+    p.same(&["SORT", "n"]);
+    p.same(&["SORT", "n", "DESC"]);
+    p.same(&["RPUSH", "l", "a", "b", "c", "d", "e"]);
+    p.same(&["MSET", "w_a", "", "w_b", " 5", "w_c", "0x10", "w_d", "-1", "w_e", "2"]);
+    p.same(&["SORT", "l", "BY", "w_*"]);
+    for weight in [&b"inf"[..], b"-2.5e1", b"2 ", b"nan", b"7\0x", b"1e400"] {
+        p.same_bytes(&[b"SET", b"w_e", weight]);
+        p.same(&["SORT", "l", "BY", "w_*"]);
+    }
+}

@@ -561,3 +561,32 @@ fn zset_resp3() {
         "ZMPOP 1 m MIN",
     ]);
 }
+
+/// Score bounds are read as Redis's zslParseRange reads them, by C strtod
+/// over the whole C string: "" is 0 and "(" an exclusive 0, leading spaces
+/// and hex count, overflow is infinity; NaN and trailing text are refused.
+#[test]
+fn score_bounds_are_read_with_strtod() {
+    let mut p = Pair::new();
+    p.same(&["ZADD", "z", "-1", "n", "0", "a", "1", "b", "16", "h"]);
+    for (min, max) in [
+        ("", ""),
+        ("(", "1"),
+        ("(", "("),
+        (" 1", "+inf"),
+        ("0x1", "0x10"),
+        ("-1e400", "1e400"),
+        (" ", "1"),
+        ("1 ", "2"),
+        ("nan", "1"),
+        ("(nan", "1"),
+    ] {
+        p.same(&["ZRANGEBYSCORE", "z", min, max]);
+        p.same(&["ZREVRANGEBYSCORE", "z", max, min]);
+        p.same(&["ZRANGE", "z", min, max, "BYSCORE"]);
+        p.same(&["ZCOUNT", "z", min, max]);
+    }
+    p.same_bytes(&[b"ZCOUNT", b"z", b"0\0junk", b"1"]);
+    p.same(&["ZREMRANGEBYSCORE", "z", "", "("]);
+    p.same(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]);
+}

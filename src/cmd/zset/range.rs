@@ -40,17 +40,18 @@ impl ScoreRange {
     }
 }
 
-/// Redis's zslParseRange.
+/// Redis's zslParseRange: each bound read by C strtod, so an empty bound
+/// is 0 and `(` alone an exclusive 0, as in Redis.
 fn parse_score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange, Error> {
     let bad = || Error::err("min or max is not a float");
     let one = |a: &[u8]| -> Result<(f64, bool), Error> {
-        match a.strip_prefix(b"(") {
-            Some(rest) => crate::util::num::parse_f64(rest)
-                .map(|v| (v, true))
-                .ok_or_else(bad),
-            None => crate::util::num::parse_f64(a)
-                .map(|v| (v, false))
-                .ok_or_else(bad),
+        let (text, exclusive) = match a.strip_prefix(b"(") {
+            Some(rest) => (rest, true),
+            None => (a, false),
+        };
+        match crate::util::num::strtod_whole(text) {
+            Some((v, _)) if !v.is_nan() => Ok((v, exclusive)),
+            _ => Err(bad()),
         }
     };
     let (min, minex) = one(min)?;

@@ -384,7 +384,7 @@ pub fn del_keys_in_slot(server: &mut ServerState, store: &mut Store, slot: u16) 
     for k in &keys {
         if store.delete(0, k) {
             store.signal_modified(0, k);
-            server.feed_del(0, k);
+            server.feed_del(0, k, false);
             crate::server::pubsub::notify(server, None, &mut Vec::new(), b'g', "del", 0, k);
         }
     }
