@@ -23,7 +23,8 @@ usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
   --script   wraps each command in EVAL "return redis.call/pcall(...)" 0
   --effects  also compares each command's side effects: the keyspace
              notifications a PSUBSCRIBE __key*__:* client receives
-             (notify-keyspace-events FLAGS, KEA by default) and the
+             (notify-keyspace-events FLAGS, KEA by default), in order with
+             the invalidations of CLIENT TRACKING ON BCAST, and the
              commands a replica receives on its replication stream
 """
 import argparse
@@ -123,13 +124,17 @@ class Conn:
 
 class Effects:
     """A server's side effects: a subscriber to every keyspace notification
-    and a raw replica's replication stream. After each command the fuzzer
+    that also tracks every key, and a raw replica's replication stream. After each command the fuzzer
     PUBLISHes a marker on `fuzz-sync`; both channels are read up to it
     (PUBLISH is propagated to replicas too), so each command's effects
     are compared on their own."""
 
     def __init__(self, port):
+        # RESP3, so the same connection also tracks every key (BCAST): its
+        # invalidations come in order with the notifications.
         self.sub = Conn(port)
+        self.sub.call(["hello", "3"])
+        self.sub.call(["client", "tracking", "on", "bcast"])
         self.sub.call(["psubscribe", "__key*__:*"])
         self.sub.call(["subscribe", "fuzz-sync"])
         self.repl = Conn(port)
@@ -152,7 +157,7 @@ class Effects:
                 if msg[2] == marker:
                     break
                 continue
-            notes.append(" ".join(msg[2:]))
+            notes.append(" ".join(map(str, msg[2:] if msg[0] == "pmessage" else msg)))
         while True:
             cmd = [x.lower() if i == 0 else x for i, x in enumerate(plain(self.repl.read()))]
             if cmd == ["publish", "fuzz-sync", marker]:
