@@ -24,8 +24,9 @@ usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
   --effects  also compares each command's side effects: the keyspace
              notifications a PSUBSCRIBE __key*__:* client receives
              (notify-keyspace-events FLAGS, KEA by default), in order with
-             the invalidations of CLIENT TRACKING ON BCAST, and the
-             commands a replica receives on its replication stream
+             the invalidations of CLIENT TRACKING ON BCAST, the
+             commands a replica receives on its replication stream, and
+             how much INFO's rdb_changes_since_last_save grew
 """
 import argparse
 import os
@@ -168,12 +169,21 @@ class Effects:
         return notes, cmds
 
 
+def changes_since_save(conn):
+    info = conn.call(["info", "persistence"])
+    text = info.decode(errors="replace") if isinstance(info, bytes) else ""
+    for line in text.split("\r\n"):
+        if line.startswith("rdb_changes_since_last_save:"):
+            return int(line.split(":")[1])
+    return -1
+
+
 def same_effects(a, b):
     """Effects equal but for absolute times (PEXPIREAT, SET PXAT), which
     each server takes from its own clock: those may differ by a second."""
     if a == b:
         return True
-    if a is None or b is None or len(a[0]) != len(b[0]) or a[0] != b[0] or len(a[1]) != len(b[1]):
+    if a is None or b is None or a[0] != b[0] or a[2:] != b[2:] or len(a[1]) != len(b[1]):
         return False
     for x, y in zip(a[1], b[1]):
         xs, ys = x.split(" "), y.split(" ")
@@ -316,9 +326,16 @@ def main():
             # Queued inside MULTI: the marker (and the effects) come with EXEC.
             return None, None
         try:
-            return ours_fx.upto(marker), theirs_fx.upto(marker)
+            got = ours_fx.upto(marker), theirs_fx.upto(marker)
         except (OSError, EOFError) as err:
             sys.exit(f"lost the side effects after {history[-3:]}: {err!r}")
+        # The changes counted towards the next save (Redis's server.dirty).
+        dirty = [changes_since_save(c) for c in (ours, theirs)]
+        delta = [now - before for now, before in zip(dirty, last_dirty)]
+        last_dirty[:] = dirty
+        return (*got[0], delta[0]), (*got[1], delta[1])
+
+    last_dirty = [0, 0]
 
     def reset():
         if opts.resp3:
@@ -341,7 +358,7 @@ def main():
         history.append(" ".join(args))
         fa, fb = (None, None) if "EOF" in (a, b) else effects(i)
         if name in unordered and fa is not None:
-            fa, fb = tuple(map(sorted, fa)), tuple(map(sorted, fb))
+            fa, fb = (sorted(fa[0]), sorted(fa[1]), fa[2]), (sorted(fb[0]), sorted(fb[1]), fb[2])
         if canonical(name, a) != canonical(name, b) or not same_effects(fa, fb):
             differences += 1
             print(f"DIFF #{i}: {args!r}")

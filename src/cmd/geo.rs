@@ -491,6 +491,7 @@ fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how:
             "georadiusstore"
         };
         super::pubsub::notify(ctx, b'z', event, dst);
+        ctx.count_changes(n as u64);
     }
     ctx.reply.int(n as i64);
 }

@@ -52,6 +52,8 @@ fn set_pairs(ctx: &mut Ctx<'_>, argv: &Argv<'_>, name: &str) -> Result<i64, Erro
         i += 2;
     }
     finish_write(ctx.store, db, key, true);
+    // Every pair counts, new or not (Redis's hsetCommand).
+    ctx.count_changes((argv.len() as u64 - 2) / 2);
     Ok(added)
 }
 
@@ -80,6 +82,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if added {
         super::pubsub::notify(ctx, b'h', "hset", key);
     }
+    ctx.count_changes(u64::from(added));
     ctx.reply.int(i64::from(added));
     Ok(())
 }
@@ -157,6 +160,7 @@ fn hdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if deleted > 0 {
         super::pubsub::notify_removed(ctx, b'h', "hdel", key);
     }
+    ctx.count_changes(deleted as u64);
     ctx.reply.int(deleted);
     Ok(())
 }
@@ -207,6 +211,7 @@ fn hincrby(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     finish_write(ctx.store, db, key, true);
     super::pubsub::notify(ctx, b'h', "hincrby", key);
+    ctx.count_changes(1);
     ctx.reply.int(value);
     Ok(())
 }
@@ -243,6 +248,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     finish_write(ctx.store, db, key, true);
     super::pubsub::notify(ctx, b'h', "hincrbyfloat", key);
+    ctx.count_changes(1);
     // Replicas and the AOF get the result, not the increment, so float
     // formatting can never make them differ (Redis's hincrbyfloatCommand).
     ctx.propagate_as(&[b"HSET", key, field, &value]);

@@ -93,6 +93,8 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         super::pubsub::notify(ctx, b'$', "pfadd", key);
     }
+    // Each register changed counts, and the creation (pfaddCommand).
+    ctx.count_changes(updated as u64);
     ctx.reply.int(i64::from(updated > 0));
     Ok(())
 }
@@ -162,6 +164,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     hll::invalidate_cache(v);
     ctx.store.signal_modified(db, dest);
     super::pubsub::notify(ctx, b'$', "pfadd", dest);
+    ctx.count_changes(1);
     ctx.reply.ok();
     Ok(())
 }

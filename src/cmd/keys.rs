@@ -130,6 +130,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, nx: bool) -> CmdResult {
     put(ctx, db, dst, entry.into_value(), expire_at, lru);
     super::pubsub::notify(ctx, b'g', "rename_from", src);
     super::pubsub::notify(ctx, b'g', "rename_to", dst);
+    ctx.count_changes(1);
     if nx {
         ctx.reply.int(1);
     } else {
@@ -199,6 +200,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     put(ctx, dst_db, newkey, value, expire_at, lru);
     super::pubsub::notify_db(ctx, b'g', "copy_to", dst_db, newkey);
+    ctx.count_changes(1);
     ctx.reply.int(1);
     Ok(())
 }
@@ -226,6 +228,7 @@ fn move_cmd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     put(ctx, dst_db, key, entry.into_value(), expire_at, lru);
     super::pubsub::notify_db(ctx, b'g', "move_from", src_db, key);
     super::pubsub::notify_db(ctx, b'g', "move_to", dst_db, key);
+    ctx.count_changes(1);
     ctx.reply.int(1);
     Ok(())
 }

@@ -116,6 +116,7 @@ fn push(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End, only_existing: bool) -> Cmd
     if len > 0 {
         let event = if end == End::Left { "lpush" } else { "rpush" };
         super::pubsub::notify(ctx, b'l', event, key);
+        ctx.count_changes(argv.len() as u64 - 2);
     }
     ctx.reply.int(len as i64);
     Ok(())
@@ -170,7 +171,11 @@ fn pop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
             ctx.reply.array(0);
             return Ok(());
         }
-        Some(n) => pop_range_reply(l, end, n, &mut ctx.reply),
+        Some(n) => {
+            let popped = n.min(l.len());
+            pop_range_reply(l, end, n, &mut ctx.reply);
+            ctx.count_changes(popped as u64);
+        }
     }
     after_removal(ctx.store, db, key);
     let event = if end == End::Left { "lpop" } else { "rpop" };
@@ -309,6 +314,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if removed > 0 {
         after_removal(ctx.store, db, key);
         super::pubsub::notify_removed(ctx, b'l', "lrem", key);
+        ctx.count_changes(removed as u64);
     }
     ctx.reply.int(removed as i64);
     Ok(())
@@ -334,7 +340,13 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         l.retain_range(start as usize, end.min(len - 1) as usize);
     }
-    after_removal(ctx.store, db, key);
+    let removed = len - l.len() as i64;
+    if removed == 0 {
+        ctx.store.signal_uncounted(db, key);
+    } else {
+        after_removal(ctx.store, db, key);
+        ctx.count_changes(removed as u64);
+    }
     super::pubsub::notify_removed(ctx, b'l', "ltrim", key);
     ctx.reply.ok();
     Ok(())
@@ -473,6 +485,7 @@ pub(super) fn lmove_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, from: End, to: En
     }
     move_element(ctx.store, db, src, dst, from, to, &mut ctx.reply)?;
     super::list_blocking::notify_move(ctx, src, dst, from, to);
+    ctx.count_changes(1);
     Ok(())
 }
 
@@ -543,6 +556,7 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
                 let pop: &[u8] = if a.end == End::Left { b"LPOP" } else { b"RPOP" };
                 propagate_counted(ctx, pop, key, n);
                 after_removal(ctx.store, db, key);
+                ctx.count_changes(n as u64);
                 super::pubsub::notify_removed(
                     ctx,
                     b'l',

@@ -54,6 +54,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if added > 0 {
         super::pubsub::notify(ctx, b's', "sadd", key);
     }
+    ctx.count_changes(added as u64);
     ctx.reply.int(added);
     Ok(())
 }
@@ -74,6 +75,7 @@ fn srem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if removed > 0 {
         super::pubsub::notify_removed(ctx, b's', "srem", key);
     }
+    ctx.count_changes(removed as u64);
     ctx.reply.int(removed);
     Ok(())
 }
@@ -164,10 +166,12 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         Some(n) if n >= s.len() => {
             // Everything, in the set's own order; the key goes.
-            ctx.reply.set(s.len());
+            let size = s.len();
+            ctx.reply.set(size);
             for m in s.iter() {
                 bulk_member(&mut ctx.reply, m);
             }
+            ctx.count_changes(size as u64);
             ctx.store.delete(db, key);
             ctx.propagate_as(&[b"DEL", key]);
             super::pubsub::notify_removed(ctx, b's', "spop", key);
@@ -190,6 +194,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 }
             }
             ctx.prevent_propagation();
+            ctx.count_changes(picked.len() as u64);
         }
     }
     finish_write(ctx.store, db, key, true);
@@ -274,6 +279,8 @@ fn smove(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if added {
         super::pubsub::notify(ctx, b's', "sadd", dst);
     }
+    // The removal, and the addition when there was one (smoveCommand).
+    ctx.count_changes(1 + u64::from(added));
     ctx.reply.int(1);
     Ok(())
 }

@@ -403,6 +403,7 @@ fn xadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if trimmed > 0 {
         notify(ctx, b't', "xtrim", key);
     }
+    ctx.count_changes(1);
     Ok(())
 }
 
@@ -462,6 +463,7 @@ fn xtrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         notify(ctx, b't', "xtrim", key);
         ctx.store.signal_modified(db, key);
     }
+    ctx.count_changes(deleted as u64);
     ctx.reply.int(deleted as i64);
     Ok(())
 }
@@ -486,6 +488,7 @@ fn xdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.store.signal_modified(db, key);
         notify(ctx, b't', "xdel", key);
     }
+    ctx.count_changes(deleted as u64);
     ctx.reply.int(deleted as i64);
     Ok(())
 }

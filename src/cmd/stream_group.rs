@@ -133,7 +133,8 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
         s.groups
             .insert(group.to_vec(), Group::new(id, entries_read));
-        ctx.store.stats.dirty += 1;
+        // One change, the stream MKSTREAM created included.
+        ctx.count_changes(1);
         ctx.reply.ok();
         notify(ctx, b't', "xgroup-create", key);
     } else if setid && (n == 5 || n == 7) {

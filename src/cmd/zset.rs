@@ -222,6 +222,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, incr: bool) -> CmdResult {
     if nan {
         return Err(Error::err("resulting score is not a number (NaN)"));
     }
+    ctx.count_changes((added + updated) as u64);
     if added + updated > 0 {
         let event = if f.incr { "zincr" } else { "zadd" };
         super::pubsub::notify(ctx, b'z', event, key);
@@ -253,6 +254,7 @@ fn zrem(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if removed > 0 {
         super::pubsub::notify_removed(ctx, b'z', "zrem", key);
     }
+    ctx.count_changes(removed as u64);
     ctx.reply.int(removed);
     Ok(())
 }

@@ -128,6 +128,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             notify_pop(ctx, key, max);
             reply_many(&mut ctx.reply, key, &popped);
             super::list::propagate_counted(ctx, pop_name(max), key, popped.len());
+            ctx.count_changes(popped.len() as u64);
             return Ok(());
         }
     }

@@ -1096,6 +1096,9 @@ fn invoke(
         handler(&mut ctx, argv)
     };
     server.propagation.depth -= 1;
+    if let Some(n) = store.stats.counted.take() {
+        store.stats.dirty = dirty + n;
+    }
     if !store.key_events.is_empty() {
         publish_key_events(server, store, client, out, reply_at);
     }

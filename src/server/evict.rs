@@ -278,7 +278,7 @@ impl ServerState {
             // they take is not held against the deletion: counted, the
             // invalidations of tracked keys made each eviction call for
             // more (Redis's loop likewise counts the deletion alone).
-            store.signal_modified(db, &key);
+            store.signal_uncounted(db, &key);
             super::pubsub::notify(self, None, &mut sink, b'e', "evicted", db, &key);
             if self.stream_on() {
                 self.feed_del(db, &key, lazy);

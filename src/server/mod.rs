@@ -740,6 +740,15 @@ impl Ctx<'_> {
         }
     }
 
+    /// The running command counts `n` changes towards the next save and
+    /// INFO's rdb_changes_since_last_save (Redis's `server.dirty += n`),
+    /// instead of one per key write it signalled. With 0 it is not
+    /// propagated either, as in Redis.
+    #[inline]
+    pub fn count_changes(&mut self, n: u64) {
+        self.store.stats.counted = Some(n);
+    }
+
     /// `args` reaches the AOF, in the client's database, before the
     /// running command (Redis's `alsoPropagate`).
     pub fn also_propagate(&mut self, args: &[&[u8]]) {

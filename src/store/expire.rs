@@ -119,7 +119,7 @@ impl Store {
                     if self.log_expired {
                         self.expired_log.push((db, e.key().to_vec()));
                     }
-                    self.signal_modified(db, e.key());
+                    self.signal_uncounted(db, e.key());
                 }
                 if next == 0 || self.dbs[db].volatile == 0 {
                     break;

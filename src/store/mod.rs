@@ -82,6 +82,11 @@ pub struct KeyStats {
     pub keyspace_misses: u64,
     /// Writes since the last save (rdb_changes_since_last_save).
     pub dirty: u64,
+    /// The running command's own count of its changes (Redis's
+    /// `server.dirty += n`: elements pushed, fields set, members added),
+    /// which replaces the one change per key write signalled; the command
+    /// path applies it when the handler returns.
+    pub counted: Option<u64>,
     /// Time spent in active expiry, in microseconds.
     pub expire_cycle_cpu_us: u64,
     /// Keys removed to keep memory under maxmemory.
@@ -441,7 +446,7 @@ impl Store {
             if self.log_expired {
                 self.expired_log.push((db, key.to_vec()));
             }
-            self.signal_modified(db, key);
+            self.signal_uncounted(db, key);
             lazyfree::free_entry(
                 e,
                 lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed),
@@ -611,7 +616,7 @@ impl Store {
             if self.log_expired {
                 self.expired_log.push((db, key.to_vec()));
             }
-            self.signal_modified(db, key);
+            self.signal_uncounted(db, key);
             return None;
         }
         self.signal_modified(db, key);
@@ -637,6 +642,15 @@ impl Store {
     #[inline]
     pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
         self.note_write(db, key, None);
+    }
+
+    /// As [`Store::signal_modified`] without counting a change towards
+    /// the next save (Redis's `server.dirty`): for keys expired or evicted,
+    /// and an LTRIM that kept every element. Watchers, waiters and trackers
+    /// are told; a command that did nothing else is not propagated.
+    pub fn signal_uncounted(&mut self, db: usize, key: &[u8]) {
+        self.note_write(db, key, None);
+        self.stats.dirty -= 1;
     }
 
     /// Wakes the clients blocked on `key` to look at it again without

@@ -420,3 +420,31 @@ fn million_small_elements_cost_no_more_than_redis() {
         "ferrokv {ours_growth} bytes vs redis {redis_growth} bytes"
     );
 }
+
+/// LTRIM that keeps every element still tells watchers and trackers, but
+/// changes nothing: it is not propagated and does not count towards the
+/// next save (Redis adds only the removed count to its dirty counter).
+#[test]
+fn ltrim_keeping_everything_changes_nothing() {
+    let mut p = Pair::new();
+    let (mut ours2, mut theirs2) = p.connect_again();
+    p.same(&["RPUSH", "l", "a", "b", "c"]);
+    p.same(&["WATCH", "l"]);
+    for c in [&mut ours2, &mut theirs2] {
+        assert_eq!(c.cmd_str(&["LTRIM", "l", "0", "-1"]), b"+OK\r\n");
+    }
+    p.same(&["MULTI"]);
+    p.same(&["PING"]);
+    p.same(&["EXEC"]);
+    let changes = |r: &mut Raw| {
+        let info = String::from_utf8(r.cmd_str(&["INFO", "persistence"])).expect("text");
+        info.lines()
+            .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+            .map(str::to_string)
+    };
+    assert_eq!(changes(&mut p.ours), Some("3".to_string()));
+    assert_eq!(changes(&mut p.ours), changes(&mut p.theirs));
+    p.same(&["LTRIM", "l", "1", "9223372036854775807"]);
+    assert_eq!(changes(&mut p.ours), Some("4".to_string()));
+    assert_eq!(changes(&mut p.ours), changes(&mut p.theirs));
+}

@@ -448,18 +448,6 @@ fn latency_replies_match_redis() {
     }
 }
 
-/// A pair of servers with DEBUG enabled.
-fn debug_pair() -> Pair {
-    Pair::new_with(
-        |c| {
-            let (param, _) =
-                ferrokv::config::params::lookup(b"enable-debug-command").expect("a parameter");
-            c.set_value(param, b"yes").expect("a valid value");
-        },
-        &["--enable-debug-command", "yes"],
-    )
-}
-
 #[test]
 fn debug_digest_equals_redis_for_the_same_data() {
     let mut p = debug_pair();

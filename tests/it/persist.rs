@@ -988,3 +988,71 @@ fn a_rewriting_child_reports_progress_and_copy_on_write_as_redis() {
         "aof_last_cow_size",
     );
 }
+
+/// What each write counts towards the next save (INFO's
+/// rdb_changes_since_last_save, the `save` rules' change counts): Redis's
+/// `server.dirty += n`, which counts elements pushed, popped or removed,
+/// fields set and members added, not keys; a key's creation counts nothing
+/// more; expired and evicted keys count nothing, so a write that only ran
+/// into an expired key is not propagated either. Every step's growth
+/// compared with redis-server's.
+#[test]
+fn changes_are_counted_as_redis() {
+    let mut p = debug_pair();
+    p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let script = "redis.call('set', 'a', '1') redis.call('rpush', 'l', '1', '2', '3') return 1";
+    let steps = [
+        "SET k v|SET k v NX|SETNX k2 v|SETEX k3 100 v|GETSET k x|GETDEL k2|MSET a 1 b 2 c 3",
+        "MSETNX d 1 e 2|APPEND na yy|SETRANGE nr 1 zz|INCR n|INCRBYFLOAT n 1.5|SETBIT bits 7 1",
+        "SETBIT bits 7 1|BITFIELD bf SET u8 0 1 SET u8 8 2|DEL a b zz|EXPIRE k 100|PERSIST k",
+        "RENAME k k5|RENAMENX k5 k6|RENAME k6 k6|COPY k6 k7|COPY k6 k7 REPLACE|MOVE k7 1",
+        "LPUSH l a b c|RPUSH l d e|LPUSHX l f|RPUSHX nol f|LINSERT l BEFORE a x|LSET l 0 y",
+        "RPUSH l a a|LREM l 0 a|LTRIM l 0 -1|LTRIM l 2 -1|LPOP l|LPOP l 2|RPOP l 1",
+        "RPUSH l p q r s|RPOPLPUSH l l2|LMOVE l l2 LEFT RIGHT|LMPOP 1 l LEFT COUNT 2",
+        "BLPOP l2 0|BLMOVE l2 l3 LEFT LEFT 0|BLMPOP 0 1 l3 LEFT COUNT 5",
+        "SADD s a b c d|SADD s a|SREM s a b x|SADD s m n o p|SMOVE s s2 m",
+        "SMOVE s s2 zz|SUNIONSTORE s3 s2 nos|SDIFFSTORE s3 nos",
+        "HSET h a 1 b 2 c 3|HSET h a 1|HMSET h d 4 e 5|HSETNX h f 6|HSETNX h f 6|HDEL h a b zz",
+        "HINCRBY h c 2|HINCRBY nh c 2|HINCRBYFLOAT h d 1.5",
+        "ZADD z 1 a 2 b 3 c|ZADD z 1 a|ZADD z GT CH 5 a|ZADD z INCR 1 a|ZINCRBY z 2 b|ZREM z a x",
+        "ZADD z 1 a 2 b 3 c 4 d|ZREMRANGEBYRANK z 0 0|ZREMRANGEBYSCORE z 1 2|ZPOPMIN z 2",
+        "ZADD z 1 a 2 b 3 c|ZMPOP 1 z MIN COUNT 2|BZPOPMIN z 0|ZADD z 0 a 0 b|BZMPOP 0 1 z MAX COUNT 5",
+        "ZADD z 0 w 0 x 0 y 3 c|ZREMRANGEBYLEX z [w [x|ZADD z2 0 a 0 b 0 c|ZREMRANGEBYLEX z2 [a [b",
+        "XADD x 1-1 f v|XADD x 2-1 f v|XADD x 3-1 f v|XTRIM x MAXLEN 1|XDEL x 3-1 9-9",
+        "XGROUP CREATE x2 g $ MKSTREAM|XADD x2 1-1 f v|XREADGROUP GROUP g c STREAMS x2 >",
+        "PFADD hl a b c|PFADD hl a|PFADD hl2 x|PFMERGE hl3 hl hl2|PFADD hl4",
+        "GEOADD g 13.36 38.11 p 15.08 37.50 q|GEOSEARCHSTORE g3 g FROMLONLAT 15 37 BYRADIUS 200 km",
+        "GEORADIUS g 15 37 200 km STORE g2|SORT g2 ALPHA STORE l4|FLUSHDB",
+    ];
+    let check = |p: &mut Pair, label: &str| {
+        let changes = |r: &mut Raw| {
+            let info = String::from_utf8(r.cmd_str(&["INFO", "persistence"])).expect("text");
+            info.lines()
+                .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+                .map(str::to_string)
+        };
+        let (ours, theirs) = (changes(&mut p.ours), changes(&mut p.theirs));
+        assert!(ours.is_some());
+        assert_eq!(ours, theirs, "changes counted after {label}");
+    };
+    for line in steps {
+        for cmd in line.split('|') {
+            p.same(&cmd.split(' ').collect::<Vec<_>>());
+            check(&mut p, cmd);
+        }
+    }
+    p.same(&["EVAL", script, "0"]);
+    check(&mut p, "EVAL");
+    // Random picks: the counts match, the members need not.
+    p.same(&["SADD", "r", "1", "2", "3", "4", "5"]);
+    for cmd in [&["SPOP", "r"][..], &["SPOP", "r", "2"], &["SPOP", "s", "9"]] {
+        p.both(cmd);
+        check(&mut p, "SPOP");
+    }
+    // Expired keys count nothing; an LPOP that found only an expired key
+    // changed nothing.
+    let_expire(&mut p, &["e", "f"]);
+    p.same(&["GET", "e"]);
+    p.same(&["LPOP", "f"]);
+    check(&mut p, "expired keys");
+}

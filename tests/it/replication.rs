@@ -1222,29 +1222,6 @@ fn commands_are_propagated_in_redis_form() {
     );
 }
 
-/// The server's clock in milliseconds (TIME).
-fn server_ms(r: &mut Raw) -> u64 {
-    let reply = String::from_utf8(r.cmd_str(&["TIME"])).expect("TIME is text");
-    let nums: Vec<u64> = reply
-        .split("\r\n")
-        .filter_map(|l| l.parse().ok())
-        .collect();
-    nums[0] * 1000 + nums[1] / 1000
-}
-
-/// Gives `keys` a TTL of 20 ms on both servers and waits, on each
-/// server's own clock, until it has passed (active expiry is off, so the
-/// keys stay until a command runs into them).
-fn let_expire(p: &mut Pair, keys: &[&str]) {
-    for k in keys {
-        p.same(&["SET", k, "v", "PX", "20"]);
-    }
-    for r in [&mut p.ours, &mut p.theirs] {
-        let at = server_ms(r) + 21;
-        assert!(wait_until(Duration::from_secs(5), || server_ms(r) > at));
-    }
-}
-
 /// Keys a command finds expired go out as DEL ahead of it, in its unit:
 /// with the command's own effects they are wrapped in MULTI/EXEC, inside
 /// EXEC and scripts too (Redis 7.0's propagateDeletion through

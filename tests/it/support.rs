@@ -745,3 +745,38 @@ pub fn on_both_processes(case: impl Fn(u16, &str)) {
     let redis = spawn_redis_with(&args);
     case(redis.port, "redis-server");
 }
+
+/// The server's clock in milliseconds (TIME).
+pub fn server_ms(r: &mut Raw) -> u64 {
+    let reply = String::from_utf8(r.cmd_str(&["TIME"])).expect("TIME is text");
+    let nums: Vec<u64> = reply
+        .split("\r\n")
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    nums[0] * 1000 + nums[1] / 1000
+}
+
+/// Gives `keys` a TTL of 20 ms on both servers and waits, on each
+/// server's own clock, until it has passed (with active expiry off, the
+/// keys stay until a command runs into them).
+pub fn let_expire(p: &mut Pair, keys: &[&str]) {
+    for k in keys {
+        p.same(&["SET", k, "v", "PX", "20"]);
+    }
+    for r in [&mut p.ours, &mut p.theirs] {
+        let at = server_ms(r) + 21;
+        assert!(wait_until(Duration::from_secs(5), || server_ms(r) > at));
+    }
+}
+
+/// Both servers with DEBUG enabled.
+pub fn debug_pair() -> Pair {
+    Pair::new_with(
+        |c| {
+            let (param, _) =
+                ferrokv::config::params::lookup(b"enable-debug-command").expect("a parameter");
+            c.set_value(param, b"yes").expect("a valid value");
+        },
+        &["--enable-debug-command", "yes"],
+    )
+}

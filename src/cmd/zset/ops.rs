@@ -53,6 +53,7 @@ fn zpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
         let event = if max { "zpopmax" } else { "zpopmin" };
         super::super::pubsub::notify_removed(ctx, b'z', event, key);
     }
+    ctx.count_changes(popped.len() as u64);
     ctx.reply.array(if pairs { n } else { n * 2 });
     for (m, s) in &popped {
         emit(&mut ctx.reply, m, *s, true, pairs);
@@ -514,6 +515,7 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             let pop = super::super::zset_blocking::pop_name(max);
             super::super::list::propagate_counted(ctx, pop, key, popped.len());
         }
+        ctx.count_changes(popped.len() as u64);
         ctx.reply.array(2);
         ctx.reply.bulk(key);
         ctx.reply.array(popped.len());

@@ -135,6 +135,15 @@ fn score_span(z: &ZSet, r: &ScoreRange) -> (usize, usize) {
 
 /// Ranks [start, end) of the entries in a lex range.
 fn lex_span(z: &ZSet, r: &LexRange<'_>) -> (usize, usize) {
+    // Redis first checks the range against the first and last members
+    // (zslIsInLexRange), which decides what a set whose scores differ, and
+    // so is out of lex order, answers.
+    let first = z.iter_from(0).next().map(|(m, _)| m);
+    let last = z.iter_rev_from(z.len().saturating_sub(1)).next().map(|(m, _)| m);
+    match (first, last) {
+        (Some(first), Some(last)) if r.gte_min(last) && r.lte_max(first) => {}
+        _ => return (0, 0),
+    }
     let start = z.count_prefix(|_, m| !r.gte_min(m));
     let end = z.count_prefix(|_, m| r.lte_max(m));
     (start, end.max(start))
@@ -428,6 +437,7 @@ fn zremrange(
     if removed > 0 {
         crate::cmd::pubsub::notify_removed(ctx, b'z', event, key);
     }
+    ctx.count_changes(removed as u64);
     ctx.reply.int(removed as i64);
     Ok(())
 }
