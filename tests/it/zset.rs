@@ -590,3 +590,21 @@ fn score_bounds_are_read_with_strtod() {
     p.same(&["ZREMRANGEBYSCORE", "z", "", "("]);
     p.same(&["ZRANGE", "z", "0", "-1", "WITHSCORES"]);
 }
+
+/// Lex ranges are first checked against the first and last members, as
+/// Redis's zslIsInLexRange does: on a set whose scores differ (so not in
+/// lex order) that check alone decides these replies.
+#[test]
+fn lex_ranges_outside_the_first_and_last_members() {
+    let mut p = Pair::new();
+    p.script(&[
+        "ZADD z 3 c 4 d 0 x 0 y 0 w",
+        "ZRANGEBYLEX z [w [x",
+        "ZREVRANGEBYLEX z [x [w",
+        "ZLEXCOUNT z [w [x",
+        "ZRANGE z [w [x BYLEX",
+        "ZRANGEBYLEX z - [a",
+        "ZREMRANGEBYLEX z [w [x",
+        "ZRANGE z 0 -1",
+    ]);
+}
