@@ -19,8 +19,9 @@ it all the same.
 
 usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
                                  [--resp3] [--script] [--effects [--notify FLAGS]]
-                                 [--only cmd,...]
+                                 [--only cmd,...] [--config NAME VALUE]...
   --script   wraps each command in EVAL "return redis.call/pcall(...)" 0
+  --config   a directive both servers start with (repeatable)
   --effects  also compares each command's side effects: the keyspace
              notifications a PSUBSCRIBE __key*__:* client receives
              (notify-keyspace-events FLAGS, KEA by default), in order with
@@ -287,10 +288,13 @@ def main():
     ap.add_argument("--script", action="store_true")
     ap.add_argument("--effects", action="store_true")
     ap.add_argument("--notify", default="KEA")
+    ap.add_argument("--config", nargs=2, action="append", default=[])
     ap.add_argument("--only", default="")
     opts = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fuzz-commands-")
     extra = ["--notify-keyspace-events", opts.notify] if opts.effects else []
+    for name, value in opts.config:
+        extra += [f"--{name}", value]
 
     def launch(binary, core):
         proc, port = start(binary, core, work, extra)

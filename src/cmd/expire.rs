@@ -100,8 +100,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, relative: bool, seconds: bo
         return Ok(());
     }
     if when <= ctx.store.now() as i64 {
-        ctx.store.delete_as_expiry(db, key);
-        ctx.propagate_as(&[b"DEL", key]);
+        let (_, lazy) = ctx.store.delete_as_expiry(db, key);
+        ctx.propagate_as(&[crate::store::lazyfree::deletion_verb(lazy), key]);
         super::pubsub::notify(ctx, b'g', "del", key);
     } else {
         ctx.store.set_expire(db, key, when as u64);

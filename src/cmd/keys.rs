@@ -30,8 +30,6 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
     ("object|help", object_help),
 ];
 
-/// DEL and UNLINK: values are freed on the executor thread either way, so
-/// the two only differ in name.
 /// DEL and UNLINK (delGenericCommand): UNLINK, and DEL with
 /// `lazyfree-lazy-user-del`, free large values in the background.
 fn del(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {

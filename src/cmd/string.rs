@@ -14,7 +14,7 @@ use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
 use crate::store::value::Value;
-use crate::store::{Incoming, Ttl};
+use crate::store::{lazyfree, Incoming, Ttl};
 use crate::util::num;
 
 /// The handlers this family registers.
@@ -325,10 +325,11 @@ fn getdel(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let key = argv.get(1);
     if reply_string_found(ctx, key)? {
         let db = ctx.db();
-        ctx.store.remove(db, key);
+        let (_, lazy) = ctx.store.delete_as_user(db, key);
         super::pubsub::notify(ctx, b'g', "del", key);
-        // Replicas and the AOF get a DEL (Redis rewrites the command).
-        ctx.propagate_as(&[b"DEL", key]);
+        // Replicas and the AOF get a DEL, or an UNLINK under
+        // `lazyfree-lazy-user-del` (Redis rewrites the command).
+        ctx.propagate_as(&[lazyfree::deletion_verb(lazy), key]);
     }
     Ok(())
 }
@@ -354,8 +355,8 @@ fn getex(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let absolute = matches!(opts.expire, Some((ExpireUnit::ExAt | ExpireUnit::PxAt, _)));
     match at {
         Some(at) if absolute && at <= now => {
-            ctx.store.delete_as_expiry(db, key);
-            ctx.propagate_as(&[b"DEL", key]);
+            let (_, lazy) = ctx.store.delete_as_expiry(db, key);
+            ctx.propagate_as(&[lazyfree::deletion_verb(lazy), key]);
             super::pubsub::notify(ctx, b'g', "del", key);
         }
         Some(at) => {

@@ -7,16 +7,6 @@
 pub use crate::net::request::encode;
 use crate::net::request::{encode_argv, Argv, OwnedArgv};
 
-/// The command a deletion propagates as: UNLINK when the key was freed in
-/// the background under a `lazyfree-lazy-*` directive, else DEL.
-pub fn deletion_verb(lazy: bool) -> &'static [u8] {
-    if lazy {
-        b"UNLINK"
-    } else {
-        b"DEL"
-    }
-}
-
 /// Encoded commands waiting to be written, and the database they leave
 /// selected.
 #[derive(Default)]
@@ -64,7 +54,7 @@ impl CommandLog {
     /// when it was freed `lazy` (Redis's propagateDeletion).
     pub fn feed_del(&mut self, db: usize, key: &[u8], lazy: bool) {
         self.select(db);
-        encode(&mut self.buf, &[deletion_verb(lazy), key]);
+        encode(&mut self.buf, &[crate::store::lazyfree::deletion_verb(lazy), key]);
     }
 
     fn select(&mut self, db: usize) {

@@ -84,7 +84,7 @@ impl Propagation {
     /// they go out wrapped in MULTI/EXEC together. Whatever `redis.set_repl`
     /// says, they reach the AOF and the replicas alike.
     pub fn pend_expired(&mut self, store: &mut crate::store::Store) {
-        let verb = crate::persist::cmdlog::deletion_verb(lazy_expire());
+        let verb = crate::store::lazyfree::deletion_verb(lazy_expire());
         for (db, key) in store.expired_log.drain(..) {
             self.pending.push((db, argv_of(&[verb, &key])));
         }
@@ -118,8 +118,8 @@ fn feed_except(
     }
 }
 
-/// Expired keys are freed in the background (`lazyfree-lazy-expire`), so
-/// they propagate as UNLINK.
+/// Whether expired keys are freed in the background
+/// (`lazyfree-lazy-expire`), and so propagate as UNLINK.
 fn lazy_expire() -> bool {
     crate::store::lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed)
 }

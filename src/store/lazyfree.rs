@@ -39,6 +39,17 @@ pub static LAZY_EVICTION: AtomicBool = AtomicBool::new(false);
 /// (RENAME's target, a STORE command's destination, SET over a value).
 pub static LAZY_SERVER_DEL: AtomicBool = AtomicBool::new(false);
 
+/// The command a deletion propagates as: UNLINK when the key was freed in
+/// the background under a `lazyfree-lazy-*` directive, else DEL (Redis's
+/// propagateDeletion, and GETDEL, GETEX and EXPIRE's rewrites).
+pub fn deletion_verb(lazy: bool) -> &'static [u8] {
+    if lazy {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    }
+}
+
 /// What the background thread frees: (the object, how many it counts).
 type Job = (Box<dyn Send>, u64);
 

@@ -584,9 +584,18 @@ impl Store {
     }
 
     /// Deletes `key` whose TTL a command set in the past (EXPIRE, GETEX):
-    /// freed as an expiry is, under `lazyfree-lazy-expire`.
-    pub fn delete_as_expiry(&mut self, db: usize, key: &[u8]) -> bool {
-        self.delete_lazily(db, key, &lazyfree::LAZY_EXPIRE)
+    /// freed as an expiry is, under `lazyfree-lazy-expire`. The command
+    /// propagates as [`lazyfree::deletion_verb`] of the returned flag.
+    pub fn delete_as_expiry(&mut self, db: usize, key: &[u8]) -> (bool, bool) {
+        let lazy = lazyfree::LAZY_EXPIRE.load(std::sync::atomic::Ordering::Relaxed);
+        (self.delete_lazily(db, key, &lazyfree::LAZY_EXPIRE), lazy)
+    }
+
+    /// Deletes `key` as a user's DEL does (GETDEL): freed in the
+    /// background under `lazyfree-lazy-user-del`; (deleted, lazy).
+    pub fn delete_as_user(&mut self, db: usize, key: &[u8]) -> (bool, bool) {
+        let lazy = lazyfree::LAZY_USER_DEL.load(std::sync::atomic::Ordering::Relaxed);
+        (self.delete_lazily(db, key, &lazyfree::LAZY_USER_DEL), lazy)
     }
 
     fn delete_lazily(

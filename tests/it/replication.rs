@@ -1226,8 +1226,9 @@ fn commands_are_propagated_in_redis_form() {
 /// with the command's own effects they are wrapped in MULTI/EXEC, inside
 /// EXEC and scripts too (Redis 7.0's propagateDeletion through
 /// alsoPropagate); a lone read sends a lone DEL, SCAN never wraps, and
-/// under `lazyfree-lazy-expire` the deletion is an UNLINK, as an evicted
-/// key's is under `lazyfree-lazy-eviction`. Both masters' streams, read as
+/// under `lazyfree-lazy-expire` the deletion is an UNLINK (EXPIRE and
+/// GETEX to a past time too), as an evicted key's is under
+/// `lazyfree-lazy-eviction` and GETDEL's under `lazyfree-lazy-user-del`. Both masters' streams, read as
 /// a replica reads them, compared.
 #[test]
 fn expired_keys_propagate_with_what_ran_into_them() {
@@ -1266,6 +1267,17 @@ fn expired_keys_propagate_with_what_ran_into_them() {
             p.same(c);
         }
     }
+    // EXPIRE and GETEX to a past time delete as an expiry does, GETDEL as
+    // DEL does: UNLINK under their lazyfree directives.
+    p.script(&[
+        "SET p v",
+        "EXPIRE p -1",
+        "SET q v",
+        "GETEX q PXAT 1",
+        "CONFIG SET lazyfree-lazy-user-del yes",
+        "SET r v",
+        "GETDEL r",
+    ]);
     // An evicted key goes as UNLINK under `lazyfree-lazy-eviction`.
     p.script(&[
         "FLUSHALL",
@@ -1292,7 +1304,9 @@ fn expired_keys_propagate_with_what_ran_into_them() {
     };
     let got = read(&mut s1, &mut b1);
     assert!(got.iter().any(|c| c == "UNLINK k"), "{got:?}");
-    assert!(got.iter().any(|c| c == "UNLINK big"), "{got:?}");
+    for unlinked in ["UNLINK big", "UNLINK p", "UNLINK q", "UNLINK r"] {
+        assert!(got.iter().any(|c| c == unlinked), "{unlinked}: {got:?}");
+    }
     assert_eq!(got, read(&mut s2, &mut b2));
 }
 
