@@ -481,7 +481,11 @@ impl Raw {
                 return self.buf.drain(..n).collect();
             }
             let mut chunk = [0u8; 65536];
-            let n = self.sock.read(&mut chunk).expect("read reply");
+            // A signal the in-process servers handle may interrupt the read.
+            let n = match self.sock.read(&mut chunk) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => r.expect("read reply"),
+            };
             assert!(
                 n > 0,
                 "connection closed with {:?} buffered",
