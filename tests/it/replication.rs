@@ -1180,27 +1180,36 @@ fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> 
     out
 }
 
-/// Commands reach replicas in the form redis-server propagates them:
-/// GETSET as SET, GETDEL as DEL, INCRBYFLOAT as SET KEEPTTL, HINCRBYFLOAT
-/// as HSET (Redis's rewriteClientCommandVector), and SPUBLISH as itself,
-/// read from each master's stream.
-#[test]
-fn commands_are_propagated_in_redis_form() {
-    let mut p = Pair::new_with(
+/// Both servers (DEBUG enabled, snapshots sent at once from disk), each
+/// with a raw replica's replication stream read from past the snapshot.
+type Stream = (std::net::TcpStream, Vec<u8>);
+fn streamed_pair() -> (Pair, Stream, Stream) {
+    let p = Pair::new_with(
         |c| {
             conf(c, "repl-diskless-sync", "no");
             conf(c, "repl-diskless-sync-delay", "0");
+            conf(c, "enable-debug-command", "yes");
         },
         &[
             "--repl-diskless-sync",
             "no",
             "--repl-diskless-sync-delay",
             "0",
+            "--enable-debug-command",
+            "yes",
         ],
     );
     let (ours, theirs) = p.ports();
-    let (mut s1, mut b1) = stream_reader(ours);
-    let (mut s2, mut b2) = stream_reader(theirs);
+    (p, stream_reader(ours), stream_reader(theirs))
+}
+
+/// Commands reach replicas in the form redis-server propagates them:
+/// GETSET as SET, GETDEL as DEL, INCRBYFLOAT as SET KEEPTTL, HINCRBYFLOAT
+/// as HSET (Redis's rewriteClientCommandVector), and SPUBLISH as itself,
+/// read from each master's stream.
+#[test]
+fn commands_are_propagated_in_redis_form() {
+    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_pair();
     let cmds: &[&[&str]] = &[
         &["SET", "test", "foo"],
         &["GETSET", "test", "bar"],
@@ -1228,28 +1237,11 @@ fn commands_are_propagated_in_redis_form() {
 /// alsoPropagate); a lone read sends a lone DEL, SCAN never wraps, and
 /// under `lazyfree-lazy-expire` the deletion is an UNLINK (EXPIRE and
 /// GETEX to a past time too), as an evicted key's is under
-/// `lazyfree-lazy-eviction` and GETDEL's under `lazyfree-lazy-user-del`. Both masters' streams, read as
-/// a replica reads them, compared.
+/// `lazyfree-lazy-eviction` and GETDEL's under `lazyfree-lazy-user-del`.
+/// Both masters' streams, read as a replica reads them, compared.
 #[test]
 fn expired_keys_propagate_with_what_ran_into_them() {
-    let mut p = Pair::new_with(
-        |c| {
-            conf(c, "repl-diskless-sync", "no");
-            conf(c, "repl-diskless-sync-delay", "0");
-            conf(c, "enable-debug-command", "yes");
-        },
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-            "--enable-debug-command",
-            "yes",
-        ],
-    );
-    let (ours, theirs) = p.ports();
-    let (mut s1, mut b1) = stream_reader(ours);
-    let (mut s2, mut b2) = stream_reader(theirs);
+    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_pair();
     p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
     let script = "redis.call('rpush', KEYS[1], 'a') return redis.call('rpush', KEYS[2], 'a')";
     let steps: &[(&[&str], &[&[&str]])] = &[
