@@ -22,14 +22,15 @@ pub fn int32(arg: &[u8]) -> Result<i32, Error> {
     i32::try_from(n).map_err(|_| Error::NotInt32)
 }
 
-/// Parses a database index (`ERR value is not an integer or out of range`
-/// when not a number).
+/// Parses a database index given as a C int (SELECT, MOVE, COPY DB), with
+/// Redis's distinct errors: not a number, outside the 32-bit range
+/// ([`int32`]), and no such database.
 pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Error> {
-    let n = int(arg)?;
-    if n < 0 || n as u64 >= databases as u64 {
-        return Err(Error::DbIndexOutOfRange);
-    }
-    Ok(n as usize)
+    let id = int32(arg)?;
+    usize::try_from(id)
+        .ok()
+        .filter(|&i| i < databases)
+        .ok_or(Error::DbIndexOutOfRange)
 }
 
 /// Case-insensitive comparison of an argument with an ASCII keyword.

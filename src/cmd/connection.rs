@@ -59,7 +59,7 @@ fn quit(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
-    if ctx.server.cluster.is_some() && args::int(argv.get(1))? != 0 {
+    if ctx.server.cluster.is_some() && args::int32(argv.get(1))? != 0 {
         return Err(Error::err("SELECT is not allowed in cluster mode"));
     }
     let db = args::db_index(argv.get(1), ctx.store.dbs.len())?;

@@ -145,14 +145,9 @@ fn renamenx(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     rename_generic(ctx, argv, true)
 }
 
-/// A target database given as a C int (COPY DB, MOVE), with Redis's two
-/// distinct errors for "not an int" and "no such database".
+/// A target database (COPY DB, MOVE).
 fn target_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Error> {
-    let id = args::int32(arg)?;
-    usize::try_from(id)
-        .ok()
-        .filter(|&i| i < ctx.store.dbs.len())
-        .ok_or(Error::DbIndexOutOfRange)
+    args::db_index(arg, ctx.store.dbs.len())
 }
 
 /// COPY source destination [DB index] [REPLACE] (Redis's copyCommand).

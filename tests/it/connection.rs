@@ -61,6 +61,10 @@ fn ping_echo_select_quit() {
         "SELECT -1",
         "SELECT x",
         "SELECT 99999999999999999999",
+        "SELECT 9223372036854775807",
+        "SELECT 2147483648",
+        "SELECT -2147483649",
+        "SELECT 1.5",
         "SELECT 0",
     ]);
     p.same(&["ECHO", ""]);
