@@ -50,7 +50,7 @@ hrandfield zrandmember pfselftest reset hello auth client|pause client|kill clie
 client|info client|reply client|unpause client|no-evict client|tracking client|caching
 client|getredir client|trackinginfo client|setname xinfo xpending acl|log acl|setuser
 acl|deluser acl|genpass acl|load acl|save config|rewrite config|set object|idletime
-object|freq readonly readwrite swapdb select function|dump script|kill function|kill
+object|freq readonly readwrite function|dump script|kill function|kill
 function|stats function|restore module lolwut asking function|list blpop brpop blmove
 brpoplpush bzpopmin bzpopmax blmpop bzmpop xread xreadgroup scan sscan hscan zscan""".split())
 
@@ -342,6 +342,7 @@ def main():
     last_dirty = [0, 0]
 
     def reset():
+        both(["select", "0"])
         if opts.resp3:
             both(["hello", "3"])
         for c in SETUP:

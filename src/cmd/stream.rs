@@ -11,6 +11,7 @@ use super::pubsub::notify;
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
+use crate::server::client::ClientKind;
 use crate::store::stream::{NodeLimits, Stream, StreamId, Trim};
 use crate::store::value::Value;
 use crate::store::Store;
@@ -305,7 +306,12 @@ fn parse_trim_args(ctx: &Ctx<'_>, argv: &Argv<'_>, xadd: bool) -> Result<TrimArg
             "syntax error, XTRIM must be called with a trimming strategy",
         ));
     }
-    if limit_given {
+    let must_obey = ctx.client.kind == ClientKind::Master || ctx.server.loading;
+    if must_obey {
+        // The master or the AOF already made the trim exact, but may keep
+        // the LIMIT it was given (as Redis propagates it): no limit.
+        a.limit = 0;
+    } else if limit_given {
         if !a.approx {
             return Err(Error::err(
                 "syntax error, LIMIT cannot be used without the special ~ option",
@@ -313,9 +319,12 @@ fn parse_trim_args(ctx: &Ctx<'_>, argv: &Argv<'_>, xadd: bool) -> Result<TrimArg
         }
         a.limit = limit as u64;
     } else if a.approx {
-        // At most 100 nodes' worth of work per call.
+        // At most 100 nodes' worth of work per call, within Redis's bounds.
         let per_node = node_limits(ctx).max_entries;
-        a.limit = 100u64.saturating_mul(per_node);
+        a.limit = match 100u64.saturating_mul(per_node) {
+            0 => 10_000,
+            n => n.min(1_000_000),
+        };
     }
     Ok(a)
 }
@@ -410,7 +419,8 @@ fn xadd(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 /// XADD/XTRIM as they reach the AOF (Redis's streamRewrite*): `id`, the
 /// ID XADD generated, in place of `*` or `<ms>-*`, and an approximate trim
 /// (`~`, which depends on the node layout) as the exact trim it amounted
-/// to, its LIMIT dropped.
+/// to, its LIMIT kept as Redis keeps it (a master's or the AOF's command
+/// ignores it).
 fn propagate_stream_write(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &TrimArgs, id: Option<StreamId>) {
     if !ctx.propagating() || (id.is_none() && !a.approx) {
         return;
@@ -437,9 +447,6 @@ fn propagate_stream_write(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &TrimArgs, id: O
         };
         args[a.threshold_at - 1] = b"=".to_vec();
         args[a.threshold_at] = exact;
-        if let Some(l) = (2..args.len().min(a.id_at)).find(|&i| is(&args[i], "limit")) {
-            args.drain(l..l + 2);
-        }
     }
     let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     ctx.propagate_as(&refs);
