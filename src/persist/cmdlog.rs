@@ -54,7 +54,10 @@ impl CommandLog {
     /// when it was freed `lazy` (Redis's propagateDeletion).
     pub fn feed_del(&mut self, db: usize, key: &[u8], lazy: bool) {
         self.select(db);
-        encode(&mut self.buf, &[crate::store::lazyfree::deletion_verb(lazy), key]);
+        encode(
+            &mut self.buf,
+            &[crate::store::lazyfree::deletion_verb(lazy), key],
+        );
     }
 
     fn select(&mut self, db: usize) {

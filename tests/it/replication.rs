@@ -306,7 +306,9 @@ fn ferrokv_replicates_from_redis() {
     let (_replica, mut r) = ferrokv_replica_of(redis.port);
     // An approximate trim reaches the replica as the exact trim with its
     // LIMIT kept, which a master's command may carry.
-    m.cmd_str(&["XADD", "s", "MAXLEN", "~", "1", "LIMIT", "10", "1-1", "f", "v"]);
+    m.cmd_str(&[
+        "XADD", "s", "MAXLEN", "~", "1", "LIMIT", "10", "1-1", "f", "v",
+    ]);
     write_load(&mut m, 1500);
     wait_replicas(&mut m, 1);
     assert!(wait_until(Duration::from_secs(10), || {
@@ -1225,7 +1227,9 @@ fn commands_are_propagated_in_redis_form() {
         &["HINCRBYFLOAT", "h", "a", "1.50"],
         &["SPUBLISH", "ch", "m"],
         // An approximate trim goes as the exact one, its LIMIT kept.
-        &["XADD", "x", "MAXLEN", "~", "1", "LIMIT", "10", "1-1", "f", "v"],
+        &[
+            "XADD", "x", "MAXLEN", "~", "1", "LIMIT", "10", "1-1", "f", "v",
+        ],
     ];
     for c in cmds {
         p.same(c);
@@ -1255,9 +1259,18 @@ fn expired_keys_propagate_with_what_ran_into_them() {
         (&["k", "j"], &[&["MGET", "k", "j"]]),
         (&["k"], &[&["GET", "k"]]),
         (&["k", "j"], &[&["EVAL", script, "2", "k", "j"]]),
-        (&["k"], &[&["MULTI"], &["GET", "k"], &["RPUSH", "k", "a"], &["EXEC"]]),
+        (
+            &["k"],
+            &[&["MULTI"], &["GET", "k"], &["RPUSH", "k", "a"], &["EXEC"]],
+        ),
         (&["k"], &[&["DEL", "m", "j"], &["SCAN", "0"]]),
-        (&["k"], &[&["CONFIG", "SET", "lazyfree-lazy-expire", "yes"], &["INCR", "k"]]),
+        (
+            &["k"],
+            &[
+                &["CONFIG", "SET", "lazyfree-lazy-expire", "yes"],
+                &["INCR", "k"],
+            ],
+        ),
     ];
     for (keys, cmds) in steps {
         let_expire(&mut p, keys);

@@ -113,7 +113,9 @@ fn sort_reads_weights_with_strtod() {
     p.same(&["SORT", "n"]);
     p.same(&["SORT", "n", "DESC"]);
     p.same(&["RPUSH", "l", "a", "b", "c", "d", "e"]);
-    p.same(&["MSET", "w_a", "", "w_b", " 5", "w_c", "0x10", "w_d", "-1", "w_e", "2"]);
+    p.same(&[
+        "MSET", "w_a", "", "w_b", " 5", "w_c", "0x10", "w_d", "-1", "w_e", "2",
+    ]);
     p.same(&["SORT", "l", "BY", "w_*"]);
     for weight in [&b"inf"[..], b"-2.5e1", b"2 ", b"nan", b"7\0x", b"1e400"] {
         p.same_bytes(&[b"SET", b"w_e", weight]);

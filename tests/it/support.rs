@@ -753,10 +753,7 @@ pub fn on_both_processes(case: impl Fn(u16, &str)) {
 /// The server's clock in milliseconds (TIME).
 pub fn server_ms(r: &mut Raw) -> u64 {
     let reply = String::from_utf8(r.cmd_str(&["TIME"])).expect("TIME is text");
-    let nums: Vec<u64> = reply
-        .split("\r\n")
-        .filter_map(|l| l.parse().ok())
-        .collect();
+    let nums: Vec<u64> = reply.split("\r\n").filter_map(|l| l.parse().ok()).collect();
     nums[0] * 1000 + nums[1] / 1000
 }
 

@@ -139,7 +139,10 @@ fn lex_span(z: &ZSet, r: &LexRange<'_>) -> (usize, usize) {
     // (zslIsInLexRange), which decides what a set whose scores differ, and
     // so is out of lex order, answers.
     let first = z.iter_from(0).next().map(|(m, _)| m);
-    let last = z.iter_rev_from(z.len().saturating_sub(1)).next().map(|(m, _)| m);
+    let last = z
+        .iter_rev_from(z.len().saturating_sub(1))
+        .next()
+        .map(|(m, _)| m);
     match (first, last) {
         (Some(first), Some(last)) if r.gte_min(last) && r.lte_max(first) => {}
         _ => return (0, 0),
