@@ -470,7 +470,7 @@ fn xtrim(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         notify(ctx, b't', "xtrim", key);
         ctx.store.signal_modified(db, key);
     }
-    ctx.count_changes(deleted as u64);
+    ctx.count_changes(deleted);
     ctx.reply.int(deleted as i64);
     Ok(())
 }
