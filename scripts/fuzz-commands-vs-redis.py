@@ -52,7 +52,7 @@ client|getredir client|trackinginfo client|setname xinfo xpending acl|log acl|se
 acl|deluser acl|genpass acl|load acl|save config|rewrite config|set object|idletime
 object|freq readonly readwrite function|dump script|kill function|kill
 function|stats function|restore module lolwut asking function|list blpop brpop blmove
-brpoplpush bzpopmin bzpopmax blmpop bzmpop xread xreadgroup scan sscan hscan zscan""".split())
+brpoplpush bzpopmin bzpopmax blmpop bzmpop scan sscan hscan zscan""".split())
 
 KEYS = ["s", "l", "h", "S", "z", "x", "n", "b"]
 INTS = ["0", "1", "2", "-1", "3", "5", "10", "100", "-100", "abc", "9223372036854775807",
@@ -64,7 +64,7 @@ STRINGS = ["a", "b", "hello", "1", "", "x", "-", "+", "0-1", "1-0", "$", ">", "1
 PATTERNS = ["*", "s*", "?", "[a-z]", "h", "x*"]
 SETUP = [["flushall"], ["set", "s", "10"], ["rpush", "l", "a", "b", "1"],
          ["hset", "h", "a", "1", "b", "x"], ["sadd", "S", "3", "1", "2"],
-         ["zadd", "z", "1", "a", "2", "b"], ["xadd", "x", "1-1", "a", "1"],
+         ["zadd", "z", "1", "a", "2", "b"], ["xadd", "x", "1-1", "a", "1"], ["xgroup", "create", "x", "g", "0"],
          ["setbit", "b", "3", "1"]]
 
 
@@ -250,6 +250,8 @@ def value(rnd, arg, out):
     elif kind == "block":
         for sub in arg["arguments"]:
             fill(rnd, sub, out)
+    elif arg["name"] == "group" and rnd.random() < 0.7:
+        out.append("g")  # the group SETUP made, so consumers and their entries are fuzzed
     elif arg["name"] in ("seconds", "milliseconds", "ttl", "timeout"):
         # No TTL short enough to run out between the two servers' copies.
         out.append(rnd.choice(["100000", "0", "-1", "abc", "9223372036854775807"]))

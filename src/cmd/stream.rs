@@ -612,7 +612,9 @@ fn xsetid(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if max_deleted != StreamId::MIN {
         s.max_deleted_id = max_deleted;
     }
-    ctx.store.signal_modified(db, key);
+    // Redis's xsetidCommand neither touches watchers nor invalidates
+    // trackers: EXEC after WATCH and XSETID still runs.
+    ctx.count_changes(1);
     notify(ctx, b't', "xsetid", key);
     ctx.reply.ok();
     Ok(())

@@ -1,4 +1,4 @@
-//! Bitmap, HyperLogLog and geo writes against WATCH and TTLs, side by side
+//! Bitmap, HyperLogLog, geo and stream writes against WATCH and TTLs, side by side
 //! with redis-server: a write that changes nothing leaves a watcher's EXEC
 //! alone, one that changes the value (a PFCOUNT refreshing its cache
 //! included) aborts it; in-place writes keep the key's TTL, stored results
@@ -68,6 +68,26 @@ fn watch_sees_exactly_the_writes_redis_signals() {
         (
             &["GEOADD s 1 2 a"],
             "GEOSEARCHSTORE k s FROMLONLAT 50 50 BYRADIUS 1 km",
+            false,
+        ),
+        // Redis's stream commands signal only XADD, XDEL, XTRIM that
+        // removed entries, and XGROUP CREATE ... MKSTREAM that made the key.
+        (&["XADD k 1-1 a 1"], "XSETID k 5-0", false),
+        (&["XADD k 1-1 a 1"], "XADD k 2-1 a 1", true),
+        (&["XADD k 1-1 a 1"], "XDEL k 1-1", true),
+        (&["XADD k 1-1 a 1"], "XDEL k 9-1", false),
+        (&["XADD k 1-1 a 1"], "XTRIM k MAXLEN 0", true),
+        (&["XADD k 1-1 a 1"], "XTRIM k MAXLEN 5", false),
+        (&["XADD k 1-1 a 1"], "XGROUP CREATE k g 0", false),
+        (&[], "XGROUP CREATE k g 0 MKSTREAM", true),
+        (
+            &["XADD k 1-1 a 1", "XGROUP CREATE k g 0"],
+            "XREADGROUP GROUP g c STREAMS k >",
+            false,
+        ),
+        (
+            &["XADD k 1-1 a 1", "XGROUP CREATE k g 0"],
+            "XGROUP SETID k g $",
             false,
         ),
     ];
