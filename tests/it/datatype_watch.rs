@@ -1,8 +1,8 @@
-//! Bitmap, HyperLogLog, geo and stream writes against WATCH and TTLs, side by side
-//! with redis-server: a write that changes nothing leaves a watcher's EXEC
-//! alone, one that changes the value (a PFCOUNT refreshing its cache
-//! included) aborts it; in-place writes keep the key's TTL, stored results
-//! replace it, and an expired key is written as a new one.
+//! Bitmap, HyperLogLog, geo and stream writes against WATCH and TTLs, side
+//! by side with redis-server: a write that changes nothing leaves a
+//! watcher's EXEC alone, one that changes the value (a PFCOUNT refreshing
+//! its cache included) aborts it; in-place writes keep the key's TTL, stored
+//! results replace it, and an expired key is written as a new one.
 
 use crate::support::*;
 
