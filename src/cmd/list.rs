@@ -546,6 +546,13 @@ pub(super) fn mpop_first(ctx: &mut Ctx<'_>, argv: Argv<'_>, a: &MPopArgs) -> Res
     let db = ctx.db();
     for i in a.first_key..a.first_key + a.numkeys {
         let key = argv.get(i);
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            continue;
+        }
         match list_mut(ctx.store, db, key)? {
             Some(l) if !l.is_empty() => {
                 let n = a.count.min(l.len());

@@ -65,6 +65,16 @@ pub(super) fn block(
     });
 }
 
+/// A BLPOP, BRPOP, BLMOVE or BRPOPLPUSH served after blocking is still
+/// propagated but counts no change towards the next save, as Redis 7.0's
+/// serveClientBlockedOnList (BLMPOP's served pops count, as at once).
+fn served_uncounted(ctx: &mut Ctx<'_>) {
+    if ctx.client.reprocessing {
+        ctx.count_changes(0);
+        ctx.force_propagation();
+    }
+}
+
 /// BLPOP/BRPOP (blockingPopGenericCommand).
 fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
     let last = argv.len() - 1;
@@ -72,6 +82,13 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
     let db = ctx.db();
     for j in 1..last {
         let key = argv.get(j);
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            continue;
+        }
         if let Some(l) = list_mut(ctx.store, db, key)? {
             if let Some(v) = l.peek(end) {
                 ctx.reply.array(2);
@@ -82,6 +99,7 @@ fn bpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, end: End) -> CmdResult {
                 // Replayed as the pop it was, never as a blocking command.
                 let pop: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
                 ctx.propagate_as(&[pop, key]);
+                served_uncounted(ctx);
                 super::pubsub::notify_removed(ctx, b'l', pop_event(end), key);
                 return Ok(());
             }
@@ -133,6 +151,7 @@ fn blmove_generic(
         } else {
             ctx.propagate_as(&[b"LMOVE", src, dst, argv.get(3), argv.get(4)]);
         }
+        served_uncounted(ctx);
         return Ok(());
     }
     if ctx.client.deny_blocking {

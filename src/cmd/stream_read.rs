@@ -13,7 +13,7 @@
 use super::args::{self, is};
 use super::list_blocking::block;
 use super::pubsub::notify;
-use super::stream::{emit_entry, emit_range, parse_strict_id, stream_read, stream_read_mut};
+use super::stream::{emit_entry, emit_range, parse_strict_id, stream_read_mut};
 use super::{Argv, Ctx, Handler};
 use crate::error::{CmdResult, Error};
 use crate::net::reply::ReplyBuf;
@@ -144,6 +144,27 @@ fn parse_read_args<'a>(
     Ok(a)
 }
 
+/// The stream at `key`, looked up as a read; served after blocking, without
+/// counting a keyspace hit or miss or raising `keymiss`, as Redis looks a
+/// ready key up for its waiters (LOOKUP_NONOTIFY | LOOKUP_NOSTATS).
+fn lookup<'a>(
+    store: &'a mut crate::store::Store,
+    db: usize,
+    key: &[u8],
+    served: bool,
+) -> Result<Option<&'a mut Stream>, Error> {
+    if !served {
+        return stream_read_mut(store, db, key);
+    }
+    match store.get(db, key) {
+        None => Ok(None),
+        Some(e) => match e.into_value_mut() {
+            crate::store::value::Value::Stream(s) => Ok(Some(s)),
+            _ => Err(Error::WrongType),
+        },
+    }
+}
+
 /// The IDs to read after, one per stream, checking the keys and groups in
 /// argument order as Redis does.
 fn parse_ids(ctx: &mut Ctx<'_>, argv: &Argv<'_>, a: &ReadArgs<'_>) -> Result<Vec<StreamId>, Error> {
@@ -152,9 +173,19 @@ fn parse_ids(ctx: &mut Ctx<'_>, argv: &Argv<'_>, a: &ReadArgs<'_>) -> Result<Vec
     for k in 0..a.nstreams {
         let key = argv.get(a.streams_at + k);
         let arg = argv.get(a.streams_at + a.nstreams + k);
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            // Served after blocking, only the ready stream is read.
+            ids.push(StreamId::MAX);
+            continue;
+        }
         // Looked up here and again when served, as Redis does (hits and
         // misses count both).
-        let s = match stream_read(ctx.store, db, key) {
+        let served = ctx.client.reprocessing;
+        let s = match lookup(ctx.store, db, key, served).map(|s| s.map(|s| &*s)) {
             Err(_) if ctx.client.reprocessing && a.group.is_some() => None,
             r => r?,
         };
@@ -211,7 +242,14 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
     let mut created = Vec::new();
     for (k, gt) in ids.iter().enumerate() {
         let key = argv.get(a.streams_at + k);
-        let Some(s) = stream_read_mut(ctx.store, db, key)? else {
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            continue;
+        }
+        let Some(s) = lookup(ctx.store, db, key, ctx.client.reprocessing)? else {
             continue;
         };
         let Some((group, consumer)) = a.group else {
@@ -285,8 +323,9 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, xreadgroup: bool) -> CmdResul
                 a.count,
             );
         }
-        // The read, and the consumer it created.
-        ctx.store.stats.dirty += 1 + u64::from(new_consumer);
+        // The read, and the consumer it created; served after blocking,
+        // only the consumer (Redis 7.0's serveClientsBlockedOnStreamKey).
+        ctx.store.stats.dirty += u64::from(!ctx.client.reprocessing) + u64::from(new_consumer);
     }
     for key in created {
         notify(ctx, b't', "xgroup-createconsumer", key);

@@ -93,6 +93,13 @@ fn bzpop(ctx: &mut Ctx<'_>, argv: Argv<'_>, max: bool) -> CmdResult {
     let db = ctx.db();
     for j in 1..last {
         let key = argv.get(j);
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            continue;
+        }
         if let Some(popped) = pop(ctx.store, db, key, max, 1)? {
             notify_pop(ctx, key, max);
             reply_one(&mut ctx.reply, key, &popped);
@@ -124,6 +131,13 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let db = ctx.db();
     for i in 0..numkeys {
         let key = argv.get(3 + i);
+        if !ctx
+            .server
+            .blocking
+            .may_serve_from(ctx.client.reprocessing, key)
+        {
+            continue;
+        }
         if let Some(popped) = pop(ctx.store, db, key, max, count)? {
             notify_pop(ctx, key, max);
             reply_many(&mut ctx.reply, key, &popped);

@@ -120,12 +120,19 @@ impl Executor {
         }
     }
 
+    /// Serves the clients waiting on `key`, each taking from that key alone.
+    fn serve_key(&mut self, db: usize, key: &[u8]) {
+        self.server.blocking.ready_key = Some(key.to_vec());
+        self.serve_waiters_of(db, key);
+        self.server.blocking.ready_key = None;
+    }
+
     /// Serves the clients waiting on `key` in the order they blocked, by
     /// running their commands again (Redis 7.2's design): while it holds a
     /// non-empty list or sorted set, the longest waiter for that type; for
     /// a stream, every reader (reading consumes nothing). Group readers of
     /// a stream that was deleted or replaced are woken to learn it.
-    fn serve_key(&mut self, db: usize, key: &[u8]) {
+    fn serve_waiters_of(&mut self, db: usize, key: &[u8]) {
         // Redis looks the key up as a command would: one found expired
         // goes now, its DEL propagated, and its waiters stay blocked.
         self.store.reap_expired(db, key);

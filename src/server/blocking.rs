@@ -80,9 +80,19 @@ pub struct Blocking {
     pub(crate) touched_seen: usize,
     pub(crate) dbs_seen: usize,
     pub(crate) serving: bool,
+    /// The key whose waiters are being served: a served command takes
+    /// from it alone, as Redis 7.0 serves each ready key's waiters from
+    /// that key (serveClientsBlockedOnListKey and its siblings).
+    pub ready_key: Option<Vec<u8>>,
 }
 
 impl Blocking {
+    /// Whether a blocking command may take from `key` now: at once, from
+    /// any of its keys; served after blocking, only from the ready key.
+    pub fn may_serve_from(&self, reprocessing: bool, key: &[u8]) -> bool {
+        !reprocessing || self.ready_key.as_deref().is_none_or(|k| k == key)
+    }
+
     /// Clients blocked now (INFO `blocked_clients`).
     pub fn blocked_clients(&self) -> usize {
         self.parked.len()

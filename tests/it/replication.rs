@@ -1321,6 +1321,119 @@ fn expired_keys_propagate_with_what_ran_into_them() {
     assert_eq!(got, read(&mut s2, &mut b2));
 }
 
+/// Clients served after blocking, as Redis 7.0 serves them
+/// (handleClientsBlockedOnKeys): each takes from the key that became
+/// ready, not the first of its keys that holds something; a served BLPOP,
+/// BRPOP or BLMOVE is propagated but counts no change, and a served
+/// XREADGROUP counts only the consumer it created; the served lookup
+/// counts no keyspace hit or miss. Compared with redis-server: the
+/// blocked clients' replies, what each step adds to the change count and
+/// the hits and misses, and both masters' replication streams.
+#[test]
+fn served_waiters_take_from_the_ready_key_as_redis() {
+    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_pair();
+    let steps: &[(&[&str], &[&str], &[&str])] = &[
+        (&[], &["BLPOP l 0"], &["RPUSH l a b"]),
+        (&[], &["BLMOVE l d RIGHT LEFT 0"], &["RPUSH l a"]),
+        (
+            &[],
+            &["BLMPOP 0 2 l1 l2 LEFT COUNT 3"],
+            &["RPUSH l2 a b c d"],
+        ),
+        (&[], &["BZMPOP 0 1 z MAX COUNT 2"], &["ZADD z 1 a 2 b 3 c"]),
+        (
+            &[],
+            &["BLPOP a b c 0"],
+            &["MULTI", "RPUSH c 1", "RPUSH b 2", "EXEC"],
+        ),
+        (
+            &[],
+            &["BZMPOP 0 2 a b MIN COUNT 2", "BZPOPMAX b a 0"],
+            &["MULTI", "ZADD b 1 x", "ZADD a 1 y 2 z 3 w", "EXEC"],
+        ),
+        (
+            &["XADD x 1-1 f v", "XADD y 1-1 f v"],
+            &["XREAD BLOCK 0 STREAMS x y $ $"],
+            &["MULTI", "XADD y 2-1 f v", "XADD x 2-1 f v", "EXEC"],
+        ),
+        (
+            &["XGROUP CREATE x g $ MKSTREAM"],
+            &[
+                "XREADGROUP GROUP g c BLOCK 0 COUNT 1 STREAMS x >",
+                "XREADGROUP GROUP g c2 BLOCK 0 NOACK STREAMS x >",
+            ],
+            &["XADD x 1-1 f v", "XADD x 2-1 f v"],
+        ),
+        (
+            &["XGROUP CREATE x g $ MKSTREAM"],
+            &["XREADGROUP GROUP g c BLOCK 0 STREAMS x >"],
+            &["DEL x"],
+        ),
+    ];
+    let counters = [
+        "rdb_changes_since_last_save",
+        "keyspace_hits",
+        "keyspace_misses",
+    ];
+    let read = |r: &mut Raw| counters.map(|c| info_u64(r, c));
+    for (setup, blocking, trigger) in steps {
+        p.same(&["FLUSHALL"]);
+        p.script(setup);
+        let before = (read(&mut p.ours), read(&mut p.theirs));
+        let mut waiting = Vec::new();
+        for cmd in *blocking {
+            let (mut a, mut b) = p.connect_again();
+            let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+            a.send(&encode(&args));
+            b.send(&encode(&args));
+            waiting.push((a, b));
+            let n = waiting.len() as u64;
+            assert!(wait_until(Duration::from_secs(5), || {
+                info_u64(&mut p.ours, "blocked_clients") == n
+                    && info_u64(&mut p.theirs, "blocked_clients") == n
+            }));
+        }
+        p.script(trigger);
+        for (a, b) in &mut waiting {
+            assert_eq!(
+                String::from_utf8_lossy(&a.read_reply()),
+                String::from_utf8_lossy(&b.read_reply()),
+                "{blocking:?} after {trigger:?}"
+            );
+        }
+        let after = (read(&mut p.ours), read(&mut p.theirs));
+        let grew = |a: [u64; 3], b: [u64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+        assert_eq!(
+            grew(after.0, before.0),
+            grew(after.1, before.1),
+            "{counters:?} of {blocking:?} after {trigger:?}"
+        );
+    }
+    p.same(&["SET", "__end__", "1"]);
+    // XCLAIM carries each server's own clock.
+    let read = |s: &mut std::net::TcpStream, b: &mut Vec<u8>| {
+        let mut out = Vec::new();
+        while out.last().map(String::as_str) != Some("SET __end__ 1") {
+            let c = stream_commands(s, b, 1).remove(0);
+            let words: Vec<&str> = c
+                .split(' ')
+                .map(|w| {
+                    if w.len() == 13 && w.bytes().all(|b| b.is_ascii_digit()) {
+                        "<ms>"
+                    } else {
+                        w
+                    }
+                })
+                .collect();
+            out.push(words.join(" "));
+        }
+        out
+    };
+    let got = read(&mut s1, &mut b1);
+    assert!(got.iter().any(|c| c == "LPOP c"), "{got:?}");
+    assert_eq!(got, read(&mut s2, &mut b2));
+}
+
 /// A diskless transfer whose every replica went away kills its child
 /// (Redis's "Diskless rdb transfer, last replica dropped, killing fork
 /// child"): the RDB child is gone at once, not after the whole save.
