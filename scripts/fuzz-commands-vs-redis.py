@@ -27,7 +27,8 @@ usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
              (notify-keyspace-events FLAGS, KEA by default), in order with
              the invalidations of CLIENT TRACKING ON BCAST, the
              commands a replica receives on its replication stream, and
-             how much INFO's rdb_changes_since_last_save grew
+             how much INFO's rdb_changes_since_last_save, keyspace_hits
+             and keyspace_misses grew
 """
 import argparse
 import os
@@ -170,13 +171,16 @@ class Effects:
         return notes, cmds
 
 
-def changes_since_save(conn):
-    info = conn.call(["info", "persistence"])
+COUNTERS = ("rdb_changes_since_last_save", "keyspace_hits", "keyspace_misses")
+
+
+def counters(conn):
+    """The changes counted towards the next save (Redis's server.dirty)
+    and the keyspace hits and misses."""
+    info = conn.call(["info", "persistence", "stats"])
     text = info.decode(errors="replace") if isinstance(info, bytes) else ""
-    for line in text.split("\r\n"):
-        if line.startswith("rdb_changes_since_last_save:"):
-            return int(line.split(":")[1])
-    return -1
+    fields = dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+    return tuple(int(fields.get(name, -1)) for name in COUNTERS)
 
 
 def same_effects(a, b):
@@ -335,13 +339,12 @@ def main():
             got = ours_fx.upto(marker), theirs_fx.upto(marker)
         except (OSError, EOFError) as err:
             sys.exit(f"lost the side effects after {history[-3:]}: {err!r}")
-        # The changes counted towards the next save (Redis's server.dirty).
-        dirty = [changes_since_save(c) for c in (ours, theirs)]
-        delta = [now - before for now, before in zip(dirty, last_dirty)]
-        last_dirty[:] = dirty
+        now = [counters(c) for c in (ours, theirs)]
+        delta = [tuple(a - b for a, b in zip(n, before)) for n, before in zip(now, last_counters)]
+        last_counters[:] = now
         return (*got[0], delta[0]), (*got[1], delta[1])
 
-    last_dirty = [0, 0]
+    last_counters = [(0, 0, 0), (0, 0, 0)]
 
     def reset():
         both(["select", "0"])

@@ -163,6 +163,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
     let key = argv.get(1);
     // The elements in their natural order.
     let mut is_set = false;
+    let mut is_zset = false;
     let elems: Vec<Vec<u8>> = match ctx
         .store
         .get_read(db, key)
@@ -175,9 +176,19 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
             is_set = true;
             s.iter().map(|m| m.to_vec()).collect()
         }
-        Some(Value::ZSet(z)) => z.iter_from(0).map(|(m, _)| m.to_vec()).collect(),
+        Some(Value::ZSet(z)) => {
+            is_zset = true;
+            z.iter_from(0).map(|(m, _)| m.to_vec()).collect()
+        }
         Some(_) => return Err(Error::WrongType),
     };
+    // Redis's sortCommandGeneric converts a sorted set it sorts to a
+    // skiplist for good, which OBJECT ENCODING and snapshots show.
+    if is_zset {
+        if let Some(Value::ZSet(z)) = ctx.store.get(db, key).and_then(|e| e.into_object_mut()) {
+            z.convert_to_skiplist();
+        }
+    }
     // Sets have no defined order: STORE and scripts sort them so results
     // are deterministic, as Redis does.
     if dontsort && is_set && (store_key.is_some() || ctx.client.script) {

@@ -97,7 +97,9 @@ impl ZSet {
         }
     }
 
-    fn convert_to_skiplist(&mut self) {
+    /// Holds the members in the large form from now on (Redis's
+    /// zsetConvert to OBJ_ENCODING_SKIPLIST).
+    pub fn convert_to_skiplist(&mut self) {
         if let ZSet::Listpack(p) = self {
             let mut t = Tree::default();
             for (m, s) in entries(p) {

@@ -101,6 +101,26 @@ fn sort_by_constant_inside_a_script_matches_redis() {
     }
 }
 
+/// A sorted set that SORT or SORT_RO read is a skiplist from then on, as
+/// Redis's sortCommandGeneric converts it, whatever the outcome.
+#[test]
+fn sort_leaves_a_sorted_set_a_skiplist() {
+    let mut p = Pair::new();
+    for sort in [
+        "SORT z1",
+        "SORT_RO z2 BY nosort LIMIT 0 1",
+        "SORT z3 BY w_* GET # STORE d",
+        "SORT z4 LIMIT 5 0",
+    ] {
+        let key = sort.split(' ').nth(1).unwrap_or_default();
+        p.same(&["ZADD", key, "1", "a", "2", "b"]);
+        p.same(&["OBJECT", "ENCODING", key]);
+        p.script(&[sort]);
+        assert_eq!(p.same(&["OBJECT", "ENCODING", key]), b"$8\r\nskiplist\r\n");
+        p.same(&["ZRANGE", key, "0", "-1", "WITHSCORES"]);
+    }
+}
+
 /// Weights and elements are read as Redis's sortCommand reads them, by C
 /// strtod over the whole C string: "" is 0, leading spaces and hex count,
 /// trailing text, NaN and out-of-range values refuse the sort. (Redis
