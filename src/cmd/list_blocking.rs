@@ -228,11 +228,10 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     let mut r = ReplyBuf::new(&mut p.out, resp3);
     if error {
         r.error(&Error::raw("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
-        ctx.server.count_unblocked_error(p.command(), "UNBLOCKED");
     } else {
         r.null_array();
-        ctx.server.count_unblocked(p.command());
     }
+    ctx.server.count_unblocked(p.command(), error);
     ctx.server.blocking.finish(t, p);
     ctx.reply.int(1);
     Ok(())

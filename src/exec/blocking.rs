@@ -243,7 +243,6 @@ impl Executor {
                     }
                     _ => reply.null_array(),
                 }
-                self.server.count_unblocked(p.command());
                 self.server.blocking.finish(id, p);
                 any = true;
             }
@@ -315,7 +314,7 @@ impl Executor {
             if let Some(mut p) = self.server.blocking.unblock(id) {
                 let resp3 = self.server.clients.get(&id).is_some_and(|c| c.resp3);
                 ReplyBuf::new(&mut p.out, resp3).error(&e);
-                self.server.count_unblocked(p.command());
+                crate::server::call::count_error(&mut self.server, &e);
                 self.server.blocking.finish(id, p);
             }
         }

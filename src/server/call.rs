@@ -1146,16 +1146,20 @@ fn invoke(
     {
         super::monitor::feed(server, client, id, argv, out);
     }
-    // A command that blocked is counted when it finishes: served (it runs
-    // again), timed out or unblocked, as Redis counts it once.
+    // As Redis 7.0: a blocking command's call is counted when it first
+    // runs, blocked or not; its latency, failure and slow log entry when
+    // it is served (running again here). A timeout adds nothing.
+    let duration = clock::real_now_us().saturating_sub(started_us);
+    let cmd = &mut server.table.commands[id];
+    if !client.reprocessing {
+        cmd.calls += 1;
+        server.stats.total_commands_processed += 1;
+    }
+    cmd.usec += duration;
     if server.blocking.pending.is_some() {
         return result;
     }
-    let duration = clock::real_now_us().saturating_sub(started_us);
     let tracking = server.config.latency_tracking;
-    let cmd = &mut server.table.commands[id];
-    cmd.calls += 1;
-    cmd.usec += duration;
     if tracking {
         cmd.latency
             .get_or_insert_with(Box::default)
@@ -1165,7 +1169,6 @@ fn invoke(
         cmd.failed_calls += 1;
         server.stats.failed_calls += 1;
     }
-    server.stats.total_commands_processed += 1;
     let threshold = server.config.latency_monitor_threshold;
     if threshold != 0 && !server.loading {
         let event = if flags & flag::FAST != 0 {
@@ -1282,11 +1285,10 @@ fn propagate(
 }
 
 /// Counts an error reply by its prefix (INFO errorstats).
-fn count_error(server: &mut ServerState, e: &Error) {
+pub(crate) fn count_error(server: &mut ServerState, e: &Error) {
     if matches!(e, Error::Counted(_)) {
         return;
     }
     let msg = e.message();
-    let prefix = msg.split(' ').next().unwrap_or("ERR").to_string();
-    *server.stats.errors.entry(prefix).or_insert(0) += 1;
+    server.count_error_prefix(msg.split(' ').next().unwrap_or("ERR"));
 }

@@ -433,26 +433,24 @@ impl ServerState {
         }
     }
 
-    /// Counts a blocked command that ends without running again (timed
-    /// out, or CLIENT UNBLOCK): it was not counted when it blocked.
-    pub fn count_unblocked(&mut self, argv: Argv<'_>) {
-        let table = &mut self.table;
-        if let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) {
-            table.commands[id].calls += 1;
-            self.stats.total_commands_processed += 1;
-        }
-    }
-
-    /// A blocked command answered with an error from outside (CLIENT
-    /// UNBLOCK ... ERROR): counted as a call that failed, its error by
-    /// prefix (Redis's afterErrorReply).
-    pub fn count_unblocked_error(&mut self, argv: Argv<'_>, prefix: &str) {
-        self.count_unblocked(argv);
+    /// Counts a blocked command that CLIENT UNBLOCK answered: a failed
+    /// call whichever the reason (Redis 7.0's updateStatsOnUnblock with
+    /// had_errors), and an UNBLOCKED error when it was answered with one.
+    /// Its call was counted when it blocked.
+    pub fn count_unblocked(&mut self, argv: Argv<'_>, error: bool) {
         let table = &mut self.table;
         if let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) {
             table.commands[id].failed_calls += 1;
             self.stats.failed_calls += 1;
         }
+        if error {
+            self.count_error_prefix("UNBLOCKED");
+        }
+    }
+
+    /// Counts an error reply by its prefix (INFO errorstats and
+    /// total_error_replies).
+    pub fn count_error_prefix(&mut self, prefix: &str) {
         *self.stats.errors.entry(prefix.to_string()).or_insert(0) += 1;
     }
 

@@ -498,3 +498,61 @@ fn blocking_timeouts_follow_a_manual_clock() {
         started.elapsed()
     );
 }
+
+/// Redis 7.0's accounting of blocking commands: a call is counted in
+/// commandstats and total_commands_processed when the command first runs,
+/// blocked or not, and not again when it is served; a timeout adds
+/// nothing; CLIENT UNBLOCK counts a failed call whichever its reason, and
+/// an UNBLOCKED error only for ERROR. The same steps on both servers must
+/// leave the same counts.
+#[test]
+fn blocked_commands_are_counted_as_redis() {
+    fn counts(port: u16) -> Vec<String> {
+        let mut c = Raw::connect(port);
+        let mut admin = Raw::connect(port);
+        let id = String::from_utf8_lossy(&c.cmd_str(&["CLIENT", "ID"]))
+            .trim_start_matches(':')
+            .trim()
+            .to_string();
+        admin.cmd_str(&["CONFIG", "RESETSTAT"]);
+        let mut seen = Vec::new();
+        let mut look = |admin: &mut Raw, step: &str| {
+            let processed = info_u64(admin, "total_commands_processed");
+            let info = String::from_utf8_lossy(&admin.cmd_str(&["INFO", "all"])).into_owned();
+            // Sorted: Redis lists commands in its table's hash order.
+            let mut lines: Vec<String> = info
+                .lines()
+                .filter(|l| l.starts_with("cmdstat_b") || l.starts_with("errorstat_"))
+                .map(|l| {
+                    // Without the times.
+                    l.split(',')
+                        .filter(|f| !f.starts_with("usec"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            lines.sort();
+            seen.push(format!("{step}: {processed} {lines:?}"));
+        };
+        block(&mut c, &["BLPOP", "l", "0"]);
+        look(&mut admin, "blocked");
+        admin.cmd_str(&["RPUSH", "l", "a"]);
+        assert_eq!(c.read_reply(), bulk_array(&["l", "a"]));
+        look(&mut admin, "served");
+        block(&mut c, &["BRPOP", "l", "0"]);
+        admin.cmd_str(&["CLIENT", "UNBLOCK", &id, "TIMEOUT"]);
+        assert_eq!(c.read_reply(), b"*-1\r\n");
+        look(&mut admin, "unblocked with a timeout");
+        block(&mut c, &["BLMOVE", "l", "d", "LEFT", "LEFT", "0"]);
+        admin.cmd_str(&["CLIENT", "UNBLOCK", &id, "ERROR"]);
+        c.read_reply();
+        look(&mut admin, "unblocked with an error");
+        block(&mut c, &["BZPOPMIN", "z", "0.01"]);
+        assert_eq!(c.read_reply(), b"*-1\r\n");
+        look(&mut admin, "timed out");
+        seen
+    }
+    let ours = start();
+    let redis = spawn_redis();
+    assert_eq!(counts(ours.port), counts(redis.port));
+}
