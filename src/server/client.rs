@@ -344,7 +344,7 @@ pub fn info_line(
         qbuf,
         qbuf_free,
         argv_mem,
-        c.multi.as_ref().map_or(0, |m| m.mem()),
+        c.multi.as_ref().map_or(0, |m| m.argv_len_sums()),
         rbs,
         bufs.reply_peak.get(),
         obl,

@@ -41,6 +41,9 @@ pub struct MultiState {
     count: usize,
     /// Memory held by the queue, in bytes.
     bytes: usize,
+    /// The queued arguments' lengths plus a pointer per argument, what
+    /// Redis shows as CLIENT LIST `multi-mem` (`mstate.argv_len_sums`).
+    argv_len_sums: usize,
     /// A command was rejected while queueing (Redis `CLIENT_DIRTY_EXEC`):
     /// EXEC answers EXECABORT.
     pub dirty_exec: bool,
@@ -68,9 +71,14 @@ impl MultiState {
         self.cmds.iter().map(|q| (q.id, q.argv.argv()))
     }
 
-    /// Bytes held by the queued commands (CLIENT LIST `multi-mem`).
+    /// Bytes held by the queued commands (client memory and eviction).
     pub fn mem(&self) -> usize {
         self.bytes
+    }
+
+    /// CLIENT LIST `multi-mem`, counted as Redis counts it.
+    pub fn argv_len_sums(&self) -> usize {
+        self.argv_len_sums
     }
 }
 
@@ -116,6 +124,8 @@ pub fn queue(
     };
     if !m.dirty_exec && !dirty_cas {
         let flags = super::call::command_flags(server, id, argv);
+        let arg_bytes: usize = (0..argv.len()).map(|i| argv.get(i).len()).sum();
+        let argv_len_sum = arg_bytes + std::mem::size_of::<usize>() * argv.len();
         let argv = argv.to_owned();
         let size = argv.size() + std::mem::size_of::<Queued>();
         if m.bytes.saturating_add(size) > limit {
@@ -128,6 +138,7 @@ pub fn queue(
             return Ok(());
         }
         m.bytes += size;
+        m.argv_len_sums += argv_len_sum;
         m.count += 1;
         m.flags |= flags;
         m.inv_flags |= !flags;

@@ -328,6 +328,20 @@ fn client_list_and_info_format() {
     for f in ["cmd", "qbuf", "argv-mem", "flags", "db"] {
         assert_eq!(field(o, f), field(t, f), "field {f}:\n{o}\n{t}");
     }
+    // A queue's multi-mem: its arguments' bytes and a pointer per argument.
+    for c in [&["MULTI"][..], &["SET", "a", "bbbbbbbbbb"], &["GET", "a"]] {
+        o2.cmd_str(c);
+        t2.cmd_str(c);
+    }
+    let (ours, theirs) = p.both(&["CLIENT", "LIST"]);
+    let (o, t) = (text_of(&ours), text_of(&theirs));
+    let (o, t) = (
+        o.lines().nth(1).expect("second"),
+        t.lines().nth(1).expect("second"),
+    );
+    for f in ["multi", "multi-mem", "flags"] {
+        assert_eq!(field(o, f), field(t, f), "field {f}:\n{o}\n{t}");
+    }
     // `cmd=` names the last command even when it was refused, and reads
     // NULL after an unknown command or subcommand.
     for refused in [
