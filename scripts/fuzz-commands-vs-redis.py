@@ -20,7 +20,8 @@ it all the same.
 usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
                                  [--resp3] [--script] [--effects [--notify FLAGS]]
                                  [--only cmd,...] [--config NAME VALUE]...
-  --script   wraps each command in EVAL "return redis.call/pcall(...)" 0
+  --script   wraps each command in EVAL "return redis.call/pcall(...)" 0,
+             half the time after redis.setresp(3)
   --config   a directive both servers start with (repeatable)
   --effects  also compares each command's side effects: the keyspace
              notifications a PSUBSCRIBE __key*__:* client receives
@@ -363,7 +364,9 @@ def main():
             continue
         if opts.script:
             fn = "pcall" if rnd.random() < 0.5 else "call"
-            args = ["eval", f"return redis.{fn}(unpack(ARGV))", "0", *args]
+            # Half the time the script reads RESP3 replies (redis.setresp).
+            resp = "redis.setresp(3) " if rnd.random() < 0.5 else ""
+            args = ["eval", f"{resp}return redis.{fn}(unpack(ARGV))", "0", *args]
         a, b = both(args)
         history.append(" ".join(args))
         fa, fb = (None, None) if "EOF" in (a, b) else effects(i)

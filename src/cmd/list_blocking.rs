@@ -231,7 +231,7 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     } else {
         r.null_array();
     }
-    ctx.server.count_unblocked(p.command(), error);
+    ctx.server.count_unblocked(t, p.command(), error);
     ctx.server.blocking.finish(t, p);
     ctx.reply.int(1);
     Ok(())

@@ -433,15 +433,27 @@ impl ServerState {
         }
     }
 
-    /// Counts a blocked command that CLIENT UNBLOCK answered: a failed
-    /// call whichever the reason (Redis 7.0's updateStatsOnUnblock with
-    /// had_errors), and an UNBLOCKED error when it was answered with one.
-    /// Its call was counted when it blocked.
-    pub fn count_unblocked(&mut self, argv: Argv<'_>, error: bool) {
+    /// Counts a blocked command of client `client` that CLIENT UNBLOCK
+    /// answered, as Redis 7.0's updateStatsOnUnblock with had_errors: a
+    /// failed call whichever the reason, a latency sample and a slow log
+    /// entry (of no time spent running); and an UNBLOCKED error when it was
+    /// answered with one. Its call was counted when it blocked.
+    pub fn count_unblocked(&mut self, client: u64, argv: Argv<'_>, error: bool) {
         let table = &mut self.table;
         if let Some(id) = table.resolve(argv.get(0), argv.try_get(1)) {
-            table.commands[id].failed_calls += 1;
+            let cmd = &mut table.commands[id];
+            cmd.failed_calls += 1;
             self.stats.failed_calls += 1;
+            if self.config.latency_tracking {
+                cmd.latency.get_or_insert_with(Box::default).record(0);
+            }
+            if let (0, Some(c)) = (
+                self.config.slowlog_log_slower_than,
+                self.clients.get(&client),
+            ) {
+                let max_len = self.config.slowlog_max_len as usize;
+                self.slowlog.push(c, &cmd.name, argv, 0, max_len);
+            }
         }
         if error {
             self.count_error_prefix("UNBLOCKED");

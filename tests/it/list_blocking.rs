@@ -503,7 +503,8 @@ fn blocking_timeouts_follow_a_manual_clock() {
 /// commandstats and total_commands_processed when the command first runs,
 /// blocked or not, and not again when it is served; a timeout adds
 /// nothing; CLIENT UNBLOCK counts a failed call whichever its reason, and
-/// an UNBLOCKED error only for ERROR. The same steps on both servers must
+/// an UNBLOCKED error only for ERROR; latency samples and slow log entries
+/// are taken when served or unblocked. The same steps on both servers must
 /// leave the same counts.
 #[test]
 fn blocked_commands_are_counted_as_redis() {
@@ -514,6 +515,7 @@ fn blocked_commands_are_counted_as_redis() {
             .trim_start_matches(':')
             .trim()
             .to_string();
+        admin.cmd_str(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
         admin.cmd_str(&["CONFIG", "RESETSTAT"]);
         let mut seen = Vec::new();
         let mut look = |admin: &mut Raw, step: &str| {
@@ -532,7 +534,25 @@ fn blocked_commands_are_counted_as_redis() {
                 })
                 .collect();
             lines.sort();
-            seen.push(format!("{step}: {processed} {lines:?}"));
+            // The samples each latency histogram holds.
+            let histograms = admin.cmd_str(&[
+                "LATENCY",
+                "HISTOGRAM",
+                "blpop",
+                "brpop",
+                "blmove",
+                "bzpopmin",
+            ]);
+            let mut samples: Vec<String> = String::from_utf8_lossy(&histograms)
+                .split("calls\r\n")
+                .skip(1)
+                .map(|rest| rest.lines().next().unwrap_or_default().to_string())
+                .collect();
+            samples.sort();
+            let slowlog = String::from_utf8_lossy(&admin.cmd_str(&["SLOWLOG", "LEN"])).into_owned();
+            seen.push(format!(
+                "{step}: {processed} {lines:?} {samples:?} {slowlog:?}"
+            ));
         };
         block(&mut c, &["BLPOP", "l", "0"]);
         look(&mut admin, "blocked");
@@ -554,5 +574,6 @@ fn blocked_commands_are_counted_as_redis() {
     }
     let ours = start();
     let redis = spawn_redis();
-    assert_eq!(counts(ours.port), counts(redis.port));
+    let seen = counts(ours.port);
+    assert_eq!(seen, counts(redis.port));
 }
