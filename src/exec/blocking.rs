@@ -1,5 +1,4 @@
-//! Serving blocked clients (Redis's `blocked.c`, as Redis 7.2 does it):
-//! parking a client whose command asked to block, running that command
+//! Serving blocked clients (Redis's `blocked.c`): parking a client whose command asked to block, running that command
 //! again when a key it waits on is written, timeouts, and resuming the rest
 //! of a served client's batch. The registry itself is `server/blocking.rs`;
 //! what a blocking command does lives in its family file only.
@@ -10,9 +9,10 @@
 //! (so never inside MULTI/EXEC or a script) the executor looks at the keys
 //! the command wrote (`Store::touched`); a written key that now holds what
 //! its waiters want runs their commands again through `call()`, longest
-//! waiter first, so a served pop is propagated, announced and counted like
-//! any command. A served, timed-out or unblocked client gets its reply and
-//! the rest of its batch runs.
+//! waiter first, taking from that key alone, as Redis 7.0 serves it. A
+//! served, timed-out or unblocked client gets its reply and the rest of
+//! its batch runs before the event loop sleeps, as Redis 7.0's
+//! processUnblockedClients.
 
 use super::Executor;
 use crate::net::link::ToConn;
@@ -62,8 +62,9 @@ impl Executor {
         self.server.clients.insert(id, client);
     }
 
-    /// Serves clients blocked on keys written since the last look, then
-    /// resumes the batches of served clients; loops until nothing changes.
+    /// Serves clients blocked on keys written since the last look; loops
+    /// until nothing changes. Their batches continue before the loop sleeps
+    /// ([`Executor::resume_served`]).
     /// Runs after each top-level command (Redis's handleClientsBlockedOnKeys
     /// in processCommand).
     pub(super) fn handle_ready(&mut self) {
@@ -107,10 +108,6 @@ impl Executor {
                 }
                 continue;
             }
-            if let Some((id, p)) = b.served.pop_front() {
-                self.resume(id, p);
-                continue;
-            }
             break;
         }
         let b = &mut self.server.blocking;
@@ -128,7 +125,8 @@ impl Executor {
     }
 
     /// Serves the clients waiting on `key` in the order they blocked, by
-    /// running their commands again (Redis 7.2's design): while it holds a
+    /// running their commands again (Redis 7.2's design, with 7.0's
+    /// outcome: each takes from `key` alone): while it holds a
     /// non-empty list or sorted set, the longest waiter for that type; for
     /// a stream, every reader (reading consumes nothing). Group readers of
     /// a stream that was deleted or replaced are woken to learn it.
@@ -214,6 +212,21 @@ impl Executor {
         self.server.blocking.leave_waits(id, &p.req);
         self.server.blocking.finish(id, p);
         true
+    }
+
+    /// Continues the batches of the clients served, timed out or unblocked
+    /// since the last look, in that order; what they run may serve others,
+    /// who continue in turn. As Redis 7.0's processUnblockedClients in
+    /// beforeSleep: a served client's next commands run after every request
+    /// read in this round, not between the commands of the client whose
+    /// write served it. Returns whether any continued.
+    pub(super) fn resume_served(&mut self) -> bool {
+        let mut any = false;
+        while let Some((id, p)) = self.server.blocking.served.pop_front() {
+            self.resume(id, p);
+            any = true;
+        }
+        any
     }
 
     /// Continues a served client's batch after its blocking command.

@@ -143,6 +143,10 @@ impl Executor {
                 net.borrow_mut().deliver();
                 self.serve(&net);
             }
+            // Redis's beforeSleep continues unblocked clients first.
+            if self.resume_served() {
+                net.borrow_mut().deliver();
+            }
             if self.repl_before_sleep() {
                 net.borrow_mut().deliver();
             }

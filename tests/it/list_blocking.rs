@@ -577,3 +577,35 @@ fn blocked_commands_are_counted_as_redis() {
     let seen = counts(ours.port);
     assert_eq!(seen, counts(redis.port));
 }
+
+/// A served client's next pipelined commands run after the whole request
+/// of the client whose write served it, as Redis 7.0 continues unblocked
+/// clients before it sleeps (processUnblockedClients), not between that
+/// client's commands.
+#[test]
+fn a_served_client_continues_after_the_serving_request() {
+    on_both(|port| {
+        let mut waiter = Raw::connect(port);
+        let mut writer = Raw::connect(port);
+        let mut bytes = encode(&[b"PING"]);
+        bytes.extend_from_slice(&encode(&[b"BLPOP", b"l", b"0"]));
+        bytes.extend_from_slice(&encode(&[b"RPUSH", b"l", b"x"]));
+        waiter.send(&bytes);
+        assert_eq!(waiter.read_reply(), b"+PONG\r\n");
+        let mut bytes = encode(&[b"RPUSH", b"l", b"a"]);
+        bytes.extend_from_slice(&encode(&[b"LLEN", b"l"]));
+        writer.send(&bytes);
+        assert_eq!(writer.read_reply(), b":1\r\n");
+        assert_eq!(
+            writer.read_reply(),
+            b":0\r\n",
+            "the waiter's RPUSH ran first"
+        );
+        assert_eq!(waiter.read_reply(), bulk_array(&["l", "a"]));
+        assert_eq!(waiter.read_reply(), b":1\r\n");
+        assert_eq!(
+            writer.cmd_str(&["LRANGE", "l", "0", "-1"]),
+            bulk_array(&["x"])
+        );
+    });
+}
