@@ -158,8 +158,9 @@ fn lookup<'a>(
     }
     match store.get(db, key) {
         None => Ok(None),
-        Some(e) => match e.into_value_mut() {
-            crate::store::value::Value::Stream(s) => Ok(Some(s)),
+        // Not `into_value_mut`, which would rebuild an embedded string.
+        Some(e) => match e.into_object_mut() {
+            Some(crate::store::value::Value::Stream(s)) => Ok(Some(s)),
             _ => Err(Error::WrongType),
         },
     }
@@ -182,8 +183,8 @@ fn parse_ids(ctx: &mut Ctx<'_>, argv: &Argv<'_>, a: &ReadArgs<'_>) -> Result<Vec
             ids.push(StreamId::MAX);
             continue;
         }
-        // Looked up here and again when served, as Redis does (hits and
-        // misses count both).
+        // Looked up here and again below, as Redis's xreadCommand does (at
+        // once, hits and misses count both).
         let served = ctx.client.reprocessing;
         let s = match lookup(ctx.store, db, key, served).map(|s| s.map(|s| &*s)) {
             Err(_) if ctx.client.reprocessing && a.group.is_some() => None,
