@@ -21,13 +21,20 @@ fn on_both(scenario: impl Fn(u16)) {
     scenario(redis.port);
 }
 
+/// `cmds` (each split on spaces) encoded back to back, for one write.
+fn pipeline(cmds: &[&str]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for cmd in cmds {
+        let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+        bytes.extend_from_slice(&encode(&args));
+    }
+    bytes
+}
+
 /// Sends `PING` and `args` in one write and waits for the PONG, so the
 /// blocking command has been read and has blocked (or answered).
 fn block(c: &mut Raw, args: &[&str]) {
-    let mut bytes = encode(&[b"PING"]);
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    bytes.extend_from_slice(&encode(&a));
-    c.send(&bytes);
+    c.send(&pipeline(&["PING", &args.join(" ")]));
     assert_eq!(c.read_reply(), b"+PONG\r\n");
 }
 
@@ -64,10 +71,7 @@ fn first_ready_key_wins_and_batch_continues() {
         let mut c = Raw::connect(port);
         let mut p = Raw::connect(port);
         // The command after the blocking one runs once it is served.
-        let mut bytes = encode(&[b"PING"]);
-        bytes.extend_from_slice(&encode(&[b"BLPOP", b"k1", b"k2", b"k1", b"0"]));
-        bytes.extend_from_slice(&encode(&[b"ECHO", b"after"]));
-        c.send(&bytes);
+        c.send(&pipeline(&["PING", "BLPOP k1 k2 k1 0", "ECHO after"]));
         assert_eq!(c.read_reply(), b"+PONG\r\n");
         assert_eq!(p.cmd_str(&["RPUSH", "k2", "x", "y"]), b":2\r\n");
         assert_eq!(c.read_reply(), bulk_array(&["k2", "x"]));
@@ -145,9 +149,7 @@ fn same_client_pipeline_and_databases() {
         let mut c = Raw::connect(port);
         let mut p = Raw::connect(port);
         // Pushed earlier in the same pipeline: answered at once.
-        let mut bytes = encode(&[b"RPUSH", b"k", b"v"]);
-        bytes.extend_from_slice(&encode(&[b"BLPOP", b"k", b"0"]));
-        c.send(&bytes);
+        c.send(&pipeline(&["RPUSH k v", "BLPOP k 0"]));
         assert_eq!(c.read_reply(), b":1\r\n");
         assert_eq!(c.read_reply(), bulk_array(&["k", "v"]));
         // A client blocked in db 1 is not woken by a push in db 0.
@@ -587,14 +589,9 @@ fn a_served_client_continues_after_the_serving_request() {
     on_both(|port| {
         let mut waiter = Raw::connect(port);
         let mut writer = Raw::connect(port);
-        let mut bytes = encode(&[b"PING"]);
-        bytes.extend_from_slice(&encode(&[b"BLPOP", b"l", b"0"]));
-        bytes.extend_from_slice(&encode(&[b"RPUSH", b"l", b"x"]));
-        waiter.send(&bytes);
+        waiter.send(&pipeline(&["PING", "BLPOP l 0", "RPUSH l x"]));
         assert_eq!(waiter.read_reply(), b"+PONG\r\n");
-        let mut bytes = encode(&[b"RPUSH", b"l", b"a"]);
-        bytes.extend_from_slice(&encode(&[b"LLEN", b"l"]));
-        writer.send(&bytes);
+        writer.send(&pipeline(&["RPUSH l a", "LLEN l"]));
         assert_eq!(writer.read_reply(), b":1\r\n");
         assert_eq!(
             writer.read_reply(),
