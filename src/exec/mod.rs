@@ -416,6 +416,10 @@ impl Executor {
         match req {
             Request::Connect(nc) => self.server.connect(nc),
             Request::Batch { id, batch, out } => {
+                // Batches held by a pause that has just ended run before a
+                // newer one (Redis holds every arrival until its cron ends
+                // the pause, then runs them in order).
+                self.resume_postponed();
                 self.run_batch(id, batch, out);
                 // A replica's acknowledgement may complete a WAIT.
                 if !self.server.blocking.parked.is_empty() && !self.server.repl.replicas.is_empty()

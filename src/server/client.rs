@@ -292,12 +292,16 @@ pub fn info_line(
         flags.push('N');
     }
     let bufs = &c.bufs;
-    let (qbuf, argv_mem) = match current {
-        Some(argv) => (
-            bufs.query.get() + request_size(argv),
-            argv.iter_from(0).map(<[u8]>::len).sum::<usize>(),
-        ),
-        None => (bufs.query.get(), 0),
+    let argv_len = |argv: &Argv<'_>| argv.iter_from(0).map(<[u8]>::len).sum::<usize>();
+    let (qbuf, argv_mem) = match (current, server.held_command(c.id)) {
+        (Some(argv), _) => (bufs.query.get() + request_size(argv), argv_len(argv)),
+        (None, Some((batch, next))) => {
+            let rest: usize = (next + 1..batch.len())
+                .map(|i| request_size(&batch.argv(i)))
+                .sum();
+            (bufs.query.get() + rest, argv_len(&batch.argv(next)))
+        }
+        (None, None) => (bufs.query.get(), 0),
     };
     let qbuf_free = bufs.query_alloc.get().saturating_sub(qbuf);
     // Output as Redis lays it out: the first 16 KB pending in the client's

@@ -41,7 +41,7 @@ use crate::config::Config;
 use crate::error::CmdResult;
 use crate::net::link::{NewClient, Shared};
 use crate::net::reply::ReplyBuf;
-use crate::net::request::Argv;
+use crate::net::request::{Argv, Batch};
 use crate::store::Store;
 use crate::util::clock;
 
@@ -486,6 +486,20 @@ impl ServerState {
     /// True when client `id` is blocked (CLIENT LIST flag `b`).
     pub fn is_blocked(&self, id: u64) -> bool {
         self.blocking.is_blocked(id) || self.postponed.iter().any(|p| p.id == id)
+    }
+
+    /// The command client `id` is blocked in, and the batch it came in,
+    /// when it is blocked on keys or held by a pause: Redis keeps such a
+    /// client's argv (CLIENT LIST `argv-mem`) and the rest of its pipeline
+    /// in its query buffer (`qbuf`).
+    pub fn held_command(&self, id: u64) -> Option<(&Batch, usize)> {
+        if let Some(p) = self.blocking.parked.get(&id) {
+            return Some((&p.batch, p.next));
+        }
+        self.postponed
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| (&p.batch, p.next))
     }
 
     /// The -BUSY error while a script or function runs too long.

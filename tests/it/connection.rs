@@ -343,6 +343,56 @@ fn client_list_and_info_format() {
     other_client_agrees(&mut p, &["multi", "multi-mem", "flags"], "queueing");
 }
 
+/// A client blocked on keys or held by CLIENT PAUSE keeps its command's
+/// argv (`argv-mem`) and the rest of its pipeline (`qbuf`) in CLIENT LIST,
+/// as Redis's blocked clients do.
+#[test]
+fn client_list_shows_what_a_held_client_holds() {
+    let mut p = Pair::new();
+    let pipelines: [&[&[&str]]; 4] = [
+        &[&["BLPOP", "l", "0"], &["GET", "x"], &["SET", "a", "b"]],
+        &[&["XREAD", "BLOCK", "0", "STREAMS", "x", "$"]],
+        &[&["SET", "k", "v"], &["GET", "k"]],
+        &[&["MULTI"], &["SET", "k", "v"], &["EXEC"]],
+    ];
+    for (n, cmds) in pipelines.iter().enumerate() {
+        let paused = n >= 2;
+        if paused {
+            p.both(&["CLIENT", "PAUSE", "100000", "WRITE"]);
+        }
+        let (mut o, mut t) = p.connect_again();
+        let wire: Vec<u8> = cmds
+            .iter()
+            .flat_map(|c| encode(&c.iter().map(|a| a.as_bytes()).collect::<Vec<_>>()))
+            .collect();
+        let (oa, ta) = (own_addr(&mut o), own_addr(&mut t));
+        o.send(&wire);
+        t.send(&wire);
+        crate::stream::wait_blocked(&mut p, 1);
+        let (ours, theirs) = p.both(&["CLIENT", "LIST"]);
+        let line = |list: &[u8], addr: &str| {
+            text_of(list)
+                .lines()
+                .find(|l| field(l, "addr") == addr)
+                .expect("held client listed")
+                .to_string()
+        };
+        let (ol, tl) = (line(&ours, &oa), line(&theirs, &ta));
+        for f in ["flags", "qbuf", "argv-mem", "multi", "cmd"] {
+            assert_eq!(
+                field(&ol, f),
+                field(&tl, f),
+                "{f} for {cmds:?}:\n{ol}\n{tl}"
+            );
+        }
+        if paused {
+            p.both(&["CLIENT", "UNPAUSE"]);
+        }
+        p.both(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+        crate::stream::wait_blocked(&mut p, 0);
+    }
+}
+
 /// The second client CLIENT LIST shows has the same `fields` on both servers.
 fn other_client_agrees(p: &mut Pair, fields: &[&str], when: &str) {
     let (ours, theirs) = p.both(&["CLIENT", "LIST"]);
@@ -495,6 +545,29 @@ fn client_pause_and_unpause() {
         "{:?}",
         t.elapsed()
     );
+}
+
+/// Commands held by a pause that has ended run before any command sent
+/// after its end: Redis holds every arrival until its cron ends the pause,
+/// then runs them in the order they came.
+#[test]
+fn held_commands_run_before_those_sent_after_the_pause() {
+    use std::time::{Duration, Instant};
+    let p = Pair::new();
+    let (ours, theirs) = p.ports();
+    for port in [ours, theirs] {
+        let mut a = Raw::connect(port);
+        let mut b = Raw::connect(port);
+        let mut d = Raw::connect(port);
+        let t = Instant::now();
+        assert_eq!(a.cmd_str(&["CLIENT", "PAUSE", "200", "ALL"]), b"+OK\r\n");
+        b.send(&encode(&[b"SET", b"k", b"v"]));
+        // The pause ends by the clock; nothing runs the held SET first.
+        assert!(wait_until(Duration::from_secs(5), || t.elapsed()
+            >= Duration::from_millis(200)));
+        assert_eq!(d.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n", "port {port}");
+        assert_eq!(b.read_reply(), b"+OK\r\n");
+    }
 }
 
 /// A fresh server's first connection is id 3 in both: Redis 7.0 gives
