@@ -18,7 +18,7 @@ the two servers' copies of a command; re-run a difference before chasing
 it all the same.
 
 usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
-                                 [--resp3] [--script] [--effects [--notify FLAGS]]
+                                 [--resp3] [--script] [--effects [--notify FLAGS] [--track]]
                                  [--only cmd,...] [--config NAME VALUE]...
   --script   wraps each command in EVAL "return redis.call/pcall(...)" 0,
              half the time after redis.setresp(3)
@@ -30,6 +30,9 @@ usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
              commands a replica receives on its replication stream, and
              how much INFO's rdb_changes_since_last_save, keyspace_hits
              and keyspace_misses grew
+  --track    with --effects, the fuzzed client also tracks the keys it
+             reads (CLIENT TRACKING ON REDIRECT), and the invalidations
+             redirected for it are compared too
 """
 import argparse
 import os
@@ -133,10 +136,18 @@ class Effects:
     (PUBLISH is propagated to replicas too), so each command's effects
     are compared on their own."""
 
-    def __init__(self, port):
+    def __init__(self, port, track=False):
         # RESP3, so the same connection also tracks every key (BCAST): its
         # invalidations come in order with the notifications.
         self.sub = Conn(port)
+        # With `track`, the fuzzed client tracks the keys it reads (default
+        # mode) and its invalidations are redirected here (RESP2).
+        self.redirect = None
+        if track:
+            self.redirect = Conn(port)
+            self.redirect_id = self.redirect.call(["client", "id"]).decode()[1:].strip()
+            self.redirect.call(["subscribe", "__redis__:invalidate"])
+            self.redirect.call(["subscribe", "fuzz-sync"])
         self.sub.call(["hello", "3"])
         self.sub.call(["client", "tracking", "on", "bcast"])
         self.sub.call(["psubscribe", "__key*__:*"])
@@ -162,6 +173,13 @@ class Effects:
                     break
                 continue
             notes.append(" ".join(map(str, msg[2:] if msg[0] == "pmessage" else msg)))
+        while self.redirect:
+            msg = plain(self.redirect.read())
+            if msg[1] == "fuzz-sync":
+                if msg[2] == marker:
+                    break
+                continue
+            notes.append(f"redirected {msg[2]}")
         while True:
             cmd = [x.lower() if i == 0 else x for i, x in enumerate(plain(self.repl.read()))]
             if cmd == ["publish", "fuzz-sync", marker]:
@@ -295,6 +313,7 @@ def main():
     ap.add_argument("--script", action="store_true")
     ap.add_argument("--effects", action="store_true")
     ap.add_argument("--notify", default="KEA")
+    ap.add_argument("--track", action="store_true")
     ap.add_argument("--config", nargs=2, action="append", default=[])
     ap.add_argument("--only", default="")
     opts = ap.parse_args()
@@ -305,7 +324,7 @@ def main():
 
     def launch(binary, core):
         proc, port = start(binary, core, work, extra)
-        return proc, Conn(port), Effects(port) if opts.effects else None
+        return proc, Conn(port), Effects(port, opts.track) if opts.effects else None
 
     ours_proc, ours, ours_fx = launch(opts.ferrokv, 0)
     theirs_proc, theirs, theirs_fx = launch("redis-server", 1 % os.cpu_count())
@@ -315,6 +334,8 @@ def main():
     names = sorted(table)
     unordered = {n for n in names
                  if "nondeterministic_output_order" in str(theirs.call(["command", "info", n.split("|")[0]]))}
+    # Listed in dict order, though 7.0 gives them no such tip.
+    unordered |= {"pubsub|channels", "pubsub|shardchannels"}
 
     def both(args):
         return ours.call(args), theirs.call(args)
@@ -353,6 +374,10 @@ def main():
             both(["hello", "3"])
         for c in SETUP:
             both(c)
+        if opts.track:
+            for conn, fx in ((ours, ours_fx), (theirs, theirs_fx)):
+                conn.call(["client", "tracking", "off"])
+                conn.call(["client", "tracking", "on", "redirect", fx.redirect_id])
         effects("reset")
 
     rnd = random.Random(opts.seed)
