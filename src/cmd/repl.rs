@@ -159,11 +159,13 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         }
     }
     let psync = is(argv.get(0), "psync");
+    let name = match &ctx.client.replica_conf {
+        Some(c) => c.name(&ctx.client.addr),
+        None => ReplicaConf::default().name(&ctx.client.addr),
+    };
+    tracing::info!("Replica {name} asks for synchronization");
     if psync && args::int(argv.get(2)).is_err() {
-        tracing::warn!(
-            "Replica {} asks for synchronization but with a wrong offset",
-            ctx.client.addr
-        );
+        tracing::warn!("Replica {name} asks for synchronization but with a wrong offset");
         return Err(Error::NotInteger);
     }
     let conf = ctx
@@ -176,9 +178,7 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if psync {
         let replid = args::lossy(argv.get(1));
         let offset = args::int(argv.get(2)).unwrap_or(-1);
-        let from = u64::try_from(offset)
-            .ok()
-            .filter(|&o| repl.can_continue(&replid, o));
+        let from = repl.psync_from(&replid, offset, &name);
         if let (Some(from), false) = (from, conf.rdb_only) {
             let out = ctx.reply.raw();
             if conf.capa_psync2 {
@@ -188,8 +188,7 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             }
             repl.stats.partial_ok += 1;
             tracing::info!(
-                "Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.",
-                ctx.client.addr,
+                "Partial resynchronization request from {name} accepted. Sending {} bytes of backlog starting from offset {offset}.",
                 repl.offset + 1 - from
             );
             // The stream from its offset on is given to it after this
@@ -210,7 +209,6 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     }
     repl.stats.full += 1;
     repl.ensure_backlog();
-    tracing::info!("Replica {} asks for synchronization", ctx.client.addr);
     // A snapshot already being made for other replicas serves this one
     // too: it gets their copy of the stream since the fork.
     // Not a streamed one: its start has gone by (this one waits for the

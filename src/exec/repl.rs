@@ -150,6 +150,7 @@ impl Executor {
         let loops = self.server.repl.cron_loops;
         self.server.repl.cron_loops += 1;
         self.server.repl.refresh_good_replicas();
+        self.remove_rdb_used_to_sync_replicas();
         let timeout_ms = self
             .server
             .config
@@ -403,6 +404,7 @@ impl Executor {
                 .is_some_and(|f| f.state == FailoverState::InProgress),
             tls: contexts,
             diskless_load: self.diskless_load(),
+            dir: std::path::PathBuf::from(&c.dir),
         })
     }
 
@@ -421,6 +423,79 @@ impl Executor {
                 crate::persist::load_options(c, clock::now_ms(), false),
             )
         })
+    }
+
+    /// With rdb-del-sync-files, a server without persistence removes the
+    /// `dbfilename` it wrote for replicas once none is waiting for it
+    /// (Redis's removeRDBUsedToSyncReplicas).
+    fn remove_rdb_used_to_sync_replicas(&mut self) {
+        let c = &self.server.config;
+        let repl = &mut self.server.repl;
+        if !c.get_bool("rdb-del-sync-files") {
+            // Not left set for a later CONFIG SET to act on.
+            repl.rdb_from_replication = false;
+            return;
+        }
+        if !repl.rdb_from_replication || !c.save.is_empty() || self.server.aof.enabled() {
+            return;
+        }
+        let syncing = repl.replicas.iter().any(|r| {
+            matches!(
+                r.state,
+                ReplicaState::WaitSnapshotStart | ReplicaState::WaitSnapshotEnd
+            )
+        });
+        let path = crate::persist::rdb_path(c);
+        if syncing || std::fs::symlink_metadata(&path).is_err() {
+            return;
+        }
+        repl.rdb_from_replication = false;
+        tracing::info!(
+            "Removing the RDB file used to feed replicas in a persistence-less instance"
+        );
+        std::thread::spawn(move || {
+            let _ = std::fs::remove_file(path);
+        });
+    }
+
+    /// Renames the synced temp file over `dbfilename` and syncs the
+    /// directory, as Redis's readSyncBulkPayload does before loading it.
+    fn place_synced_file(&self, temp: &std::path::Path) -> Result<(), String> {
+        let path = crate::persist::rdb_path(&self.server.config);
+        if let Err(e) = std::fs::rename(temp, &path) {
+            let _ = std::fs::remove_file(temp);
+            return Err(format!(
+                "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA \
+                 synchronization: {e}",
+                self.server.config.dbfilename
+            ));
+        }
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let synced = std::fs::File::open(dir.unwrap_or(std::path::Path::new(".")))
+            .and_then(|d| d.sync_all());
+        synced.map_err(|e| {
+            format!(
+                "Failed trying to sync DB directory {} in MASTER <-> REPLICA synchronization: {e}",
+                path.display()
+            )
+        })
+    }
+
+    /// With rdb-del-sync-files and no persistence, the file a full
+    /// resynchronization wrote is removed once loaded (or refused), in the
+    /// background (Redis's bg_unlink).
+    fn remove_synced_file(&self) {
+        let c = &self.server.config;
+        if !c.get_bool("rdb-del-sync-files") || !c.save.is_empty() || self.server.aof.enabled() {
+            return;
+        }
+        tracing::info!(
+            "Removing the RDB file obtained from the master. This replica has persistence disabled"
+        );
+        let path = crate::persist::rdb_path(c);
+        std::thread::spawn(move || {
+            let _ = std::fs::remove_file(path);
+        });
     }
 
     /// Loads the snapshot a full resynchronization wrote to disk, as Redis's
@@ -459,6 +534,15 @@ impl Executor {
             } => {
                 // Our replicas must resynchronize with the new data set.
                 self.server.repl.disconnect_replicas();
+                if matches!(payload, Payload::Rdb(..)) && self.server.persist.bgsave.is_some() {
+                    // It would write the old data set over the file.
+                    tracing::info!(
+                        "Replica is about to load the RDB file received from the master, but \
+                         there is a pending RDB child running. Killing it and removing its \
+                         temp file to avoid any race"
+                    );
+                    crate::persist::cancel_bgsave(&mut self.server.persistence());
+                }
                 // replica-lazy-flush: the old data set goes to the
                 // background thread (Redis's EMPTYDB_ASYNC).
                 let lazy = self.server.config.get_bool("replica-lazy-flush");
@@ -466,9 +550,18 @@ impl Executor {
                 // The master's functions replace this server's.
                 self.store.functions.clear();
                 let loaded = match payload {
-                    Payload::Rdb(rdb) => {
-                        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-                        self.load_synced_file(&rdb)
+                    Payload::Rdb(rdb, temp) => {
+                        let placed = self.place_synced_file(&temp);
+                        let loaded = placed.and_then(|()| {
+                            tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+                            self.load_synced_file(&rdb).map_err(|e| {
+                                format!(
+                                    "Failed trying to load the MASTER synchronization DB from disk: {e:?}"
+                                )
+                            })
+                        });
+                        self.remove_synced_file();
+                        loaded
                     }
                     Payload::Loaded(store, _) => {
                         tracing::info!("MASTER <-> REPLICA sync: Swapping the loaded data set in");
@@ -478,9 +571,7 @@ impl Executor {
                 };
                 self.server.install_functions(&mut self.store);
                 if let Err(e) = loaded {
-                    tracing::warn!(
-                        "Failed trying to load the MASTER synchronization DB from socket: {e:?}"
-                    );
+                    tracing::warn!("{e}");
                     if let Some(m) = &mut self.server.repl.master {
                         m.state = LinkState::Connect;
                     }
@@ -643,12 +734,27 @@ impl Executor {
         }
         let mark = streamed.then(new_replid);
         let info = self.server.repl.save_info();
+        // Redis writes `dbfilename` unless it streams to the replicas, which
+        // it does with repl-diskless-sync or a filtered snapshot, when all
+        // of them read the EOF-marked format.
+        let waiting = (self.server.repl.replicas.iter())
+            .filter(|r| r.state == ReplicaState::WaitSnapshotStart);
+        let (mut all_eof, mut filtered) = (true, false);
+        for r in waiting {
+            all_eof &= r.conf.capa_eof;
+            filtered |= r.conf.exclude_data || r.conf.exclude_functions;
+        }
+        let disk = !((c.get_bool("repl-diskless-sync") || filtered) && all_eof);
         let started = crate::persist::SyncSnapshot::start(
             &self.store,
             &self.server.config,
             info,
             mark.clone(),
+            disk,
         );
+        if disk && started.is_ok() {
+            self.server.persist.saves += 1;
+        }
         let repl = &mut self.server.repl;
         match started {
             Ok(s) => repl.snapshot = Some(s),
@@ -738,9 +844,9 @@ impl Executor {
                         r.ack_ms = now;
                         tracing::info!(
                             "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
-                            r.addr
+                            r.name()
                         );
-                        tracing::info!("Synchronization with replica {} succeeded", r.addr);
+                        tracing::info!("Synchronization with replica {} succeeded", r.name());
                     }
                     return;
                 }
@@ -772,7 +878,7 @@ impl Executor {
             if pending == 0 || pending < last {
                 r.transfer_progress = (pending, now);
             } else if now.saturating_sub(since) > timeout_ms {
-                timed_out.push((r.client_id, r.addr.to_string()));
+                timed_out.push((r.client_id, r.name()));
             } else {
                 r.transfer_progress.0 = pending;
             }
@@ -808,7 +914,20 @@ impl Executor {
         if result.is_ok() {
             self.server.persist.last_cow_size = repl.snapshot.as_ref().map_or(0, |s| s.cow_size());
         }
-        repl.snapshot = None;
+        if let Some(snap) = repl.snapshot.take().filter(|s| s.disk) {
+            // Written to `dbfilename`: a background save's outcome
+            // (backgroundSaveDoneHandlerDisk).
+            let st = &mut self.server.persist;
+            st.last_bgsave_time_sec = snap.started.elapsed().as_secs() as i64;
+            st.last_bgsave_ok = result.is_ok();
+            if result.is_ok() {
+                let dirty = &mut self.store.stats.dirty;
+                *dirty = dirty.saturating_sub(snap.dirty_at_start);
+                st.last_save = clock::real_now_ms() / 1000;
+                repl.rdb_from_replication = true;
+                tracing::info!("Background saving terminated with success");
+            }
+        }
         let rdb = match result {
             Ok(rdb) => rdb,
             Err(e) => {
@@ -845,7 +964,7 @@ impl Executor {
             }
             let _ = r.tx.send(ToConn::Push(payload));
             r.ack_ms = clock::real_now_ms();
-            tracing::info!("Synchronization with replica {} succeeded", r.addr);
+            tracing::info!("Synchronization with replica {} succeeded", r.name());
         }
     }
 

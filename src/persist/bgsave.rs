@@ -337,6 +337,11 @@ pub struct SyncSnapshot {
     pub child_info: Option<super::child_info::ChildInfo>,
     /// The keys there were at the fork (`current_save_keys_total`).
     pub keys_total: u64,
+    /// Also written to `dbfilename`: Redis's disk target, a save like
+    /// BGSAVE's.
+    pub disk: bool,
+    /// The change count at the fork, for a disk target's save.
+    pub dirty_at_start: u64,
 }
 
 /// What a streamed snapshot has next.
@@ -357,13 +362,16 @@ const PIECE: usize = 16 * 1024;
 
 impl SyncSnapshot {
     /// Forks the child writing `store`; with `mark`, the snapshot is
-    /// streamed (a diskless transfer ending with that mark).
+    /// streamed (a diskless transfer ending with that mark). With `disk`,
+    /// a collected snapshot is also written to `dbfilename`, as Redis's
+    /// BGSAVE for replication with a disk target is.
     #[cfg(unix)]
     pub fn start(
         store: &Store,
         config: &crate::config::Config,
         repl: Option<super::ReplInfo>,
         mark: Option<String>,
+        disk: bool,
     ) -> Result<SyncSnapshot, String> {
         use std::io::{Read, Write};
         use std::os::fd::FromRawFd;
@@ -411,6 +419,8 @@ impl SyncSnapshot {
         };
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = held.clone();
+        let file = (disk && mark.is_none()).then(|| rdb_path(config));
+        let disk = file.is_some();
         let spawned = std::thread::Builder::new()
             .name("ferrokv-sync-read".into())
             .spawn(move || {
@@ -444,6 +454,12 @@ impl SyncSnapshot {
                 };
                 drop(reader);
                 let r = wait_child(pid).and(read).map(|_| data);
+                let r = match (r, &file) {
+                    (Ok(data), Some(path)) => super::write_whole_file(path, pid as u32, &data)
+                        .map(|()| data)
+                        .map_err(|e| format!("Write error saving DB on disk: {e}")),
+                    (r, _) => r,
+                };
                 let _ = tx.send(r);
             });
         if let Err(e) = spawned {
@@ -467,9 +483,11 @@ impl SyncSnapshot {
             outcome: None,
             held,
             started: Instant::now(),
+            disk,
             mark,
             child_info,
             keys_total,
+            dirty_at_start: store.stats.dirty,
         })
     }
 

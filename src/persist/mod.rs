@@ -269,6 +269,26 @@ impl DbSource for Store {
 pub(crate) static TEMP_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Writes `bytes` to `path` through process `pid`'s temp file, synced
+/// and renamed over it, so a reader sees the old file or the new one.
+pub(crate) fn write_whole_file(path: &Path, pid: u32, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_path(path, pid, None);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
 /// The temp file process `pid` writes next to `path`: `temp-<pid>.rdb`,
 /// or `temp-<pid>-<seq>.rdb` when `seq` is given.
 pub(crate) fn temp_path(path: &Path, pid: u32, seq: Option<u64>) -> PathBuf {

@@ -15,6 +15,7 @@ use crate::persist::rdb::load::{load_rdb_streamed, Incoming, LoadOptions, LoadRe
 use crate::store::Store;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -49,6 +50,9 @@ pub struct HandshakeConf {
     /// keys): a snapshot is loaded as it arrives, into a keyspace of this
     /// many databases, with these options.
     pub diskless_load: Option<(usize, LoadOptions)>,
+    /// `dir`: where a snapshot loaded from disk is written first, as
+    /// `temp-<unixtime>.<pid>.rdb`.
+    pub dir: PathBuf,
 }
 
 /// How far a handshake got ([`Handshake::stage`]).
@@ -98,9 +102,10 @@ pub enum Synced {
 
 /// A full resynchronization's snapshot.
 pub enum Payload {
-    /// The RDB image, to load (`repl-diskless-load disabled`: Redis's
-    /// file on disk).
-    Rdb(Vec<u8>),
+    /// The RDB image, to load (`repl-diskless-load disabled`), and the
+    /// temp file it was written to, synced, for the engine to rename over
+    /// `dbfilename` (Redis's readSyncBulkPayload).
+    Rdb(Vec<u8>, PathBuf),
     /// Loaded as it arrived, into a keyspace of its own that takes the
     /// place of the old one (Redis's diskless load).
     Loaded(Box<Store>, LoadReport),
@@ -487,6 +492,10 @@ fn read_payload<S: Read + Write>(
     conf: &HandshakeConf,
     reached: &Progress,
 ) -> Result<Payload, String> {
+    let mut sync_file = match conf.diskless_load {
+        None => Some(SyncFile::create(&conf.dir)?),
+        Some(_) => None,
+    };
     let header = loop {
         let line = r.line()?;
         if !line.is_empty() {
@@ -528,10 +537,18 @@ fn read_payload<S: Read + Write>(
         }
     };
     let Some((databases, opts)) = conf.diskless_load else {
-        return match (mark, len) {
-            (Some(mark), _) => r.until_mark(&mark).map(Payload::Rdb),
-            (None, Some(len)) => r.exact(len).map(Payload::Rdb),
+        let rdb = match (mark, len) {
+            (Some(mark), _) => r.until_mark(&mark),
+            (None, Some(len)) => r.exact(len),
             (None, None) => Err("no payload length".into()),
+        };
+        return match rdb {
+            Ok(rdb) => match sync_file.take().map(|f| f.write(&rdb)) {
+                Some(Ok(path)) => Ok(Payload::Rdb(rdb, path)),
+                Some(Err(e)) => Err(e),
+                None => Err("no temp file for the snapshot".into()),
+            },
+            Err(e) => Err(e),
         };
     };
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
@@ -566,6 +583,68 @@ fn read_payload<S: Read + Write>(
     }
     store.stats.dirty = 0;
     Ok(Payload::Loaded(store, report))
+}
+
+/// The temp file a snapshot loaded from disk is written to (Redis's
+/// `repl_transfer_tmpfile`); removed unless the snapshot was written whole.
+struct SyncFile {
+    file: std::fs::File,
+    path: PathBuf,
+    written: bool,
+}
+
+impl SyncFile {
+    /// Opens `temp-<unixtime>.<pid>.rdb` in `dir`, a new file, trying
+    /// again for a few seconds while one of that name exists.
+    fn create(dir: &Path) -> Result<SyncFile, String> {
+        let mut tries = 5;
+        loop {
+            let now = crate::util::clock::real_now_ms() / 1000;
+            let path = dir.join(format!("temp-{now}.{}.rdb", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(SyncFile {
+                        file,
+                        path,
+                        written: false,
+                    })
+                }
+                Err(e) if tries == 1 => {
+                    return Err(format!(
+                        "Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"
+                    ))
+                }
+                Err(_) => {
+                    tries -= 1;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Writes the snapshot and syncs it to disk; returns the file's path.
+    fn write(mut self, rdb: &[u8]) -> Result<PathBuf, String> {
+        self.file.write_all(rdb).map_err(|e| {
+            format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}")
+        })?;
+        self.file.sync_all().map_err(|e| {
+            format!("Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}")
+        })?;
+        self.written = true;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for SyncFile {
+    fn drop(&mut self) {
+        if !self.written {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The snapshot's bytes as they arrive, for a load that reads them as it

@@ -83,6 +83,23 @@ pub struct ReplicaConf {
     pub exclude_functions: bool,
 }
 
+impl ReplicaConf {
+    /// How logs name the replica at `addr`: the address it announced (else
+    /// its connection's) and its listening port (Redis's
+    /// replicationGetSlaveName).
+    pub fn name(&self, addr: &crate::net::addr::PeerAddr) -> String {
+        let ip = match &self.announced_ip {
+            Some(ip) => ip.clone(),
+            None => addr.ip().to_string(),
+        };
+        match self.listening_port {
+            0 => format!("{ip}:<unknown-replica-port>"),
+            port if ip.contains(':') => format!("[{ip}]:{port}"),
+            port => format!("{ip}:{port}"),
+        }
+    }
+}
+
 /// A replica attached to this server.
 pub struct Replica {
     /// Its client id.
@@ -125,6 +142,11 @@ impl Replica {
     fn behind(&self, next: u64) -> Option<u64> {
         self.cursor
             .filter(|&c| c < next && self.state == ReplicaState::Online)
+    }
+
+    /// How logs name it (replicationGetSlaveName).
+    pub fn name(&self) -> String {
+        self.conf.name(&self.addr)
     }
 
     /// The address it is known by: the one it announced, else its
@@ -285,6 +307,9 @@ pub struct Replication {
     /// An online replica has stream left to be given
     /// ([`Replication::pump`]).
     pub lagging: bool,
+    /// `dbfilename` was last written for replicas (Redis's
+    /// RDBGeneratedByReplication), for rdb-del-sync-files to remove.
+    pub rdb_from_replication: bool,
     /// The stream written by the running batch, not yet handed out.
     pub log: CommandLog,
     /// The replicas attached.
@@ -330,6 +355,7 @@ impl Default for Replication {
             backlog: None,
             backlog_size: 1 << 20,
             lagging: false,
+            rdb_from_replication: false,
             log: CommandLog::default(),
             replicas: Vec::new(),
             master: None,
@@ -389,6 +415,11 @@ impl Replication {
         if self.master.is_none() {
             self.replid = new_replid();
             self.clear_replid2();
+            tracing::info!(
+                "Replication backlog created, my new replication IDs are '{}' and '{}'",
+                self.replid,
+                self.replid2
+            );
         }
         self.backlog = Some(ReplBuffer::new(self.backlog_size, self.offset + 1));
         self.log.db = None;
@@ -549,14 +580,48 @@ impl Replication {
         b.trim(max_blocks, needed);
     }
 
-    /// Whether a replica asking to continue `replid` from `psync_offset`
-    /// can: the ID names this history, or the one before the last
-    /// promotion up to where they part, and the buffer still holds the
-    /// stream from there (Redis's masterTryPartialResynchronization).
-    pub fn can_continue(&self, replid: &str, psync_offset: u64) -> bool {
-        let same = replid == self.replid
-            || (replid == self.replid2 && psync_offset as i64 <= self.second_replid_offset);
-        same && self.backlog.as_ref().is_some_and(|b| b.holds(psync_offset))
+    /// Where a replica named `name` asking `PSYNC replid offset` continues
+    /// from, or None for a full resynchronization, with Redis's log line
+    /// for why: it can when the ID names this history, or the one before
+    /// the last promotion up to where they part, and the buffer still
+    /// holds the stream from there (masterTryPartialResynchronization).
+    pub fn psync_from(&self, replid: &str, offset: i64, name: &str) -> Option<u64> {
+        let known = replid.eq_ignore_ascii_case(&self.replid)
+            || (replid.eq_ignore_ascii_case(&self.replid2) && offset <= self.second_replid_offset);
+        if !known {
+            if replid.starts_with('?') {
+                tracing::info!("Full resync requested by replica {name}");
+            } else if !replid.eq_ignore_ascii_case(&self.replid)
+                && !replid.eq_ignore_ascii_case(&self.replid2)
+            {
+                tracing::info!(
+                    "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{replid}', my replication IDs are '{}' and '{}')",
+                    self.replid,
+                    self.replid2
+                );
+            } else {
+                tracing::info!(
+                    "Partial resynchronization not accepted: Requested offset for second ID was {offset}, but I can reply up to {}",
+                    self.second_replid_offset
+                );
+            }
+            return None;
+        }
+        let from = u64::try_from(offset).ok();
+        match from.filter(|&o| self.backlog.as_ref().is_some_and(|b| b.holds(o))) {
+            Some(o) => Some(o),
+            None => {
+                tracing::info!(
+                    "Unable to partial resync with replica {name} for lack of backlog (Replica request was: {offset})."
+                );
+                if offset > self.offset as i64 {
+                    tracing::warn!(
+                        "Warning: replica {name} tried to PSYNC with an offset that is greater than the master replication offset."
+                    );
+                }
+                None
+            }
+        }
     }
 
     /// What replica `r` holds of the shared buffer, as Redis counts a
@@ -576,14 +641,15 @@ impl Replication {
     /// Forgets a replica whose connection closed; the blocks it alone
     /// held go in steps (freeReplicaReferencedReplBuffer).
     pub fn forget(&mut self, id: u64) {
-        let before = self.replicas.len();
-        self.replicas.retain(|r| r.client_id != id);
-        if before != self.replicas.len() {
-            if self.replicas.is_empty() {
-                self.no_replicas_since_ms = clock::real_now_ms();
-            }
-            self.trim(backlog::TRIM_BLOCKS_PER_CALL);
+        let Some(at) = self.replicas.iter().position(|r| r.client_id == id) else {
+            return;
+        };
+        let r = self.replicas.remove(at);
+        tracing::warn!("Connection with replica {} lost.", r.name());
+        if self.replicas.is_empty() {
+            self.no_replicas_since_ms = clock::real_now_ms();
         }
+        self.trim(backlog::TRIM_BLOCKS_PER_CALL);
     }
 
     /// Takes `min-replicas-to-write` and `min-replicas-max-lag` from the
@@ -778,21 +844,21 @@ mod tests {
         let id = r.replid.clone();
         r.proxy(b"0123456789");
         assert_eq!(r.offset, 10);
-        assert!(r.can_continue(&id, 11));
-        assert!(r.can_continue(&id, 6));
-        assert!(!r.can_continue(&id, 12));
-        assert!(!r.can_continue("x", 6));
+        assert!(r.psync_from(&id, 11, "r").is_some());
+        assert!(r.psync_from(&id, 6, "r").is_some());
+        assert!(r.psync_from(&id, 12, "r").is_none());
+        assert!(r.psync_from("x", 6, "r").is_none());
         r.proxy(&[b'a'; 40_000]);
         // Trimmed to what the backlog's size needs, in whole blocks.
         r.trim(backlog::TRIM_BLOCKS_PER_CALL);
-        assert!(!r.can_continue(&id, 1));
+        assert!(r.psync_from(&id, 1, "r").is_none());
         let first = r.backlog_first_offset();
-        assert!(first > 1 && r.can_continue(&id, first));
+        assert!(first > 1 && r.psync_from(&id, first as i64, "r").is_some());
         r.promote();
-        assert!(r.can_continue(&id, r.offset + 1));
+        assert!(r.psync_from(&id, r.offset as i64 + 1, "r").is_some());
         r.proxy(b"z");
-        assert!(r.can_continue(&id, r.offset));
-        assert!(!r.can_continue(&id, r.offset + 1));
+        assert!(r.psync_from(&id, r.offset as i64, "r").is_some());
+        assert!(r.psync_from(&id, r.offset as i64 + 1, "r").is_none());
     }
 }
 
