@@ -291,7 +291,6 @@ impl Executor {
             crate::util::watchdog::arm();
         }
         self.store.set_now(clock::now_ms());
-        // Redis's slow cycle may use 25% of each period.
         self.store.log_expired = self.server.stream_on();
         // A replica leaves expiry to its master's DELs (Redis runs the
         // active cycle on masters only).
@@ -301,7 +300,11 @@ impl Executor {
             && !self.server.pause.active(clock::now_ms())
         {
             let started = Instant::now();
-            self.store.active_expire_cycle(period / 4);
+            // Redis's slow cycle may use 25% of each period, two points more
+            // for each step of active-expire-effort above 1.
+            let effort = self.server.config.active_expire_effort.clamp(1, 10);
+            let budget = period * (25 + 2 * (effort - 1)) / 100;
+            self.store.active_expire_cycle(budget, effort);
             let ms = started.elapsed().as_millis() as u64;
             let threshold = self.server.config.latency_monitor_threshold;
             self.server

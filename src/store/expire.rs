@@ -75,7 +75,14 @@ impl Store {
     }
 
     /// Runs one cycle with the given time budget; returns keys reclaimed.
-    pub fn active_expire_cycle(&mut self, budget: Duration) -> usize {
+    /// `effort` is active-expire-effort (1 to 10): each step above 1 walks
+    /// a quarter more of the table before stopping and lowers by a point
+    /// the share of expired keys (10%) that keeps the cycle going, as
+    /// Redis's activeExpireCycle scales its keys per loop and acceptable
+    /// stale share.
+    pub fn active_expire_cycle(&mut self, budget: Duration, effort: u32) -> usize {
+        let extra = effort.clamp(1, 10) as usize - 1;
+        let stale_percent = 10 - extra;
         let start = Instant::now();
         let now = self.now();
         let mut reclaimed = 0;
@@ -93,7 +100,7 @@ impl Store {
             // tenth of the table per cycle cost a few percent of the CPU of
             // a busy server whose keys all had long TTLs, for nothing.
             let buckets = self.dbs[db].dict.buckets();
-            let quota = (buckets / 100).max(CHECK_EVERY);
+            let quota = ((buckets / 100) * (4 + extra) / 4).max(CHECK_EVERY);
             // Keys with a TTL seen so far: the live ones sampled here, plus
             // the expired ones, which are all removed (`expired_here`).
             let (mut walked, mut expired_here) = (0usize, 0usize);
@@ -128,7 +135,7 @@ impl Store {
                     if start.elapsed() >= budget {
                         break;
                     }
-                    let stale = expired_here * 10 > ttl_samples + expired_here;
+                    let stale = expired_here * 100 > stale_percent * (ttl_samples + expired_here);
                     if walked >= quota && !stale {
                         break;
                     }
@@ -169,7 +176,7 @@ mod tests {
         s.set(0, b"forever", Value::Int(1), Ttl::None);
         s.set_now(2_000);
         for _ in 0..100 {
-            s.active_expire_cycle(Duration::from_millis(25));
+            s.active_expire_cycle(Duration::from_millis(25), 1);
             if s.dbs[0].len() == 1 {
                 break;
             }
@@ -177,5 +184,24 @@ mod tests {
         assert_eq!(s.dbs[0].len(), 1);
         assert_eq!(s.dbs[0].volatile(), 0);
         assert_eq!(s.stats.expired_keys, 10_000);
+    }
+
+    #[test]
+    fn a_greater_effort_reclaims_more_per_cycle() {
+        // One key in twenty expired: under effort 1's stale share (10%),
+        // over effort 10's (1%).
+        let reclaimed = |effort| {
+            let mut s = Store::new(1);
+            s.set_now(1_000);
+            for i in 0..100_000 {
+                let at = if i % 20 == 0 { 1_100 } else { 1_000_000 };
+                s.set(0, format!("k{i}").as_bytes(), Value::Int(i), Ttl::At(at));
+            }
+            s.set_now(2_000);
+            s.active_expire_cycle(Duration::from_secs(10), effort)
+        };
+        let (low, high) = (reclaimed(1), reclaimed(10));
+        assert!(low < 1_000, "effort 1 reclaimed {low}");
+        assert_eq!(high, 5_000);
     }
 }

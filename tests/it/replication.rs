@@ -933,6 +933,98 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A full resynchronization leaves `dbfilename` where Redis does: a master
+/// snapshotting to disk for its replica saves it (a save that resets the
+/// change count), a replica loading from disk keeps the file it received,
+/// and with rdb-del-sync-files a server without persistence removes both.
+#[test]
+fn full_resyncs_leave_the_rdb_file_as_redis() {
+    let has_file = |dir: &std::path::Path| dir.join("dump.rdb").exists();
+    for delete in ["no", "yes"] {
+        let master_args = ["--repl-diskless-sync", "no", "--rdb-del-sync-files", delete];
+        let ours = start_with(|c| {
+            conf(c, "repl-diskless-sync", "no");
+            conf(c, "rdb-del-sync-files", delete);
+        });
+        let theirs = spawn_redis_with(&master_args);
+        let masters = [(ours.port, ours.dir()), (theirs.port, theirs.dir())];
+        for (port, dir) in masters {
+            let mut m = Raw::connect(port);
+            m.cmd_str(&["SET", "k", "v"]);
+            let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &port.to_string()]);
+            wait_link_up(&mut Raw::connect(replica.port));
+            if delete == "yes" {
+                assert!(
+                    wait_until(Duration::from_secs(5), || !has_file(dir)),
+                    "port {port} kept the file"
+                );
+            } else {
+                assert!(has_file(dir), "port {port}: no file");
+            }
+            assert_eq!(info_field(&mut m, "persistence", "rdb_saves"), "1");
+            assert_eq!(
+                info_field(&mut m, "persistence", "rdb_changes_since_last_save"),
+                "0"
+            );
+        }
+        // Replicas of a master streaming its snapshot, loading from disk.
+        let master = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+        Raw::connect(master.port).cmd_str(&["SET", "k", "v"]);
+        let of = format!("127.0.0.1 {}", master.port);
+        let ours = start_with(|c| {
+            conf(c, "replicaof", &of);
+            conf(c, "rdb-del-sync-files", delete);
+        });
+        let port = master.port.to_string();
+        let theirs = spawn_redis_with(&[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--rdb-del-sync-files",
+            delete,
+        ]);
+        for (port, dir) in [(ours.port, ours.dir()), (theirs.port, theirs.dir())] {
+            wait_link_up(&mut Raw::connect(port));
+            if delete == "yes" {
+                assert!(
+                    wait_until(Duration::from_secs(5), || !has_file(dir)),
+                    "replica on port {port} kept the file"
+                );
+            } else {
+                assert!(has_file(dir), "replica on port {port}: no file");
+            }
+        }
+    }
+}
+
+/// A replica without persistence keeps the file of its last full
+/// resynchronization, so once restarted it has the data set and continues
+/// from where that snapshot stood, as a Redis replica does.
+#[test]
+fn a_restarted_replica_without_persistence_continues_from_its_synced_file() {
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let mut m = Raw::connect(redis.port);
+    m.cmd_str(&["SET", "a", "1"]);
+    let dir = unique_temp_path("ferrokv-synced-file");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let follow = |c: &mut Config| {
+        conf(c, "replicaof", &format!("127.0.0.1 {}", redis.port));
+        c.dir = dir.display().to_string();
+    };
+    let replica = start_with(follow);
+    wait_link_up(&mut replica.raw());
+    drop(replica);
+    m.cmd_str(&["SET", "b", "2"]);
+    let replica = start_with(follow);
+    let mut r = replica.raw();
+    wait_link_up(&mut r);
+    wait_replicas(&mut m, 1);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_same_data(&mut m, &mut r);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `redis-cli --rdb` saves ferrokv's snapshot, which redis-check-rdb
 /// accepts; `redis-cli --replica` shows the stream as it does for Redis.
 #[test]

@@ -33,6 +33,8 @@ pub fn start_with(tweak: impl FnOnce(&mut Config)) -> Ferrokv {
     let dir = unique_temp_path("ferrokv-it");
     config.dir = dir.display().to_string();
     tweak(&mut config);
+    // As Redis, which will not start in a `dir` that is not there.
+    std::fs::create_dir_all(&config.dir).expect("the server's dir");
     // The server binds port 0 (unless `tweak` chose one) and reports the
     // port it got, so no other test can take it in between.
     let server = ferrokv::Server::start(config).expect("ferrokv starts");
@@ -53,6 +55,7 @@ pub fn start_with_clock(
     let dir = unique_temp_path("ferrokv-it");
     config.dir = dir.display().to_string();
     tweak(&mut config);
+    std::fs::create_dir_all(&config.dir).expect("the server's dir");
     let server = ferrokv::Server::start_with_clock(config, clock.clone()).expect("ferrokv starts");
     let f = Ferrokv {
         port: server.port(),
@@ -120,6 +123,11 @@ pub fn start() -> Ferrokv {
 }
 
 impl Ferrokv {
+    /// Its `dir`.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// A `redis` crate client.
     pub fn client(&self) -> redis::Connection {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
@@ -210,6 +218,11 @@ pub fn spawn_redis_with(extra: &[&str]) -> RedisServer {
 }
 
 impl RedisServer {
+    /// Its `dir`.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
