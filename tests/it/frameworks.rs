@@ -265,14 +265,18 @@ fn ioredis_acl_users() {
 /// Starts the ferrokv binary on `port` with `args`, waiting until it
 /// listens; killed on drop.
 fn ferrokv_on(port: u16, args: &[&str]) -> crate::support::FerrokvProcess {
+    // A directory of its own: a replica keeps its synced snapshot there.
+    let dir = crate::support::unique_temp_path("ferrokv-sentinel-node");
+    fs::create_dir_all(&dir).expect("a node directory");
     let child = crate::support::server_command(env!("CARGO_BIN_EXE_ferrokv"), port)
         .args(["--repl-diskless-sync-delay", "0"])
+        .args(["--dir", dir.to_str().unwrap_or("/tmp")])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("the ferrokv binary runs");
-    let p = crate::support::FerrokvProcess::adopt(child, port);
+    let p = crate::support::FerrokvProcess::adopt_in(child, port, dir);
     let pid = p.pid();
     assert!(wait_until(Duration::from_secs(10), || {
         crate::support::listens_on(pid, port)

@@ -443,8 +443,9 @@ fn function_libraries_in_redis_files_are_skipped() {
 
 #[test]
 fn save_into_a_missing_directory_fails_plainly() {
-    // start_with points `dir` at a path that does not exist.
     let a = start();
+    // The server's `dir` is removed under it.
+    std::fs::remove_dir_all(a.dir()).expect("remove the dir");
     let mut r = a.raw();
     assert_eq!(r.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
     assert_eq!(r.cmd_str(&["SAVE"]), b"-ERR\r\n");

@@ -263,6 +263,16 @@ impl FerrokvProcess {
         }
     }
 
+    /// Takes it with the `dir` it was started in, removed when it is
+    /// dropped.
+    pub fn adopt_in(child: Child, port: u16, dir: std::path::PathBuf) -> FerrokvProcess {
+        FerrokvProcess {
+            port,
+            child,
+            dir: Some(dir),
+        }
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
