@@ -701,9 +701,12 @@ fn debug_segfault_and_panic_write_the_crash_report() {
         for program in [env!("CARGO_BIN_EXE_ferrokv"), "redis-server"] {
             let log = unique_temp_path("crash");
             let log_arg = log.to_str().expect("path").to_string();
+            // A directory of its own, so no stray dump.rdb is loaded.
+            let dir = crate::persist::data::TempDir::new("crash-dir");
             let (child, port) = spawn_on_free_port(|port| {
                 let mut cmd = server_command(program, port);
                 cmd.args(["--enable-debug-command", "yes", "--logfile", &log_arg]);
+                cmd.args(["--dir", &dir.s()]);
                 cmd
             });
             let mut child = ChildGuard(child);
