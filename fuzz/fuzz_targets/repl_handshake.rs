@@ -72,6 +72,8 @@ fuzz_target!(|data: &[u8]| {
         // Half the runs load the snapshot as it arrives (a diskless load),
         // the other half read it whole and load it after.
         diskless_load: (head & 16 != 0).then(|| (16, opts())),
+        // The other half write it to a temp file first, removed below.
+        dir: std::env::temp_dir(),
     };
     let master = Master {
         bytes: rest,
@@ -82,10 +84,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Synced::Full {
-        payload: Payload::Rdb(rdb),
+        payload: Payload::Rdb(rdb, temp),
         ..
     } = synced
     {
+        let _ = std::fs::remove_file(temp);
         let _ = load_rdb(&rdb, &mut Store::new(16), opts());
     }
     let limits = Limits {
