@@ -1069,7 +1069,6 @@ fn invoke(
     let propagating = server.propagation.on;
     let resp3 = client.resp3;
     let dirty = store.stats.dirty;
-    let log_before = server.repl.log.buf.len();
     store.log_expired = propagating;
     let own = if propagating {
         server.propagation.take_own()
@@ -1131,12 +1130,13 @@ fn invoke(
             // Keep the allocation for the next command.
             server.propagation.pending = pending;
             server.propagation.pending.clear();
-            // Where the client's last write ends in the stream (WAIT).
-            let logged = server.repl.log.buf.len();
-            if logged != log_before {
-                client.woff = server.repl.offset + logged as u64;
-            }
         }
+    }
+    if depth == 0 {
+        // The stream's end after every command the client runs, a write or
+        // not, is what its next WAIT waits for (processCommand sets
+        // `c->woff` after each call).
+        client.woff = server.repl.offset + server.repl.log.buf.len() as u64;
     }
     // Shown once, when it first runs (a blocked command running again is
     // not shown again); administrative commands never.

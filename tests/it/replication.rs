@@ -933,6 +933,38 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// WAIT waits for the stream's end as of the client's last command of any
+/// kind, not its last write (7.0's processCommand sets `c->woff` after
+/// every call): a client that only read counts no replica that has not
+/// acknowledged the writes before its read.
+#[test]
+fn wait_counts_replicas_up_to_the_clients_last_command() {
+    use std::io::Write;
+    let redis = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let ours = ferrokv_master();
+    for port in [ours.port, redis.port] {
+        // A replica that acknowledges nothing past the snapshot.
+        let (mut replica, _) = stream_reader(port);
+        replica
+            .write_all(&encode(&[b"REPLCONF", b"ACK", b"0"]))
+            .expect("ack");
+        let mut writer = Raw::connect(port);
+        assert_eq!(writer.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+        let mut reader = Raw::connect(port);
+        assert_eq!(
+            reader.cmd_str(&["WAIT", "0", "0"]),
+            b":1\r\n",
+            "port {port}: before any command of its own"
+        );
+        assert_eq!(reader.cmd_str(&["GET", "k"]), b"$1\r\nv\r\n");
+        assert_eq!(
+            reader.cmd_str(&["WAIT", "0", "0"]),
+            b":0\r\n",
+            "port {port}: after reading"
+        );
+    }
+}
+
 /// A full resynchronization leaves `dbfilename` where Redis does: a master
 /// snapshotting to disk for its replica saves it (a save that resets the
 /// change count), a replica loading from disk keeps the file it received,
