@@ -166,7 +166,20 @@ impl Handshake {
         std::thread::Builder::new()
             .name("ferrokv-master-link".into())
             .spawn(move || {
-                let _ = tx.send(run(&conf, &reached));
+                if let Err(unsent) = tx.send(run(&conf, &reached)) {
+                    // Given up meanwhile: its snapshot file goes too.
+                    if let Ok(Linked {
+                        synced:
+                            Synced::Full {
+                                payload: Payload::Rdb(_, temp),
+                                ..
+                            },
+                        ..
+                    }) = unsent.0
+                    {
+                        let _ = std::fs::remove_file(temp);
+                    }
+                }
             })
             .map_err(|e| e.to_string())?;
         Ok(Handshake {
@@ -594,13 +607,18 @@ struct SyncFile {
 }
 
 impl SyncFile {
-    /// Opens `temp-<unixtime>.<pid>.rdb` in `dir`, a new file, trying
-    /// again for a few seconds while one of that name exists.
+    /// Opens `temp-<unixtime>.<pid>.rdb` in `dir`, a new file; while a
+    /// handshake given up in the same second still holds that name, the
+    /// next free `temp-<unixtime>.<pid>.<n>.rdb`.
     fn create(dir: &Path) -> Result<SyncFile, String> {
-        let mut tries = 5;
+        let now = crate::util::clock::real_now_ms() / 1000;
+        let pid = std::process::id();
+        let mut n = 0;
         loop {
-            let now = crate::util::clock::real_now_ms() / 1000;
-            let path = dir.join(format!("temp-{now}.{}.rdb", std::process::id()));
+            let path = match n {
+                0 => dir.join(format!("temp-{now}.{pid}.rdb")),
+                n => dir.join(format!("temp-{now}.{pid}.{n}.rdb")),
+            };
             match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -613,14 +631,11 @@ impl SyncFile {
                         written: false,
                     })
                 }
-                Err(e) if tries == 1 => {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => {
                     return Err(format!(
                         "Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"
                     ))
-                }
-                Err(_) => {
-                    tries -= 1;
-                    std::thread::sleep(Duration::from_secs(1));
                 }
             }
         }
