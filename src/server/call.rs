@@ -1132,10 +1132,11 @@ fn invoke(
             server.propagation.pending.clear();
         }
     }
-    if depth == 0 {
+    if depth == 0 && !client.reprocessing {
         // The stream's end after every command the client runs, a write or
         // not, is what its next WAIT waits for (processCommand sets
-        // `c->woff` after each call).
+        // `c->woff` after each call; a blocked command served later does
+        // not pass there again).
         client.woff = server.repl.offset + server.repl.log.buf.len() as u64;
     }
     // Shown once, when it first runs (a blocked command running again is

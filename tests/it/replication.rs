@@ -923,14 +923,21 @@ fn a_restarted_replica_continues_partially_in_the_right_database() {
     drop(r);
     drop(replica);
     m.cmd_str(&["SET", "c", "3"]);
+    restarted_replica_agrees(&mut m, follow, "2");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts a replica of `m` with `follow` again and checks that it continued
+/// partially (the master's `sync_partial_ok` reads `partial`, after a
+/// single full sync) and holds the master's data.
+fn restarted_replica_agrees(m: &mut Raw, follow: impl FnOnce(&mut Config), partial: &str) {
     let replica = start_with(follow);
     let mut r = replica.raw();
     wait_link_up(&mut r);
-    wait_replicas(&mut m, 1);
-    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "2");
-    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
-    assert_same_data(&mut m, &mut r);
-    let _ = std::fs::remove_dir_all(&dir);
+    wait_replicas(m, 1);
+    assert_eq!(info_field(m, "stats", "sync_partial_ok"), partial);
+    assert_eq!(info_field(m, "stats", "sync_full"), "1");
+    assert_same_data(m, &mut r);
 }
 
 /// WAIT waits for the stream's end as of the client's last command of any
@@ -1047,13 +1054,7 @@ fn a_restarted_replica_without_persistence_continues_from_its_synced_file() {
     wait_link_up(&mut replica.raw());
     drop(replica);
     m.cmd_str(&["SET", "b", "2"]);
-    let replica = start_with(follow);
-    let mut r = replica.raw();
-    wait_link_up(&mut r);
-    wait_replicas(&mut m, 1);
-    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
-    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
-    assert_same_data(&mut m, &mut r);
+    restarted_replica_agrees(&mut m, follow, "1");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
