@@ -978,7 +978,6 @@ fn wait_counts_replicas_up_to_the_clients_last_command() {
 /// and with rdb-del-sync-files a server without persistence removes both.
 #[test]
 fn full_resyncs_leave_the_rdb_file_as_redis() {
-    let has_file = |dir: &std::path::Path| dir.join("dump.rdb").exists();
     for delete in ["no", "yes"] {
         let master_args = ["--repl-diskless-sync", "no", "--rdb-del-sync-files", delete];
         let ours = start_with(|c| {
@@ -992,14 +991,7 @@ fn full_resyncs_leave_the_rdb_file_as_redis() {
             m.cmd_str(&["SET", "k", "v"]);
             let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &port.to_string()]);
             wait_link_up(&mut Raw::connect(replica.port));
-            if delete == "yes" {
-                assert!(
-                    wait_until(Duration::from_secs(5), || !has_file(dir)),
-                    "port {port} kept the file"
-                );
-            } else {
-                assert!(has_file(dir), "port {port}: no file");
-            }
+            sync_file_as_configured(dir, delete, &format!("master on port {port}"));
             assert_eq!(info_field(&mut m, "persistence", "rdb_saves"), "1");
             assert_eq!(
                 info_field(&mut m, "persistence", "rdb_changes_since_last_save"),
@@ -1024,15 +1016,22 @@ fn full_resyncs_leave_the_rdb_file_as_redis() {
         ]);
         for (port, dir) in [(ours.port, ours.dir()), (theirs.port, theirs.dir())] {
             wait_link_up(&mut Raw::connect(port));
-            if delete == "yes" {
-                assert!(
-                    wait_until(Duration::from_secs(5), || !has_file(dir)),
-                    "replica on port {port} kept the file"
-                );
-            } else {
-                assert!(has_file(dir), "replica on port {port}: no file");
-            }
+            sync_file_as_configured(dir, delete, &format!("replica on port {port}"));
         }
+    }
+}
+
+/// `dir` keeps the dump.rdb a full sync wrote, or (rdb-del-sync-files
+/// `delete` yes) loses it within a few seconds.
+fn sync_file_as_configured(dir: &std::path::Path, delete: &str, who: &str) {
+    let has_file = || dir.join("dump.rdb").exists();
+    if delete == "yes" {
+        assert!(
+            wait_until(Duration::from_secs(5), || !has_file()),
+            "{who} kept the file"
+        );
+    } else {
+        assert!(has_file(), "{who}: no file");
     }
 }
 
