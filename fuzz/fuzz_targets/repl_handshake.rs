@@ -84,11 +84,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Synced::Full {
-        payload: Payload::Rdb(rdb, temp),
+        payload: Payload::Rdb(rdb, _received),
         ..
     } = synced
     {
-        let _ = std::fs::remove_file(temp);
+        // `_received`, dropped at the end of this block, removes its file.
         let _ = load_rdb(&rdb, &mut Store::new(16), opts());
     }
     let limits = Limits {

@@ -458,29 +458,6 @@ impl Executor {
         });
     }
 
-    /// Renames the synced temp file over `dbfilename` and syncs the
-    /// directory, as Redis's readSyncBulkPayload does before loading it.
-    fn place_synced_file(&self, temp: &std::path::Path) -> Result<(), String> {
-        let path = crate::persist::rdb_path(&self.server.config);
-        if let Err(e) = std::fs::rename(temp, &path) {
-            let _ = std::fs::remove_file(temp);
-            return Err(format!(
-                "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA \
-                 synchronization: {e}",
-                self.server.config.dbfilename
-            ));
-        }
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let synced = std::fs::File::open(dir.unwrap_or(std::path::Path::new(".")))
-            .and_then(|d| d.sync_all());
-        synced.map_err(|e| {
-            format!(
-                "Failed trying to sync DB directory {} in MASTER <-> REPLICA synchronization: {e}",
-                path.display()
-            )
-        })
-    }
-
     /// With rdb-del-sync-files and no persistence, the file a full
     /// resynchronization wrote is removed once loaded (or refused), in the
     /// background (Redis's bg_unlink).
@@ -550,8 +527,9 @@ impl Executor {
                 // The master's functions replace this server's.
                 self.store.functions.clear();
                 let loaded = match payload {
-                    Payload::Rdb(rdb, temp) => {
-                        let placed = self.place_synced_file(&temp);
+                    Payload::Rdb(rdb, received) => {
+                        let c = &self.server.config;
+                        let placed = received.place(&crate::persist::rdb_path(c), &c.dbfilename);
                         let loaded = placed.and_then(|()| {
                             tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
                             self.load_synced_file(&rdb).map_err(|e| {

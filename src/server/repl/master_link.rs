@@ -103,9 +103,9 @@ pub enum Synced {
 /// A full resynchronization's snapshot.
 pub enum Payload {
     /// The RDB image, to load (`repl-diskless-load disabled`), and the
-    /// temp file it was written to, synced, for the engine to rename over
-    /// `dbfilename` (Redis's readSyncBulkPayload).
-    Rdb(Vec<u8>, PathBuf),
+    /// temp file it was written to, for the engine to sync and rename over
+    /// `dbfilename` before loading (Redis's readSyncBulkPayload).
+    Rdb(Vec<u8>, ReceivedFile),
     /// Loaded as it arrived, into a keyspace of its own that takes the
     /// place of the old one (Redis's diskless load).
     Loaded(Box<Store>, LoadReport),
@@ -166,20 +166,9 @@ impl Handshake {
         std::thread::Builder::new()
             .name("ferrokv-master-link".into())
             .spawn(move || {
-                if let Err(unsent) = tx.send(run(&conf, &reached)) {
-                    // Given up meanwhile: its snapshot file goes too.
-                    if let Ok(Linked {
-                        synced:
-                            Synced::Full {
-                                payload: Payload::Rdb(_, temp),
-                                ..
-                            },
-                        ..
-                    }) = unsent.0
-                    {
-                        let _ = std::fs::remove_file(temp);
-                    }
-                }
+                // Given up meanwhile, the result is dropped, and with it
+                // the snapshot's temp file.
+                let _ = tx.send(run(&conf, &reached));
             })
             .map_err(|e| e.to_string())?;
         Ok(Handshake {
@@ -219,6 +208,9 @@ struct Reader<S> {
     /// What a read past the timeout reports.
     timeout_msg: &'static str,
 }
+
+/// Told the payload read so far, each time more of it arrives.
+type Arrived<'a> = dyn FnMut(&[u8]) -> Result<(), String> + 'a;
 
 impl<S> Reader<S> {
     fn new(sock: S) -> Self {
@@ -268,11 +260,17 @@ impl<S: Read + Write> Reader<S> {
 
     /// Exactly `n` bytes.
     fn exact(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        self.exact_with(n, &mut |_| Ok(()))
+    }
+
+    /// Exactly `n` bytes, shown to `arrived` as they arrive.
+    fn exact_with(&mut self, n: usize, arrived: &mut Arrived) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(n.min(PAYLOAD_RESERVE_MAX));
         loop {
             let take = (self.buf.len() - self.pos).min(n - out.len());
             out.extend_from_slice(&self.buf[self.pos..self.pos + take]);
             self.pos += take;
+            arrived(&out)?;
             if out.len() == n {
                 return Ok(out);
             }
@@ -280,16 +278,19 @@ impl<S: Read + Write> Reader<S> {
         }
     }
 
-    /// Everything up to `mark`, which ends the diskless payload.
-    fn until_mark(&mut self, mark: &[u8]) -> Result<Vec<u8>, String> {
+    /// Everything up to `mark`, which ends the diskless payload; what
+    /// surely precedes the mark is shown to `arrived` as it arrives.
+    fn until_mark(&mut self, mark: &[u8], arrived: &mut Arrived) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         loop {
             out.extend_from_slice(&self.buf[self.pos..]);
             self.pos = self.buf.len();
             if out.ends_with(mark) {
                 out.truncate(out.len() - mark.len());
+                arrived(&out)?;
                 return Ok(out);
             }
+            arrived(&out[..out.len().saturating_sub(mark.len())])?;
             self.fill()?;
         }
     }
@@ -550,19 +551,17 @@ fn read_payload<S: Read + Write>(
         }
     };
     let Some((databases, opts)) = conf.diskless_load else {
+        let Some(mut file) = sync_file.take() else {
+            return Err("no temp file for the snapshot".into());
+        };
+        // Written as it arrives, as Redis's readSyncBulkPayload does.
+        let mut arrived = |so_far: &[u8]| file.catch_up(so_far);
         let rdb = match (mark, len) {
-            (Some(mark), _) => r.until_mark(&mark),
-            (None, Some(len)) => r.exact(len),
-            (None, None) => Err("no payload length".into()),
+            (Some(mark), _) => r.until_mark(&mark, &mut arrived)?,
+            (None, Some(len)) => r.exact_with(len, &mut arrived)?,
+            (None, None) => return Err("no payload length".into()),
         };
-        return match rdb {
-            Ok(rdb) => match sync_file.take().map(|f| f.write(&rdb)) {
-                Some(Ok(path)) => Ok(Payload::Rdb(rdb, path)),
-                Some(Err(e)) => Err(e),
-                None => Err("no temp file for the snapshot".into()),
-            },
-            Err(e) => Err(e),
-        };
+        return Ok(Payload::Rdb(rdb, file.received()));
     };
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let mut store = Box::new(Store::new(databases));
@@ -598,12 +597,22 @@ fn read_payload<S: Read + Write>(
     Ok(Payload::Loaded(store, report))
 }
 
-/// The temp file a snapshot loaded from disk is written to (Redis's
-/// `repl_transfer_tmpfile`); removed unless the snapshot was written whole.
+/// Bytes written to the temp file between syncs, as Redis's
+/// REPL_MAX_WRITTEN_BEFORE_FSYNC: a long transfer does not leave the final
+/// fsync, which blocks the engine, all of the file to write.
+const WRITTEN_BEFORE_SYNC: usize = 8 * 1024 * 1024;
+
+/// The temp file a snapshot loaded from disk is written to as it arrives
+/// (Redis's `repl_transfer_tmpfile`); removed unless the whole snapshot
+/// reaches the engine.
 struct SyncFile {
     file: std::fs::File,
     path: PathBuf,
-    written: bool,
+    /// Payload bytes written so far, and synced so far.
+    written: usize,
+    synced: usize,
+    /// Renamed over `dbfilename`: no longer the temp file to remove.
+    placed: bool,
 }
 
 impl SyncFile {
@@ -628,7 +637,9 @@ impl SyncFile {
                     return Ok(SyncFile {
                         file,
                         path,
-                        written: false,
+                        written: 0,
+                        synced: 0,
+                        placed: false,
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
@@ -641,24 +652,71 @@ impl SyncFile {
         }
     }
 
-    /// Writes the snapshot and syncs it to disk; returns the file's path.
-    fn write(mut self, rdb: &[u8]) -> Result<PathBuf, String> {
-        self.file.write_all(rdb).map_err(|e| {
+    /// Writes what of `payload` (the payload read so far) is not yet in
+    /// the file, syncing every [`WRITTEN_BEFORE_SYNC`] bytes.
+    fn catch_up(&mut self, payload: &[u8]) -> Result<(), String> {
+        let Some(new) = payload.get(self.written..).filter(|b| !b.is_empty()) else {
+            return Ok(());
+        };
+        self.file.write_all(new).map_err(|e| {
             format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {e}")
         })?;
-        self.file.sync_all().map_err(|e| {
-            format!("Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}")
-        })?;
-        self.written = true;
-        Ok(self.path.clone())
+        self.written = payload.len();
+        if self.written - self.synced >= WRITTEN_BEFORE_SYNC {
+            // A failed sync here is found again by the final one.
+            let _ = self.file.sync_data();
+            self.synced = self.written;
+        }
+        Ok(())
+    }
+
+    /// The file, written whole, handed to the engine.
+    fn received(self) -> ReceivedFile {
+        ReceivedFile(self)
     }
 }
 
 impl Drop for SyncFile {
     fn drop(&mut self) {
-        if !self.written {
+        if !self.placed {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+/// A full resynchronization's snapshot, written whole to its temp file but
+/// not yet synced; removed unless placed.
+pub struct ReceivedFile(SyncFile);
+
+impl ReceivedFile {
+    /// Syncs the file, renames it over `dest` (named `dbfilename` in the
+    /// messages) and syncs the directory, as Redis's readSyncBulkPayload
+    /// does before loading it, with its messages.
+    pub fn place(mut self, dest: &Path, dbfilename: &str) -> Result<(), String> {
+        let f = &mut self.0;
+        f.file.sync_all().map_err(|e| {
+            format!("Failed trying to sync the temp DB to disk in MASTER <-> REPLICA synchronization: {e}")
+        })?;
+        std::fs::rename(&f.path, dest).map_err(|e| {
+            format!(
+                "Failed trying to rename the temp DB into {dbfilename} in MASTER <-> REPLICA \
+                 synchronization: {e}"
+            )
+        })?;
+        f.placed = true;
+        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty());
+        let synced = std::fs::File::open(dir.unwrap_or(Path::new("."))).and_then(|d| d.sync_all());
+        synced.map_err(|e| {
+            format!(
+                "Failed trying to sync DB directory {} in MASTER <-> REPLICA synchronization: {e}",
+                dest.display()
+            )
+        })
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.0.path
     }
 }
 
@@ -699,5 +757,140 @@ impl<S: Read + Write> Incoming for Arriving<'_, S> {
         self.r.buf.drain(..self.r.pos);
         self.r.pos = 0;
         self.r.fill()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A master that answers from a script, a few bytes per read.
+    struct Scripted {
+        bytes: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl Read for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len() - self.at);
+            buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    impl Write for Scripted {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn conf(dir: &Path) -> HandshakeConf {
+        HandshakeConf {
+            host: "127.0.0.1".into(),
+            port: 6379,
+            listening_port: 6380,
+            announce_ip: None,
+            source_addr: None,
+            auth: None,
+            psync: None,
+            timeout: std::time::Duration::from_secs(1),
+            failover: false,
+            tls: None,
+            diskless_load: None,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn temp_files(dir: &Path) -> Vec<String> {
+        let names = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        let mut names: Vec<String> = names
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("temp-"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Redis's readSyncBulkPayload writes the snapshot to its temp file as
+    /// it arrives and leaves the sync, rename and directory sync to the
+    /// engine: the file holds the payload without the EOF mark, is removed
+    /// when dropped, and once placed is `dbfilename`.
+    #[test]
+    fn a_disk_loaded_snapshot_is_written_as_it_arrives_and_placed_by_the_engine() {
+        let dir = std::env::temp_dir().join(format!("ferrokv-sync-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mark = "a".repeat(40);
+        for (step, eof) in [
+            (1, true),
+            (7, true),
+            (4096, true),
+            (3, false),
+            (65536, false),
+        ] {
+            let mut script = b"+PONG\r\n+OK\r\n+OK\r\n\n+FULLRESYNC 8de1787ba490483314a4d30f1c628bc5025eb761 0\r\n\n".to_vec();
+            if eof {
+                script.extend_from_slice(format!("$EOF:{mark}\r\n").as_bytes());
+                script.extend_from_slice(&payload);
+                script.extend_from_slice(mark.as_bytes());
+            } else {
+                script.extend_from_slice(format!("${}\r\n", payload.len()).as_bytes());
+                script.extend_from_slice(&payload);
+                // The stream may follow a snapshot of known length at once;
+                // after an EOF mark the master waits for REPLCONF ACK.
+                script.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+            }
+            let master = Scripted {
+                bytes: script,
+                at: 0,
+                step: if step > 100 { step } else { step * 97 },
+            };
+            let (synced, leftover) = handshake_over(master, &conf(&dir)).unwrap();
+            let Synced::Full {
+                payload: Payload::Rdb(rdb, received),
+                ..
+            } = synced
+            else {
+                panic!("not a full resync read to disk");
+            };
+            assert_eq!(rdb, payload);
+            assert!(b"*1\r\n$4\r\nPING\r\n".starts_with(&leftover));
+            assert_eq!(
+                std::fs::read(received.path()).unwrap(),
+                payload,
+                "step {step}"
+            );
+            assert_eq!(temp_files(&dir).len(), 1);
+            if eof {
+                drop(received);
+                assert!(temp_files(&dir).is_empty(), "a dropped file is removed");
+            } else {
+                let dest = dir.join("dump.rdb");
+                received.place(&dest, "dump.rdb").unwrap();
+                assert!(temp_files(&dir).is_empty(), "the placed file is renamed");
+                assert_eq!(std::fs::read(&dest).unwrap(), payload);
+            }
+        }
+        // A master that gives up mid-transfer leaves no temp file.
+        let mut script = format!(
+            "+PONG\r\n+OK\r\n+OK\r\n+FULLRESYNC {} 0\r\n$EOF:{mark}\r\n",
+            "b".repeat(40)
+        )
+        .into_bytes();
+        script.extend_from_slice(&payload);
+        let master = Scripted {
+            bytes: script,
+            at: 0,
+            step: 999,
+        };
+        assert!(handshake_over(master, &conf(&dir)).is_err());
+        assert!(temp_files(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
