@@ -723,6 +723,15 @@ impl Executor {
             filtered |= r.conf.exclude_data || r.conf.exclude_functions;
         }
         let disk = !((c.get_bool("repl-diskless-sync") || filtered) && all_eof);
+        self.server.repl.filtered_rdbs = filtered.then(|| {
+            let c = &self.server.config;
+            let empty = crate::persist::empty_rdb_for_replicas(c, &[], info);
+            let functions = &self.store.functions;
+            (
+                empty,
+                crate::persist::empty_rdb_for_replicas(c, functions, info),
+            )
+        });
         let started = crate::persist::SyncSnapshot::start(
             &self.store,
             &self.server.config,
@@ -916,8 +925,7 @@ impl Executor {
         };
         let diskless = self.server.config.get_bool("repl-diskless-sync");
         repl.lagging = true;
-        let empty = crate::persist::empty_rdb(&self.server.config, &[]);
-        let functions_only = crate::persist::empty_rdb(&self.server.config, &self.store.functions);
+        let (empty, functions_only) = repl.filtered_rdbs.take().unwrap_or_default();
         for r in &mut repl.replicas {
             if r.state != ReplicaState::WaitSnapshotEnd {
                 continue;

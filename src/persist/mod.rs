@@ -503,11 +503,25 @@ fn report_bad_file(path: &std::path::Path, e: &rdb::load::LoadError) {
 /// An RDB image with no keys and the function libraries `functions` (a
 /// replica that asked for no data, or for the functions alone).
 pub fn empty_rdb(config: &Config, functions: &[Vec<u8>]) -> Vec<u8> {
+    empty_rdb_for_replicas(config, functions, None)
+}
+
+/// [`empty_rdb`] with the replication history's aux fields, as a snapshot
+/// for replicas filtered by `rdb-filter-only` carries them.
+pub fn empty_rdb_for_replicas(
+    config: &Config,
+    functions: &[Vec<u8>],
+    info: Option<ReplInfo>,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let mut store = Store::new(1);
     store.functions = functions.to_vec();
+    let opts = SaveOptions {
+        repl: info,
+        ..save_options(config)
+    };
     // Writing into memory cannot fail.
-    let _ = write_rdb(&mut out, &store, save_options(config), None);
+    let _ = write_rdb(&mut out, &store, opts, None);
     out
 }
 

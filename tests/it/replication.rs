@@ -1057,6 +1057,60 @@ fn a_restarted_replica_without_persistence_continues_from_its_synced_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The aux fields' names of an RDB image, in order.
+fn rdb_aux_names(rdb: &[u8]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut at = 9; // "REDIS0010"
+                    // A string: 6-bit length, or an int encoding (0xC0..0xC2).
+    let string_end = |at: usize| match rdb[at] {
+        0xC0 => at + 2,
+        0xC1 => at + 3,
+        0xC2 => at + 5,
+        n if n < 0x40 => at + 1 + n as usize,
+        n => panic!("an encoding these tests do not write: {n:#x}"),
+    };
+    while rdb[at] == 0xFA {
+        let name_end = string_end(at + 1);
+        names.push(text(&rdb[at + 2..name_end]));
+        at = string_end(name_end);
+    }
+    names
+}
+
+/// `redis-cli --functions-rdb` (REPLCONF rdb-filter-only functions) gets
+/// the functions with the replication aux fields a snapshot for replicas
+/// carries, as from redis-server.
+#[test]
+fn a_filtered_snapshot_carries_the_replication_aux_fields() {
+    let p = Pair::new();
+    let (mut a, mut b) = p.connect_again();
+    let lib = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    for c in [&mut a, &mut b] {
+        c.cmd_str(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+        c.cmd_str(&["SET", "k", "v"]);
+        c.cmd_str(&["FUNCTION", "LOAD", lib]);
+    }
+    let dir = unique_temp_path("functions-rdb");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let (ours, theirs) = p.ports();
+    let mut images = Vec::new();
+    for port in [ours, theirs] {
+        let file = dir.join(format!("functions-{port}.rdb"));
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "--functions-rdb"])
+            .arg(&file)
+            .output()
+            .expect("redis-cli runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        images.push(std::fs::read(&file).expect("the file"));
+    }
+    let names = rdb_aux_names(&images[0]);
+    assert_eq!(names, rdb_aux_names(&images[1]));
+    assert!(names.iter().any(|n| n == "repl-id"), "{names:?}");
+    assert_eq!(images[0].len(), images[1].len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `redis-cli --rdb` saves ferrokv's snapshot, which redis-check-rdb
 /// accepts; `redis-cli --replica` shows the stream as it does for Redis.
 #[test]

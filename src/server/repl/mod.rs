@@ -329,6 +329,9 @@ pub struct Replication {
     pub get_ack: bool,
     /// The snapshot being made for replicas.
     pub snapshot: Option<crate::persist::SyncSnapshot>,
+    /// What the snapshot's rdb-filter-only replicas get instead, made
+    /// when it started: no keys, and no keys but the functions.
+    pub filtered_rdbs: Option<(Vec<u8>, Vec<u8>)>,
     /// client-output-buffer-limit for replicas: the stream queued for one
     /// (or kept while its snapshot is made) past it closes it.
     pub obuf: super::obuf::Limits,
@@ -364,6 +367,7 @@ impl Default for Replication {
             cron_loops: 0,
             get_ack: false,
             snapshot: None,
+            filtered_rdbs: None,
             obuf: super::obuf::Limits::default(),
             min_replicas: (0, 0),
             good_replicas: 0,
