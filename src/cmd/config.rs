@@ -237,6 +237,7 @@ fn set(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
                 state: &mut ctx.server.persist,
                 aof: &mut ctx.server.aof,
                 repl: ctx.server.repl.save_info(),
+                replica_snapshot: ctx.server.repl.snapshot.is_some(),
             };
             if !crate::persist::aof::enable(ctx.store, &mut p, in_exec) {
                 return Err(set_failed_on(

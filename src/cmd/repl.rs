@@ -225,7 +225,9 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         .replicas
         .iter()
         .find(|r| r.state == ReplicaState::WaitSnapshotEnd && running);
-    match peer.map(|r| (r.sync_offset, r.cursor)) {
+    let attached = peer.map(|r| (r.sync_offset, r.cursor));
+    log_sync_wait(ctx, attached.is_some(), &conf);
+    match attached {
         Some((offset, cursor)) => {
             if psync {
                 let line = format!("+FULLRESYNC {} {offset}\r\n", ctx.server.repl.replid);
@@ -242,6 +244,34 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         None => attach(ctx, conf, ReplicaState::WaitSnapshotStart, !psync),
     }
     Ok(())
+}
+
+/// What a full synchronization waits for, in Redis's syncCommand words:
+/// a snapshot running for other replicas, or the next one.
+fn log_sync_wait(ctx: &Ctx<'_>, attached: bool, conf: &ReplicaConf) {
+    let server = &*ctx.server;
+    let streamed = server.repl.snapshot.as_ref().map(|s| s.streamed());
+    let line = if attached {
+        "Waiting for end of BGSAVE for SYNC"
+    } else if streamed == Some(true) {
+        "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC"
+    } else if streamed == Some(false) || server.persist.bgsave.is_some() {
+        "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC"
+    } else if server.config.get_bool("repl-diskless-sync")
+        && conf.capa_eof
+        && server
+            .config
+            .get_i64("repl-diskless-sync-delay")
+            .unwrap_or(0)
+            > 0
+    {
+        "Delay next BGSAVE for diskless SYNC"
+    } else if server.aof.rewrite.is_some() {
+        "No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed"
+    } else {
+        return;
+    };
+    tracing::info!("{line}");
 }
 
 /// Makes the calling client a replica in `state`.

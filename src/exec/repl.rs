@@ -675,7 +675,12 @@ impl Executor {
 
     fn start_snapshot_if_due(&mut self) {
         let repl = &self.server.repl;
-        if repl.snapshot.is_some() {
+        // One child at a time, as Redis's shouldStartChildReplication: a
+        // background save or AOF rewrite is waited for.
+        if repl.snapshot.is_some()
+            || self.server.persist.bgsave.is_some()
+            || self.server.aof.rewrite.is_some()
+        {
             return;
         }
         let waiting = repl

@@ -80,6 +80,21 @@ pub struct Persistence<'a> {
     pub aof: &'a mut aof::Aof,
     /// The replication history a save records (see [`ReplInfo`]).
     pub repl: Option<ReplInfo>,
+    /// A snapshot for replicas is being made.
+    pub replica_snapshot: bool,
+}
+
+impl Persistence<'_> {
+    /// A child writing an RDB runs: a background save, or a snapshot for
+    /// replicas (Redis's CHILD_TYPE_RDB).
+    pub fn rdb_child_running(&self) -> bool {
+        self.state.bgsave.is_some() || self.replica_snapshot
+    }
+
+    /// Any child runs (Redis's hasActiveChildProcess): one at a time.
+    pub fn child_running(&self) -> bool {
+        self.rdb_child_running() || self.aof.rewrite.is_some()
+    }
 }
 
 /// Persistence state, read by INFO persistence and
@@ -388,8 +403,9 @@ pub fn save_on_shutdown(
 /// changes, enough time since the last save, and not right after a failed
 /// attempt.
 pub fn check_save_rules(store: &Store, p: &mut Persistence<'_>) {
-    // One child at a time, as in Redis: saves wait for an AOF rewrite.
-    if p.state.bgsave.is_some() || p.aof.rewrite.is_some() {
+    // One child at a time, as in Redis: saves wait for an AOF rewrite
+    // and a snapshot for replicas.
+    if p.child_running() {
         return;
     }
     if p.state.bgsave_scheduled {
@@ -679,6 +695,7 @@ impl TestBed {
             state: &mut self.state,
             aof: &mut self.aof,
             repl: None,
+            replica_snapshot: false,
         };
         (&mut self.store, p)
     }

@@ -118,6 +118,7 @@ fn run(server: &mut ServerState, store: &mut Store, what: What) -> std::io::Resu
             state: &mut state,
             aof: &mut aof,
             repl: None,
+            replica_snapshot: false,
         };
         match what {
             What::Start if aof_files => {

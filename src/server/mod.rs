@@ -430,6 +430,7 @@ impl ServerState {
             state: &mut self.persist,
             aof: &mut self.aof,
             repl: self.repl.save_info(),
+            replica_snapshot: self.repl.snapshot.is_some(),
         }
     }
 

@@ -708,6 +708,47 @@ fn silent_replica(master: u16, port: &str) -> Raw {
     r
 }
 
+/// A snapshot for replicas is the one child, as Redis's RDB child: BGSAVE
+/// and SAVE are refused while it runs, BGREWRITEAOF is scheduled.
+#[test]
+fn a_snapshot_for_replicas_holds_off_other_saves_as_redis() {
+    let mut p = Pair::new_with(
+        |c| conf(c, "repl-diskless-sync-delay", "0"),
+        &["--repl-diskless-sync-delay", "0"],
+    );
+    p.same(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    for i in 0..40 {
+        p.same(&["SET", &format!("k{i}"), "v"]);
+    }
+    let (ours, theirs) = p.ports();
+    let _silent = (silent_replica(ours, "1234"), silent_replica(theirs, "1234"));
+    let (mut a, mut b) = p.connect_again();
+    for raw in [&mut a, &mut b] {
+        assert!(wait_until(Duration::from_secs(10), || info_field(
+            raw,
+            "persistence",
+            "rdb_bgsave_in_progress"
+        ) == "1"));
+    }
+    p.script(&[
+        "BGSAVE",
+        "BGSAVE SCHEDULE",
+        "SAVE",
+        "BGREWRITEAOF",
+        "BGREWRITEAOF",
+    ]);
+    for raw in [&mut a, &mut b] {
+        assert_eq!(
+            info_field(raw, "persistence", "aof_rewrite_in_progress"),
+            "0"
+        );
+        assert_eq!(info_field(raw, "persistence", "aof_rewrite_scheduled"), "1");
+    }
+    // The replicas' snapshot given up ends the test at once.
+    p.same(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    p.same(&["FLUSHALL"]);
+}
+
 /// FAILOVER's waiting, timeout and ABORT against redis-server: writes are
 /// held while it waits and run when it is given up; errors on the way.
 #[test]

@@ -68,7 +68,7 @@ pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Bg
     if p.aof.rewrite.is_some() {
         return BgStart::InProgress;
     }
-    if p.state.bgsave.is_some() || in_exec {
+    if p.rdb_child_running() || in_exec {
         p.aof.rewrite_scheduled = true;
         // A scheduled manual rewrite is not held back by earlier failures
         // (a rewrite started now never is).
@@ -91,7 +91,7 @@ pub fn bgrewriteaof(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> Bg
 /// False when no rewrite could start (logged).
 pub fn enable(store: &Store, p: &mut Persistence<'_>, in_exec: bool) -> bool {
     p.aof.enabling = true;
-    if p.state.bgsave.is_some() {
+    if p.rdb_child_running() {
         p.aof.rewrite_scheduled = true;
         tracing::warn!(
             "AOF was enabled but there is already another background operation. An AOF \
@@ -368,7 +368,7 @@ pub(super) fn cancel(aof: &mut Aof) {
 /// serverCron does.
 pub fn auto_rewrite(store: &Store, p: &mut Persistence<'_>) {
     poll(p);
-    if p.aof.rewrite.is_some() || p.state.bgsave.is_some() {
+    if p.child_running() {
         return;
     }
     if p.aof.rewrite_scheduled {
