@@ -156,15 +156,14 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         tracing::warn!("User requested shutdown...");
         ctx.server.shutdown_save_done = true;
         ctx.server.shutdown = true;
-        ctx.client.close_after_reply = true;
         return Ok(());
     }
     use crate::server::shutdown::Outcome;
     match crate::server::shutdown::prepare(ctx.store, ctx.server, flags) {
-        Outcome::Done => {
-            ctx.client.close_after_reply = true;
-            Ok(())
-        }
+        // No reply: the caller's connection closes with the others once
+        // the listening sockets are closed, as Redis exits (a client that
+        // connects after seeing its link closed is refused).
+        Outcome::Done => Ok(()),
         Outcome::Waiting => {
             ctx.server.blocking.pending = Some(BlockRequest {
                 db: ctx.client.db,
