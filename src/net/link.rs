@@ -127,7 +127,7 @@ impl ConnTx {
 pub struct ConnBuffers {
     /// Output bytes queued and not yet written.
     pub pending: Cell<usize>,
-    /// Unix ms since when `pending` is over the soft limit (0: not over).
+    /// Unix second since when `pending` is over the soft limit (0: not over).
     pub soft_since: Cell<u64>,
     /// Set when the client is being closed (output limits, eviction).
     pub killed: Cell<bool>,

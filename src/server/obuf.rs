@@ -55,15 +55,21 @@ impl Limits {
     }
 
     /// Whether `pending` unsent bytes in `q` break the limits now; keeps
-    /// the time the soft limit was first passed.
+    /// the time the soft limit was first passed. The soft limit breaks
+    /// once more than its seconds have passed in whole Unix seconds, as
+    /// Redis's checkClientOutputBufferLimits counts them (`server.unixtime`):
+    /// always more than that many seconds, never exactly them.
     pub fn reached(&self, q: &ConnBuffers, pending: usize) -> bool {
+        self.reached_at(q, pending, clock::real_now_ms() / 1000)
+    }
+
+    fn reached_at(&self, q: &ConnBuffers, pending: usize, now_s: u64) -> bool {
         let mut over = self.hard != 0 && pending >= self.hard;
         if self.soft != 0 && pending >= self.soft {
-            let now = clock::real_now_ms();
             let since = q.soft_since.get();
             if since == 0 {
-                q.soft_since.set(now);
-            } else if now.saturating_sub(since) >= self.soft_secs * 1000 {
+                q.soft_since.set(now_s);
+            } else if now_s.saturating_sub(since) > self.soft_secs {
                 over = true;
             }
         } else {
@@ -139,6 +145,26 @@ mod tests {
         assert_eq!(l[Class::Replica as usize].hard, 268435456);
         assert_eq!(l[Class::PubSub as usize].soft_secs, 9);
         assert!(Limits::from_config("normal 0 0 0")[0].is_off());
+    }
+
+    #[test]
+    fn the_soft_limit_breaks_after_more_than_its_seconds_as_redis() {
+        let l = Limits {
+            hard: 0,
+            soft: 100,
+            soft_secs: 3,
+        };
+        let q = ConnBuffers::default();
+        // Passed at second 1000 (whenever within it), held through 1003.
+        for now in [1000, 1001, 1002, 1003] {
+            assert!(!l.reached_at(&q, 200, now), "at {now}");
+        }
+        assert!(l.reached_at(&q, 200, 1004));
+        // Back under the limit: the clock starts over.
+        assert!(!l.reached_at(&q, 50, 1005));
+        assert!(!l.reached_at(&q, 200, 1006));
+        assert!(!l.reached_at(&q, 200, 1009));
+        assert!(l.reached_at(&q, 200, 1010));
     }
 
     #[test]

@@ -708,28 +708,40 @@ fn silent_replica(master: u16, port: &str) -> Raw {
     r
 }
 
+/// A ferrokv and redis-server pair whose snapshots for replicas start at
+/// once (no repl-diskless-sync-delay).
+fn pair_syncing_at_once() -> Pair {
+    Pair::new_with(
+        |c| conf(c, "repl-diskless-sync-delay", "0"),
+        &["--repl-diskless-sync-delay", "0"],
+    )
+}
+
+/// Waits until INFO `section`'s `field` passes `ok` on both servers of
+/// `p`; returns a connection to each.
+fn wait_both(p: &Pair, section: &str, field: &str, ok: impl Fn(&str) -> bool) -> (Raw, Raw) {
+    let (mut a, mut b) = p.connect_again();
+    for raw in [&mut a, &mut b] {
+        let reached = wait_until(Duration::from_secs(10), || {
+            ok(&info_field(raw, section, field))
+        });
+        assert!(reached, "INFO {section} {field}");
+    }
+    (a, b)
+}
+
 /// A snapshot for replicas is the one child, as Redis's RDB child: BGSAVE
 /// and SAVE are refused while it runs, BGREWRITEAOF is scheduled.
 #[test]
 fn a_snapshot_for_replicas_holds_off_other_saves_as_redis() {
-    let mut p = Pair::new_with(
-        |c| conf(c, "repl-diskless-sync-delay", "0"),
-        &["--repl-diskless-sync-delay", "0"],
-    );
+    let mut p = pair_syncing_at_once();
     p.same(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
     for i in 0..40 {
         p.same(&["SET", &format!("k{i}"), "v"]);
     }
     let (ours, theirs) = p.ports();
     let _silent = (silent_replica(ours, "1234"), silent_replica(theirs, "1234"));
-    let (mut a, mut b) = p.connect_again();
-    for raw in [&mut a, &mut b] {
-        assert!(wait_until(Duration::from_secs(10), || info_field(
-            raw,
-            "persistence",
-            "rdb_bgsave_in_progress"
-        ) == "1"));
-    }
+    let (mut a, mut b) = wait_both(&p, "persistence", "rdb_bgsave_in_progress", |v| v == "1");
     p.script(&[
         "BGSAVE",
         "BGSAVE SCHEDULE",
@@ -753,21 +765,10 @@ fn a_snapshot_for_replicas_holds_off_other_saves_as_redis() {
 /// held while it waits and run when it is given up; errors on the way.
 #[test]
 fn failover_waits_times_out_and_aborts_as_redis() {
-    let mut p = Pair::new_with(
-        |c| conf(c, "repl-diskless-sync-delay", "0"),
-        &["--repl-diskless-sync-delay", "0"],
-    );
+    let mut p = pair_syncing_at_once();
     let (ours, theirs) = p.ports();
     let _silent = (silent_replica(ours, "1234"), silent_replica(theirs, "1234"));
-    let (mut a, mut b) = p.connect_again();
-    for raw in [&mut a, &mut b] {
-        assert!(wait_until(Duration::from_secs(10), || info_field(
-            raw,
-            "replication",
-            "slave0"
-        )
-        .contains("state=online")));
-    }
+    let (mut a, mut b) = wait_both(&p, "replication", "slave0", |v| v.contains("state=online"));
     p.script(&[
         "SET k v",
         "FAILOVER TO 127.0.0.1 9",
