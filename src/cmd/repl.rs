@@ -224,7 +224,13 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         .repl
         .replicas
         .iter()
-        .find(|r| r.state == ReplicaState::WaitSnapshotEnd && running);
+        // Only with the same rdb-filter-only (Redis's slave_req check).
+        .find(|r| {
+            r.state == ReplicaState::WaitSnapshotEnd
+                && running
+                && r.conf.exclude_data == conf.exclude_data
+                && r.conf.exclude_functions == conf.exclude_functions
+        });
     let attached = peer.map(|r| (r.sync_offset, r.cursor));
     log_sync_wait(ctx, attached.is_some(), &conf);
     match attached {

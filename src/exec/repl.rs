@@ -710,11 +710,6 @@ impl Executor {
             && (self.server.repl.replicas.iter())
                 .filter(|r| r.state == ReplicaState::WaitSnapshotStart)
                 .all(|r| r.conf.capa_eof && !r.conf.exclude_data);
-        if streamed {
-            tracing::info!("Starting BGSAVE for SYNC with target: replicas sockets");
-        } else {
-            tracing::info!("Starting BGSAVE for SYNC with target: disk");
-        }
         let mark = streamed.then(new_replid);
         let info = self.server.repl.save_info();
         // Redis writes `dbfilename` unless it streams to the replicas, which
@@ -728,6 +723,9 @@ impl Executor {
             filtered |= r.conf.exclude_data || r.conf.exclude_functions;
         }
         let disk = !((c.get_bool("repl-diskless-sync") || filtered) && all_eof);
+        // Redis's socket target: streamed, or a filtered image.
+        let target = if disk { "disk" } else { "replicas sockets" };
+        tracing::info!("Starting BGSAVE for SYNC with target: {target}");
         self.server.repl.filtered_rdbs = filtered.then(|| {
             let c = &self.server.config;
             let empty = crate::persist::empty_rdb_for_replicas(c, &[], info);
@@ -930,7 +928,16 @@ impl Executor {
         };
         let diskless = self.server.config.get_bool("repl-diskless-sync");
         repl.lagging = true;
-        let (empty, functions_only) = repl.filtered_rdbs.take().unwrap_or_default();
+        // A filtered replica that joined an unfiltered snapshot gets its
+        // image as of now.
+        let (empty, functions_only) = repl.filtered_rdbs.take().unwrap_or_else(|| {
+            let c = &self.server.config;
+            let functions = &self.store.functions;
+            (
+                crate::persist::empty_rdb_for_replicas(c, &[], None),
+                crate::persist::empty_rdb_for_replicas(c, functions, None),
+            )
+        });
         for r in &mut repl.replicas {
             if r.state != ReplicaState::WaitSnapshotEnd {
                 continue;
@@ -941,7 +948,9 @@ impl Executor {
                 (true, false) => &functions_only,
             };
             let mut payload = Vec::with_capacity(rdb.len() + 100);
-            if diskless && r.conf.capa_eof {
+            // A filtered image goes as Redis's socket target does.
+            let filtered = r.conf.exclude_data || r.conf.exclude_functions;
+            if (diskless || filtered) && r.conf.capa_eof {
                 let mark = new_replid();
                 payload.extend_from_slice(format!("$EOF:{mark}\r\n").as_bytes());
                 payload.extend_from_slice(rdb);
