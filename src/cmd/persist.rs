@@ -23,14 +23,8 @@ pub(super) const COMMANDS: &[(&str, Handler)] = &[
 
 const BGSAVE_RUNNING: Error = Error::err("Background save already in progress");
 
-/// A child writing an RDB runs: a background save, or a snapshot for
-/// replicas (Redis's CHILD_TYPE_RDB).
-fn rdb_child_running(ctx: &Ctx<'_>) -> bool {
-    ctx.server.persist.bgsave.is_some() || ctx.server.repl.snapshot.is_some()
-}
-
 fn save(ctx: &mut Ctx<'_>, _argv: Argv<'_>) -> CmdResult {
-    if rdb_child_running(ctx) {
+    if ctx.server.persistence().rdb_child_running() {
         return Err(BGSAVE_RUNNING);
     }
     match persist::save_now(ctx.store, &mut ctx.server.persistence()) {
@@ -48,7 +42,7 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
     if argv.len() > 1 && !schedule {
         return Err(Error::Syntax);
     }
-    if rdb_child_running(ctx) {
+    if ctx.server.persistence().rdb_child_running() {
         return Err(BGSAVE_RUNNING);
     }
     if ctx.server.aof.rewrite.is_some() {
