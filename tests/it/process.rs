@@ -190,6 +190,9 @@ fn children(pid: i32) -> Vec<i32> {
 /// Redis's error.
 #[test]
 fn process_title_follows_the_template_as_redis() {
+    // A directory of its own: the save child killed below leaves its temp
+    // file behind, as Redis's does.
+    let dir = crate::persist::data::TempDir::new("proc-title");
     let ours = crate::aof::launch(|port| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_ferrokv"));
         c.args([
@@ -200,7 +203,7 @@ fn process_title_follows_the_template_as_redis() {
             "--save",
             "",
         ])
-        .args(["--enable-debug-command", "yes"]);
+        .args(["--enable-debug-command", "yes", "--dir", &dir.s()]);
         c
     });
     let theirs = crate::support::spawn_redis_with(&["--enable-debug-command", "yes"]);
