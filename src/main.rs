@@ -18,7 +18,10 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 fn main() {
+    let argv0 = std::env::args().next().unwrap_or_else(|| "ferrokv".into());
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Redis's argc == 1: the warning below is for a bare start only.
+    let bare = args.is_empty();
     // Before any thread starts: the title takes the arguments' memory.
     ferrokv::util::proctitle::init();
     let (file_path, from_stdin, options) = match cli::parse(args) {
@@ -83,9 +86,9 @@ fn main() {
         ferrokv::REDIS_VERSION,
         std::process::id()
     );
-    if file_path.is_none() && !from_stdin {
+    if bare {
         tracing::warn!(
-            "Warning: no config file specified, using the default config. In order to specify a config file use ferrokv /path/to/redis.conf"
+            "Warning: no config file specified, using the default config. In order to specify a config file use {argv0} /path/to/redis.conf"
         );
     } else {
         tracing::warn!("Configuration loaded");

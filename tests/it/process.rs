@@ -741,3 +741,34 @@ fn the_logo_is_logged_once_the_port_listens() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Started with arguments but no config file, Redis logs "Configuration
+/// loaded": its warning that no config file was given is for a start with
+/// no arguments at all (argc == 1). ferrokv logged the warning.
+#[test]
+fn arguments_without_a_file_log_configuration_loaded_as_redis() {
+    for name in ["ferrokv", "redis"] {
+        let dir = unique_temp_path("ferrokv-conf-line");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let port = free_port();
+        let (_server, lines) = crate::support::spawn_lines(
+            Command::new(executable(name))
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--dir", &dir.display().to_string()]),
+        );
+        let mut seen = Vec::new();
+        while !seen
+            .last()
+            .is_some_and(|l: &String| l.contains("Ready to accept connections"))
+        {
+            match lines.recv_timeout(Duration::from_secs(10)) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("{name}: not ready (port {port} taken?): {seen:?}"),
+            }
+        }
+        let text = seen.join("\n");
+        assert!(text.contains(" # Configuration loaded"), "{name}: {text}");
+        assert!(!text.contains("no config file specified"), "{name}: {text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
