@@ -182,6 +182,7 @@ pub fn init_logging(
     syslog: Option<(&str, &str)>,
 ) -> std::io::Result<()> {
     let (filter, handle) = reload::Layer::new(level_filter(loglevel));
+    let syslog_on = syslog.is_some();
     let syslog = syslog.map(|(ident, facility)| super::log::Syslog::open(ident, facility));
     let registry = tracing_subscriber::registry().with(filter).with(syslog);
     if logfile.is_empty() {
@@ -202,11 +203,14 @@ pub fn init_logging(
         let _ = registry.with(layer).try_init();
     }
     let _ = LOG_LEVEL.set(handle);
+    super::log::set_verbosity(loglevel);
+    super::log::set_child_sink(logfile, syslog_on);
     Ok(())
 }
 
 /// Changes the log level at run time (CONFIG SET loglevel).
 pub fn set_log_level(loglevel: &str) {
+    super::log::set_verbosity(loglevel);
     if let Some(h) = LOG_LEVEL.get() {
         let _ = h.modify(|f| *f = level_filter(loglevel));
     }

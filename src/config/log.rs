@@ -175,3 +175,82 @@ impl<S: Subscriber> Layer<S> for Syslog {
         unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
     }
 }
+
+/// Where a forked child writes its lines (set with the logger by
+/// [`set_child_sink`]; an embedded server's children write none).
+static CHILD_SINK: std::sync::OnceLock<ChildSink> = std::sync::OnceLock::new();
+
+/// The lowest level written: 0 debug, 1 verbose, 2 notice, 3 warning,
+/// 4 nothing (Redis's `verbosity`).
+static VERBOSITY: AtomicU8 = AtomicU8::new(2);
+
+struct ChildSink {
+    /// The log file; None for standard output.
+    file: Option<std::ffi::CString>,
+    syslog: bool,
+}
+
+/// Records where the server logs, for its forked children.
+pub fn set_child_sink(logfile: &str, syslog: bool) {
+    let file = (!logfile.is_empty())
+        .then(|| std::ffi::CString::new(logfile.replace('\0', "")).unwrap_or_default());
+    let _ = CHILD_SINK.set(ChildSink { file, syslog });
+}
+
+/// Records `loglevel` (at start and at CONFIG SET), for forked children.
+pub fn set_verbosity(loglevel: &str) {
+    let rank = match loglevel {
+        "debug" => 0,
+        "verbose" => 1,
+        "warning" => 3,
+        "nothing" => 4,
+        _ => 2,
+    };
+    VERBOSITY.store(rank, Ordering::Relaxed);
+}
+
+/// A line from a forked child (saving, rewriting), at notice level, or at
+/// warning level when `warning`: written with write(2) to a file opened
+/// for the line, as Redis's serverLogRaw does, and not through `tracing`,
+/// whose writer lock another thread of the parent may have held at the
+/// fork (the child would wait on it for ever).
+pub fn child_line(warning: bool, msg: &str) {
+    let Some(sink) = CHILD_SINK.get() else {
+        return;
+    };
+    if (if warning { 3 } else { 2 }) < VERBOSITY.load(Ordering::Relaxed) {
+        return;
+    }
+    let text = line(if warning { '#' } else { '*' }, msg);
+    // SAFETY: open(2), write(2) and close(2) on a descriptor this function
+    // owns, with a NUL-terminated path and a buffer of `text.len()` bytes.
+    unsafe {
+        match &sink.file {
+            None => {
+                libc::write(libc::STDOUT_FILENO, text.as_ptr().cast(), text.len());
+            }
+            Some(path) => {
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+                    0o644,
+                );
+                if fd >= 0 {
+                    libc::write(fd, text.as_ptr().cast(), text.len());
+                    libc::close(fd);
+                }
+            }
+        }
+    }
+    if sink.syslog {
+        if let Ok(msg) = std::ffi::CString::new(msg.replace('\0', "")) {
+            let priority = if warning {
+                libc::LOG_WARNING
+            } else {
+                libc::LOG_NOTICE
+            };
+            // SAFETY: a constant "%s" format with one NUL-terminated string.
+            unsafe { libc::syslog(priority, c"%s".as_ptr(), msg.as_ptr()) };
+        }
+    }
+}

@@ -798,11 +798,13 @@ impl Executor {
             repl.snapshot = None;
             return;
         }
-        if snap.child_failed() {
+        if let Some(failed) = snap.child_failed() {
             repl.snapshot = None;
-            tracing::warn!("Background transfer terminated by signal or error");
-            tracing::warn!("SYNC failed. BGSAVE child returned an error");
-            self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
+            tracing::warn!(
+                "{}",
+                failed.message("Background transfer", "Background transfer error")
+            );
+            self.sync_failed();
             return;
         }
         let now = clock::real_now_ms();
@@ -825,15 +827,17 @@ impl Executor {
                     self.server.persist.last_cow_size = snap.cow_size();
                     repl.snapshot = None;
                     let up = repl.replicas.iter_mut().filter(receiving).count();
-                    tracing::info!(
+                    tracing::warn!(
                         "Diskless rdb transfer, done reading from pipe, {up} replicas still up."
                     );
+                    // The child has exited: the thread reaped it first.
+                    tracing::info!("Background RDB transfer terminated with success");
                     for r in repl.replicas.iter_mut().filter(receiving) {
                         let _ = r.tx.send(ToConn::Push(mark.clone().into_bytes()));
                         r.state = ReplicaState::WaitAck;
                         r.ack_ms = now;
                         tracing::info!(
-                            "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming",
+                            "Streamed RDB transfer with replica {} succeeded (socket). Waiting for REPLCONF ACK from slave to enable streaming",
                             r.name()
                         );
                         tracing::info!("Synchronization with replica {} succeeded", r.name());
@@ -842,9 +846,8 @@ impl Executor {
                 }
                 crate::persist::Piece::End(Err(e)) => {
                     repl.snapshot = None;
-                    tracing::warn!("Background transfer error: {e}");
-                    tracing::warn!("SYNC failed. BGSAVE child returned an error");
-                    self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
+                    tracing::warn!("{e}");
+                    self.sync_failed();
                     return;
                 }
             }
@@ -904,7 +907,11 @@ impl Executor {
         if result.is_ok() {
             self.server.persist.last_cow_size = repl.snapshot.as_ref().map_or(0, |s| s.cow_size());
         }
-        if let Some(snap) = repl.snapshot.take().filter(|s| s.disk) {
+        let snap = repl.snapshot.take();
+        if snap.as_ref().is_some_and(|s| !s.disk) && result.is_ok() {
+            tracing::info!("Background RDB transfer terminated with success");
+        }
+        if let Some(snap) = snap.filter(|s| s.disk) {
             // Written to `dbfilename`: a background save's outcome
             // (backgroundSaveDoneHandlerDisk).
             let st = &mut self.server.persist;
@@ -921,8 +928,8 @@ impl Executor {
         let rdb = match result {
             Ok(rdb) => rdb,
             Err(e) => {
-                tracing::warn!("Snapshot for replicas failed: {e}");
-                self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
+                tracing::warn!("{e}");
+                self.sync_failed();
                 return;
             }
         };
@@ -966,6 +973,18 @@ impl Executor {
             r.ack_ms = clock::real_now_ms();
             tracing::info!("Synchronization with replica {} succeeded", r.name());
         }
+    }
+
+    /// The snapshot failed: its replicas are disconnected, each with
+    /// Redis's line (updateSlavesWaitingBgsave).
+    fn sync_failed(&mut self) {
+        let waiting = (self.server.repl.replicas.iter())
+            .filter(|r| r.state == ReplicaState::WaitSnapshotEnd)
+            .count();
+        for _ in 0..waiting {
+            tracing::warn!("SYNC failed. BGSAVE child returned an error");
+        }
+        self.drop_replicas_in(ReplicaState::WaitSnapshotEnd);
     }
 
     /// Disconnects the replicas in `state` (their snapshot failed).

@@ -501,8 +501,14 @@ pub(super) fn write_manifest(config: &Config, m: &Manifest) -> Result<(), String
 /// manifest is durable, so a crash never leaves it naming missing files).
 fn delete_replaced(config: &Config, old: &Manifest, new: &Manifest) {
     let dir = aof_dir(config);
-    for f in old.files() {
+    // In the order Redis's history list has them: the rewritten
+    // incremental files newest first, the old base, the older history.
+    let order = (old.incrs.iter().rev())
+        .chain(&old.base)
+        .chain(&old.history);
+    for f in order {
         if !new.files().any(|n| n.name == f.name) {
+            tracing::info!("Removing the history file {} in the background", f.name);
             let _ = std::fs::remove_file(dir.join(&f.name));
         }
     }

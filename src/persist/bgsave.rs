@@ -150,7 +150,10 @@ pub fn bgsave_start(store: &Store, p: &mut Persistence<'_>) -> Result<(), String
         ),
     };
     let forked_child = child.is_some();
-    tracing::info!("Background saving started");
+    match &child {
+        Some((pid, _)) => tracing::info!("Background saving started by pid {pid}"),
+        None => tracing::info!("Background saving started"),
+    }
     p.state.bgsave = Some(Bgsave {
         started: Instant::now(),
         dirty_at_start: store.stats.dirty,
@@ -181,7 +184,10 @@ fn thread_writer(
     std::thread::Builder::new()
         .name("ferrokv-bgsave".into())
         .spawn(move || {
-            let r = write_file(&path, &snap, opts, Some(&c));
+            let r = write_file(&path, &snap, opts, Some(&c)).map_err(|e| {
+                tracing::warn!("{e}");
+                "Background saving error".to_string()
+            });
             let _ = tx.send(r);
             // The snapshot is freed here, off the executor thread.
         })
@@ -206,15 +212,15 @@ fn fork_writer(
         if let Some(info) = info {
             info.report_here();
         }
-        let ok = write_file(path, store, opts, None).is_ok();
-        super::child_info::save_ended();
-        ok
+        saved_in_child(write_file(path, store, opts, None))
     })?;
     let tmp = super::temp_path(path, pid as u32, None);
     let thread = std::thread::Builder::new()
         .name("ferrokv-bgsave-wait".into())
         .spawn(move || {
-            let r = wait_child(pid).map(|()| SaveReport { keys, bytes: 0 });
+            let r = wait_child(pid)
+                .map(|()| SaveReport { keys, bytes: 0 })
+                .map_err(|f| f.message("Background saving", "Background saving error"));
             let _ = tx.send(r);
         });
     match thread {
@@ -274,7 +280,7 @@ fn fork_child(
                 }
             }
         }
-        crate::util::process::after_fork_in_child(title);
+        super::child_info::child_started(title);
         crate::store::hashed::in_fork_child();
         let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(false);
         // SAFETY: ends the child without unwinding into the parent's state.
@@ -284,31 +290,73 @@ fn fork_child(
     Ok(pid)
 }
 
+/// The end of a saving child's work: its log lines ("DB saved on disk"
+/// and the copy-on-write figures, or the error), and whether it succeeded.
+fn saved_in_child<T>(result: Result<T, String>) -> bool {
+    match result {
+        Ok(_) => {
+            crate::config::log::child_line(false, "DB saved on disk");
+            super::child_info::save_ended("RDB");
+            true
+        }
+        Err(e) => {
+            crate::config::log::child_line(true, &e);
+            false
+        }
+    }
+}
+
+/// How a forked child that did not succeed ended (Redis's exitcode and
+/// bysignal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildFailed {
+    /// It exited with this status (not 0).
+    Exited(i32),
+    /// A signal ended it.
+    Killed(i32),
+    /// It could not be waited for.
+    Lost(String),
+}
+
+impl ChildFailed {
+    /// The done handler's line: "`what` terminated by signal N" for a
+    /// killed child, else `error`.
+    pub fn message(&self, what: &str, error: &str) -> String {
+        match self {
+            ChildFailed::Exited(_) => error.to_string(),
+            ChildFailed::Killed(sig) => format!("{what} terminated by signal {sig}"),
+            ChildFailed::Lost(e) => format!("{error}: {e}"),
+        }
+    }
+}
+
 /// Waits for child `pid` to exit; Ok when it exited with status 0.
 #[cfg(unix)]
-fn wait_child(pid: i32) -> Result<(), String> {
+pub(crate) fn wait_child(pid: i32) -> Result<(), ChildFailed> {
     let r = reap(pid);
     crate::store::hashed::child_ended();
     r
 }
 
 #[cfg(unix)]
-fn reap(pid: i32) -> Result<(), String> {
+fn reap(pid: i32) -> Result<(), ChildFailed> {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: waits for a child this process forked; `status` is a
         // valid out pointer.
         let w = unsafe { libc::waitpid(pid, &mut status, 0) };
         if w == pid {
-            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            return if libc::WIFSIGNALED(status) {
+                Err(ChildFailed::Killed(libc::WTERMSIG(status)))
+            } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
                 Ok(())
             } else {
-                Err(format!("the saving child exited with status {status}"))
+                Err(ChildFailed::Exited(libc::WEXITSTATUS(status)))
             };
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("waitpid: {e}"));
+            return Err(ChildFailed::Lost(format!("waitpid: {e}")));
         }
     }
 }
@@ -392,16 +440,27 @@ impl SyncSnapshot {
         };
         let child_info = super::child_info::ChildInfo::new();
         let keys_total = store.total_keys() as u64;
+        // A disk target: the child writes `dbfilename` as BGSAVE's does,
+        // and the reader takes the file once it is done.
+        let file = (disk && mark.is_none()).then(|| rdb_path(config));
         let pid = fork_child(Some(wfd), title, || {
             if let Some(info) = &child_info {
                 info.report_here();
             }
             // SAFETY: the child owns the pipe's write end from here on.
-            let file = unsafe { std::fs::File::from_raw_fd(wfd) };
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+            let pipe = unsafe { std::fs::File::from_raw_fd(wfd) };
+            if let Some(path) = &file {
+                drop(pipe);
+                // The child's only save: it is named `temp-<child pid>.rdb`.
+                super::TEMP_IN_FLIGHT.store(0, Ordering::Relaxed);
+                return saved_in_child(write_file(path, store, opts, None));
+            }
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, pipe);
             let ok =
                 super::rdb::save::write_rdb(&mut w, store, opts, None).is_ok() && w.flush().is_ok();
-            super::child_info::save_ended();
+            if ok {
+                super::child_info::save_ended("RDB");
+            }
             ok
         });
         // SAFETY: the parent's copy of the write end is closed so the
@@ -419,8 +478,12 @@ impl SyncSnapshot {
         };
         let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = held.clone();
-        let file = (disk && mark.is_none()).then(|| rdb_path(config));
         let disk = file.is_some();
+        let (what, error) = if mark.is_some() {
+            ("Background transfer", "Background transfer error")
+        } else {
+            ("Background saving", "Background saving error")
+        };
         let spawned = std::thread::Builder::new()
             .name("ferrokv-sync-read".into())
             .spawn(move || {
@@ -453,11 +516,13 @@ impl SyncSnapshot {
                     }
                 };
                 drop(reader);
-                let r = wait_child(pid).and(read).map(|_| data);
+                let r = wait_child(pid)
+                    .map_err(|f| f.message(what, error))
+                    .and(read)
+                    .map(|_| data);
                 let r = match (r, &file) {
-                    (Ok(data), Some(path)) => super::write_whole_file(path, pid as u32, &data)
-                        .map(|()| data)
-                        .map_err(|e| format!("Write error saving DB on disk: {e}")),
+                    (Ok(_), Some(path)) => std::fs::read(path)
+                        .map_err(|e| format!("{error}: reading {}: {e}", path.display())),
                     (r, _) => r,
                 };
                 let _ = tx.send(r);
@@ -497,12 +562,12 @@ impl SyncSnapshot {
         self.child_info.as_ref().map_or(0, |i| i.cow().0)
     }
 
-    /// True once the child died without finishing (killed, or failed),
-    /// seen without reaping it (the reader thread does): its reader may
-    /// be waiting for the executor, not on the pipe (Redis's
+    /// How the child ended, once it died without finishing (killed, or
+    /// failed), seen without reaping it (the reader thread does): its
+    /// reader may be waiting for the executor, not on the pipe (Redis's
     /// checkChildrenDone notices a dead child by itself).
     #[cfg(unix)]
-    pub fn child_failed(&self) -> bool {
+    pub fn child_failed(&self) -> Option<ChildFailed> {
         // SAFETY: waitid(2) with WNOWAIT only looks at the state of a child
         // this process forked and has not reaped; `info` is a valid out
         // pointer, zeroed so that si_pid reads 0 when nothing changed.
@@ -514,9 +579,14 @@ impl SyncSnapshot {
                 &mut info,
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             );
-            r == 0
-                && info.si_pid() == self.pid
-                && !(info.si_code == libc::CLD_EXITED && info.si_status() == 0)
+            if r != 0 || info.si_pid() != self.pid {
+                return None;
+            }
+            match (info.si_code, info.si_status()) {
+                (libc::CLD_EXITED, 0) => None,
+                (libc::CLD_EXITED, code) => Some(ChildFailed::Exited(code)),
+                (_, sig) => Some(ChildFailed::Killed(sig)),
+            }
         }
     }
 
@@ -590,18 +660,19 @@ pub fn bgsave_poll(store: &mut Store, p: &mut Persistence<'_>) {
         st.last_cow_size = info.cow().0;
     }
     match result {
-        Ok(r) => {
+        Ok(_) => {
             store.stats.dirty = store.stats.dirty.saturating_sub(bg.dirty_at_start);
             st.last_save = clock::real_now_ms() / 1000;
             st.last_bgsave_ok = true;
-            tracing::info!(
-                "Background saving terminated with success ({} keys)",
-                r.keys
-            );
+            tracing::info!("Background saving terminated with success");
         }
         Err(e) => {
             st.last_bgsave_ok = false;
-            tracing::warn!("Background saving error: {e}");
+            tracing::warn!("{e}");
+            // A killed child leaves its temp file (rdbRemoveTempFile).
+            if let Some((_, tmp)) = &bg.child {
+                let _ = std::fs::remove_file(tmp);
+            }
         }
     }
 }

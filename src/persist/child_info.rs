@@ -15,6 +15,9 @@ struct Figures {
     cow_peak: AtomicU64,
     /// Unix ms of the last measure (0: none yet).
     cow_at_ms: AtomicU64,
+    /// The sum and number of the measures, for the average.
+    cow_sum: AtomicU64,
+    cow_measures: AtomicU64,
 }
 
 /// The figures of one child, mapped in this process.
@@ -79,6 +82,15 @@ impl Drop for ChildInfo {
     }
 }
 
+/// Work a forked child does first (Redis's redisFork in the child): its
+/// title, its OOM score, and its log lines' role `C`.
+pub fn child_started(title: &str) {
+    crate::config::log::set_role(b'C');
+    if let Err(e) = crate::util::process::after_fork_in_child(title) {
+        crate::config::log::child_line(true, &e);
+    }
+}
+
 /// The save loop wrote a key (rdbSaveRio's report every 1024 keys, at
 /// most once a second). Nothing outside a saving child.
 #[inline]
@@ -99,19 +111,35 @@ pub fn key_saved() {
     }
 }
 
-/// The save ended: a last measure (Redis's CHILD_INFO_TYPE_RDB_COW_SIZE).
-pub fn save_ended() {
+/// The child's work (`what`: "RDB", "AOF rewrite") ended well: a last
+/// measure, and its log line (Redis's sendChildCowInfo with
+/// CHILD_INFO_TYPE_RDB_COW_SIZE or CHILD_INFO_TYPE_AOF_COW_SIZE).
+pub fn save_ended(what: &str) {
     let p = REPORT_TO.load(Ordering::Relaxed);
-    if !p.is_null() {
-        // SAFETY: as in `key_saved`.
-        measure(unsafe { &*p }, crate::util::clock::real_now_ms());
+    if p.is_null() {
+        return;
     }
+    // SAFETY: as in `key_saved`.
+    let f = unsafe { &*p };
+    measure(f, crate::util::clock::real_now_ms());
+    let measures = f.cow_measures.load(Ordering::Relaxed).max(1);
+    crate::config::log::child_line(
+        false,
+        &format!(
+            "Fork CoW for {what}: current {} MB, peak {} MB, average {} MB",
+            f.cow.load(Ordering::Relaxed) >> 20,
+            f.cow_peak.load(Ordering::Relaxed) >> 20,
+            (f.cow_sum.load(Ordering::Relaxed) / measures) >> 20
+        ),
+    );
 }
 
 fn measure(f: &Figures, now: u64) {
     let cow = private_dirty();
     f.cow.store(cow, Ordering::Relaxed);
     f.cow_peak.fetch_max(cow, Ordering::Relaxed);
+    f.cow_sum.fetch_add(cow, Ordering::Relaxed);
+    f.cow_measures.fetch_add(1, Ordering::Relaxed);
     f.cow_at_ms.store(now.max(1), Ordering::Relaxed);
 }
 

@@ -284,26 +284,6 @@ impl DbSource for Store {
 pub(crate) static TEMP_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Writes `bytes` to `path` through process `pid`'s temp file, synced
-/// and renamed over it, so a reader sees the old file or the new one.
-pub(crate) fn write_whole_file(path: &Path, pid: u32, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = temp_path(path, pid, None);
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// The temp file process `pid` writes next to `path`: `temp-<pid>.rdb`,
 /// or `temp-<pid>-<seq>.rdb` when `seq` is given.
 pub(crate) fn temp_path(path: &Path, pid: u32, seq: Option<u64>) -> PathBuf {
@@ -331,28 +311,68 @@ pub fn write_file(
     let dir = tmp
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let result = (|| -> std::io::Result<SaveReport> {
-        let file = AutoSync::new(std::fs::File::create(&tmp)?, opts.fsync_every);
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
-        let report = write_rdb(&mut w, src, opts, cancel)?;
-        w.flush()?;
-        let file = w.into_inner().map_err(|e| e.into_error())?.into_inner();
-        file.sync_all()?;
-        drop(file);
-        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Err(std::io::Error::other("save cancelled"));
-        }
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(report)
-    })();
+    let result = write_temp_and_rename(path, &tmp, &dir, src, opts, cancel);
     TEMP_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    result.map_err(|e| {
+    if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        format!("Write error saving DB on disk ({}): {e}", path.display())
-    })
+    }
+    result
+}
+
+/// [`write_file`]'s steps, failing with rdbSave's messages.
+fn write_temp_and_rename(
+    path: &Path,
+    tmp: &Path,
+    dir: &Path,
+    src: &dyn DbSource,
+    opts: SaveOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<SaveReport, String> {
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    // The server's root directory, as rdbSave's getcwd().
+    let root = || {
+        std::fs::canonicalize(dir).map_or_else(|_| "unknown".into(), |d| d.display().to_string())
+    };
+    let strerror = crate::util::process::strerror;
+    let werr = |op: &str, e: std::io::Error| {
+        format!("Write error saving DB on disk({op}): {}", strerror(&e))
+    };
+    let file = std::fs::File::create(tmp).map_err(|e| {
+        format!(
+            "Failed opening the temp RDB file {} (in server root dir {}) for saving: {}",
+            name(tmp),
+            root(),
+            strerror(&e)
+        )
+    })?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, AutoSync::new(file, opts.fsync_every));
+    let report = write_rdb(&mut w, src, opts, cancel).map_err(|e| werr("rdbSaveRio", e))?;
+    w.flush().map_err(|e| werr("fflush", e))?;
+    let file = w
+        .into_inner()
+        .map_err(|e| werr("fflush", e.into_error()))?
+        .into_inner();
+    file.sync_all().map_err(|e| werr("fsync", e))?;
+    drop(file);
+    if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return Err("Background saving cancelled".into());
+    }
+    std::fs::rename(tmp, path).map_err(|e| {
+        format!(
+            "Error moving temp DB file {} on the final destination {} (in server root dir {}): {}",
+            name(tmp),
+            name(path),
+            root(),
+            strerror(&e)
+        )
+    })?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(report)
 }
 
 /// Saves the keyspace now, on the calling thread (SAVE, and SHUTDOWN when
@@ -369,11 +389,11 @@ pub fn save_now(store: &mut Store, p: &mut Persistence<'_>) -> Result<SaveReport
     };
     let report = write_file(&path, store, opts, None);
     match &report {
-        Ok(r) => {
+        Ok(_) => {
             store.stats.dirty = 0;
             p.state.last_save = clock::real_now_ms() / 1000;
             p.state.last_bgsave_ok = true;
-            tracing::info!("DB saved on disk ({} keys, {} bytes)", r.keys, r.bytes);
+            tracing::info!("DB saved on disk");
         }
         Err(e) => tracing::warn!("{e}"),
     }

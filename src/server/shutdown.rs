@@ -167,6 +167,10 @@ pub fn finish(store: &mut Store, server: &mut ServerState, flags: Flags) -> bool
         cancel(server);
         return false;
     }
+    if server.config.daemonize || !server.config.pidfile.is_empty() {
+        tracing::info!("Removing the pid file.");
+        let _ = std::fs::remove_file(&server.config.pidfile);
+    }
     server.shutdown_wait = None;
     server.shutdown_save_done = true;
     server.shutdown = true;

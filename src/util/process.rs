@@ -257,8 +257,9 @@ pub fn notify_systemd(_msg: &str) -> bool {
 }
 
 /// Work a forked child does first, as Redis's redisFork: it takes the
-/// child's OOM score and its title ("redis-rdb-bgsave"...).
-pub fn after_fork_in_child(title: &str) {
+/// child's OOM score and its title ("redis-rdb-bgsave"...). Err: the OOM
+/// score could not be set (the caller logs it).
+pub fn after_fork_in_child(title: &str) -> Result<(), String> {
     // Redis's child notices a dead parent when its next report to it
     // fails; this one is told by the kernel, whatever it is doing, so a
     // killed server leaves no child writing on (a child of a thread that
@@ -269,9 +270,7 @@ pub fn after_fork_in_child(title: &str) {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
     super::proctitle::set_titled(title);
-    if let Err(e) = apply_oom_score(Some(OomClass::BgChild)) {
-        tracing::warn!("{e}");
-    }
+    apply_oom_score(Some(OomClass::BgChild))
 }
 
 /// Whether the main thread's stack can grow to `bytes`, so that the

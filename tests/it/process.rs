@@ -772,3 +772,132 @@ fn arguments_without_a_file_log_configuration_loaded_as_redis() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// The log lines of SAVE, BGSAVE, BGREWRITEAOF and enabling the AOF, and
+/// of a save child killed by a signal, as redis-server writes them: the
+/// parent's ("Background saving started by pid N", "Background saving
+/// terminated with success", "Successfully renamed the temporary AOF base
+/// file ...", "Removing the history file ...") in order, and the child's
+/// own under its pid with the role `C` ("DB saved on disk", "Successfully
+/// created the temporary AOF base file ...", "Fork CoW for RDB: ...").
+/// ferrokv's children wrote none, and its parent's lines differed.
+#[test]
+fn background_children_log_as_redis() {
+    let logs: Vec<(Vec<String>, Vec<String>)> = ["ferrokv", "redis"]
+        .iter()
+        .map(|name| children_log(name))
+        .collect();
+    assert_eq!(logs[0].0, logs[1].0, "the parent's lines");
+    assert_eq!(logs[0].1, logs[1].1, "the children's lines");
+}
+
+/// Runs [`background_children_log_as_redis`]'s steps on `name`; returns
+/// its log's lines as [`log_lines`] gives them.
+fn children_log(name: &str) -> (Vec<String>, Vec<String>) {
+    let dir = crate::persist::data::TempDir::new("children-log");
+    let log = dir.path().join("log");
+    let log_arg = log.display().to_string();
+    let (child, port) = spawn_on_free_port(|port| {
+        let mut c = crate::support::server_command(executable(name), port);
+        c.args(["--logfile", &log_arg, "--dir", &dir.s()])
+            .args(["--enable-debug-command", "yes"]);
+        c
+    });
+    let _server = crate::support::ChildGuard(child);
+    let mut c = Raw::connect(port);
+    let pid = crate::replication::info_field(&mut c, "server", "process_id")
+        .parse::<i32>()
+        .expect("process_id");
+    let idle = |c: &mut Raw| {
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                let p = String::from_utf8_lossy(&c.cmd_str(&["INFO", "persistence"])).into_owned();
+                ["rdb_bgsave_in_progress:0", "aof_rewrite_in_progress:0"]
+                    .iter()
+                    .all(|f| p.contains(f))
+                    && p.contains("aof_rewrite_scheduled:0")
+            }),
+            "{name}: a child still runs"
+        );
+    };
+    assert_eq!(c.cmd_str(&["DEBUG", "POPULATE", "1000"]), b"+OK\r\n");
+    assert_eq!(c.cmd_str(&["SAVE"]), b"+OK\r\n");
+    c.cmd_str(&["BGSAVE"]);
+    idle(&mut c);
+    c.cmd_str(&["BGREWRITEAOF"]);
+    idle(&mut c);
+    assert_eq!(
+        c.cmd_str(&["CONFIG", "SET", "appendonly", "yes"]),
+        b"+OK\r\n"
+    );
+    idle(&mut c);
+    c.cmd_str(&["BGREWRITEAOF"]);
+    idle(&mut c);
+    // A save child killed by a signal.
+    c.cmd_str(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    c.cmd_str(&["BGSAVE"]);
+    let mut kids = Vec::new();
+    assert!(wait_until(Duration::from_secs(5), || {
+        kids = children(pid);
+        kids.len() == 1
+    }));
+    // SAFETY: kill(2) of the save child this test started.
+    unsafe { libc::kill(kids[0], libc::SIGKILL) };
+    idle(&mut c);
+    let text = std::fs::read_to_string(&log).expect("the log");
+    log_lines(&text)
+}
+
+/// A server log's lines, the parent's and its children's (role `C`) apart,
+/// each without pid and time and with numbers of three digits or more as
+/// N; start-up lines (which name the server) and copy-on-write figures
+/// (each process's own) left out.
+pub(crate) fn log_lines(text: &str) -> (Vec<String>, Vec<String>) {
+    let (mut parent, mut kid) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        // `pid:role dd Mon yyyy hh:mm:ss.mmm level message`
+        let Some((_, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let role = rest.chars().next().unwrap_or(' ');
+        let Some(message) = rest.get(27..) else {
+            continue;
+        };
+        let mut shown = String::new();
+        let mut digits = String::new();
+        for ch in message.chars().chain(std::iter::once(' ')) {
+            if ch.is_ascii_digit() {
+                digits.push(ch);
+                continue;
+            }
+            shown.push_str(if digits.len() >= 3 { "N" } else { &digits });
+            digits.clear();
+            shown.push(ch);
+        }
+        let shown = shown.trim_end().to_string();
+        if [
+            "is starting",
+            "version=",
+            "monotonic",
+            "overcommit",
+            "Configuration",
+        ]
+        .iter()
+        .any(|s| shown.contains(s))
+        {
+            continue;
+        }
+        let shown = match shown.split_once("Fork CoW for ") {
+            Some((head, tail)) => format!(
+                "{head}Fork CoW for {}",
+                tail.split(':').next().unwrap_or("")
+            ),
+            None => shown,
+        };
+        match role {
+            'C' => kid.push(shown),
+            _ => parent.push(shown),
+        }
+    }
+    (parent, kid)
+}

@@ -28,7 +28,7 @@ fn text(reply: &[u8]) -> String {
 }
 
 /// One INFO field of a server.
-fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
+pub(crate) fn info_field(raw: &mut Raw, section: &str, field: &str) -> String {
     let reply = text(&raw.cmd_str(&["INFO", section]));
     reply
         .lines()
@@ -2600,5 +2600,41 @@ fn a_link_lost_inside_a_transaction_resumes_at_its_multi_as_redis() {
             "0",
             "{who}"
         );
+    }
+}
+
+/// A master's log of a full sync, disk and diskless, as redis-server's:
+/// the child's "DB saved on disk" and copy-on-write lines, "Background
+/// saving terminated with success" or "Background RDB transfer terminated
+/// with success", the diskless end at warning level and Redis's words
+/// ("... Waiting for REPLCONF ACK from slave to enable streaming").
+#[test]
+fn a_full_sync_logs_as_redis() {
+    for diskless in ["no", "yes"] {
+        let run = |program: &str| {
+            let dir = crate::aof::Dir::new("ferrokv-sync-log");
+            let master = crate::aof::launch(|port| {
+                let mut c = std::process::Command::new(program);
+                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+                    .args(["--repl-diskless-sync", diskless])
+                    .args(["--repl-diskless-sync-delay", "0"])
+                    .current_dir(&dir.0);
+                c
+            });
+            let mut m = Raw::connect(master.port);
+            assert_eq!(m.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
+            let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+            wait_link_up(&mut Raw::connect(replica.port));
+            let log = || std::fs::read_to_string(dir.0.join("log.txt")).unwrap_or_default();
+            assert!(wait_until(Duration::from_secs(10), || log()
+                .contains("Synchronization with replica")));
+            let (mut parent, kid) = crate::process::log_lines(&log());
+            parent.retain(|l| !l.contains("replication IDs are"));
+            (parent, kid)
+        };
+        let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+        let theirs = run("redis-server");
+        assert_eq!(ours, theirs, "repl-diskless-sync {diskless}");
     }
 }

@@ -43,7 +43,7 @@ pub struct Rewrite {
     pub started: Instant,
     pid: i32,
     tmp: PathBuf,
-    done: Receiver<bool>,
+    done: Receiver<Result<(), crate::persist::bgsave::ChildFailed>>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// What the child reports as it goes (keys written, copy-on-write).
     pub child_info: Option<crate::persist::child_info::ChildInfo>,
@@ -246,7 +246,12 @@ fn switch_incr(aof: &mut Aof, config: &Config, dir: &Path) -> Result<(), String>
     Ok(())
 }
 
-type Forked = (i32, PathBuf, std::thread::JoinHandle<()>, Receiver<bool>);
+type Forked = (
+    i32,
+    PathBuf,
+    std::thread::JoinHandle<()>,
+    Receiver<Result<(), crate::persist::bgsave::ChildFailed>>,
+);
 
 /// Forks the child that writes the new base to
 /// `temp-rewriteaof-bg-<pid>.aof`, and a thread that waits for it.
@@ -278,17 +283,33 @@ fn fork_child(
         unsafe {
             libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
         }
-        crate::util::process::after_fork_in_child("redis-aof-rewrite");
+        crate::persist::child_info::child_started("redis-aof-rewrite");
         crate::store::hashed::in_fork_child();
         let tmp = temp_name(dir, std::process::id());
         if let Some(info) = info {
             info.report_here();
         }
-        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            write_base(&tmp, store, config).is_ok()
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            write_base(&tmp, store, config)
         }))
-        .unwrap_or(false);
-        crate::persist::child_info::save_ended();
+        .unwrap_or_else(|_| Err("the AOF rewrite panicked".into()));
+        let ok = match written {
+            Ok(_) => {
+                crate::config::log::child_line(
+                    false,
+                    &format!(
+                        "Successfully created the temporary AOF base file {}",
+                        file_name(&tmp)
+                    ),
+                );
+                crate::persist::child_info::save_ended("AOF rewrite");
+                true
+            }
+            Err(e) => {
+                crate::config::log::child_line(true, &e);
+                false
+            }
+        };
         // SAFETY: ends the child without unwinding into the parent's state.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
@@ -297,20 +318,7 @@ fn fork_child(
     let thread = std::thread::Builder::new()
         .name("ferrokv-aofrw-wait".into())
         .spawn(move || {
-            let mut status: libc::c_int = 0;
-            let ok = loop {
-                // SAFETY: waits for the child forked above; `status` is a
-                // valid out pointer.
-                let w = unsafe { libc::waitpid(pid, &mut status, 0) };
-                if w == pid {
-                    break libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-                }
-                if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                    break false;
-                }
-            };
-            crate::store::hashed::child_ended();
-            let _ = tx.send(ok);
+            let _ = tx.send(crate::persist::bgsave::wait_child(pid));
         });
     match thread {
         Ok(t) => Ok((pid, temp_name(dir, pid as u32), t, rx)),
@@ -334,6 +342,12 @@ fn fork_child(
     _: Option<&crate::persist::child_info::ChildInfo>,
 ) -> Result<Forked, String> {
     Err("Can't rewrite append only file in background: fork is not available".into())
+}
+
+/// A path's last part, as Redis names the files it logs (it runs in `dir`).
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 fn temp_name(dir: &Path, pid: u32) -> PathBuf {
@@ -436,10 +450,12 @@ fn poll(p: &mut Persistence<'_>) {
     let Some(rw) = p.aof.rewrite.as_mut() else {
         return;
     };
-    let ok = match rw.done.try_recv() {
-        Ok(ok) => ok,
+    let ended = match rw.done.try_recv() {
+        Ok(ended) => ended,
         Err(TryRecvError::Empty) => return,
-        Err(TryRecvError::Disconnected) => false,
+        Err(TryRecvError::Disconnected) => Err(crate::persist::bgsave::ChildFailed::Lost(
+            "the waiter died".into(),
+        )),
     };
     let Some(mut rw) = p.aof.rewrite.take() else {
         return;
@@ -452,10 +468,15 @@ fn poll(p: &mut Persistence<'_>) {
     if let Some(info) = &rw.child_info {
         aof.last_cow_size = info.cow().0;
     }
-    let result = if ok {
-        install(aof, p.config, &rw.tmp)
-    } else {
-        Err("the rewriting child failed".to_string())
+    let result = match ended {
+        Ok(()) => {
+            tracing::info!("Background AOF rewrite terminated with success");
+            install(aof, p.config, &rw.tmp)
+        }
+        Err(f) => Err(f.message(
+            "Background AOF rewrite",
+            "Background AOF rewrite terminated with error",
+        )),
     };
     match result {
         Ok(()) => {
@@ -467,7 +488,7 @@ fn poll(p: &mut Persistence<'_>) {
             let _ = std::fs::remove_file(&rw.tmp);
             aof.last_rewrite_ok = false;
             aof.rewrite_failures += 1;
-            tracing::warn!("Background AOF rewrite failed: {e}");
+            tracing::warn!("{e}");
             if aof.enabling {
                 // The AOF still waits for its first base: try again.
                 drop_temp_incr(aof, p.config);
@@ -522,7 +543,19 @@ fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
         seq: m.base_seq,
     };
     let path = dir.join(&base.name);
-    std::fs::rename(tmp, &path).map_err(|e| format!("rename of the new base: {e}"))?;
+    std::fs::rename(tmp, &path).map_err(|e| {
+        format!(
+            "Error trying to rename the temporary AOF base file {} into {}: {}",
+            file_name(tmp),
+            base.name,
+            crate::util::process::strerror(&e)
+        )
+    })?;
+    tracing::info!(
+        "Successfully renamed the temporary AOF base file {} into {}",
+        file_name(tmp),
+        base.name
+    );
     m.base = Some(base);
     // With the AOF on, the file opened at the start holds every write made
     // since the child's snapshot; the earlier ones are in the new base.
@@ -565,14 +598,15 @@ fn install_first(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), Strin
     let base_path = dir.join(&base.name);
     std::fs::rename(tmp, &base_path).map_err(|e| {
         format!(
-            "Error trying to rename the temporary AOF base file {} into {}: {e}",
-            tmp.display(),
-            base_path.display()
+            "Error trying to rename the temporary AOF base file {} into {}: {}",
+            file_name(tmp),
+            base.name,
+            crate::util::process::strerror(&e)
         )
     })?;
     tracing::info!(
         "Successfully renamed the temporary AOF base file {} into {}",
-        tmp.display(),
+        file_name(tmp),
         base.name
     );
     // Everything appended so far reaches the file before it is renamed.
