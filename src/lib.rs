@@ -528,6 +528,9 @@ fn prepare(
             std::io::Error::other(format!("Invalid master port in replicaof: {port}"))
         })?;
         cmd::repl::set_master(&mut executor.server, host.to_string(), port);
+        // Started as a replica, it has no history but the one its file
+        // records (Redis's loadDataFromDisk, below).
+        executor.server.repl.cached_master = false;
     }
     // The replication history the data set stands for, so a restarted
     // replica or its replicas continue partially.

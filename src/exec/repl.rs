@@ -337,6 +337,11 @@ impl Executor {
                     }
                     Err(e) => {
                         tracing::warn!("{e}");
+                        if reached >= stage::TRANSFER {
+                            // The master answered FULLRESYNC: the history
+                            // asked for is gone (replicationDiscardCachedMaster).
+                            self.server.repl.cached_master = false;
+                        }
                         if let Some(m) = &mut self.server.repl.master {
                             m.state = LinkState::Connect;
                         }
@@ -394,7 +399,9 @@ impl Executor {
             announce_ip: (!ip.is_empty()).then_some(ip),
             source_addr: Some(self.server.config.get("bind-source-addr")).filter(|a| !a.is_empty()),
             auth: (!pass.is_empty()).then(|| ((!user.is_empty()).then_some(user), pass)),
-            psync: Some((repl.replid.clone(), repl.offset + 1)),
+            psync: repl
+                .cached_master
+                .then(|| (repl.replid.clone(), repl.offset + 1)),
             timeout: std::time::Duration::from_secs(
                 c.get_i64("repl-timeout").unwrap_or(60).max(1) as u64
             ),
@@ -550,6 +557,7 @@ impl Executor {
                 self.server.install_functions(&mut self.store);
                 if let Err(e) = loaded {
                     tracing::warn!("{e}");
+                    self.server.repl.cached_master = false;
                     if let Some(m) = &mut self.server.repl.master {
                         m.state = LinkState::Connect;
                     }
@@ -557,6 +565,7 @@ impl Executor {
                 }
                 tracing::info!("MASTER <-> REPLICA sync: Finished with success");
                 let repl = &mut self.server.repl;
+                repl.cached_master = true;
                 repl.stream_db = 0;
                 repl.replid = replid;
                 repl.clear_replid2();

@@ -2638,3 +2638,21 @@ fn a_full_sync_logs_as_redis() {
         assert_eq!(ours, theirs, "repl-diskless-sync {diskless}");
     }
 }
+
+/// A replica started with `replicaof` and no file to continue asks
+/// `PSYNC ? -1`, as Redis's does ("Partial resynchronization not possible
+/// (no cached master)"): ferrokv asked to continue its own new history,
+/// which a Redis master refused and counted in `sync_partial_err`.
+#[test]
+fn a_fresh_replica_asks_for_a_full_sync_as_redis() {
+    let master = spawn_redis();
+    let mut m = Raw::connect(master.port);
+    let replica = crate::support::spawn_ferrokv_process_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &master.port.to_string(),
+    ]);
+    wait_link_up(&mut Raw::connect(replica.port));
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_err"), "0");
+}

@@ -324,6 +324,11 @@ pub struct Replication {
     /// `replication_cron_loops`): replicas are pinged when it is a multiple
     /// of `repl-ping-replica-period`.
     pub cron_loops: u64,
+    /// A replica has a history to continue (Redis's cached master): its
+    /// master's after a sync, its own after REPLICAOF demoted it, the one
+    /// its file recorded at start-up. PSYNC asks to continue it; without
+    /// one a replica asks `PSYNC ? -1`.
+    pub cached_master: bool,
     /// A WAIT asks replicas to acknowledge (REPLCONF GETACK before the
     /// loop sleeps).
     pub get_ack: bool,
@@ -365,6 +370,7 @@ impl Default for Replication {
             stats: SyncStats::default(),
             no_replicas_since_ms: clock::real_now_ms(),
             cron_loops: 0,
+            cached_master: false,
             get_ack: false,
             snapshot: None,
             filtered_rdbs: None,
@@ -815,6 +821,7 @@ impl Replication {
     pub fn resume(&mut self, info: crate::persist::ReplInfo, backlog_size: usize, replica: bool) {
         let id = String::from_utf8_lossy(&info.id).into_owned();
         if replica || self.master.is_some() {
+            self.cached_master = true;
             self.replid = id;
             self.offset = info.offset;
             self.stream_db = info.stream_db as usize;
@@ -883,6 +890,10 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         Some(m) => m.down_since_ms,
         None => 0,
     };
+    if server.repl.master.is_none() {
+        // replicationCacheMasterUsingMyself: a master keeps its history.
+        server.repl.cached_master = true;
+    }
     drop_master_link(server);
     server.repl.master = Some(MasterLink {
         host,
