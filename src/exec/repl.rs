@@ -337,11 +337,6 @@ impl Executor {
                     }
                     Err(e) => {
                         tracing::warn!("{e}");
-                        if reached >= stage::TRANSFER {
-                            // The master answered FULLRESYNC: the history
-                            // asked for is gone (replicationDiscardCachedMaster).
-                            self.server.repl.cached_master = false;
-                        }
                         if let Some(m) = &mut self.server.repl.master {
                             m.state = LinkState::Connect;
                         }
@@ -527,6 +522,9 @@ impl Executor {
                     );
                     crate::persist::cancel_bgsave(&mut self.server.persistence());
                 }
+                if matches!(payload, Payload::Rdb(..)) {
+                    tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+                }
                 // replica-lazy-flush: the old data set goes to the
                 // background thread (Redis's EMPTYDB_ASYNC).
                 let lazy = self.server.config.get_bool("replica-lazy-flush");
@@ -549,8 +547,18 @@ impl Executor {
                         loaded
                     }
                     Payload::Loaded(store, _) => {
-                        tracing::info!("MASTER <-> REPLICA sync: Swapping the loaded data set in");
+                        let swapdb = self.server.config.get("repl-diskless-load") == "swapdb";
+                        if swapdb {
+                            tracing::info!(
+                                "MASTER <-> REPLICA sync: Swapping active DB with loaded DB"
+                            );
+                        }
                         self.store.adopt_loaded(*store);
+                        if swapdb {
+                            tracing::info!(
+                                "MASTER <-> REPLICA sync: Discarding old DB in background"
+                            );
+                        }
                         Ok(())
                     }
                 };

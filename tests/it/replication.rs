@@ -2656,3 +2656,51 @@ fn a_fresh_replica_asks_for_a_full_sync_as_redis() {
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
     assert_eq!(info_field(&mut m, "stats", "sync_partial_err"), "0");
 }
+
+/// A replica's log of a full sync from a redis-server master, loading from
+/// disk and diskless with swapdb, as a redis-server replica's: PSYNC ? -1
+/// with no history, "Non blocking connect for SYNC fired the event.",
+/// "Flushing old data", the loaded file's "Loading RDB produced by version
+/// ..." lines, "Swapping active DB with loaded DB".
+#[test]
+fn a_replica_logs_its_full_sync_as_redis() {
+    for (diskless, load) in [("no", "disabled"), ("yes", "swapdb")] {
+        let run = |program: &str| {
+            let master = spawn_redis_with(&[
+                "--repl-diskless-sync",
+                diskless,
+                "--repl-diskless-sync-delay",
+                "0",
+            ]);
+            assert_eq!(
+                Raw::connect(master.port).cmd_str(&["SET", "k", "v"]),
+                b"+OK\r\n"
+            );
+            let dir = crate::aof::Dir::new("ferrokv-replica-log");
+            let replica = crate::aof::launch(|port| {
+                let mut c = std::process::Command::new(program);
+                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
+                    .args(["--repl-diskless-load", load])
+                    .args(["--replicaof", "127.0.0.1", &master.port.to_string()])
+                    .current_dir(&dir.0);
+                c
+            });
+            wait_link_up(&mut Raw::connect(replica.port));
+            let log = || std::fs::read_to_string(dir.0.join("log.txt")).unwrap_or_default();
+            assert!(wait_until(Duration::from_secs(10), || log()
+                .contains("Finished with success")));
+            let (mut lines, _) = crate::process::log_lines(&log());
+            // The master's replication ID, the file's age and memory.
+            lines.retain(|l| {
+                !["Full resync from", "RDB age", "RDB memory"]
+                    .iter()
+                    .any(|s| l.contains(s))
+            });
+            lines
+        };
+        let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+        let theirs = run("redis-server");
+        assert_eq!(ours, theirs, "repl-diskless-load {load}");
+    }
+}

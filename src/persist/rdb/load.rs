@@ -816,6 +816,9 @@ impl LoadCursor {
         };
         let mut commit = |cursor: &mut LoadCursor, store: &mut Store| {
             cursor.db = db;
+            for (k, v) in &aux {
+                log_aux(k, v);
+            }
             cursor.report.aux.append(&mut aux);
             cursor.report.functions += functions.len() as u64;
             store.functions.append(&mut functions);
@@ -947,4 +950,31 @@ pub fn load_rdb_streamed(
     }
     log_done(&cursor.report);
     Ok(cursor.report)
+}
+
+/// The log line of an AUX field as a load reads it (Redis's rdbLoadRio):
+/// the producing version, the file's age and memory, an AOF tail or base,
+/// `%`-named information fields; the rest at debug level.
+fn log_aux(key: &str, value: &str) {
+    let number = || value.trim().parse::<i64>().unwrap_or(0);
+    if key.starts_with('%') {
+        tracing::info!("RDB '{key}': {value}");
+        return;
+    }
+    match key.to_ascii_lowercase().as_str() {
+        "repl-stream-db" | "repl-id" | "repl-offset" | "lua" | "redis-bits" => {}
+        "redis-ver" => tracing::info!("Loading RDB produced by version {value}"),
+        "ctime" => {
+            let now = (crate::util::clock::real_now_ms() / 1000) as i64;
+            tracing::info!("RDB age {} seconds", now.saturating_sub(number()).max(0));
+        }
+        "used-mem" => tracing::info!(
+            "RDB memory usage when created {:.2} Mb",
+            number() as f64 / (1024.0 * 1024.0)
+        ),
+        "aof-preamble" if number() != 0 => tracing::info!("RDB has an AOF tail"),
+        "aof-base" if number() != 0 => tracing::info!("RDB is base AOF"),
+        "aof-preamble" | "aof-base" => {}
+        _ => tracing::trace!("Unrecognized RDB AUX field: '{key}'"),
+    }
 }

@@ -343,18 +343,24 @@ fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
         .map_err(|e| format!("resolving {}: {e}", conf.host))?
         .next()
         .ok_or_else(|| format!("no address for {}", conf.host))?;
+    // Redis's connectWithMaster logs it as the connect starts; the event
+    // line once it completes.
+    tracing::info!("MASTER <-> REPLICA sync started");
     let sock = connect(addr, conf.source_addr.as_deref(), conf.timeout).map_err(|e| {
         if timed_out(&e) {
             CONNECT_TIMEOUT.to_string()
         } else {
-            format!("Error condition on socket for SYNC: {e}")
+            format!(
+                "Error condition on socket for SYNC: {}",
+                crate::util::process::strerror(&e)
+            )
         }
     })?;
     if let Ok(mut slot) = reached.sock.lock() {
         *slot = sock.try_clone().ok();
     }
     reached.reach(stage::HANDSHAKE);
-    tracing::info!("MASTER <-> REPLICA sync started");
+    tracing::info!("Non blocking connect for SYNC fired the event.");
     sock.set_read_timeout(Some(conf.timeout))
         .map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(conf.timeout))
