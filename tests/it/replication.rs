@@ -1810,14 +1810,15 @@ fn signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as libc::pid_t, sig) };
 }
 
-/// `program` as a master writing `log.txt` in `dir`, syncing replicas at
-/// once.
-fn launch_logged_master(program: &str, dir: &crate::aof::Dir) -> crate::aof::Proc {
+/// `program` writing `log.txt` in `dir`, with `extra` arguments: a master
+/// syncing replicas at once, unless `extra` makes it a replica.
+fn launch_logged(program: &str, dir: &crate::aof::Dir, extra: &[&str]) -> crate::aof::Proc {
     crate::aof::launch(|port| {
         let mut c = std::process::Command::new(program);
         c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
             .args(["--repl-diskless-sync-delay", "0"])
+            .args(extra)
             .current_dir(&dir.0);
         c
     })
@@ -1832,7 +1833,7 @@ fn launch_logged_master(program: &str, dir: &crate::aof::Dir) -> crate::aof::Pro
 fn a_paused_master_still_counts_replica_acks_as_redis() {
     let run = |program: &str| {
         let dir = crate::aof::Dir::new("ferrokv-paused-acks");
-        let mut master = launch_logged_master(program, &dir);
+        let mut master = launch_logged(program, &dir, &[]);
         let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
         let mut r = Raw::connect(replica.port);
         wait_link_up(&mut r);
@@ -1877,7 +1878,7 @@ fn a_paused_master_still_counts_replica_acks_as_redis() {
 fn shutdown_waits_for_lagging_replicas_as_redis() {
     let run = |program: &str| {
         let dir = crate::aof::Dir::new("ferrokv-shutdown-wait");
-        let mut master = launch_logged_master(program, &dir);
+        let mut master = launch_logged(program, &dir, &[]);
         let mut replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
         let mut r = Raw::connect(replica.port);
         wait_link_up(&mut r);
@@ -2613,15 +2614,7 @@ fn a_full_sync_logs_as_redis() {
     for diskless in ["no", "yes"] {
         let run = |program: &str| {
             let dir = crate::aof::Dir::new("ferrokv-sync-log");
-            let master = crate::aof::launch(|port| {
-                let mut c = std::process::Command::new(program);
-                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                    .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
-                    .args(["--repl-diskless-sync", diskless])
-                    .args(["--repl-diskless-sync-delay", "0"])
-                    .current_dir(&dir.0);
-                c
-            });
+            let master = launch_logged(program, &dir, &["--repl-diskless-sync", diskless]);
             let mut m = Raw::connect(master.port);
             assert_eq!(m.cmd_str(&["SET", "k", "v"]), b"+OK\r\n");
             let replica = spawn_redis_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
@@ -2677,15 +2670,18 @@ fn a_replica_logs_its_full_sync_as_redis() {
                 b"+OK\r\n"
             );
             let dir = crate::aof::Dir::new("ferrokv-replica-log");
-            let replica = crate::aof::launch(|port| {
-                let mut c = std::process::Command::new(program);
-                c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                    .args(["--dir", &dir.s(), "--save", "", "--logfile", "log.txt"])
-                    .args(["--repl-diskless-load", load])
-                    .args(["--replicaof", "127.0.0.1", &master.port.to_string()])
-                    .current_dir(&dir.0);
-                c
-            });
+            let port = master.port.to_string();
+            let replica = launch_logged(
+                program,
+                &dir,
+                &[
+                    "--repl-diskless-load",
+                    load,
+                    "--replicaof",
+                    "127.0.0.1",
+                    &port,
+                ],
+            );
             wait_link_up(&mut Raw::connect(replica.port));
             let log = || std::fs::read_to_string(dir.0.join("log.txt")).unwrap_or_default();
             assert!(wait_until(Duration::from_secs(10), || log()

@@ -344,6 +344,24 @@ fn fork_child(
     Err("Can't rewrite append only file in background: fork is not available".into())
 }
 
+/// Renames the child's file to the new base `name` in `dir`, with
+/// backgroundRewriteDoneHandler's lines; returns the base's path.
+fn place_base(tmp: &Path, dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let path = dir.join(name);
+    std::fs::rename(tmp, &path).map_err(|e| {
+        format!(
+            "Error trying to rename the temporary AOF base file {} into {name}: {}",
+            file_name(tmp),
+            crate::util::process::strerror(&e)
+        )
+    })?;
+    tracing::info!(
+        "Successfully renamed the temporary AOF base file {} into {name}",
+        file_name(tmp)
+    );
+    Ok(path)
+}
+
 /// A path's last part, as Redis names the files it logs (it runs in `dir`).
 fn file_name(path: &Path) -> String {
     path.file_name()
@@ -542,20 +560,7 @@ fn install(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), String> {
         name: base_name(config, m.base_seq),
         seq: m.base_seq,
     };
-    let path = dir.join(&base.name);
-    std::fs::rename(tmp, &path).map_err(|e| {
-        format!(
-            "Error trying to rename the temporary AOF base file {} into {}: {}",
-            file_name(tmp),
-            base.name,
-            crate::util::process::strerror(&e)
-        )
-    })?;
-    tracing::info!(
-        "Successfully renamed the temporary AOF base file {} into {}",
-        file_name(tmp),
-        base.name
-    );
+    let path = place_base(tmp, &dir, &base.name)?;
     m.base = Some(base);
     // With the AOF on, the file opened at the start holds every write made
     // since the child's snapshot; the earlier ones are in the new base.
@@ -595,20 +600,7 @@ fn install_first(aof: &mut Aof, config: &Config, tmp: &Path) -> Result<(), Strin
         name: incr_name(config, m.incr_seq),
         seq: m.incr_seq,
     };
-    let base_path = dir.join(&base.name);
-    std::fs::rename(tmp, &base_path).map_err(|e| {
-        format!(
-            "Error trying to rename the temporary AOF base file {} into {}: {}",
-            file_name(tmp),
-            base.name,
-            crate::util::process::strerror(&e)
-        )
-    })?;
-    tracing::info!(
-        "Successfully renamed the temporary AOF base file {} into {}",
-        file_name(tmp),
-        base.name
-    );
+    let base_path = place_base(tmp, &dir, &base.name)?;
     // Everything appended so far reaches the file before it is renamed.
     aof.flush();
     let temp_incr = temp_incr_name(config);
