@@ -190,8 +190,23 @@ struct ChildSink {
     syslog: bool,
 }
 
+/// The local time's offset from UTC in seconds, read before any fork: a
+/// child must not call localtime_r, whose time-zone lock another thread
+/// of the parent may have held at the fork (Redis's nolocks_localtime).
+static UTC_OFFSET: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
 /// Records where the server logs, for its forked children.
 pub fn set_child_sink(logfile: &str, syslog: bool) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    // SAFETY: localtime_r fills the zeroed struct from a valid time_t.
+    let offset = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&secs, &mut tm);
+        tm.tm_gmtoff
+    };
+    UTC_OFFSET.store(offset, Ordering::Relaxed);
     let file = (!logfile.is_empty())
         .then(|| std::ffi::CString::new(logfile.replace('\0', "")).unwrap_or_default());
     let _ = CHILD_SINK.set(ChildSink { file, syslog });
@@ -221,7 +236,7 @@ pub fn child_line(warning: bool, msg: &str) {
     if (if warning { 3 } else { 2 }) < VERBOSITY.load(Ordering::Relaxed) {
         return;
     }
-    let text = line(if warning { '#' } else { '*' }, msg);
+    let text = child_text(if warning { '#' } else { '*' }, msg);
     // SAFETY: open(2), write(2) and close(2) on a descriptor this function
     // owns, with a NUL-terminated path and a buffer of `text.len()` bytes.
     unsafe {
@@ -252,5 +267,57 @@ pub fn child_line(warning: bool, msg: &str) {
             // SAFETY: a constant "%s" format with one NUL-terminated string.
             unsafe { libc::syslog(priority, c"%s".as_ptr(), msg.as_ptr()) };
         }
+    }
+}
+
+/// A child's line, as [`line`] writes it but with the time computed from
+/// [`UTC_OFFSET`] (no lock taken).
+fn child_text(level: char, msg: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let local = now.as_secs() as i64 + UTC_OFFSET.load(Ordering::Relaxed);
+    let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let mut out = String::with_capacity(40 + msg.len());
+    let _ = writeln!(
+        out,
+        "{}:{} {day:02} {} {year} {:02}:{:02}:{:02}.{:03} {level} {msg}",
+        std::process::id(),
+        ROLE.load(Ordering::Relaxed) as char,
+        MONTHS[(month - 1) as usize],
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        now.subsec_millis()
+    );
+    out
+}
+
+#[cfg(test)]
+mod child_time_tests {
+    use super::*;
+
+    /// A child's timestamp, computed without localtime_r, reads as the
+    /// parent's lines do (to the second; retried across a second's edge).
+    #[test]
+    fn a_childs_line_has_the_parents_time() {
+        set_child_sink("", false);
+        let same = (0..3).any(|_| {
+            let (a, b) = (child_text('*', "x"), line('*', "x"));
+            // `pid:R dd Mon yyyy HH:MM:SS` without the milliseconds.
+            let cut = |s: &str| s[..s.find('.').unwrap_or(s.len())].to_string();
+            cut(&a) == cut(&b)
+        });
+        assert!(same, "{} / {}", child_text('*', "x"), line('*', "x"));
     }
 }
