@@ -497,7 +497,8 @@ fn debug_digest_equals_redis_for_the_same_data() {
 
 #[test]
 fn debug_replies_match_redis() {
-    let mut p = debug_pair();
+    // A process of its own: it sets list thresholds, which are process-wide.
+    let mut p = Pair::of_processes(&["--enable-debug-command", "yes"]);
     p.script(&[
         "DEBUG",
         "DEBUG foo",
@@ -776,18 +777,8 @@ fn debug_segfault_and_panic_write_the_crash_report() {
 /// as redis-server answers them.
 #[test]
 fn debug_encoding_and_buffer_subcommands_match_redis() {
-    let mut p = Pair::new_with(
-        |c| {
-            for (name, value) in [
-                (&b"enable-debug-command"[..], &b"yes"[..]),
-                (b"appendonly", b"yes"),
-            ] {
-                let (param, _) = ferrokv::config::params::lookup(name).expect("a parameter");
-                c.set_value(param, value).expect("a valid value");
-            }
-        },
-        &["--enable-debug-command", "yes", "--appendonly", "yes"],
-    );
+    // A process of its own: the list packing threshold is process-wide.
+    let mut p = Pair::of_processes(&["--enable-debug-command", "yes", "--appendonly", "yes"]);
     p.script(&[
         "HSET h a 1 b 2",
         "ZADD z 1 a 2 b",

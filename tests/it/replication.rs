@@ -1417,21 +1417,35 @@ fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> 
 /// with a raw replica's replication stream read from past the snapshot.
 type Stream = (std::net::TcpStream, Vec<u8>);
 fn streamed_pair() -> (Pair, Stream, Stream) {
-    let p = Pair::new_with(
+    streamed(Pair::new_with(
         |c| {
             conf(c, "repl-diskless-sync", "no");
             conf(c, "repl-diskless-sync-delay", "0");
             conf(c, "enable-debug-command", "yes");
         },
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-            "--enable-debug-command",
-            "yes",
-        ],
-    );
+        &STREAMED_ARGS,
+    ))
+}
+
+/// What [`streamed_pair`] starts both servers with.
+const STREAMED_ARGS: [&str; 6] = [
+    "--repl-diskless-sync",
+    "no",
+    "--repl-diskless-sync-delay",
+    "0",
+    "--enable-debug-command",
+    "yes",
+];
+
+/// As [`streamed_pair`], with ferrokv as a process of its own: for tests
+/// that set process-wide directives (`lazyfree-lazy-*`), which another
+/// test's in-process server would reset at its start.
+fn streamed_processes() -> (Pair, Stream, Stream) {
+    streamed(Pair::of_processes(&STREAMED_ARGS))
+}
+
+/// Each master's replication stream, read as a fresh replica reads it.
+fn streamed(p: Pair) -> (Pair, Stream, Stream) {
     let (ours, theirs) = p.ports();
     (p, stream_reader(ours), stream_reader(theirs))
 }
@@ -1478,7 +1492,7 @@ fn commands_are_propagated_in_redis_form() {
 /// Both masters' streams, read as a replica reads them, compared.
 #[test]
 fn expired_keys_propagate_with_what_ran_into_them() {
-    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_pair();
+    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_processes();
     p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
     let script = "redis.call('rpush', KEYS[1], 'a') return redis.call('rpush', KEYS[2], 'a')";
     let steps: &[(&[&str], &[&[&str]])] = &[

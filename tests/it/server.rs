@@ -692,14 +692,8 @@ fn activedefrag_is_refused_as_debians_redis_refuses_it() {
     ignore = "DEBUG MALLCTL reads jemalloc, which the sanitizer build does not link"
 )]
 fn debug_table_and_allocator_subcommands_answer_as_redis() {
-    let mut p = Pair::new_with(
-        |c| {
-            if let Some((param, _)) = ferrokv::config::params::lookup(b"enable-debug-command") {
-                let _ = c.set_args(param, &[b"yes"], false);
-            }
-        },
-        &["--enable-debug-command", "yes"],
-    );
+    // A process of its own: it sets `set-max-intset-entries`, process-wide.
+    let mut p = Pair::of_processes(&["--enable-debug-command", "yes"]);
     p.same(&["DEBUG", "POPULATE", "1000"]);
     let (a, b) = p.both(&["DEBUG", "HTSTATS", "0"]);
     let head = |r: &[u8]| -> Vec<String> {

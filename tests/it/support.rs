@@ -556,8 +556,26 @@ pub struct Pair {
     pub ours: Raw,
     /// redis-server.
     pub theirs: Raw,
-    _server: Ferrokv,
+    _server: OursServer,
     _redis: RedisServer,
+}
+
+/// The ferrokv of a [`Pair`]: in this process, or a process of its own
+/// for tests that change what Redis keeps process-wide (the `lazyfree-*`
+/// directives, the encoding thresholds), which every in-process server
+/// of the test binary shares.
+enum OursServer {
+    InProcess(Ferrokv),
+    Process(FerrokvProcess),
+}
+
+impl OursServer {
+    fn port(&self) -> u16 {
+        match self {
+            OursServer::InProcess(s) => s.port,
+            OursServer::Process(p) => p.port,
+        }
+    }
 }
 
 impl Pair {
@@ -568,7 +586,7 @@ impl Pair {
         Pair {
             ours: server.raw(),
             theirs: Raw::connect(redis.port),
-            _server: server,
+            _server: OursServer::InProcess(server),
             _redis: redis,
         }
     }
@@ -581,19 +599,36 @@ impl Pair {
         Pair {
             ours: server.raw(),
             theirs: Raw::connect(redis.port),
-            _server: server,
+            _server: OursServer::InProcess(server),
+            _redis: redis,
+        }
+    }
+
+    /// Starts the ferrokv binary as a process and redis-server, both
+    /// with `args`, and connects to each: for tests that change
+    /// process-wide directives (see [`OursServer`]).
+    pub fn of_processes(args: &[&str]) -> Pair {
+        let server = spawn_ferrokv_process_with(args);
+        let redis = spawn_redis_with(args);
+        Pair {
+            ours: Raw::connect(server.port),
+            theirs: Raw::connect(redis.port),
+            _server: OursServer::Process(server),
             _redis: redis,
         }
     }
 
     /// Opens another connection to each server.
     pub fn connect_again(&self) -> (Raw, Raw) {
-        (self._server.raw(), Raw::connect(self._redis.port))
+        (
+            Raw::connect(self._server.port()),
+            Raw::connect(self._redis.port),
+        )
     }
 
     /// The ports of ferrokv and redis-server.
     pub fn ports(&self) -> (u16, u16) {
-        (self._server.port, self._redis.port)
+        (self._server.port(), self._redis.port)
     }
 
     /// Sends `args` to both and asserts the replies are byte-identical;
