@@ -111,6 +111,10 @@ impl Executor {
         repl.snapshot.is_some()
             || self.handshake.is_some()
             || repl
+                .master
+                .as_ref()
+                .is_some_and(|m| m.attempt_due(clock::real_now_ms()))
+            || repl
                 .replicas
                 .iter()
                 .any(|r| r.state == ReplicaState::WaitSnapshotStart)
@@ -283,7 +287,9 @@ impl Executor {
                 let Some(m) = self.server.repl.master.as_mut() else {
                     return;
                 };
-                tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
+                if !std::mem::take(&mut m.reconnecting) {
+                    tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
+                }
                 match Handshake::start(conf) {
                     Ok(handshake) => {
                         self.handshake = Some(PendingLink {
@@ -572,6 +578,10 @@ impl Executor {
                     return;
                 }
                 tracing::info!("MASTER <-> REPLICA sync: Finished with success");
+                crate::util::process::systemd_status(
+                    "MASTER <-> REPLICA sync: Finished with success. Ready to accept \
+                     connections in read-write mode.",
+                );
                 let repl = &mut self.server.repl;
                 repl.cached_master = true;
                 repl.stream_db = 0;
@@ -586,11 +596,19 @@ impl Executor {
             Synced::Partial { replid } => {
                 let repl = &mut self.server.repl;
                 if let Some(id) = replid.filter(|id| *id != repl.replid) {
+                    tracing::warn!("Master replication ID changed to {id}");
                     repl.replid2 = std::mem::replace(&mut repl.replid, id);
                     repl.second_replid_offset = repl.offset as i64 + 1;
                     // Our replicas must learn the new ID.
                     repl.disconnect_replicas();
                 }
+                tracing::info!(
+                    "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization."
+                );
+                crate::util::process::systemd_status(
+                    "MASTER <-> REPLICA sync: Partial Resynchronization accepted. Ready to \
+                     accept connections in read-write mode.",
+                );
             }
         }
         self.server.repl.ensure_backlog();

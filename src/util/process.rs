@@ -173,6 +173,18 @@ pub enum Supervisor {
     Systemd,
 }
 
+/// Supervised by systemd (Redis's `server.supervised_mode`), for the
+/// status lines sent after start-up; process-wide, as Redis's.
+static SUPERVISED_BY_SYSTEMD: AtomicBool = AtomicBool::new(false);
+
+/// Sends a `STATUS=` line to systemd when it supervises the server
+/// (Redis's redisCommunicateSystemd after a replica's sync).
+pub fn systemd_status(status: &str) {
+    if SUPERVISED_BY_SYSTEMD.load(Ordering::Relaxed) {
+        notify_systemd(&format!("STATUS={status}\n"));
+    }
+}
+
 /// Redis's redisIsSupervised: the supervisor `mode` (`no`, `upstart`,
 /// `systemd`, `auto`) names, when it is there.
 pub fn supervisor(mode: &str) -> Option<Supervisor> {
@@ -193,6 +205,7 @@ pub fn supervisor(mode: &str) -> Option<Supervisor> {
             if !notify_systemd("STATUS=Redis is loading...\n") {
                 return None;
             }
+            SUPERVISED_BY_SYSTEMD.store(true, Ordering::Relaxed);
             tracing::info!("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
             Some(Supervisor::Systemd)
         }

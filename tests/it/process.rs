@@ -102,6 +102,54 @@ fn supervised_systemd_notifies_readiness() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A replica supervised by systemd reports its syncs as Redis's: after
+/// "Ready to accept connections in read-only mode. Waiting for MASTER <->
+/// REPLICA sync" and READY=1, a status line when the full sync finished
+/// and one when a partial resync was accepted (redisCommunicateSystemd).
+/// Compared with a redis-server replica of the same master.
+#[test]
+fn a_supervised_replica_reports_its_syncs_to_systemd_as_redis() {
+    let master = crate::support::spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let run = |program: &str| {
+        let dir = unique_temp_path("ferrokv-notify-replica");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock_path = dir.join("notify");
+        let sock = UnixDatagram::bind(&sock_path).expect("bind");
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let master_port = master.port.to_string();
+        let (mut child, port) = spawn_on_free_port(|port| {
+            let mut c = Command::new(program);
+            c.args(["--supervised", "systemd", "--save", ""])
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--dir", &dir.display().to_string()])
+                .args(["--replicaof", "127.0.0.1", &master_port])
+                .env("NOTIFY_SOCKET", &sock_path);
+            c
+        });
+        let next = || {
+            let mut buf = [0u8; 256];
+            let n = sock.recv(&mut buf).expect("a notification");
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        };
+        let mut got: Vec<String> = (0..4).map(|_| next()).collect();
+        let mut c = Raw::connect(port);
+        assert_eq!(c.cmd_str(&["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+        got.push(next());
+        c.send(b"SHUTDOWN NOSAVE\r\n");
+        got.push(next());
+        assert!(wait_exit(&mut child, Duration::from_secs(10)).is_some());
+        let _ = std::fs::remove_dir_all(dir);
+        got
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    assert_eq!(
+        ours[3],
+        "STATUS=MASTER <-> REPLICA sync: Finished with success. Ready to accept connections in read-write mode.\n"
+    );
+    assert_eq!(ours, run("redis-server"));
+}
+
 /// `watchdog-period`: a period under two cron periods reads back raised
 /// as Redis raises it; when the executor is stuck (DEBUG SLEEP 1) the log
 /// gets one "WATCHDOG TIMER EXPIRED" report with the executor's stack

@@ -210,6 +210,10 @@ pub struct MasterLink {
     pub last_ack_ms: u64,
     /// Real Unix ms before which no new connection is tried.
     pub next_attempt_ms: u64,
+    /// The link was lost and the next attempt, due at once, was already
+    /// logged as "Reconnecting to MASTER" (Redis reconnects from
+    /// replicationHandleMasterDisconnection, not its once-a-second cron).
+    pub reconnecting: bool,
     /// Bumped on every change of master, so a handshake for an older one
     /// is ignored.
     pub generation: u64,
@@ -221,7 +225,10 @@ pub struct MasterLink {
 
 impl MasterLink {
     /// The master client went away (closed, or killed by CLIENT KILL):
-    /// the link is down from now, and the cron reconnects.
+    /// the link is down from now, its state kept to continue from, and
+    /// the executor reconnects at once, as Redis 7.0's
+    /// replicationCacheMaster and replicationHandleMasterDisconnection do
+    /// (not a second later, as a failed attempt is retried).
     pub fn lost(&mut self) {
         self.client_id = None;
         self.tx = None;
@@ -229,6 +236,16 @@ impl MasterLink {
         self.down_since_ms = crate::util::clock::real_now_ms();
         self.multi_held.clear();
         tracing::warn!("Connection with master lost.");
+        tracing::info!("Caching the disconnected master state.");
+        tracing::info!("Reconnecting to MASTER {}:{}", self.host, self.port);
+        self.next_attempt_ms = 0;
+        self.reconnecting = true;
+    }
+
+    /// A connection attempt is due now (the loop makes it without
+    /// waiting for its timer).
+    pub fn attempt_due(&self, now_ms: u64) -> bool {
+        self.state == LinkState::Connect && now_ms >= self.next_attempt_ms
     }
 }
 
@@ -906,6 +923,7 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         down_since_ms,
         last_ack_ms: 0,
         next_attempt_ms: 0,
+        reconnecting: false,
         generation,
         multi_held: Vec::new(),
     });
