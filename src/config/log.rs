@@ -32,50 +32,101 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// `dd Mon yyyy HH:MM:SS.mmm` in local time, as Redis's strftime
-/// `%d %b %Y %H:%M:%S` plus milliseconds.
-fn timestamp(out: &mut String) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs() as libc::time_t;
-    // SAFETY: localtime_r fills the zeroed struct from a valid time_t.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&secs, &mut tm);
-        tm
-    };
-    let month = MONTHS.get(tm.tm_mon as usize).copied().unwrap_or("Jan");
-    let _ = write!(
-        out,
-        "{:02} {month} {} {:02}:{:02}:{:02}.{:03}",
-        tm.tm_mday,
-        tm.tm_year + 1900,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        now.subsec_millis()
-    );
+/// A moment in local time, as a log line shows it.
+struct Stamp {
+    /// Day of the month, 1-31.
+    day: i64,
+    /// Month, 0-11.
+    month: usize,
+    year: i64,
+    /// Seconds since local midnight.
+    secs: i64,
+    millis: u32,
+}
+
+impl Stamp {
+    /// Now, from localtime_r.
+    fn now() -> Stamp {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let secs = now.as_secs() as libc::time_t;
+        // SAFETY: localtime_r fills the zeroed struct from a valid time_t.
+        let tm = unsafe {
+            let mut tm: libc::tm = std::mem::zeroed();
+            libc::localtime_r(&secs, &mut tm);
+            tm
+        };
+        Stamp {
+            day: tm.tm_mday.into(),
+            month: tm.tm_mon as usize,
+            year: i64::from(tm.tm_year) + 1900,
+            secs: i64::from(tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec),
+            millis: now.subsec_millis(),
+        }
+    }
+
+    /// Now, from the UTC offset read before the fork: no lock taken
+    /// (Redis's nolocks_localtime).
+    fn now_without_locks() -> Stamp {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let local = now.as_secs() as i64 + UTC_OFFSET.load(Ordering::Relaxed);
+        let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        Stamp {
+            day: doy - (153 * mp + 2) / 5 + 1,
+            month: (month - 1) as usize,
+            year: yoe + era * 400 + i64::from(month <= 2),
+            secs,
+            millis: now.subsec_millis(),
+        }
+    }
+
+    /// `<pid>:<role> dd Mon yyyy HH:MM:SS.mmm`, the start of every line
+    /// (Redis's strftime `%d %b %Y %H:%M:%S` plus milliseconds).
+    fn write_head(&self, out: &mut String) {
+        let month = MONTHS.get(self.month).copied().unwrap_or("Jan");
+        let _ = write!(
+            out,
+            "{}:{} {:02} {month} {} {:02}:{:02}:{:02}.{:03}",
+            std::process::id(),
+            ROLE.load(Ordering::Relaxed) as char,
+            self.day,
+            self.year,
+            self.secs / 3600,
+            self.secs / 60 % 60,
+            self.secs % 60,
+            self.millis
+        );
+    }
 }
 
 /// One log line as the formatter writes it, for text written outside
 /// `tracing` (the crash report).
 pub fn line(level: char, msg: &str) -> String {
+    line_at(&Stamp::now(), level, msg)
+}
+
+/// A whole line at `stamp`.
+fn line_at(stamp: &Stamp, level: char, msg: &str) -> String {
     let mut out = String::with_capacity(40 + msg.len());
-    head(&mut out);
+    stamp.write_head(&mut out);
     let _ = writeln!(out, " {level} {msg}");
     out
 }
 
 /// `<pid>:<role> <timestamp>`, the start of every line.
 fn head(out: &mut String) {
-    let _ = write!(
-        out,
-        "{}:{} ",
-        std::process::id(),
-        ROLE.load(Ordering::Relaxed) as char
-    );
-    timestamp(out);
+    Stamp::now().write_head(out);
 }
 
 impl<S, N> FormatEvent<S, N> for RedisFormat
@@ -273,34 +324,7 @@ pub fn child_line(warning: bool, msg: &str) {
 /// A child's line, as [`line`] writes it but with the time computed from
 /// [`UTC_OFFSET`] (no lock taken).
 fn child_text(level: char, msg: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let local = now.as_secs() as i64 + UTC_OFFSET.load(Ordering::Relaxed);
-    let (days, secs) = (local.div_euclid(86_400), local.rem_euclid(86_400));
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let mut out = String::with_capacity(40 + msg.len());
-    let _ = writeln!(
-        out,
-        "{}:{} {day:02} {} {year} {:02}:{:02}:{:02}.{:03} {level} {msg}",
-        std::process::id(),
-        ROLE.load(Ordering::Relaxed) as char,
-        MONTHS[(month - 1) as usize],
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        now.subsec_millis()
-    );
-    out
+    line_at(&Stamp::now_without_locks(), level, msg)
 }
 
 #[cfg(test)]
