@@ -527,10 +527,7 @@ fn prepare(
         let port = port.trim().parse().map_err(|_| {
             std::io::Error::other(format!("Invalid master port in replicaof: {port}"))
         })?;
-        cmd::repl::set_master(&mut executor.server, host.to_string(), port);
-        // Started as a replica, it has no history but the one its file
-        // records (Redis's loadDataFromDisk, below).
-        executor.server.repl.cached_master = false;
+        server::repl::set_master_from_config(&mut executor.server, host.to_string(), port);
     }
     // The replication history the data set stands for, so a restarted
     // replica or its replicas continue partially.

@@ -287,8 +287,9 @@ impl Executor {
                 let Some(m) = self.server.repl.master.as_mut() else {
                     return;
                 };
-                if !std::mem::take(&mut m.reconnecting) {
+                if !std::mem::take(&mut m.announced) {
                     tracing::info!("Connecting to MASTER {}:{}", m.host, m.port);
+                    crate::server::repl::log_sync_started(&m.host);
                 }
                 match Handshake::start(conf) {
                     Ok(handshake) => {
@@ -517,7 +518,9 @@ impl Executor {
                 offset,
                 payload,
             } => {
-                // Our replicas must resynchronize with the new data set.
+                // Our replicas must resynchronize with the new data set
+                // (replicationAttachToNewMaster).
+                self.server.repl.discard_cached_master();
                 self.server.repl.disconnect_replicas();
                 if matches!(payload, Payload::Rdb(..)) && self.server.persist.bgsave.is_some() {
                     // It would write the old data set over the file.
@@ -571,7 +574,6 @@ impl Executor {
                 self.server.install_functions(&mut self.store);
                 if let Err(e) = loaded {
                     tracing::warn!("{e}");
-                    self.server.repl.cached_master = false;
                     if let Some(m) = &mut self.server.repl.master {
                         m.state = LinkState::Connect;
                     }

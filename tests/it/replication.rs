@@ -2765,3 +2765,63 @@ fn a_lost_master_link_is_reconnected_at_once_as_redis() {
     );
     assert_eq!(ours, theirs);
 }
+
+/// A master turned replica, moved to another master, then promoted logs
+/// as a redis-server doing the same: "Before turning into a replica ...
+/// synthesize a cached master", "Connecting to MASTER" and "sync started"
+/// before "REPLICAOF ... enabled (user request from '<client info>')",
+/// the dropped link's "Connection with master lost." and "Caching the
+/// disconnected master state." (role M), "Discarding previously cached
+/// master state." before a full sync's load and at promotion, "Setting
+/// secondary replication ID ..." and "MASTER MODE enabled".
+#[test]
+fn a_replica_switching_masters_logs_as_redis() {
+    let first = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let second = spawn_redis_with(&["--repl-diskless-sync-delay", "0"]);
+    let run = |program: &str| {
+        let dir = crate::aof::Dir::new("ferrokv-switch-log");
+        let replica = launch_logged(program, &dir, &[]);
+        let mut r = Raw::connect(replica.port);
+        let log = || std::fs::read_to_string(dir.0.join("log.txt")).unwrap_or_default();
+        let start = log().len();
+        for master in [&first, &second] {
+            let port = master.port.to_string();
+            assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+            wait_link_up(&mut r);
+            assert!(wait_until(Duration::from_secs(10), || log()
+                .ends_with("Finished with success\n")));
+        }
+        assert_eq!(r.cmd_str(&["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+        assert!(wait_until(Duration::from_secs(10), || log()
+            .contains("MASTER MODE enabled")));
+        let text: String = log()[start..].lines().map(|l| masked(l) + "\n").collect();
+        let (mut lines, _) = crate::process::log_lines(&text);
+        lines.retain(|l| !["RDB age", "RDB memory"].iter().any(|s| l.contains(s)));
+        lines
+    };
+    let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
+    assert!(
+        ours.iter()
+            .any(|l| l.contains("Setting secondary replication ID")),
+        "{ours:?}"
+    );
+    assert_eq!(ours, run("redis-server"));
+}
+
+/// A log line with replication IDs and the client's id and descriptor
+/// masked: each server makes up its own.
+fn masked(line: &str) -> String {
+    line.split(' ')
+        .map(|w| {
+            let hex = w.chars().take_while(char::is_ascii_hexdigit).count();
+            if hex == 40 {
+                format!("<id>{}", &w[40..])
+            } else if w.starts_with("id=") || w.starts_with("fd=") {
+                format!("{}=?", &w[..2])
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -340,12 +340,19 @@ fn connect(
 fn run(conf: &HandshakeConf, reached: &Progress) -> Result<Linked, String> {
     let addr = (conf.host.as_str(), conf.port)
         .to_socket_addrs()
-        .map_err(|e| format!("resolving {}: {e}", conf.host))?
+        .map_err(|e| {
+            // Redis's: getaddrinfo's own message (gai_strerror).
+            let e = e.to_string();
+            let gai = e.strip_prefix("failed to lookup address information: ");
+            format!("Unable to connect to MASTER: {}", gai.unwrap_or(&e))
+        })?
         .next()
-        .ok_or_else(|| format!("no address for {}", conf.host))?;
-    // Redis's connectWithMaster logs it as the connect starts; the event
-    // line once it completes.
-    tracing::info!("MASTER <-> REPLICA sync started");
+        .ok_or_else(|| "Unable to connect to MASTER: Name or service not known".to_string())?;
+    // Redis's connectWithMaster logs it as the connect starts (for an
+    // address, the executor already did); the event line once it completes.
+    if !super::is_address(&conf.host) {
+        tracing::info!("MASTER <-> REPLICA sync started");
+    }
     let sock = connect(addr, conf.source_addr.as_deref(), conf.timeout).map_err(|e| {
         if timed_out(&e) {
             CONNECT_TIMEOUT.to_string()

@@ -210,10 +210,11 @@ pub struct MasterLink {
     pub last_ack_ms: u64,
     /// Real Unix ms before which no new connection is tried.
     pub next_attempt_ms: u64,
-    /// The link was lost and the next attempt, due at once, was already
-    /// logged as "Reconnecting to MASTER" (Redis reconnects from
-    /// replicationHandleMasterDisconnection, not its once-a-second cron).
-    pub reconnecting: bool,
+    /// The next attempt, due at once, was already logged: "Connecting to
+    /// MASTER" by REPLICAOF (replicationSetMaster), "Reconnecting to
+    /// MASTER" when the link was lost (replicationHandleMasterDisconnection);
+    /// Redis connects from there, not from its once-a-second cron.
+    pub announced: bool,
     /// Bumped on every change of master, so a handshake for an older one
     /// is ignored.
     pub generation: u64,
@@ -238,8 +239,9 @@ impl MasterLink {
         tracing::warn!("Connection with master lost.");
         tracing::info!("Caching the disconnected master state.");
         tracing::info!("Reconnecting to MASTER {}:{}", self.host, self.port);
+        log_sync_started(&self.host);
         self.next_attempt_ms = 0;
-        self.reconnecting = true;
+        self.announced = true;
     }
 
     /// A connection attempt is due now (the loop makes it without
@@ -751,12 +753,40 @@ impl Replication {
     pub fn promote(&mut self) {
         crate::config::log::set_role(b'M');
         super::set_oom_class(crate::util::process::OomClass::Master);
+        self.discard_cached_master();
         self.replid2 = std::mem::replace(&mut self.replid, new_replid());
         self.second_replid_offset = self.offset as i64 + 1;
+        tracing::warn!(
+            "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+            self.replid2,
+            self.second_replid_offset,
+            self.replid
+        );
         self.master = None;
         self.log.db = None;
         if !self.replicas.is_empty() {
             self.disconnect_replicas();
+        }
+    }
+
+    /// A master turning replica, or a replica started from a file that
+    /// recorded its history, offers its own history to continue (Redis's
+    /// replicationCacheMasterUsingMyself).
+    pub fn cache_master_using_myself(&mut self) {
+        tracing::info!(
+            "Before turning into a replica, using my own master parameters to synthesize a \
+             cached master: I may be able to synchronize with the new master with just a \
+             partial transfer."
+        );
+        self.cached_master = true;
+    }
+
+    /// Forgets the history a replica had to continue (Redis's
+    /// replicationDiscardCachedMaster): on promotion, and before a full
+    /// sync's data set replaces this one.
+    pub fn discard_cached_master(&mut self) {
+        if std::mem::take(&mut self.cached_master) {
+            tracing::info!("Discarding previously cached master state.");
         }
     }
 
@@ -838,7 +868,7 @@ impl Replication {
     pub fn resume(&mut self, info: crate::persist::ReplInfo, backlog_size: usize, replica: bool) {
         let id = String::from_utf8_lossy(&info.id).into_owned();
         if replica || self.master.is_some() {
-            self.cached_master = true;
+            self.cache_master_using_myself();
             self.replid = id;
             self.offset = info.offset;
             self.stream_db = info.stream_db as usize;
@@ -891,27 +921,56 @@ mod tests {
 }
 
 /// Follows `host:port` from now on (replicationSetMaster): the link to any
-/// previous master is dropped and the cron connects. This server's
-/// replicas stay: they may continue from it, and are disconnected only
-/// when its history changes (a full sync's load, a new replication ID).
-/// Its own history (ID, offset, backlog) is what the new link asks the
-/// new master to continue (replicationCacheMasterUsingMyself).
+/// previous master is dropped and the connection is tried at once. This
+/// server's replicas stay: they may continue from it, and are disconnected
+/// only when its history changes (a full sync's load, a new replication
+/// ID). Its own history (ID, offset, backlog) is what the new link asks
+/// the new master to continue (replicationCacheMasterUsingMyself).
 pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u16) {
+    let was_master = server.repl.master.is_none();
+    let down_since_ms = down_since(server);
+    drop_master_link(server);
     crate::config::log::set_role(b'S');
-    crate::server::set_oom_class(crate::util::process::OomClass::Replica);
-    let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
-    // Redis's repl_down_since is kept: a link up now is down from now, one
-    // already down from when it dropped; a master was never connected.
-    let down_since_ms = match &server.repl.master {
+    if was_master {
+        server.repl.cache_master_using_myself();
+    }
+    tracing::info!("Connecting to MASTER {host}:{port}");
+    log_sync_started(&host);
+    follow(server, host, port, down_since_ms, true);
+}
+
+/// `replicaof` in the configuration file or arguments: the master is set
+/// as Redis's config loading sets it, with no history to offer but the one
+/// the loaded file records (taken up after) and nothing logged; the loop
+/// connects once it runs, logging "Connecting to MASTER" then.
+pub fn set_master_from_config(server: &mut crate::server::ServerState, host: String, port: u16) {
+    crate::config::log::set_role(b'S');
+    let down_since_ms = down_since(server);
+    follow(server, host, port, down_since_ms, false);
+}
+
+/// Since when the link to a new master is down: Redis's repl_down_since
+/// is kept, so a link up now is down from now, one already down from when
+/// it dropped; a master was never connected.
+fn down_since(server: &crate::server::ServerState) -> u64 {
+    match &server.repl.master {
         Some(m) if m.client_id.is_some() => crate::util::clock::real_now_ms(),
         Some(m) => m.down_since_ms,
         None => 0,
-    };
-    if server.repl.master.is_none() {
-        // replicationCacheMasterUsingMyself: a master keeps its history.
-        server.repl.cached_master = true;
     }
-    drop_master_link(server);
+}
+
+/// The master link to `host:port`, down, its first attempt due now;
+/// `announced` when the attempt was already logged.
+fn follow(
+    server: &mut crate::server::ServerState,
+    host: String,
+    port: u16,
+    down_since_ms: u64,
+    announced: bool,
+) {
+    crate::server::set_oom_class(crate::util::process::OomClass::Replica);
+    let generation = server.repl.master.as_ref().map_or(0, |m| m.generation) + 1;
     server.repl.master = Some(MasterLink {
         host,
         port,
@@ -923,17 +982,38 @@ pub fn set_master(server: &mut crate::server::ServerState, host: String, port: u
         down_since_ms,
         last_ack_ms: 0,
         next_attempt_ms: 0,
-        reconnecting: false,
+        announced,
         generation,
         multi_held: Vec::new(),
     });
 }
 
-/// Closes the connection to the master, if there is one.
+/// Logs "MASTER <-> REPLICA sync started" as a connection to `host` is
+/// tried, where Redis's connectWithMaster does: here for an address,
+/// whose connect cannot fail before it starts; for a name, the handshake
+/// thread logs it once the name resolved (Redis logs "Unable to connect
+/// to MASTER" instead when it does not).
+pub fn log_sync_started(host: &str) {
+    if is_address(host) {
+        tracing::info!("MASTER <-> REPLICA sync started");
+    }
+}
+
+/// `host` is an IP address, not a name to resolve.
+pub fn is_address(host: &str) -> bool {
+    host.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// Closes the connection to the master, if there is one, for a new master
+/// or none. Redis's freeClient logs it as a master's lost link, under the
+/// role `M`: the master's address is already cleared then.
 pub fn drop_master_link(server: &mut crate::server::ServerState) {
     let Some(id) = server.repl.master.as_mut().and_then(|m| m.client_id.take()) else {
         return;
     };
+    crate::config::log::set_role(b'M');
+    tracing::warn!("Connection with master lost.");
+    tracing::info!("Caching the disconnected master state.");
     server.kill_client(id);
     if let Some(m) = &mut server.repl.master {
         m.tx = None;
