@@ -555,6 +555,8 @@ fn populate(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
 }
 
 /// PROTOCOL type: a sample reply of each RESP type.
+// Redis's sample double is 3.141, not pi.
+#[allow(clippy::approx_constant)]
 fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> CmdResult {
     let r = &mut ctx.reply;
     let resp3 = r.is_resp3();
