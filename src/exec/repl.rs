@@ -110,10 +110,7 @@ impl Executor {
         let repl = &self.server.repl;
         repl.snapshot.is_some()
             || self.handshake.is_some()
-            || repl
-                .master
-                .as_ref()
-                .is_some_and(|m| m.attempt_due(clock::real_now_ms()))
+            || repl.master.as_ref().is_some_and(|m| m.attempt_due())
             || repl
                 .replicas
                 .iter()

@@ -245,9 +245,11 @@ impl MasterLink {
     }
 
     /// A connection attempt is due now (the loop makes it without
-    /// waiting for its timer).
-    pub fn attempt_due(&self, now_ms: u64) -> bool {
-        self.state == LinkState::Connect && now_ms >= self.next_attempt_ms
+    /// waiting for its timer). The clock is read only while the link is
+    /// down: the loop asks on every round.
+    pub fn attempt_due(&self) -> bool {
+        self.state == LinkState::Connect
+            && crate::util::clock::real_now_ms() >= self.next_attempt_ms
     }
 }
 
