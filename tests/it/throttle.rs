@@ -132,10 +132,13 @@ proptest! {
             let want = model.request(burst, count, period, qty, now);
             let got = throttle(&mut r, &["k", &b, &c, &p, &qty.to_string()]);
             prop_assert_eq!(got, want.to_vec(), "at {} ns", now);
-            // The state is the TAT in nanoseconds, expiring when it passes.
-            if let Some(tat) = model.tat.filter(|&t| t > now) {
+            // The state is the TAT in nanoseconds, expiring when it passes:
+            // at its millisecond rounded up, which a key outlives as any
+            // key does (expired once the clock is past it).
+            let at_ms = |tat: i128| (tat + 999_999) / 1_000_000;
+            if let Some(tat) = model.tat.filter(|&t| now / 1_000_000 <= at_ms(t)) {
                 prop_assert_eq!(r.cmd_str(&["GET", "k"]), format!("${}\r\n{tat}\r\n", tat.to_string().len()).into_bytes());
-                let at = (tat + 999_999) / 1_000_000;
+                let at = at_ms(tat);
                 prop_assert_eq!(r.cmd_str(&["PEXPIRETIME", "k"]), format!(":{at}\r\n").into_bytes());
             } else {
                 prop_assert_eq!(r.cmd_str(&["EXISTS", "k"]), b":0\r\n".to_vec());
