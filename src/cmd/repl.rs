@@ -145,7 +145,7 @@ fn sync(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.server.repl.promote();
         tracing::info!(
             "MASTER MODE enabled (failover request from '{}')",
-            client_info(ctx, &argv)
+            ctx.caller_info(&argv)
         );
     }
     if ctx.server.repl.failover.is_some() {
@@ -323,7 +323,7 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             ctx.server.repl.promote();
             tracing::info!(
                 "MASTER MODE enabled (user request from '{}')",
-                client_info(ctx, &argv)
+                ctx.caller_info(&argv)
             );
         }
         ctx.reply.ok();
@@ -353,25 +353,10 @@ fn replicaof(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
             .as_ref()
             .map_or("", |m| m.host.as_str()),
         port,
-        client_info(ctx, &argv)
+        ctx.caller_info(&argv)
     );
     ctx.reply.ok();
     Ok(())
-}
-
-/// The caller's CLIENT LIST line, as Redis's role changes log who asked
-/// (catClientInfoString).
-fn client_info(ctx: &Ctx<'_>, argv: &Argv<'_>) -> String {
-    let mut out = String::new();
-    crate::server::client::info_line(
-        &mut out,
-        ctx.client,
-        ctx.server,
-        ctx.store,
-        clock::real_now_ms(),
-        Some(argv),
-    );
-    out
 }
 
 /// ROLE (roleCommand).

@@ -94,16 +94,7 @@ pub(super) fn run_on_host(
     client.user = ctx.client.user.clone();
     client.script_caller_info = None;
     if client.user.as_ref().is_some_and(|u| !u.borrow().open) {
-        let mut info = String::new();
-        crate::server::client::info_line(
-            &mut info,
-            ctx.client,
-            ctx.server,
-            ctx.store,
-            crate::util::clock::real_now_ms(),
-            Some(argv),
-        );
-        client.script_caller_info = Some(info);
+        client.script_caller_info = Some(ctx.caller_info(argv));
     }
     let run = engine.run.clone();
     run.obey_caller

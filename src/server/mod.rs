@@ -748,6 +748,22 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The caller's CLIENT LIST line while it runs `argv` (Redis's
+    /// catClientInfoString of the current client): for log lines and
+    /// the ACL log entries of the scripts it runs.
+    pub fn caller_info(&self, argv: &Argv<'_>) -> String {
+        let mut out = String::new();
+        client::info_line(
+            &mut out,
+            self.client,
+            self.server,
+            self.store,
+            clock::real_now_ms(),
+            Some(argv),
+        );
+        out
+    }
+
     /// The client's selected database.
     #[inline]
     pub fn db(&self) -> usize {
