@@ -626,6 +626,18 @@ impl Net {
         }
     }
 
+    /// Waits for the write job the I/O threads may still be working on
+    /// and acts on its outcomes, so the output they wrote is released;
+    /// false when none was open. Redis's threaded writes end before the
+    /// next command runs: eviction measures memory as they left it.
+    pub fn settle_writes(&mut self) -> bool {
+        if self.write_ids.is_empty() {
+            return false;
+        }
+        self.finish_writes();
+        true
+    }
+
     /// Acts on every outcome of the write job not acted on yet, and
     /// closes it.
     fn finish_writes(&mut self) {

@@ -171,6 +171,18 @@ impl ServerState {
         used.saturating_sub(self.not_counted_memory())
     }
 
+    /// Ends the I/O threads' open write job, if any (see
+    /// `Net::settle_writes`); false when there was none to wait for.
+    fn settle_threaded_writes(&mut self) -> bool {
+        let Some(net) = &self.net else {
+            return false;
+        };
+        // Not borrowed while a command runs; if it ever is, eviction
+        // measures as it did.
+        net.try_borrow_mut()
+            .is_ok_and(|mut net| net.settle_writes())
+    }
+
     /// `mem_not_counted_for_evict`.
     pub fn not_counted_memory(&self) -> u64 {
         self.aof.buffered() as u64 + self.repl.not_counted_memory()
@@ -222,7 +234,15 @@ impl ServerState {
         if self.repl.master.is_some() && self.config.get_bool("replica-ignore-maxmemory") {
             return Evicted::Ok;
         }
-        let Some(to_free) = self.over_limit() else {
+        let mut over = self.over_limit();
+        if over.is_some() && self.settle_threaded_writes() {
+            // Replies and invalidations the I/O threads were writing
+            // (the last evictions' among them) are gone now: counted, they
+            // made every command evict more, down to an empty keyspace.
+            self.memory.refresh();
+            over = self.over_limit();
+        }
+        let Some(to_free) = over else {
             self.memory.running = false;
             let left = self.config.maxmemory.saturating_sub(self.counted_memory());
             crate::store::hashed::set_expand_headroom(left);
