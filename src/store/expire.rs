@@ -141,7 +141,11 @@ impl Store {
                     }
                 }
             }
-            if let Some(sample) = ttl_sum.checked_div(ttl_samples as u64) {
+            if self.dbs[db].volatile == 0 {
+                // The last key with a TTL went in this cycle: Redis's loop
+                // finds its expires table empty on its next turn.
+                self.dbs[db].avg_ttl = 0;
+            } else if let Some(sample) = ttl_sum.checked_div(ttl_samples as u64) {
                 // Redis's running average: the new sample weighs 2%.
                 let d = &mut self.dbs[db];
                 if d.avg_ttl == 0 {
