@@ -282,9 +282,10 @@ fn memory(ctx: &Ctx<'_>, f: &mut Fields<'_>) {
     f.kv("total_system_memory", total);
     f.kv("total_system_memory_human", human(total));
     // One Lua state serves EVAL and functions (absent while a script runs):
-    // its memory is the eval VM's, and the functions VM reads 0.
+    // its memory is the eval VM's, and the functions VM reads 0. Whole KiB,
+    // as Redis's luaMemory reads Lua's LUA_GCCOUNT.
     let engine = ctx.server.scripting.get();
-    let lua = engine.map_or(0, |e| e.lua.used_memory() as u64);
+    let lua = engine.map_or(0, |e| e.lua.used_memory() as u64 / 1024 * 1024);
     let scripts = engine.map_or(0, |e| e.scripts.len());
     let (libs, funcs) = ctx.server.function_counts();
     f.kv("used_memory_lua", lua);

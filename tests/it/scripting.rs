@@ -888,12 +888,22 @@ fn info_memory_counts_scripts_and_functions() {
         "#!lua name=lib\nredis.register_function('f', function() return 1 end)\nredis.register_function('g', function() return 2 end)",
     ]);
     check(&mut p);
-    let (ours, _) = p.both(&["INFO", "memory"]);
-    let lua = String::from_utf8_lossy(&ours)
-        .split("\r\n")
-        .find_map(|l| l.strip_prefix("used_memory_lua:").map(str::to_string))
-        .and_then(|v| v.parse::<u64>().ok());
-    assert!(lua.is_some_and(|n| n > 0), "{lua:?}");
+    // The Lua heap, in whole KiB as Redis's luaMemory reports it (Lua's
+    // LUA_GCCOUNT times 1024), on both servers.
+    let (ours, theirs) = p.both(&["INFO", "memory"]);
+    for info in [&ours, &theirs] {
+        let text = String::from_utf8_lossy(info);
+        for field in ["used_memory_lua:", "used_memory_vm_eval:"] {
+            let lua = text
+                .split("\r\n")
+                .find_map(|l| l.strip_prefix(field).map(str::to_string))
+                .and_then(|v| v.parse::<u64>().ok());
+            assert!(
+                lua.is_some_and(|n| n > 0 && n % 1024 == 0),
+                "{field}{lua:?}"
+            );
+        }
+    }
     // The script cache's and the libraries' own memory: above zero while
     // they hold something, growing with them, zero once flushed.
     let sizes = |p: &mut Pair| {
