@@ -410,6 +410,7 @@ impl Executor {
                 .is_some_and(|f| f.state == FailoverState::InProgress),
             tls: contexts,
             diskless_load: self.diskless_load(),
+            diskless_in_place: c.get("repl-diskless-load") == "on-empty-db",
             dir: std::path::PathBuf::from(&c.dir),
         })
     }
@@ -517,7 +518,14 @@ impl Executor {
             } => {
                 // Our replicas must resynchronize with the new data set
                 // (replicationAttachToNewMaster).
-                self.server.repl.discard_cached_master();
+                let in_place = matches!(payload, Payload::Loaded(..))
+                    && self.server.config.get("repl-diskless-load") == "on-empty-db";
+                if in_place {
+                    // The loader logged it as the load began, as Redis.
+                    self.server.repl.cached_master = false;
+                } else {
+                    self.server.repl.discard_cached_master();
+                }
                 self.server.repl.disconnect_replicas();
                 if matches!(payload, Payload::Rdb(..)) && self.server.persist.bgsave.is_some() {
                     // It would write the old data set over the file.

@@ -2665,13 +2665,21 @@ fn a_fresh_replica_asks_for_a_full_sync_as_redis() {
 }
 
 /// A replica's log of a full sync from a redis-server master, loading from
-/// disk and diskless with swapdb, as a redis-server replica's: PSYNC ? -1
-/// with no history, "Non blocking connect for SYNC fired the event.",
-/// "Flushing old data", the loaded file's "Loading RDB produced by version
-/// ..." lines, "Swapping active DB with loaded DB".
+/// disk, diskless with swapdb and diskless on an empty data set, as a
+/// redis-server replica's: PSYNC ? -1 with no history, "Non blocking
+/// connect for SYNC fired the event.", "Flushing old data", the loaded
+/// file's "Loading RDB produced by version ..." lines, "Swapping active DB
+/// with loaded DB". A replica told REPLICAOF at run time offers its own
+/// history, and drops it ("Discarding previously cached master state.")
+/// as the load begins: with `on-empty-db`, before "Flushing old data".
 #[test]
 fn a_replica_logs_its_full_sync_as_redis() {
-    for (diskless, load) in [("no", "disabled"), ("yes", "swapdb")] {
+    for (diskless, load, at_run_time) in [
+        ("no", "disabled", false),
+        ("yes", "swapdb", false),
+        ("yes", "on-empty-db", true),
+        ("no", "on-empty-db", true),
+    ] {
         let run = |program: &str| {
             let master = spawn_redis_with(&[
                 "--repl-diskless-sync",
@@ -2685,33 +2693,49 @@ fn a_replica_logs_its_full_sync_as_redis() {
             );
             let dir = crate::aof::Dir::new("ferrokv-replica-log");
             let port = master.port.to_string();
-            let replica = launch_logged(
-                program,
-                &dir,
-                &[
-                    "--repl-diskless-load",
-                    load,
-                    "--replicaof",
-                    "127.0.0.1",
-                    &port,
-                ],
-            );
-            wait_link_up(&mut Raw::connect(replica.port));
+            let mut args = vec!["--repl-diskless-load", load];
+            if !at_run_time {
+                args.extend(["--replicaof", "127.0.0.1", &port]);
+            }
+            let replica = launch_logged(program, &dir, &args);
+            let mut r = Raw::connect(replica.port);
+            if at_run_time {
+                assert_eq!(r.cmd_str(&["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+            }
+            wait_link_up(&mut r);
             let log = || std::fs::read_to_string(dir.0.join("log.txt")).unwrap_or_default();
             assert!(wait_until(Duration::from_secs(10), || log()
                 .contains("Finished with success")));
             let (mut lines, _) = crate::process::log_lines(&log());
-            // The master's replication ID, the file's age and memory.
+            // The master's replication ID, the file's age and memory, and
+            // REPLICAOF's caller (its address and age).
             lines.retain(|l| {
-                !["Full resync from", "RDB age", "RDB memory"]
-                    .iter()
-                    .any(|s| l.contains(s))
+                ![
+                    "Full resync from",
+                    "RDB age",
+                    "RDB memory",
+                    "user request from",
+                ]
+                .iter()
+                .any(|s| l.contains(s))
             });
             lines
+                .into_iter()
+                .map(|l| match l.split_once("(request ") {
+                    Some((head, _)) => format!("{head}(request <id>)"),
+                    None => l,
+                })
+                .collect::<Vec<_>>()
         };
         let ours = run(env!("CARGO_BIN_EXE_ferrokv"));
         let theirs = run("redis-server");
         assert_eq!(ours, theirs, "repl-diskless-load {load}");
+        if at_run_time {
+            assert!(
+                ours.iter().any(|l| l.contains("Discarding previously")),
+                "{ours:?}"
+            );
+        }
     }
 }
 

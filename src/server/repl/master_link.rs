@@ -50,6 +50,10 @@ pub struct HandshakeConf {
     /// keys): a snapshot is loaded as it arrives, into a keyspace of this
     /// many databases, with these options.
     pub diskless_load: Option<(usize, LoadOptions)>,
+    /// The load replaces the data set in place (`on-empty-db`), not
+    /// beside it (`swapdb`): Redis's readSyncBulkPayload drops the cached
+    /// master and flushes the old data before loading, and logs so there.
+    pub diskless_in_place: bool,
     /// `dir`: where a snapshot loaded from disk is written first, as
     /// `temp-<unixtime>.<pid>.rdb`.
     pub dir: PathBuf,
@@ -576,6 +580,15 @@ fn read_payload<S: Read + Write>(
         };
         return Ok(Payload::Rdb(rdb, file.received()));
     };
+    if conf.diskless_in_place {
+        // The engine drops the cached master (offered above as `psync`)
+        // and adopts the loaded set once it is whole; the log reads as
+        // Redis's, which does both here.
+        if conf.psync.is_some() {
+            tracing::info!("Discarding previously cached master state.");
+        }
+        tracing::info!("MASTER <-> REPLICA sync: Flushing old data");
+    }
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let mut store = Box::new(Store::new(databases));
     store.set_now(opts.now_ms);
@@ -815,6 +828,7 @@ mod tests {
             failover: false,
             tls: None,
             diskless_load: None,
+            diskless_in_place: false,
             dir: dir.to_path_buf(),
         }
     }
