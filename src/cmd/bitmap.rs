@@ -386,7 +386,7 @@ fn bitop(ctx: &mut Ctx<'_>, argv: Argv<'_>) -> CmdResult {
         ctx.store
             .set(db, target, Value::Raw(Box::new(res)), Ttl::None);
         super::pubsub::notify(ctx, b'$', "set", target);
-    } else if ctx.store.delete(db, target) {
+    } else if ctx.store.delete_destination(db, target) {
         super::pubsub::notify(ctx, b'g', "del", target);
     }
     ctx.reply.int(len as i64);

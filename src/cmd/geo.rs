@@ -474,7 +474,7 @@ fn store_points(ctx: &mut Ctx<'_>, dst: &[u8], points: Vec<(Vec<u8>, f64)>, how:
     let db = ctx.db();
     let n = points.len();
     if n == 0 {
-        if ctx.store.delete(db, dst) {
+        if ctx.store.delete_destination(db, dst) {
             super::pubsub::notify(ctx, b'g', "del", dst);
         }
     } else {

@@ -324,7 +324,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: Argv<'_>, read_only: bool) -> CmdResult
                     .set(db, dst, Value::List(Box::new(out)), Ttl::None);
                 super::pubsub::notify(ctx, b'g', "sortstore", dst);
                 ctx.count_changes(outlen as u64);
-            } else if ctx.store.delete(db, dst) {
+            } else if ctx.store.delete_destination(db, dst) {
                 super::pubsub::notify(ctx, b'g', "del", dst);
             }
             ctx.reply.int(outlen as i64);

@@ -225,14 +225,11 @@ fn set_generic(
     if opts.get {
         reply_string(ctx, key)?;
     }
-    // Without NX/XX only reaped: as in Redis, an expired key is deleted
-    // (and counted in expired_keys) before it is overwritten.
-    let refused = if opts.nx || opts.xx {
+    // Without NX/XX nothing is looked up here: `set` reaps an expired key
+    // (counted in expired_keys) before overwriting it, as in Redis.
+    let refused = (opts.nx || opts.xx) && {
         let found = ctx.store.exists(db, key);
         (opts.nx && found) || (opts.xx && !found)
-    } else {
-        ctx.store.reap_expired(db, key);
-        false
     };
     if refused {
         if !opts.get {

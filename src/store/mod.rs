@@ -455,8 +455,11 @@ impl Store {
     }
 
     /// Writes `value` under `key`, replacing any previous value, with the
-    /// given TTL rule. Signals the modification.
+    /// given TTL rule. Signals the modification. A value whose TTL has
+    /// passed is reaped first, as Redis's setKey looks the key up for
+    /// writing: the `expired` event and the DEL come before the write's.
     pub fn set<'v>(&mut self, db: usize, key: &[u8], value: impl Into<Incoming<'v>>, ttl: Ttl) {
+        self.reap_expired(db, key);
         let value = value.into();
         let mut lru = self.new_stamp();
         if self.lfu.is_some() {
@@ -581,6 +584,26 @@ impl Store {
     /// live key was deleted.
     pub fn delete(&mut self, db: usize, key: &[u8]) -> bool {
         self.delete_lazily(db, key, &lazyfree::LAZY_SERVER_DEL)
+    }
+
+    /// Deletes the destination of a STORE command whose result is empty
+    /// (Redis's dbDelete there, which no lookup precedes): a destination
+    /// whose TTL has passed is deleted as a live key is, so the command
+    /// fires `del`, counts a change and is propagated; true when a key was
+    /// there.
+    pub fn delete_destination(&mut self, db: usize, key: &[u8]) -> bool {
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let Some(e) = d.dict.remove(h, key) else {
+            return false;
+        };
+        if e.expire_at() != 0 {
+            d.volatile -= 1;
+        }
+        self.signal_modified(db, key);
+        let lazy = lazyfree::LAZY_SERVER_DEL.load(std::sync::atomic::Ordering::Relaxed);
+        lazyfree::free_entry(e, lazy);
+        true
     }
 
     /// Deletes `key` whose TTL a command set in the past (EXPIRE, GETEX):

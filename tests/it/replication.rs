@@ -1562,6 +1562,95 @@ fn expired_keys_propagate_with_what_ran_into_them() {
     assert_eq!(got, read(&mut s2, &mut b2));
 }
 
+/// Writes over keys whose TTL has passed, as Redis 7.0's setKey and
+/// dbDelete make them: MSET, a STORE command with a result and SORT ...
+/// STORE reap the old key first (its `expired` event, and a DEL in the
+/// command's MULTI/EXEC); a STORE command whose result is empty deletes
+/// an expired destination as a live one (`del`, a counted change, the
+/// command itself propagated). Found by the command fuzzer's `--expired`
+/// mode: ferrokv overwrote the key silently, and took the emptied
+/// destination for an expiry. The events, the change counts and both
+/// masters' streams are compared with redis-server's.
+#[test]
+fn writes_over_expired_keys_propagate_and_notify_as_redis() {
+    let (mut p, (mut s1, mut b1), (mut s2, mut b2)) = streamed_pair();
+    let (mut sa, mut sb) = p.connect_again();
+    for r in [&mut sa, &mut sb] {
+        r.cmd_str(&["PSUBSCRIBE", "__keyevent@0__:*"]);
+    }
+    p.same(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    p.same(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    p.script(&[
+        "SADD S a b",
+        "ZADD z 1 a 2 b",
+        "GEOADD g 0 0 p",
+        "RPUSH l 3 1",
+    ]);
+    let steps: &[(&[&str], &str)] = &[
+        (&["d"], "MSET d 1 f 2"),
+        (&["d", "f"], "MSETNX d 1 f 2"),
+        (&["d"], "SINTERSTORE d S nosuch"),
+        (&["d"], "SUNIONSTORE d S"),
+        (&["d"], "SDIFFSTORE d nosuch"),
+        (&["d"], "ZINTERSTORE d 1 z"),
+        (&["d"], "ZUNIONSTORE d 1 nosuch"),
+        (&["d"], "ZRANGESTORE d z 0 -1"),
+        (&["d"], "ZRANGESTORE d nosuch 0 -1"),
+        (&["d"], "GEOSEARCHSTORE d g FROMLONLAT 0 0 BYRADIUS 1 km"),
+        (&["d"], "GEOSEARCHSTORE d g FROMLONLAT 50 50 BYRADIUS 1 km"),
+        (&["d"], "GEORADIUS nosuch 0 0 1 km STORE d"),
+        (&["d"], "SORT l STORE d"),
+        (&["d"], "SORT nosuch STORE d"),
+        (&["d", "e"], "BITOP OR d e"),
+        (&["d"], "BITOP OR d f"),
+    ];
+    let changes = |r: &mut Raw| info_u64(r, "rdb_changes_since_last_save");
+    for (keys, cmd) in steps {
+        let_expire(&mut p, keys);
+        let before = [changes(&mut p.ours), changes(&mut p.theirs)];
+        p.same(&cmd.split(' ').collect::<Vec<_>>());
+        let after = [changes(&mut p.ours), changes(&mut p.theirs)];
+        assert_eq!(
+            after[0] - before[0],
+            after[1] - before[1],
+            "{cmd}: changes counted (left ferrokv)"
+        );
+    }
+    p.same(&["SET", "__end__", "1"]);
+    let events = |sub: &mut Raw| {
+        let mut got = Vec::new();
+        loop {
+            let m = String::from_utf8_lossy(&sub.read_reply()).into_owned();
+            let parts: Vec<&str> = m.split("\r\n").collect();
+            if let [_, _, _, _, _, _, channel, _, key, ..] = parts.as_slice() {
+                got.push(format!("{channel} {key}"));
+                if *channel == "__keyevent@0__:set" && *key == "__end__" {
+                    return got;
+                }
+            }
+        }
+    };
+    let ours = events(&mut sa);
+    assert!(ours.iter().any(|e| e == "__keyevent@0__:del d"), "{ours:?}");
+    assert_eq!(ours, events(&mut sb), "events (left ferrokv)");
+    // The expiries each server set, in its own clock, masked.
+    let read = |s: &mut std::net::TcpStream, b: &mut Vec<u8>| {
+        let mut out = Vec::new();
+        while out.last().map(String::as_str) != Some("SET __end__ 1") {
+            let c = stream_commands(s, b, 1).remove(0);
+            let words: Vec<&str> = c.split(' ').collect();
+            out.push(match words.as_slice() {
+                ["SET", k, v, "PXAT", _] => format!("SET {k} {v} PXAT <at>"),
+                _ => c,
+            });
+        }
+        out
+    };
+    let got = read(&mut s1, &mut b1);
+    assert!(got.iter().any(|c| c == "MULTI"), "{got:?}");
+    assert_eq!(got, read(&mut s2, &mut b2), "streams (left ferrokv)");
+}
+
 /// Clients served after blocking, as Redis 7.0 serves them
 /// (handleClientsBlockedOnKeys): each takes from the key that became
 /// ready, not the first of its keys that holds something; a served BLPOP,

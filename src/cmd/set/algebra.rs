@@ -97,7 +97,7 @@ fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], s: Set, event: &str) {
     let n = s.len();
     ctx.reply.int(n as i64);
     if n == 0 {
-        if ctx.store.delete(db, dst) {
+        if ctx.store.delete_destination(db, dst) {
             crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
         }
     } else {

@@ -382,7 +382,7 @@ fn combine(
         let dst = argv.get(d);
         if sorted.is_empty() {
             ctx.reply.int(0);
-            if ctx.store.delete(db, dst) {
+            if ctx.store.delete_destination(db, dst) {
                 super::super::pubsub::notify(ctx, b'g', "del", dst);
             }
         } else {

@@ -312,7 +312,7 @@ fn store_range(ctx: &mut Ctx<'_>, dst: &[u8], z: Option<ZSet>) {
         }
         None => {
             ctx.reply.int(0);
-            if ctx.store.delete(db, dst) {
+            if ctx.store.delete_destination(db, dst) {
                 crate::cmd::pubsub::notify(ctx, b'g', "del", dst);
             }
         }
