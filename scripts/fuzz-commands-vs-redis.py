@@ -33,6 +33,10 @@ usage: fuzz-commands-vs-redis.py [--ferrokv BIN] [--seed N] [--count N]
   --track    with --effects, the fuzzed client also tracks the keys it
              reads (CLIENT TRACKING ON REDIRECT), and the invalidations
              redirected for it are compared too
+  --expired  active expiry off on both servers (DEBUG SET-ACTIVE-EXPIRE 0),
+             and at each keyspace reset some keys are left expired but not
+             yet reclaimed, so commands meet them: with --effects, what
+             their lazy expiry propagates and notifies is compared
 """
 import argparse
 import os
@@ -85,6 +89,7 @@ class Conn:
     """A connection reading whole RESP2/RESP3 replies as nested tuples."""
 
     def __init__(self, port):
+        self.port = port
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.settimeout(10)
         self.buf = b""
@@ -316,11 +321,14 @@ def main():
     ap.add_argument("--track", action="store_true")
     ap.add_argument("--config", nargs=2, action="append", default=[])
     ap.add_argument("--only", default="")
+    ap.add_argument("--expired", action="store_true")
     opts = ap.parse_args()
     work = tempfile.mkdtemp(prefix="fuzz-commands-")
     extra = ["--notify-keyspace-events", opts.notify] if opts.effects else []
     for name, value in opts.config:
         extra += [f"--{name}", value]
+    if opts.expired:
+        extra += ["--enable-debug-command", "yes"]
 
     def launch(binary, core):
         proc, port = start(binary, core, work, extra)
@@ -368,12 +376,25 @@ def main():
 
     last_counters = [(0, 0, 0), (0, 0, 0)]
 
+    expiring = random.Random(opts.seed + 1)
+
     def reset():
+        # A transaction the commands left open would queue the reset.
+        both(["discard"])
         both(["select", "0"])
         if opts.resp3:
             both(["hello", "3"])
         for c in SETUP:
             both(c)
+        if opts.expired:
+            replies = both(["debug", "set-active-expire", "0"])
+            if replies != (b"+OK", b"+OK"):
+                print(f"DEBUG SET-ACTIVE-EXPIRE answered {replies}")
+            for key in KEYS:
+                if expiring.random() < 0.4:
+                    both(["pexpire", key, "1"])
+            # Past their time on both servers before any command runs.
+            time.sleep(0.005)
         if opts.track:
             for conn, fx in ((ours, ours_fx), (theirs, theirs_fx)):
                 conn.call(["client", "tracking", "off"])
@@ -412,6 +433,12 @@ def main():
             if b == "EOF":
                 stop(theirs_proc)
                 theirs_proc, theirs, theirs_fx = launch("redis-server", 1 % os.cpu_count())
+            reset()
+            history = []
+        elif a == b == "EOF":
+            # Both closed the connection alike (CLIENT KILL, a RESET of the
+            # link...): the servers go on, and so does the run, anew.
+            ours, theirs = Conn(ours.port), Conn(theirs.port)
             reset()
             history = []
         elif len(history) > 60:
