@@ -277,23 +277,33 @@ impl Store {
     /// reads (`read`) only hide it, its master's commands still see it.
     #[inline]
     fn live_hash(&mut self, db: usize, key: &[u8], read: bool) -> Option<u64> {
+        let h = self.dbs[db].dict.hash(key);
+        self.live_at(db, h, key, read).then_some(h)
+    }
+
+    /// [`Store::live_hash`] for a key whose hash is known: false when the
+    /// key is missing or has expired (and was removed, as that says).
+    #[inline]
+    fn live_at(&mut self, db: usize, h: u64, key: &[u8], read: bool) -> bool {
         let now = self.now_ms;
         let d = &self.dbs[db];
-        let h = d.dict.hash(key);
         // With no TTL in the database nothing can have expired: the
         // caller's own lookup finds the key or not.
         if d.volatile == 0 {
-            return Some(h);
+            return true;
         }
-        if d.dict.get(h, key)?.is_expired(now) {
+        let Some(e) = d.dict.get(h, key) else {
+            return false;
+        };
+        if e.is_expired(now) {
             match self.expiry {
-                Expiry::Keep => return Some(h),
-                Expiry::Hide if read => return None,
+                Expiry::Keep => return true,
+                Expiry::Hide if read => return false,
                 _ => self.expire_now(db, h, key),
             }
-            return None;
+            return false;
         }
-        Some(h)
+        true
     }
 
     /// Deletes `key` when its TTL has passed and this server deletes
@@ -459,21 +469,20 @@ impl Store {
     /// passed is reaped first, as Redis's setKey looks the key up for
     /// writing: the `expired` event and the DEL come before the write's.
     pub fn set<'v>(&mut self, db: usize, key: &[u8], value: impl Into<Incoming<'v>>, ttl: Ttl) {
-        self.reap_expired(db, key);
+        let h = self.dbs[db].dict.hash(key);
+        self.live_at(db, h, key, false);
         let value = value.into();
         let mut lru = self.new_stamp();
         if self.lfu.is_some() {
             // An overwritten value keeps its key's frequency, counting
             // this access (Redis's dbSetValue after lookupKeyWrite).
-            let d = &self.dbs[db];
-            if let Some(e) = d.dict.get(d.dict.hash(key), key) {
+            if let Some(e) = self.dbs[db].dict.get(h, key) {
                 let old = e.lru();
                 lru = self.accessed_stamp(old);
             }
         }
         let now = self.now_ms;
         let d = &mut self.dbs[db];
-        let h = d.dict.hash(key);
         // The expiry the new value gets over one that expires at `was`.
         let expiry = |was: u64| {
             let expired = was != 0 && was < now;
