@@ -377,6 +377,7 @@ def main():
     last_counters = [(0, 0, 0), (0, 0, 0)]
 
     expiring = random.Random(opts.seed + 1)
+    expired_at_reset = []
 
     def reset():
         # A transaction the commands left open would queue the reset.
@@ -390,9 +391,9 @@ def main():
             replies = both(["debug", "set-active-expire", "0"])
             if replies != (b"+OK", b"+OK"):
                 print(f"DEBUG SET-ACTIVE-EXPIRE answered {replies}")
-            for key in KEYS:
-                if expiring.random() < 0.4:
-                    both(["pexpire", key, "1"])
+            expired_at_reset[:] = [k for k in KEYS if expiring.random() < 0.4]
+            for key in expired_at_reset:
+                both(["pexpire", key, "1"])
             # Past their time on both servers before any command runs.
             time.sleep(0.005)
         if opts.track:
@@ -426,6 +427,8 @@ def main():
             if fa != fb:
                 print(f"  ferrokv effects: {str(fa)[:600]}")
                 print(f"  redis   effects: {str(fb)[:600]}")
+            if opts.expired:
+                print(f"  expired at the reset: {expired_at_reset}")
             print(f"  since the reset: {history[:-1]}")
             if a == "EOF":
                 stop(ours_proc)
