@@ -41,6 +41,7 @@ impl Executor {
             let keys = (start..batch.len()).filter_map(|i| batch.argv(i).try_get(1));
             self.store.prefetch(client.db, keys);
         }
+        client.batch_input = batch.input.len();
         for i in start..batch.len() {
             if self.paused_for(&client, &batch, i) {
                 // Held as Redis's BLOCKED_POSTPONE: a blocked client running
@@ -53,6 +54,7 @@ impl Executor {
                         .push_str(&self.server.table.commands[cid].name);
                 }
                 client.last_interaction_ms = crate::util::clock::real_now_ms();
+                client.batch_input = 0;
                 self.server.clients.insert(id, client);
                 self.server.postponed.push(crate::server::pause::Postponed {
                     id,
@@ -84,6 +86,7 @@ impl Executor {
                 break;
             }
             if let Some(req) = self.server.blocking.pending.take() {
+                client.batch_input = 0;
                 self.park(client, batch, out, i, req);
                 self.handle_ready();
                 return;
@@ -93,6 +96,7 @@ impl Executor {
                 break;
             }
         }
+        client.batch_input = 0;
         batch.clear();
         // Written (and with appendfsync always, fsynced) before any reply
         // acknowledges it.

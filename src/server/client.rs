@@ -74,6 +74,10 @@ pub struct Client {
     pub last_interaction_ms: u64,
     /// Name of the last command run (CLIENT LIST `cmd=`).
     pub last_cmd: String,
+    /// The bytes of the batch its running command came in, as read (0
+    /// between batches): Redis's query buffer holds a whole read until
+    /// every command in it has run (CLIENT LIST `qbuf`).
+    pub batch_input: usize,
     /// CLIENT REPLY state.
     pub reply_mode: ReplyMode,
     /// CLIENT NO-EVICT.
@@ -155,6 +159,7 @@ impl Client {
             created_ms: now_ms,
             last_interaction_ms: now_ms,
             last_cmd: "NULL".into(),
+            batch_input: 0,
             reply_mode: ReplyMode::On,
             no_evict: false,
             close_after_reply: false,
@@ -294,7 +299,13 @@ pub fn info_line(
     let bufs = &c.bufs;
     let argv_len = |argv: &Argv<'_>| argv.iter_from(0).map(<[u8]>::len).sum::<usize>();
     let (qbuf, argv_mem) = match (current, server.held_command(c.id)) {
-        (Some(argv), _) => (bufs.query.get() + request_size(argv), argv_len(argv)),
+        (Some(argv), _) => {
+            let read = match c.batch_input {
+                0 => request_size(argv),
+                n => n,
+            };
+            (bufs.query.get() + read, argv_len(argv))
+        }
         (None, Some((batch, next))) => {
             let rest: usize = (next + 1..batch.len())
                 .map(|i| request_size(&batch.argv(i)))

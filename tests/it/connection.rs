@@ -393,6 +393,48 @@ fn client_list_shows_what_a_held_client_holds() {
     }
 }
 
+/// CLIENT INFO's `qbuf` counts what was read with the command, as Redis's
+/// query buffer holds a whole read until every command in it has run: an
+/// inline command's own bytes, and a pipeline's every command, those run
+/// before it included. ferrokv gave the command's size as a multibulk,
+/// alone (26 bytes for each case here).
+#[test]
+fn client_info_qbuf_counts_the_whole_read_as_redis() {
+    let mut p = Pair::new();
+    let info = encode(&[&b"CLIENT"[..], b"INFO"]);
+    let ping = encode(&[&b"PING"[..]]);
+    // Each case's bytes, sent in one write, and its number of commands.
+    let cases: [(Vec<u8>, usize); 4] = [
+        (b"CLIENT INFO\r\n".to_vec(), 1),
+        (
+            [b"PING\r\n".as_slice(), b"CLIENT INFO\r\n", b"PING\r\n"].concat(),
+            3,
+        ),
+        ([info.as_slice(), &ping].concat(), 2),
+        ([ping.as_slice(), &info, &ping, &ping].concat(), 4),
+    ];
+    for (wire, commands) in &cases {
+        let mut qbufs = Vec::new();
+        for r in [&mut p.ours, &mut p.theirs] {
+            r.send(wire);
+            let mut line = String::new();
+            for _ in 0..*commands {
+                let reply = r.read_reply();
+                if reply.starts_with(b"$") {
+                    line = text_of(&reply);
+                }
+            }
+            qbufs.push(field(line.trim_end(), "qbuf").to_string());
+        }
+        assert_eq!(
+            qbufs[0],
+            qbufs[1],
+            "{:?} (left ferrokv)",
+            String::from_utf8_lossy(wire)
+        );
+    }
+}
+
 /// The second client CLIENT LIST shows has the same `fields` on both servers.
 fn other_client_agrees(p: &mut Pair, fields: &[&str], when: &str) {
     let (ours, theirs) = p.both(&["CLIENT", "LIST"]);
