@@ -198,6 +198,9 @@ pub enum Finder {
     SortRo,
     /// MIGRATE: the key, or the keys after KEYS.
     Migrate,
+    /// XREAD and XREADGROUP: the specs, except where Redis calls the
+    /// command's own getkeys function (see [`find_keys_by_proc`]).
+    Xread,
 }
 
 impl Finder {
@@ -209,6 +212,7 @@ impl Finder {
             "sort" => Finder::Sort,
             "sort_ro" => Finder::SortRo,
             "migrate" => Finder::Migrate,
+            "xread" | "xreadgroup" => Finder::Xread,
             _ => Finder::Specs,
         }
     }
@@ -354,11 +358,53 @@ pub fn find_keys<A: Args + ?Sized>(
             }));
             return;
         }
-        Finder::Specs => {}
+        Finder::Specs | Finder::Xread => {}
     }
     if !from_specs(specs, argv, out) {
         out.clear();
     }
+}
+
+/// The keys as Redis's getKeysFromCommand finds them, for client tracking
+/// and cluster routing: a command's own getkeys function where it has one.
+/// COMMAND GETKEYS and ACL follow the specs instead ([`find_keys`]); the
+/// two differ for XREAD and XREADGROUP, whose xreadGetKeys finds no key
+/// when an option before STREAMS is unknown or the names and IDs after it
+/// are an odd number.
+pub fn find_keys_by_proc<A: Args + ?Sized>(
+    finder: Finder,
+    specs: &[KeySpec],
+    argv: &A,
+    out: &mut Vec<KeyRef>,
+) {
+    find_keys(finder, specs, argv, out);
+    if finder == Finder::Xread && !xread_args_hold_keys(argv) {
+        out.clear();
+    }
+}
+
+/// Redis's xreadGetKeys check: STREAMS is reached past known options only
+/// (BLOCK and COUNT with a value, GROUP with two, NOACK), and an even,
+/// non-zero number of arguments follows it.
+fn xread_args_hold_keys<A: Args + ?Sized>(argv: &A) -> bool {
+    let argc = argv.count();
+    let is = |i: usize, word: &str| argv.arg(i).eq_ignore_ascii_case(word.as_bytes());
+    let mut i = 1;
+    while i < argc {
+        if is(i, "block") || is(i, "count") {
+            i += 2;
+        } else if is(i, "group") {
+            i += 3;
+        } else if is(i, "noack") {
+            i += 1;
+        } else if is(i, "streams") {
+            let after = argc - i - 1;
+            return after > 0 && after % 2 == 0;
+        } else {
+            return false;
+        }
+    }
+    false
 }
 
 /// Redis's getKeysUsingKeySpecs; false when a spec cannot be followed.

@@ -607,7 +607,7 @@ pub fn before_handler(server: &mut ServerState, client: &Client, id: CommandId, 
 fn keys_of(server: &mut ServerState, id: CommandId, argv: Argv<'_>) -> Vec<Vec<u8>> {
     let cmd = &server.table.commands[id];
     let refs = &mut server.tracking.key_refs;
-    keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &argv, refs);
+    keyspec::find_keys_by_proc(cmd.key_finder, &cmd.key_specs, &argv, refs);
     refs.iter().map(|k| argv.get(k.pos).to_vec()).collect()
 }
 
@@ -649,7 +649,7 @@ pub fn after_handler(
         return;
     }
     let refs = &mut server.tracking.key_refs;
-    keyspec::find_keys(cmd.key_finder, &cmd.key_specs, &argv, refs);
+    keyspec::find_keys_by_proc(cmd.key_finder, &cmd.key_specs, &argv, refs);
     let refs = std::mem::take(refs);
     server
         .tracking

@@ -160,6 +160,33 @@ fn resp3_invalidations_of_reads() {
     a.run(&["PING"]);
 }
 
+/// The keys a read is remembered under are Redis's getKeysFromCommand's:
+/// XREAD's own xreadGetKeys finds none when an option before STREAMS is
+/// unknown or the names and IDs after it are an odd number, so such a
+/// read (an error) tracks nothing; ferrokv followed the key specs there,
+/// as COMMAND GETKEYS does, and sent invalidations Redis does not (found
+/// by the command fuzzer with `--track`).
+#[test]
+fn reads_track_the_keys_redis_getkeys_finds() {
+    let p = Pair::new();
+    let mut a = Conn::open(&p);
+    let mut b = Conn::open(&p);
+    a.run(&[
+        "HELLO 3",
+        "CLIENT TRACKING on",
+        "XREAD STREAMS x1 x2 0 0 1",
+        "XREAD FOO STREAMS x3 0",
+        "XREAD COUNT abc STREAMS x4 0",
+        "XREAD COUNT 1 STREAMS x5 0",
+        "XREADGROUP GROUP g c STREAMS x6",
+    ]);
+    b.run(&[
+        "SET x1 v", "SET x2 v", "SET x3 v", "SET x4 v", "SET x5 v", "SET x6 v",
+    ]);
+    let got = a.same("PING", None);
+    assert!(got.contains("$2\r\nx5\r\n"), "{got}");
+}
+
 #[test]
 fn options_and_errors() {
     let p = Pair::new();

@@ -90,7 +90,7 @@ pub fn key_positions<A: Args + ?Sized>(cmd: &Command, argv: &A, out: &mut Vec<Ke
     out.clear();
     if cmd.has(flag::MOVABLEKEYS) || cmd.first_key <= 0 {
         if !cmd.key_specs.is_empty() {
-            keyspec::find_keys(cmd.key_finder, &cmd.key_specs, argv, out);
+            keyspec::find_keys_by_proc(cmd.key_finder, &cmd.key_specs, argv, out);
         }
         return;
     }
