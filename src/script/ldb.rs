@@ -69,7 +69,12 @@ impl Ldb {
             fd,
             step: true,
             maxlen: MAXLEN_DEFAULT,
-            src: body.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect(),
+            // As Redis's sdssplitlen: an empty body has no line at all.
+            src: if body.is_empty() {
+                Vec::new()
+            } else {
+                body.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect()
+            },
             ..Ldb::default()
         };
     }

@@ -163,6 +163,10 @@ fn debugging_sessions_match_redis() {
         &["0"],
         &["foo", "s", "s"],
     );
+    // An empty script has no source line: its first stop and `list` show
+    // Redis's "<out of range source code line>" (ferrokv listed one empty
+    // line; found by the command fuzzer).
+    same_session(&pair, "sync", "", &["0"], &["l", "s"]);
 }
 
 #[test]
