@@ -72,6 +72,8 @@ fuzz_target!(|data: &[u8]| {
         // Half the runs load the snapshot as it arrives (a diskless load),
         // the other half read it whole and load it after.
         diskless_load: (head & 16 != 0).then(|| (16, opts())),
+        // In place (on-empty-db) or beside the data set (swapdb).
+        diskless_in_place: head & 32 != 0,
         // The other half write it to a temp file first, removed below.
         dir: std::env::temp_dir(),
     };
