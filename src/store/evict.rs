@@ -326,14 +326,9 @@ impl Store {
     /// ([`Store::signal_modified`]), once it has measured what the removal
     /// freed. True when it was there.
     pub fn evict(&mut self, db: usize, key: &[u8]) -> bool {
-        let d = &mut self.dbs[db];
-        let h = d.dict.hash(key);
-        let Some(e) = d.dict.remove(h, key) else {
+        let Some(e) = self.take_entry(db, key) else {
             return false;
         };
-        if e.expire_at() != 0 {
-            d.volatile -= 1;
-        }
         self.stats.evicted_keys += 1;
         super::lazyfree::free_entry(
             e,

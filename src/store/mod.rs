@@ -601,18 +601,25 @@ impl Store {
     /// fires `del`, counts a change and is propagated; true when a key was
     /// there.
     pub fn delete_destination(&mut self, db: usize, key: &[u8]) -> bool {
-        let d = &mut self.dbs[db];
-        let h = d.dict.hash(key);
-        let Some(e) = d.dict.remove(h, key) else {
+        let Some(e) = self.take_entry(db, key) else {
             return false;
         };
-        if e.expire_at() != 0 {
-            d.volatile -= 1;
-        }
         self.signal_modified(db, key);
         let lazy = lazyfree::LAZY_SERVER_DEL.load(std::sync::atomic::Ordering::Relaxed);
         lazyfree::free_entry(e, lazy);
         true
+    }
+
+    /// Takes `key`'s entry out of its database, expired or not, keeping
+    /// the count of keys with a TTL; nothing is signalled.
+    pub(crate) fn take_entry(&mut self, db: usize, key: &[u8]) -> Option<EntryBox> {
+        let d = &mut self.dbs[db];
+        let h = d.dict.hash(key);
+        let e = d.dict.remove(h, key)?;
+        if e.expire_at() != 0 {
+            d.volatile -= 1;
+        }
+        Some(e)
     }
 
     /// Deletes `key` whose TTL a command set in the past (EXPIRE, GETEX):

@@ -265,17 +265,22 @@ fn client_run(port: u16, me: usize, steps: usize) -> Model {
     model
 }
 
-#[test]
-fn many_clients_with_io_threads_get_the_replies_a_model_predicts() {
-    // A process of its own, told to use the threads whenever there is work
-    // for them (without, they would serve only where they pay off).
+/// ferrokv as a process of its own with `io-threads 4`, told to use the
+/// threads whenever there is work for them (without, they would serve
+/// only where they pay off); its guard and port.
+fn spawn_threaded() -> (ChildGuard, u16) {
     let (child, port) = spawn_on_free_port(|port| {
         let mut cmd = server_command(env!("CARGO_BIN_EXE_ferrokv"), port);
         cmd.args(["--io-threads", "4", "--io-threads-do-reads", "yes"])
             .env("FERROKV_IO_THREADS_ALWAYS", "1");
         cmd
     });
-    let _server = ChildGuard(child);
+    (ChildGuard(child), port)
+}
+
+#[test]
+fn many_clients_with_io_threads_get_the_replies_a_model_predicts() {
+    let (_server, port) = spawn_threaded();
     let clients = 24;
     let models: Vec<(usize, Model)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
@@ -361,13 +366,7 @@ fn io_threads_directives_are_immutable_and_reported_like_redis() {
 #[test]
 fn tracking_invalidations_do_not_feed_eviction_while_io_threads_write() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (child, port) = spawn_on_free_port(|port| {
-        let mut cmd = server_command(env!("CARGO_BIN_EXE_ferrokv"), port);
-        cmd.args(["--io-threads", "4", "--io-threads-do-reads", "yes"])
-            .env("FERROKV_IO_THREADS_ALWAYS", "1");
-        cmd
-    });
-    let _server = ChildGuard(child);
+    let (_server, port) = spawn_threaded();
     let info = |r: &mut Raw, name: &str| crate::support::info_u64(r, name);
     let mut r = Raw::connect(port);
     for (name, value) in [

@@ -1413,6 +1413,21 @@ fn stream_commands(s: &mut std::net::TcpStream, buf: &mut Vec<u8>, n: usize) -> 
     out
 }
 
+/// A stream's commands up to `SET __end__ 1`, PINGs left out; SET ... PX
+/// reaches it as PXAT of each server's own clock, masked.
+fn stream_to_end(s: &mut std::net::TcpStream, b: &mut Vec<u8>) -> Vec<String> {
+    let mut out = Vec::new();
+    while out.last().map(String::as_str) != Some("SET __end__ 1") {
+        let c = stream_commands(s, b, 1).remove(0);
+        let words: Vec<&str> = c.split(' ').collect();
+        out.push(match words.as_slice() {
+            ["SET", k, v, "PXAT", _] => format!("SET {k} {v} PXAT <at>"),
+            _ => c,
+        });
+    }
+    out
+}
+
 /// Both servers (DEBUG enabled, snapshots sent at once from disk), each
 /// with a raw replica's replication stream read from past the snapshot.
 type Stream = (std::net::TcpStream, Vec<u8>);
@@ -1541,25 +1556,12 @@ fn expired_keys_propagate_with_what_ran_into_them() {
         "CONFIG SET maxmemory 0",
         "SET __end__ 1",
     ]);
-    // SET ... PX reaches the stream as PXAT of each server's own clock.
-    let read = |s: &mut std::net::TcpStream, b: &mut Vec<u8>| {
-        let mut out = Vec::new();
-        while out.last().map(String::as_str) != Some("SET __end__ 1") {
-            let c = stream_commands(s, b, 1).remove(0);
-            let words: Vec<&str> = c.split(' ').collect();
-            out.push(match words.as_slice() {
-                ["SET", k, v, "PXAT", _] => format!("SET {k} {v} PXAT <at>"),
-                _ => c,
-            });
-        }
-        out
-    };
-    let got = read(&mut s1, &mut b1);
+    let got = stream_to_end(&mut s1, &mut b1);
     assert!(got.iter().any(|c| c == "UNLINK k"), "{got:?}");
     for unlinked in ["UNLINK big", "UNLINK p", "UNLINK q", "UNLINK r"] {
         assert!(got.iter().any(|c| c == unlinked), "{unlinked}: {got:?}");
     }
-    assert_eq!(got, read(&mut s2, &mut b2));
+    assert_eq!(got, stream_to_end(&mut s2, &mut b2));
 }
 
 /// Writes over keys whose TTL has passed, as Redis 7.0's setKey and
@@ -1633,22 +1635,13 @@ fn writes_over_expired_keys_propagate_and_notify_as_redis() {
     let ours = events(&mut sa);
     assert!(ours.iter().any(|e| e == "__keyevent@0__:del d"), "{ours:?}");
     assert_eq!(ours, events(&mut sb), "events (left ferrokv)");
-    // The expiries each server set, in its own clock, masked.
-    let read = |s: &mut std::net::TcpStream, b: &mut Vec<u8>| {
-        let mut out = Vec::new();
-        while out.last().map(String::as_str) != Some("SET __end__ 1") {
-            let c = stream_commands(s, b, 1).remove(0);
-            let words: Vec<&str> = c.split(' ').collect();
-            out.push(match words.as_slice() {
-                ["SET", k, v, "PXAT", _] => format!("SET {k} {v} PXAT <at>"),
-                _ => c,
-            });
-        }
-        out
-    };
-    let got = read(&mut s1, &mut b1);
+    let got = stream_to_end(&mut s1, &mut b1);
     assert!(got.iter().any(|c| c == "MULTI"), "{got:?}");
-    assert_eq!(got, read(&mut s2, &mut b2), "streams (left ferrokv)");
+    assert_eq!(
+        got,
+        stream_to_end(&mut s2, &mut b2),
+        "streams (left ferrokv)"
+    );
 }
 
 /// Clients served after blocking, as Redis 7.0 serves them
