@@ -201,6 +201,11 @@ pub enum Finder {
     /// XREAD and XREADGROUP: the specs, except where Redis calls the
     /// command's own getkeys function (see [`find_keys_by_proc`]).
     Xread,
+    /// A count of keys before them (SINTERCARD, ZUNION, EVAL, LMPOP...):
+    /// the specs, except where Redis calls its genericGetKeys, which reads
+    /// the count with atoi (see [`find_keys_by_proc`]). The positions of
+    /// the destination (0: none), the count and the first key.
+    NumKeys(u8, u8, u8),
 }
 
 impl Finder {
@@ -213,6 +218,12 @@ impl Finder {
             "sort_ro" => Finder::SortRo,
             "migrate" => Finder::Migrate,
             "xread" | "xreadgroup" => Finder::Xread,
+            "sintercard" | "zintercard" | "zunion" | "zinter" | "zdiff" | "lmpop" | "zmpop" => {
+                Finder::NumKeys(0, 1, 2)
+            }
+            "zunionstore" | "zinterstore" | "zdiffstore" => Finder::NumKeys(1, 2, 3),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop"
+            | "bzmpop" => Finder::NumKeys(0, 2, 3),
             _ => Finder::Specs,
         }
     }
@@ -358,7 +369,7 @@ pub fn find_keys<A: Args + ?Sized>(
             }));
             return;
         }
-        Finder::Specs | Finder::Xread => {}
+        Finder::Specs | Finder::Xread | Finder::NumKeys(..) => {}
     }
     if !from_specs(specs, argv, out) {
         out.clear();
@@ -377,10 +388,67 @@ pub fn find_keys_by_proc<A: Args + ?Sized>(
     argv: &A,
     out: &mut Vec<KeyRef>,
 ) {
-    find_keys(finder, specs, argv, out);
-    if finder == Finder::Xread && !xread_args_hold_keys(argv) {
-        out.clear();
+    match finder {
+        Finder::Xread => {
+            find_keys(finder, specs, argv, out);
+            if !xread_args_hold_keys(argv) {
+                out.clear();
+            }
+        }
+        Finder::NumKeys(store, count, first) => {
+            out.clear();
+            let (store, count, first) = (store as usize, count as usize, first as usize);
+            let argc = argv.count();
+            if count >= argc {
+                return;
+            }
+            // Redis's genericGetKeys: no key unless the count is at least 1
+            // and that many arguments follow.
+            let num = c_atoi(argv.arg(count));
+            if num < 1 || num as usize > argc.saturating_sub(first) {
+                return;
+            }
+            let flags = key::RO | key::ACCESS;
+            out.extend((first..first + num as usize).map(|pos| KeyRef { pos, flags }));
+            if store > 0 {
+                out.push(KeyRef {
+                    pos: store,
+                    flags: key::OW | key::UPDATE,
+                });
+            }
+        }
+        _ => find_keys(finder, specs, argv, out),
     }
+}
+
+/// C's atoi as glibc has it (strtol, saturating, cast to int): leading
+/// blanks, a sign, the digits up to the first other byte; "1.5" reads 1.
+fn c_atoi(s: &[u8]) -> i32 {
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c') {
+        i += 1;
+    }
+    let negative = i < s.len() && s[i] == b'-';
+    if i < s.len() && (s[i] == b'-' || s[i] == b'+') {
+        i += 1;
+    }
+    let mut n: i64 = 0;
+    let mut saturated = false;
+    while i < s.len() && s[i].is_ascii_digit() {
+        let d = i64::from(s[i] - b'0');
+        match n.checked_mul(10).and_then(|v| v.checked_add(d)) {
+            Some(v) => n = v,
+            None => saturated = true,
+        }
+        i += 1;
+    }
+    let long = match (saturated, negative) {
+        (true, false) => i64::MAX,
+        (true, true) => i64::MIN,
+        (false, false) => n,
+        (false, true) => -n,
+    };
+    long as i32
 }
 
 /// Redis's xreadGetKeys check: STREAMS is reached past known options only

@@ -163,9 +163,11 @@ fn resp3_invalidations_of_reads() {
 /// The keys a read is remembered under are Redis's getKeysFromCommand's:
 /// XREAD's own xreadGetKeys finds none when an option before STREAMS is
 /// unknown or the names and IDs after it are an odd number, so such a
-/// read (an error) tracks nothing; ferrokv followed the key specs there,
-/// as COMMAND GETKEYS does, and sent invalidations Redis does not (found
-/// by the command fuzzer with `--track`).
+/// read (an error) tracks nothing; and the commands that take a count of
+/// keys read it with atoi, so SINTERCARD 1.5 tracks its key. ferrokv
+/// followed the key specs there, as COMMAND GETKEYS does, and its
+/// invalidations differed from Redis's (found by the command fuzzer with
+/// `--track`).
 #[test]
 fn reads_track_the_keys_redis_getkeys_finds() {
     let p = Pair::new();
@@ -179,12 +181,20 @@ fn reads_track_the_keys_redis_getkeys_finds() {
         "XREAD COUNT abc STREAMS x4 0",
         "XREAD COUNT 1 STREAMS x5 0",
         "XREADGROUP GROUP g c STREAMS x6",
+        // A count of keys is read with atoi by Redis's genericGetKeys:
+        // "1.5" is 1, "4294967297" is 1 once cast to an int.
+        "SINTERCARD 1.5 n1",
+        "ZINTERCARD 007 n2",
+        "ZUNION 4294967297 n3",
+        "ZDIFF 2 n4",
     ]);
     b.run(&[
-        "SET x1 v", "SET x2 v", "SET x3 v", "SET x4 v", "SET x5 v", "SET x6 v",
+        "SET x1 v", "SET x2 v", "SET x3 v", "SET x4 v", "SET x5 v", "SET x6 v", "SET n1 v",
+        "SET n2 v", "SET n3 v", "SET n4 v",
     ]);
     let got = a.same("PING", None);
     assert!(got.contains("$2\r\nx5\r\n"), "{got}");
+    assert!(got.contains("$2\r\nn1\r\n"), "{got}");
 }
 
 #[test]
