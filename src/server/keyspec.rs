@@ -404,7 +404,9 @@ pub fn find_keys_by_proc<A: Args + ?Sized>(
             }
             // Redis's genericGetKeys: no key unless the count is at least 1
             // and that many arguments follow.
-            let num = c_atoi(argv.arg(count));
+            // C's atoi then the cast to int: a count past i64 reads 0 here,
+            // -1 there, no key either way.
+            let num = crate::util::num::atoi(&String::from_utf8_lossy(argv.arg(count))) as i32;
             if num < 1 || num as usize > argc.saturating_sub(first) {
                 return;
             }
@@ -419,36 +421,6 @@ pub fn find_keys_by_proc<A: Args + ?Sized>(
         }
         _ => find_keys(finder, specs, argv, out),
     }
-}
-
-/// C's atoi as glibc has it (strtol, saturating, cast to int): leading
-/// blanks, a sign, the digits up to the first other byte; "1.5" reads 1.
-fn c_atoi(s: &[u8]) -> i32 {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c') {
-        i += 1;
-    }
-    let negative = i < s.len() && s[i] == b'-';
-    if i < s.len() && (s[i] == b'-' || s[i] == b'+') {
-        i += 1;
-    }
-    let mut n: i64 = 0;
-    let mut saturated = false;
-    while i < s.len() && s[i].is_ascii_digit() {
-        let d = i64::from(s[i] - b'0');
-        match n.checked_mul(10).and_then(|v| v.checked_add(d)) {
-            Some(v) => n = v,
-            None => saturated = true,
-        }
-        i += 1;
-    }
-    let long = match (saturated, negative) {
-        (true, false) => i64::MAX,
-        (true, true) => i64::MIN,
-        (false, false) => n,
-        (false, true) => -n,
-    };
-    long as i32
 }
 
 /// Redis's xreadGetKeys check: STREAMS is reached past known options only
